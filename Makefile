@@ -1,0 +1,107 @@
+# rlock -- run a command while holding a lock in Redis.
+#
+# Variables you may override:
+#   CC, CFLAGS (default -O2 -g), LDFLAGS, PREFIX (/usr/local), DESTDIR,
+#   BINDIR, MANDIR, BASHCOMPDIR, ZSHCOMPDIR, FISHCOMPDIR.
+# Targets: all, check, demo, asan, install, uninstall, clean, bench.
+
+CC       ?= cc
+CFLAGS   ?= -O2 -g
+PREFIX   ?= /usr/local
+BINDIR   ?= $(PREFIX)/bin
+MANDIR   ?= $(PREFIX)/share/man
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
+FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+
+# Our flags stay apart from the user's CFLAGS.
+RL_CFLAGS = -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
+	-Wstrict-prototypes -Wmissing-prototypes -Wwrite-strings -Wformat=2 \
+	-Wvla -Wpointer-arith -Wno-missing-field-initializers \
+	-Isrc -I$(BUILD) -MMD -MP
+PKG_CFLAGS := $(shell pkg-config --cflags hiredis uuid 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs hiredis uuid 2>/dev/null || echo -lhiredis -luuid)
+LIBS = $(PKG_LIBS) -pthread
+
+BUILD ?= build
+LUA   = $(sort $(wildcard src/lua/*.lua))
+LIB_SRC = src/cli.c src/conn.c src/lock.c src/renew.c src/report.c \
+	src/run.c src/script.c src/sig.c src/supervise.c src/url.c \
+	src/util.c src/wait.c
+LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
+BIN = rlock
+
+.PHONY: all check check-unit check-bats check-docs demo asan install \
+	uninstall clean deps bench
+
+all: $(BIN)
+
+$(BIN): $(BUILD)/main.o $(LIB_OBJ)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+$(BUILD)/%.o: src/%.c $(BUILD)/lua_scripts.h | $(BUILD)
+	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/lua_scripts.o: $(BUILD)/lua_scripts.c
+	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h: $(LUA) src/embed-lua.sh | $(BUILD)
+	sh src/embed-lua.sh $(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h $(LUA)
+
+$(BUILD):
+	mkdir -p $(BUILD)
+
+$(BUILD)/unit: tests/unit/unit.c $(LIB_OBJ)
+	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
+
+# Installs missing packages when root, else prints the apt-get line.
+deps:
+	@sh .ci/deps
+
+check-unit: $(BUILD)/unit
+	$(BUILD)/unit
+
+check-bats: $(BIN)
+	RLOCK=$(CURDIR)/$(BIN) sh tests/run-bats
+
+check-docs:
+	sh tests/check-docs
+
+# The whole suite; the last line is "N passed, N failed".
+check: deps
+	@$(MAKE) --no-print-directory all $(BUILD)/unit
+	@sh tests/run-all $(CURDIR)/$(BIN) $(CURDIR)/$(BUILD)/unit
+
+# AddressSanitizer + UBSan build of everything, then the whole suite.
+SAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer -O1 -g
+asan: deps
+	@$(MAKE) --no-print-directory BUILD=build/asan BIN=build/asan/rlock \
+		CFLAGS="$(SAN_FLAGS)" LDFLAGS="$(SAN_FLAGS)" build/asan/rlock \
+		build/asan/unit
+	ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=0 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		sh tests/run-all $(CURDIR)/build/asan/rlock $(CURDIR)/build/asan/unit
+
+demo: deps all
+	sh tests/demo.sh $(CURDIR)/$(BIN)
+
+bench: deps all
+	sh bench/run.sh $(CURDIR)/$(BIN)
+
+install: $(BIN)
+	install -D -m 755 $(BIN) $(DESTDIR)$(BINDIR)/rlock
+	install -D -m 644 man/rlock.1 $(DESTDIR)$(MANDIR)/man1/rlock.1
+	install -D -m 644 completions/rlock.bash $(DESTDIR)$(BASHCOMPDIR)/rlock
+	install -D -m 644 completions/_rlock $(DESTDIR)$(ZSHCOMPDIR)/_rlock
+	install -D -m 644 completions/rlock.fish $(DESTDIR)$(FISHCOMPDIR)/rlock.fish
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/rlock $(DESTDIR)$(MANDIR)/man1/rlock.1 \
+		$(DESTDIR)$(BASHCOMPDIR)/rlock $(DESTDIR)$(ZSHCOMPDIR)/_rlock \
+		$(DESTDIR)$(FISHCOMPDIR)/rlock.fish
+
+clean:
+	rm -rf build $(BIN)
+
+-include $(wildcard $(BUILD)/*.d)

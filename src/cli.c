@@ -1,0 +1,464 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Command-line and environment parsing. The first getopt pass stops at the
+ * first non-option ("+"): before -k that word may be a subcommand, after
+ * -k it is COMMAND, passed on untouched. Usage errors are reported here,
+ * before anything contacts Redis.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+
+#include "exitcode.h"
+#include "url.h"
+#include "util.h"
+
+enum {
+	OPT_FAIR = 256, OPT_ON_LOST, OPT_KILL_AFTER, OPT_PASSWORD_FILE,
+	OPT_CONNECT_TIMEOUT, OPT_PREFIX, OPT_JSON, OPT_FORCE
+};
+
+/* Options only the run mode understands; see run_only_seen. */
+static const char RUN_SHORT[] = "+k:nw:l:E:N:c:u:qvhV";
+
+static const struct option RUN_LONG[] = {
+	{ "key", required_argument, NULL, 'k' },
+	{ "nonblock", no_argument, NULL, 'n' },
+	{ "timeout", required_argument, NULL, 'w' },
+	{ "lease", required_argument, NULL, 'l' },
+	{ "conflict-exit-code", required_argument, NULL, 'E' },
+	{ "limit", required_argument, NULL, 'N' },
+	{ "command", required_argument, NULL, 'c' },
+	{ "fair", no_argument, NULL, OPT_FAIR },
+	{ "on-lost", required_argument, NULL, OPT_ON_LOST },
+	{ "kill-after", required_argument, NULL, OPT_KILL_AFTER },
+	{ "url", required_argument, NULL, 'u' },
+	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
+	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
+	{ "prefix", required_argument, NULL, OPT_PREFIX },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 }
+};
+
+/* After a subcommand word: connection options plus --json / --force. */
+static const char SUB_SHORT[] = "u:qvh";
+
+static const struct option SUB_LONG[] = {
+	{ "url", required_argument, NULL, 'u' },
+	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
+	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
+	{ "prefix", required_argument, NULL, OPT_PREFIX },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "force", no_argument, NULL, OPT_FORCE },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 }
+};
+
+void
+cli_usage(void)
+{
+	fputs(
+"Usage:\n"
+"  rlock [OPTIONS] -k KEY [--] COMMAND [ARG...]\n"
+"  rlock [OPTIONS] -k KEY -c 'SHELL COMMAND'\n"
+"  rlock status [--json] KEY...\n"
+"  rlock list [--json] [PATTERN]\n"
+"  rlock release --force KEY\n"
+"\n"
+"Run COMMAND while holding a lock in Redis, shared by every machine that\n"
+"uses the same Redis: like flock(1), across hosts.\n"
+"\n"
+"Options:\n"
+"  -k, --key KEY             lock name (1-512 bytes)\n"
+"  -c, --command CMD         run CMD through /bin/sh -c\n"
+"  -n, --nonblock            fail at once if the lock is held\n"
+"  -w, --timeout DUR         wait at most DUR for the lock (default: forever)\n"
+"  -l, --lease DUR           lease of the lock, renewed every DUR/3 (30s)\n"
+"  -E, --conflict-exit-code N  exit status when not obtained (75)\n"
+"  -N, --limit N             semaphore: at most N holders (1)\n"
+"      --fair                first come, first served among waiters\n"
+"      --on-lost ACTION      term, kill or ignore when the lease is lost (term)\n"
+"      --kill-after DUR      SIGTERM to SIGKILL grace on a lost lease (10s)\n"
+"  -u, --url URL             redis://[user[:pass]@]host[:port][/db] or\n"
+"                            unix:///path/to/socket[?db=N]\n"
+"      --password-file FILE  read the Redis password from FILE\n"
+"      --connect-timeout DUR give up on an unreachable Redis after DUR (5s)\n"
+"      --prefix P            prefix of every Redis key (rlock:)\n"
+"  -q, --quiet               fewer messages\n"
+"  -v, --verbose             log what happens\n"
+"  -h, --help                show this help\n"
+"  -V, --version             show the version\n"
+"\n"
+"Subcommands: status [--json] KEY..., list [--json] [PATTERN],\n"
+"release --force KEY.\n"
+"\n"
+"DUR: a number with an optional unit ms, s, m, h (default s).\n"
+"Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH.\n"
+"Exit: COMMAND's status; 75 not obtained; 64 usage; 69 Redis unreachable;\n"
+"76 unusable answer; 77 credentials refused; 70 lease lost; 126/127 exec.\n"
+"See rlock(1).\n", stdout);
+}
+
+static int usage_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
+static int
+usage_error(const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	msg_err("%s", line);
+	fputs("Try 'rlock --help' for more information.\n", stderr);
+	return RL_EXIT_USAGE;
+}
+
+static int
+parse_dur_opt(const char *name, const char *arg, int64_t *out)
+{
+	if (dur_parse(arg, out) == 0)
+		return 0;
+	return usage_error("%s: invalid duration '%s' (use e.g. 500ms, 1.5, "
+	    "30s, 5m, 2h)", name, arg);
+}
+
+/*
+ * Keep a copy of URL for ourselves and overwrite the password in argv, so
+ * ps(1) and /proc/PID/cmdline no longer show it.
+ */
+static void
+take_url(struct rlock_opts *o, char *arg)
+{
+	size_t off, len;
+
+	free(o->url);
+	o->url = xstrdup(arg);
+	if (url_password_span(arg, &off, &len) == 0)
+		memset(arg + off, '*', len);
+}
+
+static int
+read_password_file(struct rlock_opts *o, const char *path)
+{
+	struct stat st;
+	char buf[1024];
+	FILE *f;
+	size_t n;
+
+	if ((f = fopen(path, "r")) == NULL) {
+		msg_err("cannot read --password-file %s: %s", path,
+		    strerror(errno));
+		return RL_EXIT_USAGE;
+	}
+	if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077))
+		msg_warn("--password-file %s is accessible by others; "
+		    "chmod 600 it", path);
+	if (fgets(buf, sizeof(buf), f) == NULL)
+		buf[0] = '\0';
+	fclose(f);
+	n = strcspn(buf, "\r\n");
+	buf[n] = '\0';
+	free(o->password);
+	o->password = xstrdup(buf);
+	o->password_from_file = 1;
+	memset(buf, 0, sizeof(buf));
+	return 0;
+}
+
+/* Options common to every mode. Returns 1 if c was not one of them. */
+static int
+common_opt(struct rlock_opts *o, int c, int *status)
+{
+	*status = 0;
+	switch (c) {
+	case 'u':
+		take_url(o, optarg);
+		return 0;
+	case OPT_PASSWORD_FILE:
+		*status = read_password_file(o, optarg);
+		return 0;
+	case OPT_CONNECT_TIMEOUT:
+		*status = parse_dur_opt("--connect-timeout", optarg,
+		    &o->connect_timeout_ms);
+		if (*status == 0 && o->connect_timeout_ms == 0)
+			*status = usage_error("--connect-timeout must be more "
+			    "than 0");
+		return 0;
+	case OPT_PREFIX:
+		o->prefix = optarg;
+		return 0;
+	case 'q':
+		msg_level = MSG_QUIET;
+		return 0;
+	case 'v':
+		msg_level = MSG_VERBOSE;
+		return 0;
+	case 'h':
+		o->mode = MODE_HELP;
+		return 0;
+	case '?':
+		*status = RL_EXIT_USAGE;
+		fputs("Try 'rlock --help' for more information.\n", stderr);
+		return 0;
+	}
+	return 1;
+}
+
+static int
+parse_on_lost(struct rlock_opts *o, const char *arg)
+{
+	if (strcmp(arg, "term") == 0)
+		o->on_lost = LOST_TERM;
+	else if (strcmp(arg, "kill") == 0)
+		o->on_lost = LOST_KILL;
+	else if (strcmp(arg, "ignore") == 0)
+		o->on_lost = LOST_IGNORE;
+	else
+		return usage_error("--on-lost: unknown action '%s' (use term, "
+		    "kill or ignore)", arg);
+	return 0;
+}
+
+/* One run-mode option; *run_only is set for those subcommands refuse. */
+static int
+run_opt(struct rlock_opts *o, int c, int *run_only)
+{
+	long long v;
+	int st;
+
+	*run_only = 1;
+	switch (c) {
+	case 'k':
+		o->key = optarg;
+		return 0;
+	case 'n':
+		o->wait_ms = 0;
+		return 0;
+	case 'w':
+		return parse_dur_opt("--timeout", optarg, &o->wait_ms);
+	case 'l':
+		if ((st = parse_dur_opt("--lease", optarg, &o->lease_ms)))
+			return st;
+		if (o->lease_ms < LEASE_MIN_MS)
+			return usage_error("--lease must be at least 100ms, "
+			    "not '%s'", optarg);
+		return 0;
+	case 'E':
+		if (int_parse(optarg, 0, 255, &v) < 0)
+			return usage_error("--conflict-exit-code: '%s' is not "
+			    "a status from 0 to 255", optarg);
+		o->conflict_exit = (int)v;
+		return 0;
+	case 'N':
+		if (int_parse(optarg, 1, 1000000, &v) < 0)
+			return usage_error("--limit: '%s' is not a number "
+			    "from 1 to 1000000", optarg);
+		o->limit = (long)v;
+		return 0;
+	case 'c':
+		o->shell_cmd = optarg;
+		return 0;
+	case OPT_FAIR:
+		o->fair = 1;
+		return 0;
+	case OPT_ON_LOST:
+		return parse_on_lost(o, optarg);
+	case OPT_KILL_AFTER:
+		return parse_dur_opt("--kill-after", optarg,
+		    &o->kill_after_ms);
+	case 'V':
+		*run_only = 0;
+		if (o->mode != MODE_HELP)
+			o->mode = MODE_VERSION;
+		return 0;
+	}
+	*run_only = 0;
+	if (common_opt(o, c, &st) == 0)
+		return st;
+	return usage_error("unexpected option");
+}
+
+static void
+set_defaults(struct rlock_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->mode = MODE_RUN;
+	o->wait_ms = -1;
+	o->lease_ms = 30 * 1000;
+	o->conflict_exit = RL_EXIT_NOT_OBTAINED;
+	o->limit = 1;
+	o->on_lost = LOST_TERM;
+	o->kill_after_ms = 10 * 1000;
+	o->connect_timeout_ms = 5 * 1000;
+	o->prefix = "rlock:";
+}
+
+static int
+parse_subcommand(int argc, char **argv, struct rlock_opts *o)
+{
+	int c, st;
+
+	optind = 1;	/* argv here starts at the subcommand word */
+	while ((c = getopt_long(argc, argv, SUB_SHORT, SUB_LONG, NULL)) != -1) {
+		if (c == OPT_JSON && o->mode != MODE_RELEASE)
+			o->json = 1;
+		else if (c == OPT_FORCE && o->mode == MODE_RELEASE)
+			o->force = 1;
+		else if (c == OPT_JSON || c == OPT_FORCE)
+			return usage_error("%s is not an option of this "
+			    "subcommand", argv[optind - 1]);
+		else if (common_opt(o, c, &st) == 0 && st)
+			return st;
+	}
+	o->args = argv + optind;
+	o->nargs = argc - optind;
+	if (o->mode == MODE_HELP)
+		return 0;
+	if (o->mode == MODE_STATUS && o->nargs == 0)
+		return usage_error("status: give at least one KEY");
+	if (o->mode == MODE_LIST && o->nargs > 1)
+		return usage_error("list takes at most one PATTERN");
+	if (o->mode == MODE_RELEASE && !o->force)
+		return usage_error("release breaks a lock someone else holds: "
+		    "say so with --force");
+	if (o->mode == MODE_RELEASE && o->nargs != 1)
+		return usage_error("release --force takes exactly one KEY");
+	return 0;
+}
+
+static int
+select_mode(int argc, char **argv, struct rlock_opts *o, int run_only)
+{
+	const char *word = argv[optind];
+
+	if (strcmp(word, "status") == 0)
+		o->mode = MODE_STATUS;
+	else if (strcmp(word, "list") == 0)
+		o->mode = MODE_LIST;
+	else if (strcmp(word, "release") == 0)
+		o->mode = MODE_RELEASE;
+	else
+		return usage_error("missing -k KEY before the command '%s' (or "
+		    "use a subcommand: status, list, release)", word);
+	if (run_only)
+		return usage_error("options of the run mode do not go with "
+		    "'%s'", word);
+	return parse_subcommand(argc - optind, argv + optind, o);
+}
+
+static int
+finish_run(int argc, char **argv, struct rlock_opts *o)
+{
+	size_t klen = strlen(o->key);
+
+	if (klen == 0)
+		return usage_error("the key is empty");
+	if (klen > KEY_MAX_LEN)
+		return usage_error("the key is longer than 512 bytes");
+	o->cmd = argv + optind;
+	if (o->shell_cmd && optind < argc)
+		return usage_error("-c takes the whole shell command; nothing "
+		    "may follow it (found '%s')", argv[optind]);
+	if (!o->shell_cmd && optind >= argc)
+		return usage_error("missing command to run under the lock");
+	if (o->fair && o->wait_ms == 0)
+		msg_verbose("--fair has no effect with --nonblock");
+	return 0;
+}
+
+static int
+env_fallbacks(struct rlock_opts *o)
+{
+	const char *u, *p;
+
+	if (o->url == NULL) {
+		if ((u = getenv("RLOCK_URL")) && *u)
+			o->url = xstrdup(u);
+		else if ((u = getenv("REDIS_URL")) && *u)
+			o->url = xstrdup(u);
+		else
+			o->url = xstrdup("redis://127.0.0.1:6379/0");
+	}
+	if (o->password == NULL) {
+		if ((p = getenv("RLOCK_PASSWORD")) && *p)
+			o->password = xstrdup(p);
+		else if ((p = getenv("REDISCLI_AUTH")) && *p)
+			o->password = xstrdup(p);
+	}
+	return 0;
+}
+
+int
+cli_parse(int argc, char **argv, struct rlock_opts *o)
+{
+	int c, st, run_only, any_run_only = 0;
+
+	set_defaults(o);
+	opterr = 1;
+	while ((c = getopt_long(argc, argv, RUN_SHORT, RUN_LONG, NULL)) != -1) {
+		if ((st = run_opt(o, c, &run_only)) != 0)
+			return st;
+		any_run_only |= run_only;
+	}
+	if (o->mode == MODE_HELP || o->mode == MODE_VERSION)
+		return 0;
+	if (o->key == NULL) {
+		if (optind >= argc)
+			return usage_error("missing -k KEY and command");
+		if ((st = select_mode(argc, argv, o, any_run_only)) != 0)
+			return st;
+	} else if ((st = finish_run(argc, argv, o)) != 0) {
+		return st;
+	}
+	return env_fallbacks(o);
+}
+
+void
+cli_free(struct rlock_opts *o)
+{
+	free(o->url);
+	if (o->password) {
+		memset(o->password, 0, strlen(o->password));
+		free(o->password);
+	}
+	o->url = o->password = NULL;
+}
+
+char *
+cli_command_line(const struct rlock_opts *o)
+{
+	size_t len = 0, i;
+	char *s, *p;
+
+	if (o->shell_cmd)
+		return xstrdup(o->shell_cmd);
+	for (i = 0; o->cmd[i]; i++)
+		len += strlen(o->cmd[i]) + 1;
+	s = p = xmalloc(len + 1);
+	for (i = 0; o->cmd[i]; i++) {
+		size_t n = strlen(o->cmd[i]);
+
+		memcpy(p, o->cmd[i], n);
+		p += n;
+		*p++ = ' ';
+	}
+	if (p > s)
+		p--;
+	*p = '\0';
+	return s;
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * argv and the environment to a struct rlock_opts: the getopt tables, usage
+ * text, environment fallbacks, --password-file, and blanking a password
+ * from argv. No network. Never exits: returns a status for main to use.
+ */
+#ifndef RLOCK_CLI_H
+#define RLOCK_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define RLOCK_VERSION "0.1.0"
+#define KEY_MAX_LEN 512
+#define LEASE_MIN_MS 100
+
+enum rl_mode { MODE_RUN, MODE_STATUS, MODE_LIST, MODE_RELEASE, MODE_HELP,
+    MODE_VERSION };
+enum on_lost { LOST_TERM, LOST_KILL, LOST_IGNORE };
+
+struct rlock_opts {
+	enum rl_mode mode;
+	const char *key;		/* points into argv */
+	int64_t wait_ms;		/* -1: forever; 0: -n */
+	int64_t lease_ms;
+	int conflict_exit;
+	long limit;
+	int fair;
+	enum on_lost on_lost;
+	int64_t kill_after_ms;
+	char *url;			/* owned copy; password still inside */
+	char *password;			/* owned; NULL when none */
+	int password_from_file;		/* --password-file beats the URL */
+	int64_t connect_timeout_ms;
+	const char *prefix;
+	const char *shell_cmd;		/* -c */
+	char **cmd;			/* COMMAND and ARGs, NULL-terminated */
+	int json, force;
+	char **args;			/* status keys, list pattern, release key */
+	int nargs;
+};
+
+/*
+ * Parse argv (password blanked in place) and the environment into o.
+ * Returns 0, or an exit status after printing the one-line message.
+ */
+int cli_parse(int argc, char **argv, struct rlock_opts *o);
+
+void cli_free(struct rlock_opts *o);
+
+/* --help text on stdout. */
+void cli_usage(void);
+
+/* "COMMAND ARG ..." or the -c string, for holder metadata; caller frees. */
+char *cli_command_line(const struct rlock_opts *o);
+
+#endif

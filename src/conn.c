@@ -1,0 +1,287 @@
+// SPDX-License-Identifier: MIT
+/*
+ * hiredis 0.14 rules kept here (see REDIS-NOTES): a context is dead after any
+ * error, timeouts included, so it is closed at once; redisConnectWithTimeout
+ * sets no read timeout, so redisSetTimeout always follows; 0.14 does not set
+ * FD_CLOEXEC, so we do, or COMMAND would inherit the Redis socket.
+ */
+#include "conn.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+
+#include "exitcode.h"
+#include "util.h"
+
+static struct timeval
+tv_of(int64_t ms)
+{
+	struct timeval tv;
+
+	if (ms < 1)
+		ms = 1;
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	return tv;
+}
+
+static void set_err(struct conn *cn, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+set_err(struct conn *cn, int status, const char *fmt, ...)
+{
+	va_list ap;
+
+	cn->status = status;
+	va_start(ap, fmt);
+	vsnprintf(cn->err, sizeof(cn->err), fmt, ap);
+	va_end(ap);
+}
+
+static int
+starts(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+int
+conn_reply_status(const redisReply *r)
+{
+	const char *s = r->str ? r->str : "";
+
+	if (starts(s, "NOAUTH") || starts(s, "WRONGPASS") ||
+	    starts(s, "NOPERM") || starts(s, "ERR invalid password") ||
+	    starts(s, "ERR invalid username-password") ||
+	    starts(s, "ERR AUTH <password> called without") ||
+	    starts(s, "ERR Client sent AUTH"))
+		return RL_EXIT_NOPERM;
+	if (starts(s, "LOADING") || starts(s, "BUSY") ||
+	    starts(s, "MASTERDOWN") || starts(s, "TRYAGAIN") ||
+	    starts(s, "CLUSTERDOWN") ||
+	    starts(s, "ERR max number of clients"))
+		return RL_EXIT_UNAVAILABLE;
+	return RL_EXIT_PROTOCOL;
+}
+
+int
+conn_status_transient(int status)
+{
+	return status == RL_EXIT_UNAVAILABLE;
+}
+
+int
+conn_fail_reply(struct conn *cn, const char *what, const redisReply *r)
+{
+	char text[160];
+
+	if (r->type == REDIS_REPLY_ERROR) {
+		printable(r->str, r->len, text, sizeof(text));
+		set_err(cn, conn_reply_status(r), "%s: Redis answered: %s",
+		    what, text);
+	} else {
+		snprintf(text, sizeof(text), "unexpected reply of type %d",
+		    r->type);
+		set_err(cn, RL_EXIT_PROTOCOL, "%s: %s", what, text);
+	}
+	return cn->status;
+}
+
+void
+conn_close(struct conn *cn)
+{
+	if (cn->c == NULL)
+		return;
+	if (cn->c->err && cn->c->fd >= 0) {
+		struct linger lg = { 1, 0 };
+
+		setsockopt(cn->c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	}
+	redisFree(cn->c);
+	cn->c = NULL;
+}
+
+/* Mark cn failed after an I/O error on cn->c, closing the dead context. */
+static void
+io_failed(struct conn *cn, const char *what, int saved_errno)
+{
+	const char *why = cn->c->errstr;
+	char buf[128];
+
+	if (cn->c->err == REDIS_ERR_IO &&
+	    (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK)) {
+		snprintf(buf, sizeof(buf), "no answer within %lldms",
+		    (long long)cn->cmd_timeout_ms);
+		why = buf;
+	} else if (cn->c->err == REDIS_ERR_EOF) {
+		why = "the server closed the connection";
+	}
+	set_err(cn, RL_EXIT_UNAVAILABLE, "%s: %s", what, why);
+	conn_close(cn);
+}
+
+redisReply *
+conn_command(struct conn *cn, int argc, const char **argv,
+    const size_t *lens)
+{
+	redisReply *r;
+
+	if (cn->c == NULL) {
+		if (cn->err[0] == '\0')
+			set_err(cn, RL_EXIT_UNAVAILABLE, "not connected");
+		return NULL;
+	}
+	errno = 0;
+	r = redisCommandArgv(cn->c, argc, argv, lens);
+	if (r == NULL) {
+		io_failed(cn, argv[0], errno);
+		return NULL;
+	}
+	return r;
+}
+
+static redisContext *
+connect_raw(const struct endpoint *ep, int64_t timeout_ms)
+{
+	struct timeval tv = tv_of(timeout_ms);
+
+	if (ep->kind == EP_UNIX)
+		return redisConnectUnixWithTimeout(ep->path, tv);
+	return redisConnectWithTimeout(ep->host, ep->port, tv);
+}
+
+static int
+tune_socket(struct conn *cn)
+{
+	int fl = fcntl(cn->c->fd, F_GETFD);
+
+	if (fl < 0 || fcntl(cn->c->fd, F_SETFD, fl | FD_CLOEXEC) < 0) {
+		set_err(cn, RL_EXIT_UNAVAILABLE, "fcntl: %s",
+		    strerror(errno));
+		return -1;
+	}
+	if (cn->cfg->ep.kind == EP_TCP)
+		redisEnableKeepAlive(cn->c);
+	return 0;
+}
+
+/* AUTH [user] pass, then SELECT db; both within the connect deadline. */
+static int
+handshake(struct conn *cn)
+{
+	const struct endpoint *ep = &cn->cfg->ep;
+	const char *argv[3];
+	size_t lens[3];
+	redisReply *r;
+	char dbs[16];
+	int argc = 0;
+
+	if (cn->cfg->password) {
+		argv[argc++] = "AUTH";
+		if (ep->user)
+			argv[argc++] = ep->user;
+		argv[argc++] = cn->cfg->password;
+		for (int i = 0; i < argc; i++)
+			lens[i] = strlen(argv[i]);
+		if ((r = conn_command(cn, argc, argv, lens)) == NULL)
+			return cn->status;
+		if (r->type == REDIS_REPLY_ERROR) {
+			conn_fail_reply(cn, "authentication failed", r);
+			if (cn->status == RL_EXIT_PROTOCOL)
+				cn->status = RL_EXIT_NOPERM;
+			freeReplyObject(r);
+			return cn->status;
+		}
+		freeReplyObject(r);
+	}
+	if (ep->db != 0) {
+		snprintf(dbs, sizeof(dbs), "%d", ep->db);
+		argv[0] = "SELECT";
+		argv[1] = dbs;
+		lens[0] = 6;
+		lens[1] = strlen(dbs);
+		if ((r = conn_command(cn, 2, argv, lens)) == NULL)
+			return cn->status;
+		if (r->type == REDIS_REPLY_ERROR) {
+			conn_fail_reply(cn, "cannot select the database", r);
+			freeReplyObject(r);
+			return cn->status;
+		}
+		freeReplyObject(r);
+	}
+	return 0;
+}
+
+static int
+open_within(struct conn *cn, int64_t connect_ms, int64_t cmd_timeout_ms)
+{
+	const struct conn_cfg *cfg = cn->cfg;
+	int64_t start = mono_ms(), left;
+	int st;
+
+	cn->cmd_timeout_ms = cmd_timeout_ms;
+	cn->connect_timeout_ms = connect_ms;
+	cn->status = 0;
+	cn->err[0] = '\0';
+	cn->c = connect_raw(&cfg->ep, connect_ms);
+	if (cn->c == NULL) {
+		set_err(cn, RL_EXIT_UNAVAILABLE, "out of memory");
+		return cn->status;
+	}
+	if (cn->c->err) {
+		set_err(cn, RL_EXIT_UNAVAILABLE, "%s", cn->c->errstr);
+		redisFree(cn->c);
+		cn->c = NULL;
+		return cn->status;
+	}
+	if (tune_socket(cn) < 0) {
+		conn_close(cn);
+		return cn->status;
+	}
+	/* A server that accepts and then stays silent counts against the
+	 * same connect timeout, not against a fresh command timeout. */
+	left = connect_ms - (mono_ms() - start);
+	redisSetTimeout(cn->c, tv_of(left));
+	cn->cmd_timeout_ms = left;
+	if ((st = handshake(cn)) != 0) {
+		conn_close(cn);
+		cn->cmd_timeout_ms = cmd_timeout_ms;
+		return st;
+	}
+	cn->cmd_timeout_ms = cmd_timeout_ms;
+	redisSetTimeout(cn->c, tv_of(cmd_timeout_ms));
+	return 0;
+}
+
+int
+conn_open(struct conn *cn, const struct conn_cfg *cfg,
+    int64_t cmd_timeout_ms)
+{
+	memset(cn, 0, sizeof(*cn));
+	cn->cfg = cfg;
+	return open_within(cn, cfg->connect_timeout_ms, cmd_timeout_ms);
+}
+
+int
+conn_reopen(struct conn *cn)
+{
+	conn_close(cn);
+	return open_within(cn, cn->connect_timeout_ms, cn->cmd_timeout_ms);
+}
+
+void
+conn_set_timeouts(struct conn *cn, int64_t connect_ms, int64_t cmd_ms)
+{
+	cn->connect_timeout_ms = connect_ms;
+	cn->cmd_timeout_ms = cmd_ms;
+	if (cn->c)
+		redisSetTimeout(cn->c, tv_of(cmd_ms));
+}

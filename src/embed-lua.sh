@@ -1,0 +1,31 @@
+#!/bin/sh
+# embed-lua.sh OUT.c OUT.h FILE.lua... : turn Lua scripts into C data with
+# their SHA1, so rlock can EVALSHA without a SCRIPT LOAD step.
+set -eu
+outc=$1 outh=$2
+shift 2
+{
+	echo "/* generated from src/lua/ by src/embed-lua.sh; edit those */"
+	echo "#ifndef RLOCK_LUA_SCRIPTS_H"
+	echo "#define RLOCK_LUA_SCRIPTS_H"
+	echo "#include \"script.h\""
+	for f in "$@"; do
+		echo "extern const struct lua_script lua_$(basename "$f" .lua);"
+	done
+	echo "#endif"
+} > "$outh.tmp"
+{
+	echo "/* generated from src/lua/ by src/embed-lua.sh; edit those */"
+	echo "#include \"lua_scripts.h\""
+	for f in "$@"; do
+		name=$(basename "$f" .lua)
+		sha=$(sha1sum < "$f" | cut -d' ' -f1)
+		echo "static const char body_$name[] = {"
+		xxd -i < "$f"
+		echo ", 0 };"
+		echo "const struct lua_script lua_$name = { \"$name\", body_$name,"
+		echo "    sizeof(body_$name) - 1, \"$sha\" };"
+	done
+} > "$outc.tmp"
+mv "$outh.tmp" "$outh"
+mv "$outc.tmp" "$outc"

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rlock: run a command while holding a lock in Redis. main() only picks
+ * the mode and returns its status; see run.c, report.c.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "cli.h"
+#include "exitcode.h"
+#include "report.h"
+#include "run.h"
+#include "sig.h"
+#include "util.h"
+
+static int
+version(void)
+{
+	printf("rlock %s (hiredis %d.%d.%d)\n", RLOCK_VERSION, HIREDIS_MAJOR,
+	    HIREDIS_MINOR, HIREDIS_PATCH);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct rlock_opts o;
+	int sigfd, st;
+
+	/* Before any thread exists, so every thread inherits the mask. */
+	if ((sigfd = sig_setup()) < 0) {
+		perror("rlock: signalfd");
+		return RL_EXIT_UNAVAILABLE;
+	}
+	if ((st = cli_parse(argc, argv, &o)) != 0) {
+		cli_free(&o);
+		return st;
+	}
+	switch (o.mode) {
+	case MODE_HELP:
+		cli_usage();
+		break;
+	case MODE_VERSION:
+		st = version();
+		break;
+	case MODE_RUN:
+		st = run_mode(&o, sigfd);
+		break;
+	default:
+		st = report_main(&o);
+		break;
+	}
+	cli_free(&o);
+	close(sigfd);
+	return st;
+}

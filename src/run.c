@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The run mode's sequence, and the messages for its failures. It never
+ * holds the lock when it returns an error: wait.c undoes uncertain
+ * attempts, supervise.c releases.
+ */
+#include "run.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "exitcode.h"
+#include "lock.h"
+#include "sig.h"
+#include "supervise.h"
+#include "util.h"
+#include "wait.h"
+
+int
+run_conn_cfg(const struct rlock_opts *o, struct conn_cfg *cfg)
+{
+	const char *why = "";
+
+	memset(cfg, 0, sizeof(*cfg));
+	if (url_parse(o->url, &cfg->ep, &why) < 0) {
+		size_t off, len;
+		char *shown = xstrdup(o->url);
+
+		if (url_password_span(shown, &off, &len) == 0)
+			memset(shown + off, '*', len);
+		msg_err("bad Redis URL '%s': %s", shown, why);
+		free(shown);
+		url_free(&cfg->ep);
+		return RL_EXIT_USAGE;
+	}
+	/* An explicit --password-file or environment password wins over
+	 * none; a password in the URL wins over the environment. */
+	cfg->password = o->password;
+	if (cfg->ep.pass && !o->password_from_file)
+		cfg->password = cfg->ep.pass;
+	cfg->connect_timeout_ms = o->connect_timeout_ms;
+	return 0;
+}
+
+void
+run_report_conn_error(const struct conn_cfg *cfg, int status,
+    const char *err)
+{
+	char url[300];
+
+	url_redacted(&cfg->ep, url, sizeof(url));
+	switch (status) {
+	case RL_EXIT_UNAVAILABLE:
+		msg_err("cannot reach %s: %s; check -u or RLOCK_URL", url,
+		    err);
+		break;
+	case RL_EXIT_NOPERM:
+		msg_err("%s refused us: %s; check the user and password "
+		    "(URL, --password-file, RLOCK_PASSWORD)", url, err);
+		break;
+	default:
+		msg_err("%s: %s", url, err);
+		break;
+	}
+}
+
+/* A nested rlock of the KEY its ancestor holds: verify, then run. */
+static int
+try_reenter(struct rlock_opts *o, struct conn *cn, int *status)
+{
+	const char *token = getenv("RLOCK_TOKEN"), *key = getenv("RLOCK_KEY");
+	struct lock_ctx ctx;
+	int64_t fence, pttl;
+	enum lock_result lr;
+
+	if (token == NULL || key == NULL || strcmp(key, o->key) != 0 ||
+	    strlen(token) != 36)
+		return 0;
+	lock_ctx_init(&ctx, o->prefix, o->key, o->lease_ms, token,
+	    xstrdup(""));
+	lr = lock_acquire(cn, &ctx, &fence, &pttl);
+	lock_ctx_free(&ctx);
+	if (lr == LOCK_ERROR) {
+		*status = cn->status;
+		run_report_conn_error(cn->cfg, cn->status, cn->err);
+		return 1;
+	}
+	if (lr == LOCK_BUSY)
+		return 0;
+	msg_verbose("'%s' is already held by our ancestor: re-entering",
+	    o->key);
+	conn_close(cn);
+	*status = sup_exec_here(o);
+	return 1;
+}
+
+static int
+not_obtained(const struct rlock_opts *o, struct conn *cn,
+    const struct lock_ctx *ctx)
+{
+	char who[256], wait[32], key[96];
+
+	if (msg_level >= MSG_NORMAL) {
+		printable(o->key, strlen(o->key), key, sizeof(key));
+		lock_describe_holder(cn, &ctx->k, who, sizeof(who));
+		if (o->wait_ms == 0) {
+			msg_err("'%s' is held by %s; not waiting (--nonblock)",
+			    key, who);
+		} else {
+			dur_format(o->wait_ms, wait, sizeof(wait));
+			msg_err("'%s' is still held by %s after --timeout %s",
+			    key, who, wait);
+		}
+	}
+	return o->conflict_exit;
+}
+
+static int
+acquire_and_run(struct rlock_opts *o, struct conn *cn, int sigfd)
+{
+	struct wait_result res;
+	struct lock_ctx ctx;
+	int st, sig;
+
+	lock_ctx_init(&ctx, o->prefix, o->key, o->lease_ms, NULL,
+	    cli_command_line(o));
+	switch (wait_lock(cn, &ctx, o->wait_ms, sigfd, &res)) {
+	case WAIT_GRANTED:
+		break;
+	case WAIT_TIMEOUT:
+		st = not_obtained(o, cn, &ctx);
+		goto out;
+	case WAIT_SIGNAL:
+		msg_verbose("signal %d while waiting; giving up", res.signo);
+		st = RL_EXIT_SIGNAL_BASE + res.signo;
+		goto out;
+	default:
+		run_report_conn_error(cn->cfg, cn->status, cn->err);
+		st = cn->status;
+		goto out;
+	}
+	/* Never start COMMAND after a signal told us to stop. */
+	while ((sig = sig_take(sigfd, NULL)) == SIGCHLD)
+		;
+	if (sig != 0) {
+		(void)lock_release(cn, &ctx);
+		st = RL_EXIT_SIGNAL_BASE + sig;
+		goto out;
+	}
+	msg_verbose("acquired '%s' (fence %lld)", o->key,
+	    (long long)res.fence);
+	st = sup_run(o, &ctx, cn, sigfd, &res);
+out:
+	lock_ctx_free(&ctx);
+	return st;
+}
+
+int
+run_mode(struct rlock_opts *o, int sigfd)
+{
+	struct conn_cfg cfg;
+	struct conn cn;
+	int st;
+
+	if ((st = run_conn_cfg(o, &cfg)) != 0)
+		return st;
+	if ((st = conn_open(&cn, &cfg, cfg.connect_timeout_ms)) != 0) {
+		run_report_conn_error(&cfg, st, cn.err);
+		goto out;
+	}
+	if (!try_reenter(o, &cn, &st))
+		st = acquire_and_run(o, &cn, sigfd);
+out:
+	conn_close(&cn);
+	url_free(&cfg.ep);
+	return st;
+}

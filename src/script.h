@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Running the embedded Lua scripts: EVALSHA first, EVAL when the server
+ * answers NOSCRIPT (a restart, a failover, SCRIPT FLUSH: the script cache
+ * is neither persisted nor replicated).
+ */
+#ifndef RLOCK_SCRIPT_H
+#define RLOCK_SCRIPT_H
+
+#include <stddef.h>
+
+#include "conn.h"
+
+struct lua_script {
+	const char *name;
+	const char *body;
+	size_t len;
+	const char *sha;	/* sha1 of body, hex */
+};
+
+#define SCRIPT_MAX_ARGS 16
+
+/*
+ * Run s with nkeys keys then nargs args (binary-safe). Returns the reply,
+ * error replies included (caller frees), or NULL on I/O failure (cn
+ * closed, cn->err set).
+ */
+redisReply *script_run(struct conn *cn, const struct lua_script *s,
+    int nkeys, int nargs, const char **argv, const size_t *lens);
+
+#endif

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Signals as file-descriptor events. The signals rlock cares about are
+ * blocked in every thread from the start and read from a signalfd by the
+ * main thread, so no code runs in a signal handler.
+ */
+#ifndef RLOCK_SIG_H
+#define RLOCK_SIG_H
+
+#include <signal.h>
+#include <sys/signalfd.h>
+
+/* Block INT TERM HUP QUIT USR1 USR2 CHLD, ignore PIPE; return a signalfd
+ * (close-on-exec, non-blocking) or -1. Call before any thread starts. */
+int sig_setup(void);
+
+/*
+ * Read one pending signal from fd without blocking. Returns its number
+ * (and fills *si if not NULL), or 0 when none is pending.
+ */
+int sig_take(int fd, struct signalfd_siginfo *si);
+
+/* In a child before exec: default dispositions and an empty mask. */
+void sig_restore(void);
+
+#endif

@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The supervisor. The main thread sleeps in one poll() on the signalfd and
+ * the renewal thread's event pipe, with a timeout that is the next lease
+ * decision. The lease rule (contract, "Guarantees"): Redis may expire the
+ * lock at last_ok + lease, where last_ok is when our last successful extend
+ * was *sent*; minus a drift margin that is our deadline. --on-lost term
+ * sends SIGTERM early enough that the SIGKILL --kill-after later still
+ * lands before it; if Redis says the lock is not ours, the action is now.
+ */
+#include "supervise.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "exitcode.h"
+#include "renew.h"
+#include "sig.h"
+#include "util.h"
+
+enum lost_how { HELD, LOST_NOT_OURS, LOST_UNRENEWED };
+
+struct sup {
+	const struct rlock_opts *o;
+	struct lock_ctx *ctx;
+	struct conn *cn;
+	int sigfd;
+	pid_t child;
+	int wstatus;
+	struct renewer rw;
+	enum lost_how lost;
+	int64_t term_at;		/* when SIGTERM went out; 0 not yet */
+	int kill_sent;
+	char key[96];			/* printable, for messages */
+};
+
+/* Redlock's clock-drift rule: 1% of the lease plus 2 ms. */
+static int64_t
+drift_ms(int64_t lease)
+{
+	return lease / 100 + 2;
+}
+
+static int64_t
+deadline_of(const struct sup *s)
+{
+	int64_t lease = s->ctx->lease_ms;
+
+	return atomic_load(&s->rw.last_ok) + lease - drift_ms(lease);
+}
+
+/* --kill-after, shortened to fit between two renewals and the deadline. */
+static int64_t
+grace_ms(const struct sup *s)
+{
+	int64_t fit = (s->ctx->lease_ms - drift_ms(s->ctx->lease_ms)) / 2;
+
+	return s->o->kill_after_ms < fit ? s->o->kill_after_ms : fit;
+}
+
+static int
+lost_signal(enum on_lost how)
+{
+	return how == LOST_KILL ? SIGKILL : how == LOST_TERM ? SIGTERM : 0;
+}
+
+static void
+child_exec(const struct rlock_opts *o, int errfd, pid_t parent)
+{
+	int sig = lost_signal(o->on_lost), e;
+
+	sig_restore();
+	/* If rlock dies, even by SIGKILL, COMMAND must not run on unguarded
+	 * once the lease lapses: the kernel sends it the --on-lost signal. */
+	if (sig && (prctl(PR_SET_PDEATHSIG, sig) < 0 || getppid() != parent))
+		raise(sig);
+	if (o->shell_cmd)
+		execl("/bin/sh", "sh", "-c", o->shell_cmd, (char *)NULL);
+	else
+		execvp(o->cmd[0], o->cmd);
+	e = errno;
+	(void)!write(errfd, &e, sizeof(e));
+	_exit(e == ENOENT ? RL_EXIT_EXEC_NOENT : RL_EXIT_EXEC_NOEXEC);
+}
+
+static int
+exec_failed(const struct rlock_opts *o, int e)
+{
+	msg_err("cannot run '%s': %s", o->shell_cmd ? "/bin/sh" : o->cmd[0],
+	    strerror(e));
+	return e == ENOENT ? RL_EXIT_EXEC_NOENT : RL_EXIT_EXEC_NOEXEC;
+}
+
+int
+sup_exec_here(const struct rlock_opts *o)
+{
+	sig_restore();
+	if (o->shell_cmd)
+		execl("/bin/sh", "sh", "-c", o->shell_cmd, (char *)NULL);
+	else
+		execvp(o->cmd[0], o->cmd);
+	return exec_failed(o, errno);
+}
+
+static void
+export_env(const struct lock_ctx *ctx, const char *key, int64_t fence)
+{
+	char f[24];
+
+	snprintf(f, sizeof(f), "%lld", (long long)fence);
+	setenv("RLOCK_KEY", key, 1);
+	setenv("RLOCK_TOKEN", ctx->token, 1);
+	setenv("RLOCK_FENCE", f, 1);
+}
+
+/* Fork COMMAND; returns 0, or an exit status after a failed exec. */
+static int
+spawn(struct sup *s)
+{
+	int p[2], e, st = 0;
+	ssize_t n;
+	pid_t parent = getpid();
+
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		msg_err("pipe: %s", strerror(errno));
+		return RL_EXIT_EXEC_NOEXEC;
+	}
+	if ((s->child = fork()) < 0) {
+		msg_err("cannot fork: %s", strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		return RL_EXIT_EXEC_NOEXEC;
+	}
+	if (s->child == 0) {
+		close(p[0]);
+		child_exec(s->o, p[1], parent);
+	}
+	close(p[1]);
+	/* The pipe closes on a successful exec: 0 bytes means it ran. */
+	do
+		n = read(p[0], &e, sizeof(e));
+	while (n < 0 && errno == EINTR);
+	close(p[0]);
+	if (n == (ssize_t)sizeof(e)) {
+		while (waitpid(s->child, &s->wstatus, 0) < 0 && errno == EINTR)
+			;
+		st = exec_failed(s->o, e);
+	}
+	return st;
+}
+
+static void
+send_child(struct sup *s, int sig)
+{
+	if (kill(s->child, sig) < 0 && errno != ESRCH)
+		msg_warn("cannot signal COMMAND (pid %ld): %s",
+		    (long)s->child, strerror(errno));
+}
+
+static void
+declare_lost(struct sup *s, enum lost_how how)
+{
+	int sig = lost_signal(s->o->on_lost);
+	const char *why = how == LOST_NOT_OURS ?
+	    "Redis says another client holds or removed it" :
+	    "the lease could not be extended in time (Redis unreachable)";
+
+	s->lost = how;
+	if (sig == 0) {
+		msg_err("lost the lock '%s': %s; --on-lost ignore: COMMAND "
+		    "keeps running unguarded", s->key, why);
+		return;
+	}
+	msg_err("lost the lock '%s': %s; sending %s to COMMAND (pid %ld)",
+	    s->key, why, sig == SIGKILL ? "SIGKILL" : "SIGTERM",
+	    (long)s->child);
+	send_child(s, sig);
+	if (sig == SIGKILL)
+		s->kill_sent = 1;
+	else
+		s->term_at = mono_ms();
+}
+
+/*
+ * Take the lease decisions due now; return ms until the next one, or -1
+ * when none is pending.
+ */
+static int64_t
+check_lease(struct sup *s)
+{
+	int64_t now = mono_ms(), dl = deadline_of(s), at;
+
+	if (s->lost == HELD && atomic_load(&s->rw.not_ours))
+		declare_lost(s, LOST_NOT_OURS);
+	if (s->lost == HELD) {
+		switch (s->o->on_lost) {
+		case LOST_TERM:
+			at = dl - grace_ms(s);
+			break;
+		case LOST_KILL:
+			at = dl;
+			break;
+		default:
+			at = dl + drift_ms(s->ctx->lease_ms);
+			break;
+		}
+		if (now < at)
+			return at - now;
+		declare_lost(s, LOST_UNRENEWED);
+	}
+	if (s->term_at == 0 || s->kill_sent)
+		return -1;
+	/* A lease that is renewed again moves the SIGKILL with it; one that
+	 * is gone gives the full grace from the SIGTERM. */
+	at = s->lost == LOST_NOT_OURS || atomic_load(&s->rw.not_ours) ?
+	    s->term_at + s->o->kill_after_ms : dl;
+	if (now < at)
+		return at - now;
+	msg_err("COMMAND (pid %ld) still runs; sending SIGKILL",
+	    (long)s->child);
+	send_child(s, SIGKILL);
+	s->kill_sent = 1;
+	return -1;
+}
+
+/* Handle one signal; returns 1 when COMMAND has ended. */
+static int
+on_signal(struct sup *s, const struct signalfd_siginfo *si)
+{
+	pid_t r;
+
+	if (si->ssi_signo == SIGCHLD) {
+		r = waitpid(s->child, &s->wstatus, WNOHANG);
+		return r == s->child;
+	}
+	/* A terminal's ^C already reached COMMAND in our process group;
+	 * forwarding it would deliver it twice. */
+	if (si->ssi_code == SI_KERNEL && getpgid(s->child) == getpgrp())
+		return 0;
+	msg_verbose("forwarding signal %d to COMMAND", (int)si->ssi_signo);
+	send_child(s, (int)si->ssi_signo);
+	return 0;
+}
+
+static void
+supervise(struct sup *s)
+{
+	struct signalfd_siginfo si;
+	struct pollfd p[2];
+	int64_t next;
+	char drain[64];
+
+	p[0] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
+	p[1] = (struct pollfd){ .fd = s->rw.running ? renew_event_fd(&s->rw) :
+	    -1, .events = POLLIN };
+	for (;;) {
+		next = check_lease(s);
+		if (poll(p, 2, next < 0 || next > 60000 ? 60000 :
+		    (int)next) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents & POLLIN)
+			while (read(p[1].fd, drain, sizeof(drain)) > 0)
+				;
+		while (sig_take(s->sigfd, &si) != 0)
+			if (on_signal(s, &si))
+				return;
+	}
+	while (waitpid(s->child, &s->wstatus, 0) < 0 && errno == EINTR)
+		;
+}
+
+static void
+release(struct sup *s)
+{
+	int r;
+
+	conn_set_timeouts(s->cn, s->cn->cfg->connect_timeout_ms,
+	    s->cn->cfg->connect_timeout_ms);
+	if (s->lost == LOST_NOT_OURS || atomic_load(&s->rw.not_ours))
+		return;
+	r = s->cn->c ? lock_release(s->cn, s->ctx) : -1;
+	if (r < 0 && conn_reopen(s->cn) == 0)
+		r = lock_release(s->cn, s->ctx);
+	if (r < 0)
+		msg_warn("could not release '%s': %s; it expires by itself "
+		    "within the lease", s->key, s->cn->err);
+	else if (r == 0 && s->lost == HELD)
+		msg_warn("'%s' was no longer ours at release (expired or "
+		    "removed by someone else)", s->key);
+	else
+		msg_verbose("released '%s'", s->key);
+}
+
+static int
+exit_status(const struct sup *s)
+{
+	if (s->lost != HELD)
+		return RL_EXIT_LEASE_LOST;
+	if (WIFEXITED(s->wstatus))
+		return WEXITSTATUS(s->wstatus);
+	if (WIFSIGNALED(s->wstatus))
+		return RL_EXIT_SIGNAL_BASE + WTERMSIG(s->wstatus);
+	return RL_EXIT_LEASE_LOST;
+}
+
+int
+sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct conn *cn,
+    int sigfd, const struct wait_result *res)
+{
+	struct sup s = { .o = o, .ctx = ctx, .cn = cn, .sigfd = sigfd };
+	int st;
+
+	printable(o->key, strlen(o->key), s.key, sizeof(s.key));
+	export_env(ctx, o->key, res->fence);
+	if ((st = spawn(&s)) != 0) {
+		release(&s);
+		return st;
+	}
+	msg_verbose("running COMMAND (pid %ld) with fence %lld",
+	    (long)s.child, (long long)res->fence);
+	if (renew_start(&s.rw, cn, ctx, res->granted_at) < 0) {
+		/* Without renewal the lease simply runs out: the deadline
+		 * logic still stops COMMAND in time. */
+		msg_warn("cannot start the renewal thread: %s",
+		    strerror(errno));
+		atomic_store(&s.rw.last_ok, res->granted_at);
+	}
+	supervise(&s);
+	renew_stop(&s.rw);
+	release(&s);
+	return exit_status(&s);
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Running COMMAND while the lock is held: fork and exec, forward signals,
+ * keep the lease renewed, act on its loss (--on-lost), release, and turn
+ * the outcome into rlock's exit status. Once the lock is held, this is the
+ * only module that decides how rlock ends.
+ */
+#ifndef RLOCK_SUPERVISE_H
+#define RLOCK_SUPERVISE_H
+
+#include "cli.h"
+#include "conn.h"
+#include "lock.h"
+#include "wait.h"
+
+/* Run o's COMMAND under ctx's lock (granted as in res); returns the exit
+ * status. The lock is released before it returns. */
+int sup_run(const struct rlock_opts *o, struct lock_ctx *ctx,
+    struct conn *cn, int sigfd, const struct wait_result *res);
+
+/* Exec o's COMMAND in this process (nested, re-entrant run): returns
+ * only on failure, with 126 or 127 after the message. */
+int sup_exec_here(const struct rlock_opts *o);
+
+#endif

@@ -1,0 +1,311 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Grammar (a subset of redis-cli's, plus unix sockets):
+ *
+ *   redis://[[user][:password]@]host[:port][/db][?db=N]
+ *   redis://[[user][:password]@][ipv6]:port[/db]
+ *   unix://[[user][:password]@]/path/to/socket[?db=N]
+ *
+ * user and password are percent-decoded. rediss:// is refused by name:
+ * Debian's hiredis 0.14 has no TLS.
+ */
+#include "url.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util.h"
+
+static int
+hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* Decode %XX; NUL bytes cannot go into AUTH, so they are refused. */
+static char *
+pct_decode(const char *s, size_t n)
+{
+	char *out = xmalloc(n + 1), *o = out;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (s[i] == '%') {
+			int hi, lo;
+
+			if (i + 2 >= n)
+				goto bad;
+			hi = hexval((unsigned char)s[i + 1]);
+			lo = hexval((unsigned char)s[i + 2]);
+			if (hi < 0 || lo < 0 || (hi | lo) == 0)
+				goto bad;
+			*o++ = (char)(hi << 4 | lo);
+			i += 2;
+		} else {
+			*o++ = s[i];
+		}
+	}
+	*o = '\0';
+	return out;
+bad:
+	free(out);
+	return NULL;
+}
+
+static int
+parse_db(const char *s, size_t n, int *db)
+{
+	char buf[16];
+	long long v;
+
+	if (n == 0 || n >= sizeof(buf))
+		return -1;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	if (int_parse(buf, 0, 1000000, &v) < 0)
+		return -1;
+	*db = (int)v;
+	return 0;
+}
+
+/* "?db=N" (the only query parameter we know); end is the URL's end. */
+static int
+parse_query(const char *q, const char *end, struct endpoint *ep,
+    const char **why)
+{
+	if (q == end)
+		return 0;
+	if (end - q < 4 || strncmp(q, "?db=", 4) != 0) {
+		*why = "unknown query parameter (only ?db=N is understood)";
+		return -1;
+	}
+	if (parse_db(q + 4, (size_t)(end - q - 4), &ep->db) < 0) {
+		*why = "bad database number";
+		return -1;
+	}
+	return 0;
+}
+
+/* userinfo is "user", "user:pass" or ":pass". */
+static int
+parse_userinfo(const char *s, size_t n, struct endpoint *ep,
+    const char **why)
+{
+	const char *colon = memchr(s, ':', n);
+	size_t ulen = colon ? (size_t)(colon - s) : n;
+
+	if (ulen > 0 && (ep->user = pct_decode(s, ulen)) == NULL)
+		goto bad;
+	if (colon && (ep->pass = pct_decode(colon + 1,
+	    n - ulen - 1)) == NULL)
+		goto bad;
+	return 0;
+bad:
+	*why = "bad percent-encoding in user or password";
+	return -1;
+}
+
+static int
+parse_hostport(const char *s, size_t n, struct endpoint *ep,
+    const char **why)
+{
+	const char *port = NULL, *hend;
+	long long v;
+	char buf[8];
+
+	if (n > 0 && s[0] == '[') {
+		const char *rb = memchr(s, ']', n);
+
+		if (rb == NULL) {
+			*why = "unclosed '[' in host";
+			return -1;
+		}
+		ep->host = xstrndup(s + 1, (size_t)(rb - s - 1));
+		hend = rb + 1;
+		if (hend < s + n) {
+			if (*hend != ':') {
+				*why = "junk after ']' in host";
+				return -1;
+			}
+			port = hend + 1;
+		}
+	} else {
+		const char *colon = memchr(s, ':', n);
+
+		hend = colon ? colon : s + n;
+		ep->host = xstrndup(s, (size_t)(hend - s));
+		if (colon)
+			port = colon + 1;
+	}
+	if (ep->host[0] == '\0') {
+		*why = "no host";
+		return -1;
+	}
+	ep->port = 6379;
+	if (port) {
+		size_t plen = (size_t)(s + n - port);
+
+		if (plen == 0 || plen >= sizeof(buf)) {
+			*why = "bad port";
+			return -1;
+		}
+		memcpy(buf, port, plen);
+		buf[plen] = '\0';
+		if (int_parse(buf, 1, 65535, &v) < 0 || buf[0] == '-') {
+			*why = "bad port (1-65535)";
+			return -1;
+		}
+		ep->port = (int)v;
+	}
+	return 0;
+}
+
+static int
+parse_tcp(const char *rest, struct endpoint *ep, const char **why)
+{
+	const char *end = rest + strlen(rest);
+	const char *q = memchr(rest, '?', (size_t)(end - rest));
+	const char *auth_end, *slash, *hp;
+
+	if (q == NULL)
+		q = end;
+	slash = memchr(rest, '/', (size_t)(q - rest));
+	if (slash == NULL)
+		slash = q;
+	/* The last '@' before the path: passwords may contain '@'. */
+	auth_end = NULL;
+	for (hp = rest; hp < slash; hp++)
+		if (*hp == '@')
+			auth_end = hp;
+	hp = rest;
+	if (auth_end) {
+		if (parse_userinfo(rest, (size_t)(auth_end - rest), ep,
+		    why) < 0)
+			return -1;
+		hp = auth_end + 1;
+	}
+	ep->kind = EP_TCP;
+	if (parse_hostport(hp, (size_t)(slash - hp), ep, why) < 0)
+		return -1;
+	if (slash < q && slash + 1 < q &&
+	    parse_db(slash + 1, (size_t)(q - slash - 1), &ep->db) < 0) {
+		*why = "bad database number";
+		return -1;
+	}
+	return parse_query(q, end, ep, why);
+}
+
+static int
+parse_unix(const char *rest, struct endpoint *ep, const char **why)
+{
+	const char *end = rest + strlen(rest);
+	const char *path = rest, *q;
+
+	if (*rest != '/') {
+		const char *at = strchr(rest, '@');
+
+		if (at == NULL || at[1] != '/') {
+			*why = "unix:// needs an absolute path (unix:///path)";
+			return -1;
+		}
+		if (parse_userinfo(rest, (size_t)(at - rest), ep, why) < 0)
+			return -1;
+		path = at + 1;
+	}
+	q = strchr(path, '?');
+	if (q == NULL)
+		q = end;
+	if (q - path < 2) {
+		*why = "no socket path";
+		return -1;
+	}
+	ep->kind = EP_UNIX;
+	ep->path = xstrndup(path, (size_t)(q - path));
+	return parse_query(q, end, ep, why);
+}
+
+int
+url_parse(const char *url, struct endpoint *ep, const char **why)
+{
+	if (strncmp(url, "redis://", 8) == 0)
+		return parse_tcp(url + 8, ep, why);
+	if (strncmp(url, "unix://", 7) == 0)
+		return parse_unix(url + 7, ep, why);
+	if (strncmp(url, "rediss://", 9) == 0) {
+		*why = "rediss:// (TLS) is not supported: this rlock is built "
+		    "with hiredis " "without TLS; run a TLS sidecar such as "
+		    "stunnel on 127.0.0.1 and point -u at it";
+		return -1;
+	}
+	*why = "unknown scheme (use redis://host:port/db or "
+	    "unix:///path/to/socket)";
+	return -1;
+}
+
+void
+url_free(struct endpoint *ep)
+{
+	free(ep->host);
+	free(ep->path);
+	free(ep->user);
+	if (ep->pass) {
+		memset(ep->pass, 0, strlen(ep->pass));
+		free(ep->pass);
+	}
+	memset(ep, 0, sizeof(*ep));
+}
+
+void
+url_redacted(const struct endpoint *ep, char *buf, size_t len)
+{
+	const char *user = ep->user ? ep->user : "";
+	const char *at = (ep->user || ep->pass) ? "@" : "";
+	const char *stars = ep->pass ? ":***" : "";
+
+	if (ep->kind == EP_UNIX) {
+		snprintf(buf, len, "unix://%s%s%s%s?db=%d", user, stars, at,
+		    ep->path, ep->db);
+	} else {
+		int v6 = strchr(ep->host, ':') != NULL;
+
+		snprintf(buf, len, "redis://%s%s%s%s%s%s:%d/%d", user, stars,
+		    at, v6 ? "[" : "", ep->host, v6 ? "]" : "", ep->port,
+		    ep->db);
+	}
+}
+
+int
+url_password_span(const char *url, size_t *off, size_t *len)
+{
+	const char *rest, *end, *at = NULL, *colon, *p;
+
+	if (strncmp(url, "redis://", 8) == 0)
+		rest = url + 8;
+	else if (strncmp(url, "unix://", 7) == 0)
+		rest = url + 7;
+	else if (strncmp(url, "rediss://", 9) == 0)
+		rest = url + 9;
+	else
+		return -1;
+	end = rest + strcspn(rest, "/?");
+	if (*rest == '/')		/* unix:///path: no userinfo */
+		return -1;
+	for (p = rest; p < end; p++)
+		if (*p == '@')
+			at = p;
+	if (at == NULL)
+		return -1;
+	colon = memchr(rest, ':', (size_t)(at - rest));
+	if (colon == NULL || colon + 1 == at)
+		return -1;
+	*off = (size_t)(colon + 1 - url);
+	*len = (size_t)(at - colon - 1);
+	return 0;
+}

@@ -1,0 +1,314 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Leaf helpers: durations, clock, messages, allocation, escaping. Nothing
+ * here knows about Redis or locks; everything here is safe to unit-test.
+ */
+#include "util.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "exitcode.h"
+
+int msg_level = MSG_NORMAL;
+
+static int
+parse_digits(const char **p, int64_t *val, int *ndigits)
+{
+	int64_t v = 0;
+	int n = 0;
+
+	while (**p >= '0' && **p <= '9') {
+		if (v > (INT64_MAX - 9) / 10)
+			return -1;
+		v = v * 10 + (**p - '0');
+		(*p)++;
+		n++;
+	}
+	*val = v;
+	*ndigits = n;
+	return 0;
+}
+
+int
+dur_parse(const char *s, int64_t *ms)
+{
+	const char *p = s;
+	int64_t whole = 0, frac = 0, scale = 1000, fscale = 1, out;
+	int nw = 0, nf = 0;
+
+	if (parse_digits(&p, &whole, &nw) < 0)
+		return -1;
+	if (*p == '.') {
+		p++;
+		/* Only the digits that matter at 1 ms resolution count. */
+		while (*p >= '0' && *p <= '9') {
+			if (nf < 9) {
+				frac = frac * 10 + (*p - '0');
+				fscale *= 10;
+			} else if (*p != '0' && frac % 10 == 0) {
+				frac += 1;	/* keep "rounds up" for 1e-10 */
+			}
+			p++;
+			nf++;
+		}
+	}
+	if (nw + nf == 0)
+		return -1;
+	if (*p == '\0' || strcmp(p, "s") == 0)
+		scale = 1000;
+	else if (strcmp(p, "ms") == 0)
+		scale = 1;
+	else if (strcmp(p, "m") == 0)
+		scale = 60 * 1000;
+	else if (strcmp(p, "h") == 0)
+		scale = 3600 * 1000;
+	else
+		return -1;
+	if (whole > DUR_MAX_MS / scale)
+		return -1;
+	out = whole * scale;
+	/* frac/fscale of a unit, in ms, rounded up. */
+	out += (frac * scale + fscale - 1) / fscale;
+	if (out > DUR_MAX_MS)
+		return -1;
+	*ms = out;
+	return 0;
+}
+
+void
+dur_format(int64_t ms, char *buf, size_t len)
+{
+	if (ms < 0)
+		ms = 0;
+	if (ms < 1000)
+		snprintf(buf, len, "%lldms", (long long)ms);
+	else if (ms < 60 * 1000)
+		snprintf(buf, len, "%lld.%llds", (long long)(ms / 1000),
+		    (long long)(ms % 1000 / 100));
+	else if (ms < 3600 * 1000)
+		snprintf(buf, len, "%lldm%02llds", (long long)(ms / 60000),
+		    (long long)(ms / 1000 % 60));
+	else
+		snprintf(buf, len, "%lldh%02lldm", (long long)(ms / 3600000),
+		    (long long)(ms / 60000 % 60));
+}
+
+int
+int_parse(const char *s, long long min, long long max, long long *out)
+{
+	const char *p = s;
+	int64_t v;
+	int n, neg = 0;
+
+	if (*p == '-') {
+		neg = 1;
+		p++;
+	}
+	if (parse_digits(&p, &v, &n) < 0 || n == 0 || *p != '\0')
+		return -1;
+	if (neg)
+		v = -v;
+	if (v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+vmsg(const char *prefix, const char *fmt, va_list ap)
+{
+	char line[2048];
+	int n;
+
+	/* One write(2)-sized line so parallel rlocks do not interleave. */
+	n = snprintf(line, sizeof(line), "rlock: %s", prefix);
+	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	strcat(line, "\n");
+	fputs(line, stderr);
+	fflush(stderr);
+}
+
+void
+msg_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+}
+
+void
+msg_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (msg_level < MSG_NORMAL)
+		return;
+	va_start(ap, fmt);
+	vmsg("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void
+msg_verbose(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (msg_level < MSG_VERBOSE)
+		return;
+	va_start(ap, fmt);
+	vmsg("", fmt, ap);
+	va_end(ap);
+}
+
+static void
+oom(void)
+{
+	static const char m[] = "rlock: out of memory\n";
+
+	fputs(m, stderr);
+	_exit(RL_EXIT_UNAVAILABLE);
+}
+
+void *
+xmalloc(size_t n)
+{
+	void *p = malloc(n ? n : 1);
+
+	if (p == NULL)
+		oom();
+	return p;
+}
+
+void *
+xcalloc(size_t n, size_t size)
+{
+	void *p = calloc(n ? n : 1, size ? size : 1);
+
+	if (p == NULL)
+		oom();
+	return p;
+}
+
+char *
+xstrdup(const char *s)
+{
+	char *p = strdup(s);
+
+	if (p == NULL)
+		oom();
+	return p;
+}
+
+char *
+xstrndup(const char *s, size_t n)
+{
+	char *p = xmalloc(n + 1);
+
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+/* Length of the valid UTF-8 sequence at s, or 0 if it is not one. */
+static size_t
+utf8_len(const unsigned char *s, size_t left)
+{
+	size_t n, i;
+	unsigned cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2, cp = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3, cp = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	if (n > left)
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	/* Overlong forms, surrogates and beyond U+10FFFF are not UTF-8. */
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
+		return 0;
+	return n;
+}
+
+void
+json_string(FILE *f, const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, n;
+
+	fputc('"', f);
+	while (i < len) {
+		unsigned char c = u[i];
+
+		if (c == '"' || c == '\\') {
+			fputc('\\', f);
+			fputc(c, f);
+		} else if (c == '\n') {
+			fputs("\\n", f);
+		} else if (c == '\t') {
+			fputs("\\t", f);
+		} else if (c == '\r') {
+			fputs("\\r", f);
+		} else if (c < 0x20 || c == 0x7f) {
+			fprintf(f, "\\u%04x", c);
+		} else if ((n = utf8_len(u + i, len - i)) == 0) {
+			fprintf(f, "\\u%04x", c);
+		} else {
+			fwrite(u + i, 1, n, f);
+			i += n;
+			continue;
+		}
+		i++;
+	}
+	fputc('"', f);
+}
+
+void
+printable(const char *s, size_t len, char *buf, size_t buflen)
+{
+	size_t i, o = 0;
+
+	if (buflen == 0)
+		return;
+	for (i = 0; i < len && o + 5 < buflen; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c >= 0x20 && c < 0x7f) {
+			buf[o++] = (char)c;
+		} else {
+			snprintf(buf + o, buflen - o, "\\x%02x", c);
+			o += 4;
+		}
+	}
+	if (i < len && o + 4 < buflen) {
+		memcpy(buf + o, "...", 3);
+		o += 3;
+	}
+	buf[o] = '\0';
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Leaf helpers shared by every module: durations, the monotonic clock, the
+ * one place that writes messages, checked allocation and JSON escaping.
+ * Depends on nothing else in rlock.
+ */
+#ifndef RLOCK_UTIL_H
+#define RLOCK_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+/* Upper bound of any duration we accept: ten years, far from overflow. */
+#define DUR_MAX_MS ((int64_t)10 * 366 * 24 * 3600 * 1000)
+
+/*
+ * Parse DUR: a decimal number with an optional fraction and unit (ms, s,
+ * m, h; none means seconds, as in flock). Stores milliseconds, rounded up
+ * so "0.0001" is not silently 0. Returns 0, or -1 on junk, sign, overflow.
+ */
+int dur_parse(const char *s, int64_t *ms);
+
+/* Format a duration for humans: "850ms", "12.5s", "3m05s", "2h10m". */
+void dur_format(int64_t ms, char *buf, size_t len);
+
+/* Parse a decimal integer in [min, max] with no junk; 0 or -1. */
+int int_parse(const char *s, long long min, long long max, long long *out);
+
+/* Milliseconds on CLOCK_MONOTONIC. */
+int64_t mono_ms(void);
+
+enum msg_level { MSG_QUIET = -1, MSG_NORMAL = 0, MSG_VERBOSE = 1 };
+extern int msg_level;
+
+/* "rlock: ..." on stderr, one line; warnings hide under -q. */
+void msg_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void msg_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void msg_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+
+/*
+ * Write s (len bytes, any bytes) as a JSON string with quotes to f.
+ * Bytes that are not valid UTF-8 become \u00XX of the byte, so output is
+ * always valid JSON.
+ */
+void json_string(FILE *f, const char *s, size_t len);
+
+/* Copy s into buf as printable text: control and non-ASCII bytes as \xHH. */
+void printable(const char *s, size_t len, char *buf, size_t buflen);
+
+#endif
