@@ -1,0 +1,90 @@
+# helper.bash: shared set-up for the bats suite. Each file gets its own
+# redis-server (unix socket in a temp dir, plus a free loopback TCP port),
+# started by the harness and stopped by PID. Nothing here uses pkill.
+bats_require_minimum_version 1.5.0
+load '/usr/lib/bats/bats-support/load.bash'
+load '/usr/lib/bats/bats-assert/load.bash'
+
+: "${RLOCK:?set RLOCK to the rlock binary}"
+BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-90}
+# The environment of the developer's shell must not leak into tests.
+unset RLOCK_URL REDIS_URL RLOCK_PASSWORD REDISCLI_AUTH RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE
+
+# redis_start NAME [redis-server args...]: start a server in
+# $BATS_FILE_TMPDIR/NAME; sets and exports REDIS_SOCK, REDIS_PORT,
+# REDIS_PIDFILE and RLOCK_URL (the unix socket).
+redis_start() {
+	local name=$1 dir port try
+	shift
+	dir=$BATS_FILE_TMPDIR/$name
+	mkdir -p "$dir"
+	for try in 1 2 3 4 5 6 7 8 9 10; do
+		port=$(( (RANDOM << 1 | RANDOM & 1) % 30000 + 20000 ))
+		rm -f "$dir/pid" "$dir/log"
+		redis-server --port "$port" --bind 127.0.0.1 \
+			--unixsocket "$dir/redis.sock" --unixsocketperm 700 \
+			--save '' --appendonly no --dir "$dir" \
+			--daemonize yes --pidfile "$dir/pid" --logfile "$dir/log" \
+			"$@" || continue
+		if redis_wait_up "$dir/redis.sock"; then
+			export REDIS_SOCK=$dir/redis.sock REDIS_PORT=$port
+			export REDIS_PIDFILE=$dir/pid
+			export RLOCK_URL=unix://$REDIS_SOCK
+			return 0
+		fi
+		redis_stop_dir "$dir"
+	done
+	echo "could not start redis-server" >&2
+	return 1
+}
+
+redis_wait_up() { # SOCK
+	local i
+	for i in $(seq 1 100); do
+		redis-cli -s "$1" ping 2>/dev/null | grep -q PONG && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# Stop the server whose pidfile is in DIR, by PID, and wait until it is gone.
+redis_stop_dir() {
+	local dir=$1 pid i
+	[ -f "$dir/pid" ] || return 0
+	pid=$(cat "$dir/pid")
+	# Only if that PID is still a redis-server (PID reuse guard).
+	grep -q redis /proc/"$pid"/cmdline 2>/dev/null || return 0
+	kill "$pid" 2>/dev/null
+	for i in $(seq 1 100); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.05
+	done
+	kill -9 "$pid" 2>/dev/null
+}
+
+redis_stop() { redis_stop_dir "$BATS_FILE_TMPDIR/${1:-main}"; }
+
+rcli() { redis-cli -s "$REDIS_SOCK" "$@"; }
+
+# wait_until SECONDS COMMAND...: poll COMMAND every 20 ms until it succeeds;
+# fail after SECONDS. The only way tests wait for something to happen.
+wait_until() {
+	local limit=$1 end
+	shift
+	end=$(( $(date +%s%N) / 1000000 + ${limit%.*} * 1000 ))
+	until "$@"; do
+		[ "$(( $(date +%s%N) / 1000000 ))" -lt "$end" ] || return 1
+		sleep 0.02
+	done
+}
+
+# Keys rlock left in Redis that have no expiry (must always be none).
+keys_without_ttl() {
+	local k
+	rcli --scan | while IFS= read -r k; do
+		[ "$(rcli pttl "$k")" = -1 ] && printf '%s\n' "$k"
+	done
+	return 0
+}
+
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
