@@ -83,7 +83,15 @@ conn_fail_reply(struct conn *cn, const char *what, const redisReply *r)
 {
 	char text[160];
 
-	if (r->type == REDIS_REPLY_ERROR) {
+	cn->own_error = 0;
+	if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "RLOCK_", 6) == 0 &&
+	    strchr(r->str, ' ')) {
+		/* Our own scripts' refusals are sentences for the user. */
+		printable(strchr(r->str, ' ') + 1, strlen(strchr(r->str, ' ') +
+		    1), text, sizeof(text));
+		set_err(cn, RL_EXIT_PROTOCOL, "%s", text);
+		cn->own_error = 1;
+	} else if (r->type == REDIS_REPLY_ERROR) {
 		printable(r->str, r->len, text, sizeof(text));
 		set_err(cn, conn_reply_status(r), "%s: Redis answered: %s",
 		    what, text);

@@ -27,6 +27,7 @@ struct conn {
 	int64_t cmd_timeout_ms;
 	int64_t connect_timeout_ms;	/* for conn_reopen; cfg's by default */
 	int status;			/* exit status class of the last error */
+	int own_error;			/* err is a refusal by rlock's script */
 	char err[256];			/* what went wrong, for one message */
 };
 

@@ -13,10 +13,24 @@
  * Key layout (prefix P, default "rlock:"), all in one Cluster hash slot
  * because they share the "P{KEY}" head:
  *
- *   P{KEY}         string   owner token (UUID)         PX lease
- *   P{KEY}:meta    hash     host pid user cmd since lease fence   PX lease
- *   P{KEY}:fence   string   last fencing token         PX 7 days
- *   P{KEY}:wake    channel  "released" is published on release
+ *   P{KEY}              string  mutex owner token (UUID)          PX lease
+ *   P{KEY}:meta         hash    mutex holder: host pid user cmd since
+ *                               lease fence                       PX lease
+ *   P{KEY}:fence        string  last fencing token                PX 7 days
+ *   P{KEY}:sem          zset    -N holders: token -> expiry (server ms)
+ *   P{KEY}:limit        string  the N of the semaphore        with :sem
+ *   P{KEY}:meta:TOKEN   hash    one -N holder, fields as :meta    PX lease
+ *   P{KEY}:q            list    --fair waiters' tokens, oldest first;
+ *                               may hold dead waiters until they reach
+ *                               the head (a token whose :w key is gone)
+ *   P{KEY}:w:TOKEN      string  one --fair waiter, alive while it exists:
+ *                               "user\x1fhost\x1fpid\x1fcmd"     PX 6 s
+ *   P{KEY}:wake         channel "released" on every release
+ *   P{KEY}:wake:TOKEN   channel the one --fair waiter whose turn it is
+ *
+ * A fair waiter's heartbeat is one plain SET of its :w key every 2 s (a
+ * script would cost Redis several commands). P{KEY}:q is kept alive by the
+ * holders' extends and the waiters' attempts, and expires after them.
  *
  * Each script runs atomically in Redis, so compare-then-write never races.
  */
@@ -50,37 +64,66 @@ key_name(const char *prefix, const char *key, size_t keylen,
 	return s;
 }
 
+/* key_name with suffix ":what:" + token (or ":what:" alone). */
+static char *
+token_key(const char *prefix, const char *key, size_t keylen,
+    const char *what, const char *token, size_t *len)
+{
+	char suffix[64];
+
+	snprintf(suffix, sizeof(suffix), ":%s:%s", what, token ? token : "");
+	return key_name(prefix, key, keylen, suffix, len);
+}
+
 void
 lock_keys_init(struct lock_keys *k, const char *prefix, const char *key,
-    size_t keylen)
+    size_t keylen, const char *token, long limit)
 {
+	const char *tok = token ? token : "";
+
 	k->lock = key_name(prefix, key, keylen, "", &k->lock_len);
-	k->meta = key_name(prefix, key, keylen, ":meta", &k->meta_len);
+	if (limit == 1)
+		k->meta = key_name(prefix, key, keylen, ":meta", &k->meta_len);
+	else
+		k->meta = token_key(prefix, key, keylen, "meta", tok,
+		    &k->meta_len);
 	k->fence = key_name(prefix, key, keylen, ":fence", &k->fence_len);
 	k->sem = key_name(prefix, key, keylen, ":sem", &k->sem_len);
+	k->limit = key_name(prefix, key, keylen, ":limit", &k->limit_len);
+	k->queue = key_name(prefix, key, keylen, ":q", &k->queue_len);
+	k->waiter = token_key(prefix, key, keylen, "w", tok, &k->waiter_len);
+	k->waiter_prefix = token_key(prefix, key, keylen, "w", NULL,
+	    &k->waiter_prefix_len);
 	k->wake = key_name(prefix, key, keylen, ":wake", &k->wake_len);
+	k->wake_prefix = token_key(prefix, key, keylen, "wake", NULL,
+	    &k->wake_prefix_len);
+	k->my_wake = token_key(prefix, key, keylen, "wake", tok,
+	    &k->my_wake_len);
 }
 
 void
 lock_keys_free(struct lock_keys *k)
 {
-	free(k->lock);
-	free(k->meta);
-	free(k->fence);
-	free(k->sem);
-	free(k->wake);
+	char **all[] = { &k->lock, &k->meta, &k->fence, &k->sem, &k->limit,
+	    &k->queue, &k->waiter, &k->waiter_prefix, &k->wake,
+	    &k->wake_prefix, &k->my_wake };
+	size_t i;
+
+	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		free(*all[i]);
 	memset(k, 0, sizeof(*k));
 }
 
 void
 lock_ctx_init(struct lock_ctx *ctx, const char *prefix, const char *key,
-    int64_t lease_ms, const char *token, char *cmdline)
+    int64_t lease_ms, long limit, int fair, const char *token,
+    char *cmdline)
 {
 	struct passwd *pw;
+	size_t n;
 	uuid_t u;
 
 	memset(ctx, 0, sizeof(*ctx));
-	lock_keys_init(&ctx->k, prefix, key, strlen(key));
 	if (token) {
 		snprintf(ctx->token, sizeof(ctx->token), "%s", token);
 	} else {
@@ -88,7 +131,11 @@ lock_ctx_init(struct lock_ctx *ctx, const char *prefix, const char *key,
 		uuid_generate_random(u);
 		uuid_unparse_lower(u, ctx->token);
 	}
+	lock_keys_init(&ctx->k, prefix, key, strlen(key), ctx->token, limit);
+	ctx->key = key;
 	ctx->lease_ms = lease_ms;
+	ctx->limit = limit;
+	ctx->fair = fair;
 	if (gethostname(ctx->host, sizeof(ctx->host) - 1) < 0)
 		snprintf(ctx->host, sizeof(ctx->host), "unknown");
 	if ((pw = getpwuid(geteuid())) != NULL)
@@ -98,6 +145,11 @@ lock_ctx_init(struct lock_ctx *ctx, const char *prefix, const char *key,
 		    (unsigned)geteuid());
 	snprintf(ctx->pid, sizeof(ctx->pid), "%ld", (long)getpid());
 	ctx->cmdline = cmdline;
+	n = strlen(ctx->user) + strlen(ctx->host) + strlen(ctx->pid) +
+	    strlen(cmdline) + 4;
+	ctx->waiter_info = xmalloc(n);
+	snprintf(ctx->waiter_info, n, "%s\x1f%s\x1f%s\x1f%s", ctx->user,
+	    ctx->host, ctx->pid, cmdline);
 }
 
 void
@@ -105,7 +157,8 @@ lock_ctx_free(struct lock_ctx *ctx)
 {
 	lock_keys_free(&ctx->k);
 	free(ctx->cmdline);
-	ctx->cmdline = NULL;
+	free(ctx->waiter_info);
+	ctx->cmdline = ctx->waiter_info = NULL;
 }
 
 /* A reply that must be an integer; -1 (and cn filled) otherwise. */
@@ -125,62 +178,183 @@ int_reply(struct conn *cn, const char *what, redisReply *r,
 	return 0;
 }
 
-enum lock_result
-lock_acquire(struct conn *cn, const struct lock_ctx *ctx, int64_t *fence,
-    int64_t *pttl)
+/* Arguments of one script call, binary-safe. */
+struct args {
+	const char *v[SCRIPT_MAX_ARGS];
+	size_t len[SCRIPT_MAX_ARGS];
+	int n;
+};
+
+static void
+arg(struct args *a, const char *s, size_t len)
 {
-	char lease[24], fttl[24];
-	const char *argv[11] = {
-		ctx->k.lock, ctx->k.meta, ctx->k.fence, ctx->k.sem,
-		ctx->token, lease, ctx->host, ctx->pid, ctx->user,
-		ctx->cmdline, fttl
-	};
-	size_t lens[11];
+	a->v[a->n] = s;
+	a->len[a->n++] = len;
+}
+
+static void
+arg_str(struct args *a, const char *s)
+{
+	arg(a, s, strlen(s));
+}
+
+static void
+copy_str(const redisReply *r, char *buf, size_t len)
+{
+	size_t n = r->len < len - 1 ? r->len : len - 1;
+
+	memcpy(buf, r->str, n);
+	buf[n] = '\0';
+}
+
+/* {0, wait, pos, user, host, pid, cmd, since, now}; 0 or -1. */
+static int
+parse_busy(const redisReply *r, struct lock_busy *b)
+{
+	size_t i;
+	char num[24];
+
+	if (r->elements != 9 || r->element[1]->type != REDIS_REPLY_INTEGER ||
+	    r->element[2]->type != REDIS_REPLY_INTEGER)
+		return -1;
+	for (i = 3; i < 9; i++)
+		if (r->element[i]->type != REDIS_REPLY_STRING)
+			return -1;
+	b->wait_ms = r->element[1]->integer;
+	b->position = r->element[2]->integer;
+	copy_str(r->element[3], b->user, sizeof(b->user));
+	copy_str(r->element[4], b->host, sizeof(b->host));
+	copy_str(r->element[5], b->pid, sizeof(b->pid));
+	copy_str(r->element[6], b->cmd, sizeof(b->cmd));
+	copy_str(r->element[7], num, sizeof(num));
+	b->since_ms = strtoll(num, NULL, 10);
+	copy_str(r->element[8], num, sizeof(num));
+	b->now_ms = strtoll(num, NULL, 10);
+	return 0;
+}
+
+enum lock_result
+lock_acquire(struct conn *cn, const struct lock_ctx *ctx, int queue,
+    int want_holder, int64_t *fence, struct lock_busy *busy)
+{
+	const struct lock_keys *k = &ctx->k;
+	char lease[24], fttl[24], lim[24], wttl[24];
+	struct args a = { .n = 0 };
 	redisReply *r;
-	int i;
+	enum lock_result res = LOCK_ERROR;
 
 	snprintf(lease, sizeof(lease), "%lld", (long long)ctx->lease_ms);
 	snprintf(fttl, sizeof(fttl), "%lld", (long long)FENCE_TTL_MS);
-	lens[0] = ctx->k.lock_len;
-	lens[1] = ctx->k.meta_len;
-	lens[2] = ctx->k.fence_len;
-	lens[3] = ctx->k.sem_len;
-	for (i = 4; i < 11; i++)
-		lens[i] = strlen(argv[i]);
-	if ((r = script_run(cn, &lua_acquire, 4, 7, argv, lens)) == NULL)
+	snprintf(lim, sizeof(lim), "%ld", ctx->limit);
+	snprintf(wttl, sizeof(wttl), "%d", WAITER_TTL_MS);
+	arg(&a, k->lock, k->lock_len);
+	arg(&a, k->meta, k->meta_len);
+	arg(&a, k->fence, k->fence_len);
+	arg(&a, k->sem, k->sem_len);
+	arg(&a, k->limit, k->limit_len);
+	arg(&a, k->queue, k->queue_len);
+	arg(&a, k->waiter, k->waiter_len);
+	arg_str(&a, ctx->token);
+	arg_str(&a, lease);
+	arg_str(&a, ctx->host);
+	arg_str(&a, ctx->pid);
+	arg_str(&a, ctx->user);
+	arg_str(&a, ctx->cmdline);
+	arg_str(&a, fttl);
+	arg_str(&a, lim);
+	arg_str(&a, queue ? "1" : "0");
+	arg(&a, k->waiter_prefix, k->waiter_prefix_len);
+	arg(&a, k->wake_prefix, k->wake_prefix_len);
+	arg_str(&a, wttl);
+	arg_str(&a, want_holder ? "1" : "0");
+	if ((r = script_run(cn, &lua_acquire, 7, a.n - 7, a.v, a.len)) == NULL)
 		return LOCK_ERROR;
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-	    r->element[0]->type != REDIS_REPLY_INTEGER ||
-	    r->element[1]->type != REDIS_REPLY_INTEGER) {
+	if (r->type == REDIS_REPLY_ARRAY && r->elements >= 2 &&
+	    r->element[0]->type == REDIS_REPLY_INTEGER) {
+		if (r->element[0]->integer == 1 && r->elements == 2 &&
+		    r->element[1]->type == REDIS_REPLY_INTEGER) {
+			*fence = r->element[1]->integer;
+			res = LOCK_GRANTED;
+		} else if (r->element[0]->integer == 0 &&
+		    parse_busy(r, busy) == 0) {
+			res = LOCK_BUSY;
+		}
+	}
+	if (res == LOCK_ERROR)
 		conn_fail_reply(cn, "acquire", r);
-		freeReplyObject(r);
-		return LOCK_ERROR;
-	}
-	if (r->element[0]->integer == 1) {
-		*fence = r->element[1]->integer;
-		freeReplyObject(r);
-		return LOCK_GRANTED;
-	}
-	*pttl = r->element[1]->integer;
 	freeReplyObject(r);
-	return LOCK_BUSY;
+	return res;
+}
+
+int
+lock_heartbeat(struct conn *cn, const struct lock_ctx *ctx)
+{
+	char ttl[24];
+	const char *argv[5] = { "SET", ctx->k.waiter, ctx->waiter_info, "PX",
+	    ttl };
+	size_t lens[5];
+	redisReply *r;
+	int ok;
+
+	snprintf(ttl, sizeof(ttl), "%d", WAITER_TTL_MS);
+	lens[0] = 3;
+	lens[1] = ctx->k.waiter_len;
+	lens[2] = strlen(ctx->waiter_info);
+	lens[3] = 2;
+	lens[4] = strlen(ttl);
+	if ((r = conn_command(cn, 5, argv, lens)) == NULL)
+		return -1;
+	ok = r->type == REDIS_REPLY_STATUS;
+	if (!ok)
+		conn_fail_reply(cn, "heartbeat", r);
+	freeReplyObject(r);
+	return ok ? 0 : -1;
+}
+
+int
+lock_dequeue(struct conn *cn, const struct lock_ctx *ctx)
+{
+	const struct lock_keys *k = &ctx->k;
+	struct args a = { .n = 0 };
+	long long v;
+
+	arg(&a, k->queue, k->queue_len);
+	arg(&a, k->waiter, k->waiter_len);
+	arg_str(&a, ctx->token);
+	arg(&a, k->waiter_prefix, k->waiter_prefix_len);
+	arg(&a, k->wake_prefix, k->wake_prefix_len);
+	return int_reply(cn, "dequeue", script_run(cn, &lua_dequeue, 2, 3,
+	    a.v, a.len), &v);
+}
+
+/* KEYS lock meta sem limit queue, then ARGV token: shared head. */
+static void
+holder_args(struct args *a, const struct lock_ctx *ctx)
+{
+	const struct lock_keys *k = &ctx->k;
+
+	arg(a, k->lock, k->lock_len);
+	arg(a, k->meta, k->meta_len);
+	arg(a, k->sem, k->sem_len);
+	arg(a, k->limit, k->limit_len);
+	arg(a, k->queue, k->queue_len);
+	arg_str(a, ctx->token);
 }
 
 int
 lock_extend(struct conn *cn, const struct lock_ctx *ctx)
 {
-	char lease[24];
-	const char *argv[4] = { ctx->k.lock, ctx->k.meta, ctx->token, lease };
-	size_t lens[4];
+	char lease[24], lim[24];
+	struct args a = { .n = 0 };
 	long long v;
 
 	snprintf(lease, sizeof(lease), "%lld", (long long)ctx->lease_ms);
-	lens[0] = ctx->k.lock_len;
-	lens[1] = ctx->k.meta_len;
-	lens[2] = strlen(ctx->token);
-	lens[3] = strlen(lease);
-	if (int_reply(cn, "extend", script_run(cn, &lua_extend, 2, 2, argv,
-	    lens), &v) < 0)
+	snprintf(lim, sizeof(lim), "%ld", ctx->limit);
+	holder_args(&a, ctx);
+	arg_str(&a, lease);
+	arg_str(&a, lim);
+	if (int_reply(cn, "extend", script_run(cn, &lua_extend, 5, 3, a.v,
+	    a.len), &v) < 0)
 		return -1;
 	return v == 1;
 }
@@ -188,17 +362,19 @@ lock_extend(struct conn *cn, const struct lock_ctx *ctx)
 int
 lock_release(struct conn *cn, const struct lock_ctx *ctx)
 {
-	const char *argv[4] = {
-		ctx->k.lock, ctx->k.meta, ctx->token, ctx->k.wake
-	};
-	size_t lens[4] = {
-		ctx->k.lock_len, ctx->k.meta_len, strlen(ctx->token),
-		ctx->k.wake_len
-	};
+	const struct lock_keys *k = &ctx->k;
+	struct args a = { .n = 0 };
+	char lim[24];
 	long long v;
 
-	if (int_reply(cn, "release", script_run(cn, &lua_release, 2, 2, argv,
-	    lens), &v) < 0)
+	snprintf(lim, sizeof(lim), "%ld", ctx->limit);
+	holder_args(&a, ctx);
+	arg_str(&a, lim);
+	arg(&a, k->wake, k->wake_len);
+	arg(&a, k->waiter_prefix, k->waiter_prefix_len);
+	arg(&a, k->wake_prefix, k->wake_prefix_len);
+	if (int_reply(cn, "release", script_run(cn, &lua_release, 5, 5, a.v,
+	    a.len), &v) < 0)
 		return -1;
 	return v == 1;
 }

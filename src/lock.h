@@ -14,39 +14,70 @@
 
 /* Fencing counters outlive any lease by far; see acquire.lua. */
 #define FENCE_TTL_MS ((int64_t)7 * 24 * 3600 * 1000)
+/* A --fair waiter is alive while its :w key is: refreshed every
+ * WAITER_BEAT_MS, it lapses WAITER_TTL_MS after the waiter's death. */
+#define WAITER_TTL_MS 6000
+#define WAITER_BEAT_MS 2000
 
 struct lock_keys {
-	char *lock, *meta, *fence, *sem, *wake;
-	size_t lock_len, meta_len, fence_len, sem_len, wake_len;
+	char *lock, *meta, *fence, *sem, *limit, *queue, *waiter;
+	char *waiter_prefix, *wake, *wake_prefix, *my_wake;
+	size_t lock_len, meta_len, fence_len, sem_len, limit_len, queue_len;
+	size_t waiter_len, waiter_prefix_len, wake_len, wake_prefix_len;
+	size_t my_wake_len;
 };
 
 struct lock_ctx {
 	struct lock_keys k;
+	const char *key;	/* KEY as given, for messages; not owned */
 	char token[37];
 	int64_t lease_ms;
+	long limit;		/* 1: mutex; N: semaphore */
+	int fair;
 	char host[256], user[64], pid[24];
 	char *cmdline;		/* owned */
+	char *waiter_info;	/* value of our :w key; owned */
 };
 
-/* Build the key names "P{KEY}", "P{KEY}:meta", ... ; lock_keys_free. */
+/*
+ * Build every key name of KEY under prefix, for a holder with token
+ * (whose meta key differs in -N mode); free with lock_keys_free.
+ */
 void lock_keys_init(struct lock_keys *k, const char *prefix,
-    const char *key, size_t keylen);
+    const char *key, size_t keylen, const char *token, long limit);
 void lock_keys_free(struct lock_keys *k);
 
 /* Fill ctx: keys, a fresh random token (or `token` if not NULL), host,
  * user, pid, command line (taken over). Free with lock_ctx_free. */
 void lock_ctx_init(struct lock_ctx *ctx, const char *prefix, const char *key,
-    int64_t lease_ms, const char *token, char *cmdline);
+    int64_t lease_ms, long limit, int fair, const char *token,
+    char *cmdline);
 void lock_ctx_free(struct lock_ctx *ctx);
 
 enum lock_result { LOCK_ERROR = -1, LOCK_BUSY = 0, LOCK_GRANTED = 1 };
 
+/* Why we did not get KEY, from the acquire script. */
+struct lock_busy {
+	int64_t wait_ms;	/* retry after this; -1: holder never expires */
+	long long position;	/* in the --fair queue; -1 not queued */
+	char user[64], host[256], pid[24], cmd[256];	/* "" if unknown */
+	int64_t since_ms, now_ms;	/* server clock */
+};
+
 /*
- * One acquire attempt. LOCK_GRANTED sets *fence; LOCK_BUSY sets *pttl
- * (-1: no expiry); LOCK_ERROR leaves the status and message in cn.
+ * One acquire attempt; with `queue` a --fair waiter joins (or stays in)
+ * the queue, with `want_holder` the busy reply names the holder.
+ * LOCK_GRANTED sets *fence; LOCK_BUSY fills *busy; LOCK_ERROR leaves the
+ * status and message in cn.
  */
 enum lock_result lock_acquire(struct conn *cn, const struct lock_ctx *ctx,
-    int64_t *fence, int64_t *pttl);
+    int queue, int want_holder, int64_t *fence, struct lock_busy *busy);
+
+/* A --fair waiter's heartbeat: 0, or -1 with the error in cn. */
+int lock_heartbeat(struct conn *cn, const struct lock_ctx *ctx);
+
+/* A --fair waiter leaves the queue: 0, or -1 with the error in cn. */
+int lock_dequeue(struct conn *cn, const struct lock_ctx *ctx);
 
 /* 1 extended, 0 not ours any more, -1 error (in cn). */
 int lock_extend(struct conn *cn, const struct lock_ctx *ctx);
@@ -54,12 +85,11 @@ int lock_extend(struct conn *cn, const struct lock_ctx *ctx);
 /* 1 released, 0 was not ours, -1 error (in cn). */
 int lock_release(struct conn *cn, const struct lock_ctx *ctx);
 
-
-
 /*
  * Describe the current holder from P{KEY}:meta as "user@host (pid N:
  * cmd)" into buf; "another client" when rlock did not write it.
  */
 void lock_describe_holder(struct conn *cn, const struct lock_keys *k,
     char *buf, size_t len);
+
 #endif

@@ -73,15 +73,16 @@ try_reenter(struct rlock_opts *o, struct conn *cn, int *status)
 {
 	const char *token = getenv("RLOCK_TOKEN"), *key = getenv("RLOCK_KEY");
 	struct lock_ctx ctx;
-	int64_t fence, pttl;
+	struct lock_busy busy;
 	enum lock_result lr;
+	int64_t fence;
 
 	if (token == NULL || key == NULL || strcmp(key, o->key) != 0 ||
 	    strlen(token) != 36)
 		return 0;
-	lock_ctx_init(&ctx, o->prefix, o->key, o->lease_ms, token,
+	lock_ctx_init(&ctx, o->prefix, o->key, o->lease_ms, o->limit, 0, token,
 	    xstrdup(""));
-	lr = lock_acquire(cn, &ctx, &fence, &pttl);
+	lr = lock_acquire(cn, &ctx, 0, 0, &fence, &busy);
 	lock_ctx_free(&ctx);
 	if (lr == LOCK_ERROR) {
 		*status = cn->status;
@@ -125,8 +126,8 @@ acquire_and_run(struct rlock_opts *o, struct conn *cn, int sigfd)
 	struct lock_ctx ctx;
 	int st, sig;
 
-	lock_ctx_init(&ctx, o->prefix, o->key, o->lease_ms, NULL,
-	    cli_command_line(o));
+	lock_ctx_init(&ctx, o->prefix, o->key, o->lease_ms, o->limit, o->fair,
+	    NULL, cli_command_line(o));
 	switch (wait_lock(cn, &ctx, o->wait_ms, sigfd, &res)) {
 	case WAIT_GRANTED:
 		break;
@@ -138,7 +139,15 @@ acquire_and_run(struct rlock_opts *o, struct conn *cn, int sigfd)
 		st = RL_EXIT_SIGNAL_BASE + res.signo;
 		goto out;
 	default:
-		run_report_conn_error(cn->cfg, cn->status, cn->err);
+		if (cn->own_error) {
+			char key[96];
+
+			printable(o->key, strlen(o->key), key, sizeof(key));
+			msg_err("'%s': %s; every user of a KEY must give the "
+			    "same --limit", key, cn->err);
+		}
+		else
+			run_report_conn_error(cn->cfg, cn->status, cn->err);
 		st = cn->status;
 		goto out;
 	}

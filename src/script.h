@@ -18,7 +18,7 @@ struct lua_script {
 	const char *sha;	/* sha1 of body, hex */
 };
 
-#define SCRIPT_MAX_ARGS 16
+#define SCRIPT_MAX_ARGS 24
 
 /*
  * Run s with nkeys keys then nargs args (binary-safe). Returns the reply,

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * The waiting loop. Order matters: SUBSCRIBE to the wake channel first,
- * then try, then block; a release between our try and our block is then
- * a message already queued for us, not a lost wake-up. The subscriber has
- * its own connection (a subscribed connection cannot run scripts). Reads
- * use poll() on the socket, never a socket timeout: in hiredis a timeout
- * kills the context (REDIS-NOTES section 1).
+ * The waiting loop. Order matters: SUBSCRIBE first, then try, then block;
+ * a release between our try and our block is then a message already queued
+ * for us, not a lost wake-up. The subscriber has its own connection (a
+ * subscribed connection cannot run scripts). Reads use poll() on the
+ * socket, never a socket timeout: in hiredis a timeout kills the context
+ * (REDIS-NOTES section 1). Plain waiters listen on P{KEY}:wake; a --fair
+ * waiter only on its own P{KEY}:wake:TOKEN, so a release wakes one process.
+ * Between attempts the only traffic is a --fair waiter's heartbeat.
  */
 #include "wait.h"
 
@@ -17,28 +19,37 @@
 #include "exitcode.h"
 #include "sig.h"
 #include "util.h"
+#include "waitline.h"
 
 /* Wake a little after the holder's lease ends: Redis expires keys on
  * access at the exact millisecond, so a couple of ms cover our rounding. */
 #define EXPIRY_SLACK_MS 3
 /* Holder without expiry (a foreign client's key): back off up to this. */
 #define NO_TTL_BACKOFF_MAX_MS 5000
+#define REDRAW_MS 1000
 
 struct waiter {
 	struct conn *cn;		/* main connection: scripts */
-	struct conn sub;		/* subscribed to ctx->k.wake */
+	struct conn sub;		/* subscribed to our wake channel */
 	const struct lock_ctx *ctx;
+	struct waitline line;
 	int sigfd;
 	int64_t deadline;		/* INT64_MAX: forever */
 	int64_t no_ttl_backoff;
+	int64_t next_beat;		/* --fair heartbeat due */
+	int queued;			/* we are in the --fair queue */
 	int uncertain;			/* an attempt's outcome is unknown */
 };
+
+enum woke { WOKE_SIGNAL, WOKE_MESSAGE, WOKE_TIMEOUT, WOKE_SUB_LOST };
 
 static int
 subscribe(struct waiter *w)
 {
-	const char *argv[2] = { "SUBSCRIBE", w->ctx->k.wake };
-	size_t lens[2] = { 9, w->ctx->k.wake_len };
+	const struct lock_keys *k = &w->ctx->k;
+	const char *argv[2] = { "SUBSCRIBE", w->ctx->fair ? k->my_wake :
+	    k->wake };
+	size_t lens[2] = { 9, w->ctx->fair ? k->my_wake_len : k->wake_len };
 	redisReply *r;
 	int ok;
 
@@ -60,8 +71,10 @@ subscribe(struct waiter *w)
 /* One attempt; reconnects once on a dropped connection (acquire is
  * idempotent per token, so repeating it is safe). */
 static enum lock_result
-attempt(struct waiter *w, struct wait_result *res, int64_t *pttl)
+attempt(struct waiter *w, int queue, struct wait_result *res,
+    struct lock_busy *busy)
 {
+	int want = w->line.on || msg_level >= MSG_VERBOSE;
 	enum lock_result lr;
 	int tries;
 
@@ -69,7 +82,12 @@ attempt(struct waiter *w, struct wait_result *res, int64_t *pttl)
 		if (w->cn->c == NULL && conn_reopen(w->cn) != 0)
 			return LOCK_ERROR;
 		res->granted_at = mono_ms();
-		lr = lock_acquire(w->cn, w->ctx, &res->fence, pttl);
+		lr = lock_acquire(w->cn, w->ctx, queue, want, &res->fence,
+		    busy);
+		if (lr == LOCK_BUSY && busy->position >= 0 && !w->queued) {
+			w->queued = 1;
+			w->next_beat = mono_ms() + WAITER_BEAT_MS;
+		}
 		if (lr != LOCK_ERROR)
 			return lr;
 		if (w->cn->c != NULL)	/* an error reply, not I/O */
@@ -99,13 +117,14 @@ dead:
 	return -1;
 }
 
+/* When the next attempt is worth making, from the busy reply. */
 static int64_t
-block_ms(struct waiter *w, int64_t pttl)
+retry_at(struct waiter *w, const struct lock_busy *b)
 {
 	int64_t now = mono_ms(), t;
 
-	if (pttl >= 0) {
-		t = pttl + EXPIRY_SLACK_MS;
+	if (b->wait_ms >= 0) {
+		t = b->wait_ms + EXPIRY_SLACK_MS;
 		w->no_ttl_backoff = 100;
 	} else {
 		t = w->no_ttl_backoff;
@@ -113,59 +132,100 @@ block_ms(struct waiter *w, int64_t pttl)
 			w->no_ttl_backoff *= 2;
 	}
 	if (w->deadline != INT64_MAX && now + t > w->deadline)
-		t = w->deadline - now;
-	return t < 0 ? 0 : t;
+		return w->deadline;
+	return now + t;
 }
 
-/*
- * Block until a wake message, the timeout, or a signal. Returns 1 woken or
- * timed out, 0 signal (res->signo), -1 subscription failed (in w->sub).
- */
-static int
-block(struct waiter *w, int64_t ms, struct wait_result *res)
+/* Block until a wake message, `until`, or a signal (res->signo). */
+static enum woke
+block(struct waiter *w, int64_t until, struct wait_result *res)
 {
 	struct pollfd p[2] = {
 		{ .fd = w->sigfd, .events = POLLIN },
 		{ .fd = w->sub.c->fd, .events = POLLIN },
 	};
-	int64_t until = mono_ms() + ms;
+	int64_t left;
 	int n;
 
-	for (;;) {
-		int64_t left = until - mono_ms();
-
-		n = poll(p, 2, left < 0 ? 0 : (int)(left > 60000 ? 60000 :
-		    left));
+	while ((left = until - mono_ms()) > 0) {
+		n = poll(p, 2, (int)(left > 60000 ? 60000 : left));
 		if (n < 0 && errno != EINTR)
-			return -1;
-		if (n > 0 && (p[0].revents & POLLIN) &&
+			return WOKE_SUB_LOST;
+		if (n <= 0)
+			continue;
+		if ((p[0].revents & POLLIN) &&
 		    (res->signo = sig_take(w->sigfd, NULL)) != 0 &&
 		    res->signo != SIGCHLD)
-			return 0;
-		if (n > 0 && p[1].revents)
-			return drain_sub(w) < 0 ? -1 : 1;
-		if (n == 0 && mono_ms() >= until)
-			return 1;
+			return WOKE_SIGNAL;
+		if (p[1].revents)
+			return drain_sub(w) < 0 ? WOKE_SUB_LOST : WOKE_MESSAGE;
+	}
+	return WOKE_TIMEOUT;
+}
+
+/*
+ * Sleep until the retry time, a wake message or a signal, keeping our
+ * queue place alive and the wait line fresh on the way.
+ */
+static enum woke
+sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
+{
+	enum woke why;
+	int64_t until;
+
+	for (;;) {
+		until = retry;
+		if (w->queued && w->next_beat < until)
+			until = w->next_beat;
+		if (w->line.on && mono_ms() + REDRAW_MS < until)
+			until = mono_ms() + REDRAW_MS;
+		if ((why = block(w, until, res)) != WOKE_TIMEOUT)
+			return why;
+		if (mono_ms() >= retry)
+			return WOKE_TIMEOUT;
+		if (w->queued && mono_ms() >= w->next_beat) {
+			/* A failed beat is repaired by the next attempt. */
+			if (w->cn->c == NULL || lock_heartbeat(w->cn,
+			    w->ctx) < 0)
+				msg_verbose("heartbeat failed: %s", w->cn->err);
+			w->next_beat = mono_ms() + WAITER_BEAT_MS;
+		}
+		waitline_draw(&w->line);
 	}
 }
 
-/* Undo a grant we may have received without knowing it. */
-static void
-cleanup(struct waiter *w)
+/* Leave no trace: the queue place, and a grant we may have got unseen. */
+static enum wait_status
+give_up(struct waiter *w, enum wait_status st)
 {
+	struct conn save;
+
+	waitline_clear(&w->line);
 	conn_close(&w->sub);
-	if (!w->uncertain)
-		return;
+	if (!w->queued && !w->uncertain)
+		return st;
+	/* Keep the error that made us give up for the caller's message. */
+	save = *w->cn;
+	save.c = NULL;
 	if (w->cn->c == NULL && conn_reopen(w->cn) != 0)
-		return;
-	(void)lock_release(w->cn, w->ctx);
+		goto out;
+	if (w->queued)
+		(void)lock_dequeue(w->cn, w->ctx);
+	if (w->uncertain)
+		(void)lock_release(w->cn, w->ctx);
+out:
+	if (st == WAIT_ERROR) {
+		w->cn->status = save.status;
+		memcpy(w->cn->err, save.err, sizeof(save.err));
+	}
+	return st;
 }
 
-static enum wait_status
-fail(struct waiter *w, enum wait_status st)
+static void
+sub_failed(struct waiter *w)
 {
-	cleanup(w);
-	return st;
+	snprintf(w->cn->err, sizeof(w->cn->err), "%s", w->sub.err);
+	w->cn->status = w->sub.status;
 }
 
 enum wait_status
@@ -174,47 +234,52 @@ wait_lock(struct conn *cn, const struct lock_ctx *ctx, int64_t wait_ms,
 {
 	struct waiter w = { .cn = cn, .ctx = ctx, .sigfd = sigfd,
 	    .no_ttl_backoff = 100 };
+	struct lock_busy busy;
 	enum lock_result lr;
-	int64_t pttl = 0, start = mono_ms();
-	char left[32];
-	int b;
+	int64_t start = mono_ms();
+	enum woke why = WOKE_MESSAGE;
 
 	w.deadline = wait_ms < 0 ? INT64_MAX : start + wait_ms;
 	res->signo = 0;
-	if ((lr = attempt(&w, res, &pttl)) == LOCK_GRANTED)
+	waitline_init(&w.line, ctx->key, ctx->limit, start);
+	w.line.on = w.line.on && wait_ms != 0;
+	/* A --fair waiter takes its place in line on its first attempt. */
+	lr = attempt(&w, ctx->fair && wait_ms != 0, res, &busy);
+	if (lr == LOCK_GRANTED)
 		return WAIT_GRANTED;
 	if (lr == LOCK_ERROR)
-		return fail(&w, WAIT_ERROR);
+		return give_up(&w, WAIT_ERROR);
 	if (wait_ms == 0)
-		return WAIT_TIMEOUT;
+		return give_up(&w, WAIT_TIMEOUT);
 	memset(&w.sub, 0, sizeof(w.sub));
 	w.sub.cfg = cn->cfg;
 	conn_set_timeouts(&w.sub, cn->cfg->connect_timeout_ms,
 	    cn->cfg->connect_timeout_ms);
 	for (;;) {
 		if (w.sub.c == NULL && subscribe(&w) < 0) {
-			snprintf(cn->err, sizeof(cn->err), "%s", w.sub.err);
-			cn->status = w.sub.status;
-			return fail(&w, WAIT_ERROR);
+			sub_failed(&w);
+			return give_up(&w, WAIT_ERROR);
 		}
 		/* Subscribed: a release from now on reaches us. */
-		if ((lr = attempt(&w, res, &pttl)) == LOCK_GRANTED) {
+		lr = attempt(&w, ctx->fair, res, &busy);
+		if (lr == LOCK_GRANTED) {
+			waitline_clear(&w.line);
 			conn_close(&w.sub);
-			msg_verbose("acquired after %lldms of waiting",
-			    (long long)(mono_ms() - start));
+			msg_verbose("acquired after %lldms of waiting (%s)",
+			    (long long)(mono_ms() - start),
+			    why == WOKE_MESSAGE ? "woken by a release" :
+			    "the holder's lease ran out");
 			return WAIT_GRANTED;
 		}
 		if (lr == LOCK_ERROR)
-			return fail(&w, WAIT_ERROR);
+			return give_up(&w, WAIT_ERROR);
 		if (mono_ms() >= w.deadline)
-			return fail(&w, WAIT_TIMEOUT);
-		dur_format(pttl, left, sizeof(left));
-		msg_verbose("held by another; lease left %s; waiting",
-		    pttl >= 0 ? left : "unknown (no expiry)");
-		b = block(&w, block_ms(&w, pttl), res);
-		if (b == 0)
-			return fail(&w, WAIT_SIGNAL);
-		if (b < 0)
+			return give_up(&w, WAIT_TIMEOUT);
+		waitline_update(&w.line, &busy);
+		why = sleep_until(&w, retry_at(&w, &busy), res);
+		if (why == WOKE_SIGNAL)
+			return give_up(&w, WAIT_SIGNAL);
+		if (why == WOKE_SUB_LOST)
 			msg_verbose("wake-up connection lost; resubscribing");
 	}
 }

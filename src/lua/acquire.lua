@@ -1,38 +1,128 @@
--- acquire: take the mutex KEY for a token, or say how long it stays taken.
--- KEYS[1] lock (string: owner token)   KEYS[2] meta (hash: who holds it)
--- KEYS[3] fence (string: last fencing token)   KEYS[4] sem (zset, -N mode)
+-- acquire: take KEY (mutex, or one of N semaphore slots) for a token, or
+-- say how long to wait and where we stand in the --fair queue.
+-- KEYS[1] lock  KEYS[2] holder meta (P{K}:meta, or P{K}:meta:TOKEN for -N)
+-- KEYS[3] fence  KEYS[4] sem  KEYS[5] limit  KEYS[6] queue  KEYS[7] our :w
 -- ARGV[1] token  ARGV[2] lease ms  ARGV[3] host  ARGV[4] pid  ARGV[5] user
--- ARGV[6] command line  ARGV[7] fence expiry ms
--- Returns {1, fence} when the caller holds the lock, {0, pttl} when not
--- (pttl -1: held by a key without expiry that someone else wrote).
--- Invariants: one holder; the same token again is a harmless retry (a
--- timed-out acquire may have been applied) or a nested, re-entrant run:
--- it never shortens the lease; fence = max(last + 1, server ms), so it
--- strictly increases even after the fence key expired.
-if redis.call('EXISTS', KEYS[4]) == 1 then
-  return redis.error_reply('RLOCK_MODE the key is in use as a semaphore (-N)')
-end
-local lease = tonumber(ARGV[2])
-local cur = redis.call('GET', KEYS[1])
-if cur == ARGV[1] then
-  if redis.call('PTTL', KEYS[1]) < lease then
-    redis.call('PEXPIRE', KEYS[1], lease)
-    redis.call('PEXPIRE', KEYS[2], lease)
-  end
-  return {1, tonumber(redis.call('HGET', KEYS[2], 'fence') or '0')}
-end
-if cur then
-  return {0, redis.call('PTTL', KEYS[1])}
-end
+-- ARGV[6] cmd  ARGV[7] fence ttl ms  ARGV[8] N  ARGV[9] 1: join the queue
+-- ARGV[10] "P{K}:w:"  ARGV[11] "P{K}:wake:"  ARGV[12] waiter ttl ms
+-- ARGV[13] 1: return the holder's meta when busy
+-- Returns {1, fence} when the caller holds KEY; else {0, wait ms, queue
+-- position (0 = next, -1 not queued), holder user, host, pid, cmd,
+-- since, server now} where wait is when trying again makes sense (-1:
+-- a holder key without expiry).
+-- Invariants: at most N holders; a token already holding is a harmless
+-- retry or a nested run and never shortens its lease; nobody overtakes a
+-- live queue head; fence = max(last + 1, server ms).
+local token, lease, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[8])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local fence = math.max(tonumber(redis.call('GET', KEYS[3]) or '0') + 1, now)
-local fs = string.format('%d', fence)
-redis.call('SET', KEYS[1], ARGV[1], 'PX', lease)
-redis.call('SET', KEYS[3], fs, 'PX', ARGV[7])
-redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[2], 'host', ARGV[3], 'pid', ARGV[4], 'user', ARGV[5],
-  'cmd', ARGV[6], 'since', string.format('%d', now), 'lease', ARGV[2],
-  'fence', fs)
-redis.call('PEXPIRE', KEYS[2], lease)
-return {1, fence}
+
+if n == 1 then
+  if redis.call('ZCOUNT', KEYS[4], now, '+inf') > 0 then
+    return redis.error_reply('RLOCK_MODE the key is in use as a semaphore ' ..
+      '(--limit ' .. (redis.call('GET', KEYS[5]) or '?') .. ')')
+  end
+  local cur = redis.call('GET', KEYS[1])
+  if cur == token then
+    if redis.call('PTTL', KEYS[1]) < lease then
+      redis.call('PEXPIRE', KEYS[1], lease)
+      redis.call('PEXPIRE', KEYS[2], lease)
+    end
+    return {1, tonumber(redis.call('HGET', KEYS[2], 'fence') or '0')}
+  end
+else
+  if redis.call('EXISTS', KEYS[1]) == 1 then
+    return redis.error_reply('RLOCK_MODE the key is in use as a mutex ' ..
+      '(without --limit)')
+  end
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+  local lim = redis.call('GET', KEYS[5])
+  if lim and tonumber(lim) ~= n and redis.call('ZCARD', KEYS[4]) > 0 then
+    return redis.error_reply('RLOCK_MODE the key is in use as a ' ..
+      'semaphore with --limit ' .. lim)
+  end
+  local score = redis.call('ZSCORE', KEYS[4], token)
+  if score then
+    if tonumber(score) < now + lease then
+      redis.call('ZADD', KEYS[4], now + lease, token)
+      redis.call('PEXPIRE', KEYS[2], lease)
+    end
+    return {1, tonumber(redis.call('HGET', KEYS[2], 'fence') or '0')}
+  end
+end
+
+-- Dead waiters leave the queue when they reach its head.
+local head = redis.call('LINDEX', KEYS[6], 0)
+while head and head ~= token and
+    redis.call('EXISTS', ARGV[10] .. head) == 0 do
+  redis.call('LPOP', KEYS[6])
+  head = redis.call('LINDEX', KEYS[6], 0)
+end
+
+local free, wait
+if n == 1 then
+  wait = redis.call('PTTL', KEYS[1])
+  free = wait == -2
+else
+  local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
+  free = redis.call('ZCARD', KEYS[4]) < n
+  wait = first[2] and tonumber(first[2]) - now or -2
+end
+
+if free and (not head or head == token) then
+  if head == token then
+    redis.call('LPOP', KEYS[6])
+    redis.call('DEL', KEYS[7])
+  end
+  local fence = math.max(tonumber(redis.call('GET', KEYS[3]) or '0') + 1,
+    now)
+  local fs = string.format('%d', fence)
+  redis.call('SET', KEYS[3], fs, 'PX', ARGV[7])
+  if n == 1 then
+    redis.call('SET', KEYS[1], token, 'PX', lease)
+  else
+    redis.call('ZADD', KEYS[4], now + lease, token)
+    redis.call('SET', KEYS[5], n)
+    local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')
+    redis.call('PEXPIRE', KEYS[4], tonumber(last[2]) - now)
+    redis.call('PEXPIRE', KEYS[5], tonumber(last[2]) - now)
+  end
+  redis.call('DEL', KEYS[2])
+  redis.call('HSET', KEYS[2], 'host', ARGV[3], 'pid', ARGV[4], 'user',
+    ARGV[5], 'cmd', ARGV[6], 'since', string.format('%d', now), 'lease',
+    ARGV[2], 'fence', fs)
+  redis.call('PEXPIRE', KEYS[2], lease)
+  -- A semaphore with slots still free: the next in line need not wait
+  -- for a release.
+  if n > 1 and redis.call('ZCARD', KEYS[4]) < n then
+    local nh = redis.call('LINDEX', KEYS[6], 0)
+    if nh then redis.call('PUBLISH', ARGV[11] .. nh, 'turn') end
+  end
+  return {1, fence}
+end
+
+local pos = -1
+if ARGV[9] == '1' then
+  pos = redis.call('LPOS', KEYS[6], token)
+  if not pos then
+    pos = redis.call('RPUSH', KEYS[6], token) - 1
+  end
+  redis.call('SET', KEYS[7], ARGV[5] .. '\31' .. ARGV[3] .. '\31' ..
+    ARGV[4] .. '\31' .. ARGV[6], 'PX', ARGV[12])
+  local qttl = math.max(2 * lease, wait + 2 * tonumber(ARGV[12]))
+  if redis.call('PTTL', KEYS[6]) < qttl then
+    redis.call('PEXPIRE', KEYS[6], qttl)
+  end
+end
+-- The head's turn (or next to it): watch its heartbeat, it may be dead.
+if head and head ~= token and (free or pos == 1) then
+  local hb = redis.call('PTTL', ARGV[10] .. head)
+  if free or (hb >= 0 and (wait < 0 or hb < wait)) then wait = hb end
+end
+
+local m = {}
+if ARGV[13] == '1' and n == 1 then
+  m = redis.call('HMGET', KEYS[2], 'user', 'host', 'pid', 'cmd', 'since')
+end
+return {0, wait, pos, m[1] or '', m[2] or '', m[3] or '', m[4] or '',
+  m[5] or '', string.format('%d', now)}

@@ -1,0 +1,17 @@
+-- dequeue: a --fair waiter gives up (timeout, signal): leave the queue and,
+-- if we were at its head, pass the turn on.
+-- KEYS[1] queue  KEYS[2] our :w key   ARGV[1] token  ARGV[2] "P{K}:w:"
+-- ARGV[3] "P{K}:wake:"
+-- Returns 1 if we were queued, else 0.
+local was_head = redis.call('LINDEX', KEYS[1], 0) == ARGV[1]
+local n = redis.call('LREM', KEYS[1], 1, ARGV[1])
+redis.call('DEL', KEYS[2])
+if was_head then
+  local head = redis.call('LINDEX', KEYS[1], 0)
+  while head and redis.call('EXISTS', ARGV[2] .. head) == 0 do
+    redis.call('LPOP', KEYS[1])
+    head = redis.call('LINDEX', KEYS[1], 0)
+  end
+  if head then redis.call('PUBLISH', ARGV[3] .. head, 'turn') end
+end
+return n

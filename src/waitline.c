@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: MIT
+/* The in-place wait line; see waitline.h. */
+#include "waitline.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "util.h"
+
+void
+waitline_init(struct waitline *wl, const char *key, long limit,
+    int64_t start)
+{
+	memset(wl, 0, sizeof(*wl));
+	wl->on = isatty(STDERR_FILENO) && msg_level >= MSG_NORMAL;
+	wl->key = key;
+	wl->limit = limit;
+	wl->start = start;
+}
+
+static void
+ordinal(long long n, char *buf, size_t len)
+{
+	const char *sfx = "th";
+
+	if (n % 100 < 11 || n % 100 > 13)
+		sfx = n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" :
+		    n % 10 == 3 ? "rd" : "th";
+	snprintf(buf, len, "%lld%s", n, sfx);
+}
+
+/* "held by u@h (pid N: cmd) for 2m03s, lease 25.0s left; 3rd in queue" */
+static void
+describe(const struct waitline *wl, int64_t since_reply, char *buf,
+    size_t len)
+{
+	const struct lock_busy *b = &wl->last;
+	char who[700], held[32], left[32], pos[64], cmd[64];
+	int64_t lease_left = b->wait_ms - since_reply;
+
+	if (b->user[0]) {
+		printable(b->cmd, strlen(b->cmd), cmd, sizeof(cmd));
+		dur_format(b->now_ms - b->since_ms + since_reply, held,
+		    sizeof(held));
+		snprintf(who, sizeof(who), "held by %s@%s (pid %s: %s) for %s",
+		    b->user, b->host, b->pid, cmd, held);
+	} else if (wl->limit > 1) {
+		snprintf(who, sizeof(who), "all %ld slots taken", wl->limit);
+	} else {
+		snprintf(who, sizeof(who), "held by another client");
+	}
+	if (b->wait_ms < 0)
+		snprintf(left, sizeof(left), "no expiry");
+	else
+		dur_format(lease_left, left, sizeof(left));
+	pos[0] = '\0';
+	if (b->position >= 0) {
+		char nth[24];
+
+		ordinal(b->position + 1, nth, sizeof(nth));
+		snprintf(pos, sizeof(pos), "; %s in queue", nth);
+	}
+	snprintf(buf, len, "%s, %s %s%s%s", who, wl->limit > 1 ?
+	    "next slot free in" : "lease", left, b->wait_ms < 0 ? "" :
+	    wl->limit > 1 ? "" : " left", pos);
+}
+
+void
+waitline_update(struct waitline *wl, const struct lock_busy *b)
+{
+	char text[1024], key[64];
+
+	wl->last = *b;
+	wl->last_at = mono_ms();
+	if (msg_level >= MSG_VERBOSE) {
+		printable(wl->key, strlen(wl->key), key, sizeof(key));
+		describe(wl, 0, text, sizeof(text));
+		msg_verbose("waiting for '%s': %s", key, text);
+	}
+	waitline_draw(wl);
+}
+
+void
+waitline_draw(struct waitline *wl)
+{
+	char text[1024], key[64], waited[32], line[1200];
+	int64_t now = mono_ms();
+	struct winsize ws;
+
+	if (!wl->on)
+		return;
+	printable(wl->key, strlen(wl->key), key, sizeof(key));
+	describe(wl, now - wl->last_at, text, sizeof(text));
+	dur_format(now - wl->start, waited, sizeof(waited));
+	/* \r and erase-to-end: the line is redrawn, never scrolled. */
+	snprintf(line, sizeof(line), "rlock: waiting for '%s': %s; waited %s",
+	    key, text, waited);
+	/* A line that wraps cannot be redrawn with \r: cut it to fit. */
+	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1 &&
+	    strlen(line) >= ws.ws_col)
+		line[ws.ws_col - 1] = '\0';
+	/* \r and erase-to-end: the line is redrawn, never scrolled. */
+	fprintf(stderr, "\r%s\033[K", line);
+	fflush(stderr);
+	wl->drawn = 1;
+}
+
+void
+waitline_clear(struct waitline *wl)
+{
+	if (!wl->drawn)
+		return;
+	fputs("\r\033[K", stderr);
+	fflush(stderr);
+	wl->drawn = 0;
+}

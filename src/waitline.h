@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The wait line: while rlock waits and stderr is a terminal, one line
+ * updated in place says what we wait for, who holds it, since when, the
+ * lease left, our place in the queue and how long we waited. Cleared when
+ * the wait ends. Costs Redis nothing: it is redrawn from the last reply.
+ */
+#ifndef RLOCK_WAITLINE_H
+#define RLOCK_WAITLINE_H
+
+#include <stdint.h>
+
+#include "lock.h"
+
+struct waitline {
+	int on;			/* stderr is a TTY and not -q */
+	int drawn;
+	const char *key;
+	long limit;
+	struct lock_busy last;	/* the last busy reply */
+	int64_t last_at;	/* mono ms when it came */
+	int64_t start;		/* mono ms when waiting began */
+};
+
+void waitline_init(struct waitline *wl, const char *key, long limit,
+    int64_t start);
+
+/* A new busy reply arrived (also logs it under -v). */
+void waitline_update(struct waitline *wl, const struct lock_busy *b);
+
+/* Redraw with the time that passed since the last reply. */
+void waitline_draw(struct waitline *wl);
+
+/* Erase the line, if drawn. */
+void waitline_clear(struct waitline *wl);
+
+#endif
