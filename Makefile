@@ -11,7 +11,8 @@ PREFIX   ?= /usr/local
 BINDIR   ?= $(PREFIX)/bin
 MANDIR   ?= $(PREFIX)/share/man
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
-ZSHCOMPDIR  ?= $(PREFIX)/share/zsh/site-functions
+# Debian's zsh reads vendor-completions under /usr, site-functions elsewhere.
+ZSHCOMPDIR  ?= $(if $(filter /usr,$(PREFIX)),$(PREFIX)/share/zsh/vendor-completions,$(PREFIX)/share/zsh/site-functions)
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 
 # Our flags stay apart from the user's CFLAGS.
@@ -26,10 +27,12 @@ LIBS = $(PKG_LIBS) -pthread
 BUILD ?= build
 LUA   = $(sort $(wildcard src/lua/*.lua))
 LIB_SRC = src/cli.c src/conn.c src/lock.c src/renew.c src/report.c \
-	src/run.c src/script.c src/sig.c src/supervise.c src/url.c \
+	src/report_view.c src/run.c src/script.c src/sig.c src/supervise.c src/url.c \
 	src/util.c src/wait.c src/waitline.c
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
 BIN = rlock
+
+.DELETE_ON_ERROR:
 
 .PHONY: all check check-unit check-bats check-docs demo asan install \
 	uninstall clean deps bench
@@ -51,8 +54,10 @@ $(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h: $(LUA) src/embed-lua.sh | $(BUILD
 $(BUILD):
 	mkdir -p $(BUILD)
 
+# -MMD makes headers prerequisites too: hand cc only the sources.
 $(BUILD)/unit: tests/unit/unit.c $(LIB_OBJ)
-	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
+	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ \
+		$(filter %.c %.o,$^) $(LIBS)
 
 # Installs missing packages when root, else prints the apt-get line.
 deps:

@@ -25,8 +25,11 @@ enum {
 	OPT_CONNECT_TIMEOUT, OPT_PREFIX, OPT_JSON, OPT_FORCE
 };
 
-/* Options only the run mode understands; see run_only_seen. */
-static const char RUN_SHORT[] = "+k:nw:l:E:N:c:u:qvhV";
+/*
+ * "+": stop at COMMAND. ":": getopt stays silent and returns ':' for a
+ * missing value, so every message is ours, one line, "rlock: " first.
+ */
+static const char RUN_SHORT[] = "+:k:nw:l:E:N:c:u:qvhV";
 
 static const struct option RUN_LONG[] = {
 	{ "key", required_argument, NULL, 'k' },
@@ -51,7 +54,7 @@ static const struct option RUN_LONG[] = {
 };
 
 /* After a subcommand word: connection options plus --json / --force. */
-static const char SUB_SHORT[] = "u:qvh";
+static const char SUB_SHORT[] = ":u:qvh";
 
 static const struct option SUB_LONG[] = {
 	{ "url", required_argument, NULL, 'u' },
@@ -138,6 +141,40 @@ parse_dur_opt(const char *name, const char *arg, int64_t *out)
 }
 
 /*
+ * The message for getopt's '?' or ':' (opterr is 0). A long option is
+ * named by its word, as typed up to any '='; a short one by optopt, since
+ * in a cluster like -nZ the word is not the culprit.
+ */
+static int
+getopt_error(int c, char **argv, const struct option *longopts,
+    const char *mode)
+{
+	const char *word = optind > 0 ? argv[optind - 1] : "";
+	const struct option *lo;
+	int len, matches = 0;
+
+	if (strncmp(word, "--", 2) != 0) {
+		if (c == ':')
+			return usage_error("option '-%c' needs a value", optopt);
+		return usage_error("unknown option '-%c'%s%s",
+		    optopt ? optopt : '?', mode ? " for " : "",
+		    mode ? mode : "");
+	}
+	len = (int)strcspn(word, "=");
+	if (c == ':')
+		return usage_error("option '%.*s' needs a value", len, word);
+	if (optopt != 0)
+		return usage_error("option '%.*s' takes no value", len, word);
+	for (lo = longopts; lo->name; lo++)
+		if (strncmp(lo->name, word + 2, (size_t)len - 2) == 0)
+			matches++;
+	if (matches > 1)
+		return usage_error("ambiguous option '%.*s'", len, word);
+	return usage_error("unknown option '%.*s'%s%s", len, word,
+	    mode ? " for " : "", mode ? mode : "");
+}
+
+/*
  * Keep a copy of URL for ourselves and overwrite the password in argv, so
  * ps(1) and /proc/PID/cmdline no longer show it.
  */
@@ -210,10 +247,6 @@ common_opt(struct rlock_opts *o, int c, int *status)
 		return 0;
 	case 'h':
 		o->mode = MODE_HELP;
-		return 0;
-	case '?':
-		*status = RL_EXIT_USAGE;
-		fputs("Try 'rlock --help' for more information.\n", stderr);
 		return 0;
 	}
 	return 1;
@@ -313,8 +346,16 @@ parse_subcommand(int argc, char **argv, struct rlock_opts *o)
 {
 	int c, st;
 
-	optind = 1;	/* argv here starts at the subcommand word */
+	/*
+	 * argv here starts at the subcommand word. 0, not 1: glibc then sets
+	 * itself up afresh from SUB_SHORT, in GNU order, so options may
+	 * follow the keys ("status K --json"); with 1 it would keep the
+	 * run mode's "+" and take "--json" for a KEY.
+	 */
+	optind = 0;
 	while ((c = getopt_long(argc, argv, SUB_SHORT, SUB_LONG, NULL)) != -1) {
+		if (c == '?' || c == ':')
+			return getopt_error(c, argv, SUB_LONG, argv[0]);
 		if (c == OPT_JSON && o->mode != MODE_RELEASE)
 			o->json = 1;
 		else if (c == OPT_FORCE && o->mode == MODE_RELEASE)
@@ -381,16 +422,43 @@ finish_run(int argc, char **argv, struct rlock_opts *o)
 	return 0;
 }
 
+/*
+ * A URL that cannot parse is a usage error like any other: said here,
+ * with the Try line, before any mode contacts Redis. The password is
+ * blanked in the message as it is in argv.
+ */
+static int
+check_url(const struct rlock_opts *o, const char *from)
+{
+	struct endpoint ep;
+	const char *why = "";
+	size_t off, len;
+	char *shown;
+	int st = 0;
+
+	memset(&ep, 0, sizeof(ep));
+	if (url_parse(o->url, &ep, &why) < 0) {
+		shown = xstrdup(o->url);
+		if (url_password_span(shown, &off, &len) == 0)
+			memset(shown + off, '*', len);
+		st = usage_error("bad Redis URL '%s' (%s): %s", shown, from,
+		    why);
+		free(shown);
+	}
+	url_free(&ep);
+	return st;
+}
+
 static int
 env_fallbacks(struct rlock_opts *o)
 {
-	const char *u, *p;
+	const char *u, *p, *from = "-u";
 
 	if (o->url == NULL) {
 		if ((u = getenv("RLOCK_URL")) && *u)
-			o->url = xstrdup(u);
+			o->url = xstrdup(u), from = "RLOCK_URL";
 		else if ((u = getenv("REDIS_URL")) && *u)
-			o->url = xstrdup(u);
+			o->url = xstrdup(u), from = "REDIS_URL";
 		else
 			o->url = xstrdup("redis://127.0.0.1:6379/0");
 	}
@@ -400,7 +468,7 @@ env_fallbacks(struct rlock_opts *o)
 		else if ((p = getenv("REDISCLI_AUTH")) && *p)
 			o->password = xstrdup(p);
 	}
-	return 0;
+	return check_url(o, from);
 }
 
 int
@@ -409,8 +477,10 @@ cli_parse(int argc, char **argv, struct rlock_opts *o)
 	int c, st, run_only, any_run_only = 0;
 
 	set_defaults(o);
-	opterr = 1;
+	opterr = 0;
 	while ((c = getopt_long(argc, argv, RUN_SHORT, RUN_LONG, NULL)) != -1) {
+		if (c == '?' || c == ':')
+			return getopt_error(c, argv, RUN_LONG, NULL);
 		if ((st = run_opt(o, c, &run_only)) != 0)
 			return st;
 		any_run_only |= run_only;
@@ -425,6 +495,8 @@ cli_parse(int argc, char **argv, struct rlock_opts *o)
 	} else if ((st = finish_run(argc, argv, o)) != 0) {
 		return st;
 	}
+	if (o->mode == MODE_HELP)	/* "status --help" */
+		return 0;
 	return env_fallbacks(o);
 }
 

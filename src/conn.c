@@ -181,14 +181,35 @@ tune_socket(struct conn *cn)
 	return 0;
 }
 
-/* AUTH [user] pass, then SELECT db; both within the connect deadline. */
+/* One handshake command; 0, or its exit status with cn->err set. */
+static int
+ask(struct conn *cn, const char *what, int argc, const char **argv)
+{
+	size_t lens[3];
+	redisReply *r;
+	int i;
+
+	for (i = 0; i < argc; i++)
+		lens[i] = strlen(argv[i]);
+	if ((r = conn_command(cn, argc, argv, lens)) == NULL)
+		return cn->status;
+	if (r->type == REDIS_REPLY_ERROR)
+		conn_fail_reply(cn, what, r);
+	freeReplyObject(r);
+	return cn->status;
+}
+
+/*
+ * AUTH [user] pass, then SELECT db, all within the connect deadline. With
+ * neither, a PING: a server that accepts but never answers (stopped, hung,
+ * a wrong port behind a proxy) must cost one --connect-timeout here, not
+ * one per later retry of whatever command comes first.
+ */
 static int
 handshake(struct conn *cn)
 {
 	const struct endpoint *ep = &cn->cfg->ep;
 	const char *argv[3];
-	size_t lens[3];
-	redisReply *r;
 	char dbs[16];
 	int argc = 0;
 
@@ -197,33 +218,21 @@ handshake(struct conn *cn)
 		if (ep->user)
 			argv[argc++] = ep->user;
 		argv[argc++] = cn->cfg->password;
-		for (int i = 0; i < argc; i++)
-			lens[i] = strlen(argv[i]);
-		if ((r = conn_command(cn, argc, argv, lens)) == NULL)
-			return cn->status;
-		if (r->type == REDIS_REPLY_ERROR) {
-			conn_fail_reply(cn, "authentication failed", r);
+		if (ask(cn, "authentication failed", argc, argv) != 0) {
 			if (cn->status == RL_EXIT_PROTOCOL)
 				cn->status = RL_EXIT_NOPERM;
-			freeReplyObject(r);
 			return cn->status;
 		}
-		freeReplyObject(r);
 	}
 	if (ep->db != 0) {
 		snprintf(dbs, sizeof(dbs), "%d", ep->db);
 		argv[0] = "SELECT";
 		argv[1] = dbs;
-		lens[0] = 6;
-		lens[1] = strlen(dbs);
-		if ((r = conn_command(cn, 2, argv, lens)) == NULL)
-			return cn->status;
-		if (r->type == REDIS_REPLY_ERROR) {
-			conn_fail_reply(cn, "cannot select the database", r);
-			freeReplyObject(r);
-			return cn->status;
-		}
-		freeReplyObject(r);
+		return ask(cn, "cannot select the database", 2, argv);
+	}
+	if (argc == 0) {
+		argv[0] = "PING";
+		return ask(cn, "PING", 1, argv);
 	}
 	return 0;
 }
@@ -258,7 +267,7 @@ open_within(struct conn *cn, int64_t connect_ms, int64_t cmd_timeout_ms)
 	 * same connect timeout, not against a fresh command timeout. */
 	left = connect_ms - (mono_ms() - start);
 	redisSetTimeout(cn->c, tv_of(left));
-	cn->cmd_timeout_ms = left;
+	cn->cmd_timeout_ms = connect_ms;	/* what a timeout message names */
 	if ((st = handshake(cn)) != 0) {
 		conn_close(cn);
 		cn->cmd_timeout_ms = cmd_timeout_ms;

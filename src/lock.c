@@ -25,6 +25,9 @@
  *                               the head (a token whose :w key is gone)
  *   P{KEY}:w:TOKEN      string  one --fair waiter, alive while it exists:
  *                               "user\x1fhost\x1fpid\x1fcmd"     PX 6 s
+ *   P{KEY}:tok          list    one-shot wake tokens for plain waiters,
+ *                               who BLPOP it: Redis hands each token to
+ *                               the oldest blocked waiter (at most N)  PX 5 s
  *   P{KEY}:wake         channel "released" on every release
  *   P{KEY}:wake:TOKEN   channel the one --fair waiter whose turn it is
  *
@@ -95,6 +98,7 @@ lock_keys_init(struct lock_keys *k, const char *prefix, const char *key,
 	k->waiter_prefix = token_key(prefix, key, keylen, "w", NULL,
 	    &k->waiter_prefix_len);
 	k->wake = key_name(prefix, key, keylen, ":wake", &k->wake_len);
+	k->tokens = key_name(prefix, key, keylen, ":tok", &k->tokens_len);
 	k->wake_prefix = token_key(prefix, key, keylen, "wake", NULL,
 	    &k->wake_prefix_len);
 	k->my_wake = token_key(prefix, key, keylen, "wake", tok,
@@ -106,7 +110,7 @@ lock_keys_free(struct lock_keys *k)
 {
 	char **all[] = { &k->lock, &k->meta, &k->fence, &k->sem, &k->limit,
 	    &k->queue, &k->waiter, &k->waiter_prefix, &k->wake,
-	    &k->wake_prefix, &k->my_wake };
+	    &k->wake_prefix, &k->my_wake, &k->tokens };
 	size_t i;
 
 	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
@@ -287,6 +291,37 @@ lock_acquire(struct conn *cn, const struct lock_ctx *ctx, int queue,
 }
 
 int
+lock_is_ours(struct conn *cn, const struct lock_ctx *ctx)
+{
+	const char *argv[3] = { "GET", ctx->k.lock, NULL };
+	size_t lens[3] = { 3, ctx->k.lock_len, 0 };
+	redisReply *r;
+	int ours;
+
+	if (ctx->limit > 1) {
+		argv[0] = "ZSCORE";
+		argv[1] = ctx->k.sem;
+		argv[2] = ctx->token;
+		lens[0] = 6;
+		lens[1] = ctx->k.sem_len;
+		lens[2] = strlen(ctx->token);
+	}
+	if ((r = conn_command(cn, ctx->limit > 1 ? 3 : 2, argv, lens)) == NULL)
+		return -1;
+	if (r->type == REDIS_REPLY_NIL) {
+		ours = 0;
+	} else if (r->type == REDIS_REPLY_STRING) {
+		ours = ctx->limit > 1 || (r->len == strlen(ctx->token) &&
+		    memcmp(r->str, ctx->token, r->len) == 0);
+	} else {
+		ours = -1;
+		conn_fail_reply(cn, "re-entry check", r);
+	}
+	freeReplyObject(r);
+	return ours;
+}
+
+int
 lock_heartbeat(struct conn *cn, const struct lock_ctx *ctx)
 {
 	char ttl[24];
@@ -327,9 +362,9 @@ lock_dequeue(struct conn *cn, const struct lock_ctx *ctx)
 	    a.v, a.len), &v);
 }
 
-/* KEYS lock meta sem limit queue, then ARGV token: shared head. */
+/* KEYS lock meta sem limit queue: the head of extend's and release's. */
 static void
-holder_args(struct args *a, const struct lock_ctx *ctx)
+holder_keys(struct args *a, const struct lock_ctx *ctx)
 {
 	const struct lock_keys *k = &ctx->k;
 
@@ -338,7 +373,6 @@ holder_args(struct args *a, const struct lock_ctx *ctx)
 	arg(a, k->sem, k->sem_len);
 	arg(a, k->limit, k->limit_len);
 	arg(a, k->queue, k->queue_len);
-	arg_str(a, ctx->token);
 }
 
 int
@@ -350,7 +384,8 @@ lock_extend(struct conn *cn, const struct lock_ctx *ctx)
 
 	snprintf(lease, sizeof(lease), "%lld", (long long)ctx->lease_ms);
 	snprintf(lim, sizeof(lim), "%ld", ctx->limit);
-	holder_args(&a, ctx);
+	holder_keys(&a, ctx);
+	arg_str(&a, ctx->token);
 	arg_str(&a, lease);
 	arg_str(&a, lim);
 	if (int_reply(cn, "extend", script_run(cn, &lua_extend, 5, 3, a.v,
@@ -364,16 +399,20 @@ lock_release(struct conn *cn, const struct lock_ctx *ctx)
 {
 	const struct lock_keys *k = &ctx->k;
 	struct args a = { .n = 0 };
-	char lim[24];
+	char lim[24], ttl[24];
 	long long v;
 
 	snprintf(lim, sizeof(lim), "%ld", ctx->limit);
-	holder_args(&a, ctx);
+	snprintf(ttl, sizeof(ttl), "%d", WAKE_TOKEN_TTL_MS);
+	holder_keys(&a, ctx);
+	arg(&a, k->tokens, k->tokens_len);
+	arg_str(&a, ctx->token);
 	arg_str(&a, lim);
 	arg(&a, k->wake, k->wake_len);
 	arg(&a, k->waiter_prefix, k->waiter_prefix_len);
 	arg(&a, k->wake_prefix, k->wake_prefix_len);
-	if (int_reply(cn, "release", script_run(cn, &lua_release, 5, 5, a.v,
+	arg_str(&a, ttl);
+	if (int_reply(cn, "release", script_run(cn, &lua_release, 6, 6, a.v,
 	    a.len), &v) < 0)
 		return -1;
 	return v == 1;
@@ -405,6 +444,18 @@ lock_describe_holder(struct conn *cn, const struct lock_keys *k, char *buf,
 	snprintf(buf, len, "another client");
 	if ((r = conn_command(cn, 2, argv, lens)) == NULL)
 		return;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 0) {
+		freeReplyObject(r);
+		argv[0] = "EXISTS";
+		argv[1] = k->lock;
+		lens[0] = 6;
+		lens[1] = k->lock_len;
+		if ((r = conn_command(cn, 2, argv, lens)) == NULL)
+			return;
+		if (r->type == REDIS_REPLY_INTEGER && r->integer == 0)
+			snprintf(buf, len, "nobody, but it is the turn of the "
+			    "next --fair waiter,");
+	}
 	if (r->type == REDIS_REPLY_ARRAY && (user = field(r, "user")) &&
 	    (host = field(r, "host")) && (pid = field(r, "pid")) &&
 	    (cmd = field(r, "cmd"))) {

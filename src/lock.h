@@ -18,13 +18,15 @@
  * WAITER_BEAT_MS, it lapses WAITER_TTL_MS after the waiter's death. */
 #define WAITER_TTL_MS 6000
 #define WAITER_BEAT_MS 2000
+/* A wake token nobody took is stale after this; see release.lua. */
+#define WAKE_TOKEN_TTL_MS 5000
 
 struct lock_keys {
-	char *lock, *meta, *fence, *sem, *limit, *queue, *waiter;
+	char *lock, *meta, *fence, *sem, *limit, *queue, *waiter, *tokens;
 	char *waiter_prefix, *wake, *wake_prefix, *my_wake;
 	size_t lock_len, meta_len, fence_len, sem_len, limit_len, queue_len;
 	size_t waiter_len, waiter_prefix_len, wake_len, wake_prefix_len;
-	size_t my_wake_len;
+	size_t my_wake_len, tokens_len;
 };
 
 struct lock_ctx {
@@ -72,6 +74,12 @@ struct lock_busy {
  */
 enum lock_result lock_acquire(struct conn *cn, const struct lock_ctx *ctx,
     int queue, int want_holder, int64_t *fence, struct lock_busy *busy);
+
+/*
+ * Is KEY held by ctx's token right now (a nested run may re-enter)?
+ * 1 yes, 0 no, -1 error (in cn). Reads only: a free KEY stays free.
+ */
+int lock_is_ours(struct conn *cn, const struct lock_ctx *ctx);
 
 /* A --fair waiter's heartbeat: 0, or -1 with the error in cn. */
 int lock_heartbeat(struct conn *cn, const struct lock_ctx *ctx);

@@ -1,14 +1,529 @@
 // SPDX-License-Identifier: MIT
-/* Operator subcommands; see report.h. */
+/*
+ * The operator's subcommands: status, list and release --force. status and
+ * list only look (inspect.lua writes nothing); release --force breaks a
+ * lock in one script (force_release.lua). Here: the arguments, the SCAN
+ * loop, the exit statuses; report_view.c reads and prints one KEY.
+ * Everything is read before anything is printed, so an error never leaves
+ * half a JSON document.
+ *
+ * --json: `status` prints an array with one object per KEY, in the order
+ * given; `list` an array of the held locks, sorted by KEY. Strings are the
+ * bytes Redis holds, JSON-escaped; a byte that is not valid UTF-8 becomes
+ * \u00XX (that byte's value), so the output is always valid JSON. A value
+ * rlock did not record (a holder key some other client wrote) is null.
+ *
+ *   [
+ *     {
+ *       "key": "deploy",                 KEY as given to -k
+ *       "held": true,                    false: free
+ *       "mode": "mutex",                 "mutex", "semaphore"; null if free
+ *       "limit": 1,                      N of --limit (1: mutex); null if
+ *                                        free
+ *       "server_time_ms": 1732208113468, Redis TIME when looked at
+ *       "holders": [                     [] when free; one per slot taken,
+ *         {                              soonest lease end first
+ *           "user": "alice",
+ *           "host": "web1",
+ *           "pid": 4242,
+ *           "command": "make -j8 all",
+ *           "since_ms": 1732208101123,   server clock, ms since the epoch
+ *           "held_ms": 12345,            server_time_ms - since_ms
+ *           "lease_ms": 30000,           the holder's --lease
+ *           "lease_left_ms": 17600,      PTTL; null: the key never expires
+ *           "fence": 1732208101123       its RLOCK_FENCE
+ *         }
+ *       ],
+ *       "queue": {                       --fair waiters
+ *         "length": 2,                   live waiters
+ *         "waiters": [                   the first 5, next in line first
+ *           { "user": "bob", "host": "web2", "pid": 77, "command": "make" }
+ *         ]
+ *       }
+ *     }
+ *   ]
+ *
+ * Text: `status` prints one block per KEY; `list` one line per held lock,
+ * tab-separated KEY, HOLDER, LEASE LEFT, MODE, COMMAND (a header line only
+ * on a terminal), with control and non-UTF-8 bytes and backslashes shown
+ * as \xHH and \\, so a field never holds a tab or a newline.
+ */
 #include "report.h"
 
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "conn.h"
 #include "exitcode.h"
+#include "lock.h"
+#include "lua_scripts.h"
+#include "report_view.h"
+#include "run.h"
+#include "script.h"
 #include "util.h"
+
+/* Keys SCAN looks at per call: bounds the time Redis spends on each. */
+#define SCAN_COUNT "1000"
+
+/* rlock status: 0 all held, 1 one free, -1 error (in cn). */
+static int
+status_main(const struct rlock_opts *o, struct conn *cn)
+{
+	struct view *v = xcalloc((size_t)o->nargs, sizeof(*v));
+	size_t i, n = (size_t)o->nargs;
+	int st = RL_EXIT_OK;
+
+	for (i = 0; i < n && st == RL_EXIT_OK; i++) {
+		v[i].key = o->args[i];
+		v[i].keylen = strlen(o->args[i]);
+		if (view_inspect(cn, o->prefix, &v[i]) < 0)
+			st = -1;
+	}
+	for (i = 0; i < n && st == RL_EXIT_OK; i++)
+		if (!view_held(&v[i]))
+			st = RL_EXIT_FALSE;
+	if (st >= 0 && o->json)
+		view_print_json(v, n);
+	for (i = 0; i < n && st >= 0 && !o->json; i++) {
+		if (i > 0)
+			putchar('\n');
+		view_print_text(&v[i]);
+	}
+	view_free_all(v, n, 0);
+	return st;
+}
+
+/*
+ * The class at p ("[...]") as Redis's glob reads it: *hit tells whether
+ * c is in it; returns the bytes it spans, 0 if it is not closed.
+ */
+static size_t
+glob_class(const char *p, size_t n, unsigned char c, int *hit)
+{
+	size_t i = 1;
+	int neg = 0;
+
+	*hit = 0;
+	if (i < n && p[i] == '^')
+		neg = 1, i++;
+	for (; i < n && p[i] != ']'; i++) {
+		if (p[i] == '\\' && i + 1 < n) {
+			i++;
+			*hit |= (unsigned char)p[i] == c;
+		} else if (i + 2 < n && p[i + 1] == '-') {
+			unsigned char a = p[i], b = p[i + 2], t;
+
+			if (a > b)
+				t = a, a = b, b = t;
+			*hit |= c >= a && c <= b;
+			i += 2;
+		} else {
+			*hit |= (unsigned char)p[i] == c;
+		}
+	}
+	if (i >= n)
+		return 0;
+	if (neg)
+		*hit = !*hit;
+	return i + 1;
+}
+
+/* Redis's glob (KEYS, SCAN MATCH) over any bytes: * ? [...] [^...] \x. */
+static int
+glob_match(const char *p, size_t pn, const char *s, size_t sn)
+{
+	size_t span;
+	int hit;
+
+	for (; pn > 0; p++, pn--) {
+		switch (*p) {
+		case '*':
+			while (pn > 1 && p[1] == '*')
+				p++, pn--;
+			for (;; s++, sn--) {
+				if (glob_match(p + 1, pn - 1, s, sn))
+					return 1;
+				if (sn == 0)
+					return 0;
+			}
+		case '?':
+			if (sn == 0)
+				return 0;
+			break;
+		case '[':
+			if (sn == 0 || (span = glob_class(p, pn,
+			    (unsigned char)*s, &hit)) == 0 || !hit)
+				return 0;
+			p += span - 1, pn -= span - 1;
+			break;
+		case '\\':
+			if (pn >= 2)
+				p++, pn--;
+			/* FALLTHROUGH */
+		default:
+			if (sn == 0 || *p != *s)
+				return 0;
+			break;
+		}
+		s++, sn--;
+	}
+	return sn == 0;
+}
+
+/*
+ * A PATTERN is spliced into SCAN MATCH as P{PATTERN}*: an unclosed class
+ * or a trailing backslash would swallow the "}*" after it.
+ */
+static int
+glob_valid(const char *p, size_t n)
+{
+	size_t i = 0, span;
+	int hit;
+
+	while (i < n) {
+		if (p[i] == '\\') {
+			if (i + 1 >= n)
+				return 0;
+			i += 2;
+		} else if (p[i] == '[') {
+			if ((span = glob_class(p + i, n - i, 0, &hit)) == 0)
+				return 0;
+			i += span;
+		} else {
+			i++;
+		}
+	}
+	return 1;
+}
+
+/* SCAN MATCH for P{PATTERN}*: the prefix is literal, glob chars escaped. */
+static char *
+scan_match(const char *prefix, const char *pat, size_t *len)
+{
+	size_t pl = strlen(prefix), tl = strlen(pat), o = 0, i;
+	char *m = xmalloc(2 * pl + tl + 4);
+
+	for (i = 0; i < pl; i++) {
+		if (strchr("*?[]\\{}^-", prefix[i]) != NULL)
+			m[o++] = '\\';
+		m[o++] = prefix[i];
+	}
+	m[o++] = '{';
+	memcpy(m + o, pat, tl);
+	o += tl;
+	memcpy(m + o, "}*", 3);
+	*len = o + 2;
+	return m;
+}
+
+struct found {
+	struct view *v;
+	size_t n, cap;
+};
+
+/*
+ * A name SCAN returned: a lock if it is P{KEY} (mutex) or P{KEY}:sem
+ * (semaphore) with KEY matching the pattern. The helper keys (:meta,
+ * :fence, :q, :w:TOKEN...) end otherwise. KEY may itself hold "}", so the
+ * pattern is checked again here on KEY alone; inspect.lua has the last
+ * word on whether it is held.
+ */
+static void
+candidate(struct found *f, const char *prefix, const char *pat,
+    const char *name, size_t len)
+{
+	size_t pl = strlen(prefix), kl;
+	const char *key = name + pl + 1;
+
+	if (len < pl + 3 || memcmp(name, prefix, pl) != 0 || name[pl] != '{')
+		return;
+	kl = len - pl - 1;
+	if (key[kl - 1] == '}')
+		kl -= 1;
+	else if (kl >= 6 && memcmp(key + kl - 5, "}:sem", 5) == 0)
+		kl -= 5;
+	else
+		return;
+	if (kl == 0 || kl > KEY_MAX_LEN || memchr(key, '\0', kl) ||
+	    !glob_match(pat, strlen(pat), key, kl))
+		return;
+	if (f->n == f->cap) {
+		f->cap = f->cap ? 2 * f->cap : 64;
+		f->v = realloc(f->v, f->cap * sizeof(*f->v));
+		if (f->v == NULL)
+			abort();
+	}
+	memset(&f->v[f->n], 0, sizeof(f->v[0]));
+	f->v[f->n].key = xstrndup(key, kl);
+	f->v[f->n++].keylen = kl;
+}
+
+/* Walk the whole keyspace in COUNT-sized steps: never blocks Redis. */
+static int
+scan_all(struct conn *cn, const char *prefix, const char *pat,
+    struct found *f)
+{
+	char cursor[32] = "0";
+	const char *argv[6] = { "SCAN", cursor, "MATCH", NULL, "COUNT",
+	    SCAN_COUNT };
+	size_t lens[6] = { 4, 0, 5, 0, 5, strlen(SCAN_COUNT) }, i;
+	char *match = scan_match(prefix, pat, &lens[3]);
+	const redisReply *c, *e;
+	redisReply *r;
+	int st = -1;
+
+	argv[3] = match;
+	for (;;) {
+		lens[1] = strlen(cursor);
+		if ((r = conn_command(cn, 6, argv, lens)) == NULL)
+			break;
+		if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+		    (c = r->element[0])->type != REDIS_REPLY_STRING ||
+		    c->len == 0 || c->len >= sizeof(cursor) ||
+		    r->element[1]->type != REDIS_REPLY_ARRAY) {
+			conn_fail_reply(cn, "SCAN", r);
+			freeReplyObject(r);
+			break;
+		}
+		for (i = 0; i < r->element[1]->elements; i++)
+			if ((e = r->element[1]->element[i])->type ==
+			    REDIS_REPLY_STRING)
+				candidate(f, prefix, pat, e->str, e->len);
+		memcpy(cursor, c->str, c->len + 1);
+		freeReplyObject(r);
+		if (strcmp(cursor, "0") == 0) {
+			st = 0;
+			break;
+		}
+	}
+	free(match);
+	return st;
+}
+
+static int
+view_cmp(const void *a, const void *b)
+{
+	const struct view *x = a, *y = b;
+	size_t n = x->keylen < y->keylen ? x->keylen : y->keylen;
+	int c = memcmp(x->key, y->key, n);
+
+	if (c != 0)
+		return c;
+	return x->keylen < y->keylen ? -1 : x->keylen > y->keylen;
+}
+
+/* Sorted, and once each: SCAN may return a name twice, a KEY may have
+ * both a P{KEY} and a P{KEY}:sem. */
+static void
+found_unique(struct found *f)
+{
+	size_t i, o = 0;
+
+	if (f->n == 0)
+		return;
+	qsort(f->v, f->n, sizeof(*f->v), view_cmp);
+	for (i = 1; i < f->n; i++) {
+		if (view_cmp(&f->v[o], &f->v[i]) == 0)
+			free(f->v[i].key);
+		else
+			f->v[++o] = f->v[i];
+	}
+	f->n = o + 1;
+}
+/* Keep the held views, in order; free the others. */
+static void
+keep_held(struct found *f)
+{
+	size_t i, n = 0;
+
+	for (i = 0; i < f->n; i++) {
+		if (f->v[i].r != NULL && view_held(&f->v[i])) {
+			f->v[n++] = f->v[i];
+			continue;
+		}
+		if (f->v[i].r != NULL)
+			freeReplyObject(f->v[i].r);
+		free(f->v[i].key);
+	}
+	f->n = n;
+}
+
+/* rlock list: 0, or -1 on an error (in cn). */
+static int
+list_main(const struct rlock_opts *o, struct conn *cn)
+{
+	const char *pat = o->nargs > 0 ? o->args[0] : "*";
+	struct found f = { NULL, 0, 0 };
+	size_t i;
+	int st;
+
+	if ((st = scan_all(cn, o->prefix, pat, &f)) == 0)
+		found_unique(&f);
+	for (i = 0; i < f.n && st == 0; i++) {
+		/* Some other client's hash or list under a lock's name is
+		 * not a lock: skip it rather than fail the whole list. */
+		if ((st = view_inspect(cn, o->prefix, &f.v[i])) < 0 &&
+		    cn->c != NULL && strstr(cn->err, "WRONGTYPE") != NULL) {
+			msg_verbose("skipping: %s", cn->err);
+			st = 0;
+		}
+	}
+	if (st == 0)
+		keep_held(&f);
+	if (st == 0 && o->json) {
+		view_print_json(f.v, f.n);
+	} else if (st == 0) {
+		if (isatty(STDOUT_FILENO))
+			puts("KEY\tHOLDER\tLEASE LEFT\tMODE\tCOMMAND");
+		for (i = 0; i < f.n; i++)
+			view_print_line(&f.v[i]);
+	}
+	view_free_all(f.v, f.n, 1);
+	return st;
+}
+
+/* The broken holders, one line each: who to call. */
+static int
+release_report(const struct rlock_opts *o, struct conn *cn, redisReply *r)
+{
+	size_t i;
+
+	if (r->type != REDIS_REPLY_ARRAY) {
+		conn_fail_reply(cn, "release --force", r);
+		return -1;
+	}
+	for (i = 0; i < r->elements; i++)
+		if (!view_strings(r->element[i], VIEW_WHO_N, 0)) {
+			conn_fail_reply(cn, "release --force", r);
+			return -1;
+		}
+	if (r->elements == 0) {
+		msg_warn("'%s' is not held; nothing to release", o->args[0]);
+		return RL_EXIT_FALSE;
+	}
+	for (i = 0; i < r->elements; i++) {
+		fputs("broke '", stdout);
+		view_put_text(o->args[0], strlen(o->args[0]));
+		fputs("', held by ", stdout);
+		view_put_who(r->element[i]->element, 1);
+		putchar('\n');
+	}
+	return RL_EXIT_OK;
+}
+
+/* rlock release --force: 0 broken, 1 nothing held, -1 error (in cn). */
+static int
+release_main(const struct rlock_opts *o, struct conn *cn)
+{
+	struct view_keys ks;
+	const char *argv[11];
+	size_t lens[11];
+	redisReply *r;
+	char ttl[24];
+	int st;
+
+	view_keys_init(&ks, o->prefix, o->args[0], strlen(o->args[0]));
+	snprintf(ttl, sizeof(ttl), "%d", WAKE_TOKEN_TTL_MS);
+	argv[0] = ks.k.lock, lens[0] = ks.k.lock_len;
+	argv[1] = ks.k.meta, lens[1] = ks.k.meta_len;
+	argv[2] = ks.k.sem, lens[2] = ks.k.sem_len;
+	argv[3] = ks.k.limit, lens[3] = ks.k.limit_len;
+	argv[4] = ks.k.queue, lens[4] = ks.k.queue_len;
+	argv[5] = ks.k.tokens, lens[5] = ks.k.tokens_len;
+	argv[6] = ks.meta_prefix, lens[6] = ks.meta_prefix_len;
+	argv[7] = ks.k.wake, lens[7] = ks.k.wake_len;
+	argv[8] = ks.k.wake_prefix, lens[8] = ks.k.wake_prefix_len;
+	argv[9] = ks.k.waiter_prefix, lens[9] = ks.k.waiter_prefix_len;
+	argv[10] = ttl, lens[10] = strlen(ttl);
+	r = script_run(cn, &lua_force_release, 6, 5, argv, lens);
+	view_keys_free(&ks);
+	if (r == NULL)
+		return -1;
+	st = release_report(o, cn, r);
+	freeReplyObject(r);
+	return st;
+}
+
+static int
+usage(const char *what, const char *arg, const char *why)
+{
+	char shown[96];
+
+	printable(arg, strlen(arg), shown, sizeof(shown));
+	msg_err("%s '%s': %s", what, shown, why);
+	fputs("Try 'rlock --help' for more information.\n", stderr);
+	return RL_EXIT_USAGE;
+}
+
+/* Usage errors come before Redis is contacted (contract). */
+static int
+check_args(const struct rlock_opts *o)
+{
+	size_t len;
+	int i;
+
+	if (o->mode == MODE_LIST && o->nargs > 0 &&
+	    !glob_valid(o->args[0], strlen(o->args[0])))
+		return usage("list: bad PATTERN", o->args[0], "a '[' without "
+		    "its ']', or a '\\' at the end");
+	for (i = 0; i < o->nargs && o->mode != MODE_LIST; i++) {
+		len = strlen(o->args[i]);
+		if (len == 0 || len > KEY_MAX_LEN)
+			return usage("bad KEY", o->args[i], len == 0 ? "empty" :
+			    "longer than 512 bytes");
+	}
+	return 0;
+}
+
+/*
+ * util-linux's close_stdout: a full disk or a closed pipe must not pass
+ * for success. A reader that went away (| head) is not an error, though.
+ */
+static int
+close_stdout(int st)
+{
+	errno = 0;
+	if (fflush(stdout) == 0 && !ferror(stdout))
+		return st;
+	if (errno == EPIPE)
+		return st;
+	if (errno != 0)
+		msg_err("write error on standard output: %s",
+		    strerror(errno));
+	else
+		msg_err("write error on standard output");
+	return RL_EXIT_IOERR;
+}
 
 int
 report_main(const struct rlock_opts *o)
 {
-	(void)o;
-	msg_err("this subcommand is not built yet");
-	return RL_EXIT_USAGE;
+	struct conn_cfg cfg;
+	struct conn cn;
+	int st;
+
+	if ((st = check_args(o)) != 0 || (st = run_conn_cfg(o, &cfg)) != 0)
+		return st;
+	if ((st = conn_open(&cn, &cfg, cfg.connect_timeout_ms)) != 0) {
+		run_report_conn_error(&cfg, st, cn.err);
+		goto out;
+	}
+	if (o->mode == MODE_STATUS)
+		st = status_main(o, &cn);
+	else if (o->mode == MODE_LIST)
+		st = list_main(o, &cn);
+	else
+		st = release_main(o, &cn);
+	if (st < 0) {
+		st = cn.status;
+		run_report_conn_error(&cfg, st, cn.err);
+	}
+	st = close_stdout(st);
+out:
+	conn_close(&cn);
+	url_free(&cfg.ep);
+	return st;
 }

@@ -67,29 +67,31 @@ run_report_conn_error(const struct conn_cfg *cfg, int status,
 	}
 }
 
-/* A nested rlock of the KEY its ancestor holds: verify, then run. */
+/*
+ * A nested rlock of the KEY its ancestor holds: if Redis confirms the
+ * inherited token holds KEY now, run COMMAND at once (the ancestor renews
+ * and releases). A KEY that is free or held by others is not re-entered.
+ */
 static int
 try_reenter(struct rlock_opts *o, struct conn *cn, int *status)
 {
 	const char *token = getenv("RLOCK_TOKEN"), *key = getenv("RLOCK_KEY");
 	struct lock_ctx ctx;
-	struct lock_busy busy;
-	enum lock_result lr;
-	int64_t fence;
+	int ours;
 
 	if (token == NULL || key == NULL || strcmp(key, o->key) != 0 ||
 	    strlen(token) != 36)
 		return 0;
 	lock_ctx_init(&ctx, o->prefix, o->key, o->lease_ms, o->limit, 0, token,
 	    xstrdup(""));
-	lr = lock_acquire(cn, &ctx, 0, 0, &fence, &busy);
+	ours = lock_is_ours(cn, &ctx);
 	lock_ctx_free(&ctx);
-	if (lr == LOCK_ERROR) {
+	if (ours < 0) {
 		*status = cn->status;
 		run_report_conn_error(cn->cfg, cn->status, cn->err);
 		return 1;
 	}
-	if (lr == LOCK_BUSY)
+	if (ours == 0)
 		return 0;
 	msg_verbose("'%s' is already held by our ancestor: re-entering",
 	    o->key);

@@ -220,9 +220,13 @@ check_lease(struct sup *s)
 	if (s->term_at == 0 || s->kill_sent)
 		return -1;
 	/* A lease that is renewed again moves the SIGKILL with it; one that
-	 * is gone gives the full grace from the SIGTERM. */
-	at = s->lost == LOST_NOT_OURS || atomic_load(&s->rw.not_ours) ?
-	    s->term_at + s->o->kill_after_ms : dl;
+	 * is gone gives the full grace from the SIGTERM. But a SIGKILL timed
+	 * for the deadline stays there when Redis then says the lock is
+	 * gone: that news makes it more urgent, never less. */
+	at = s->lost == LOST_NOT_OURS ? s->term_at + s->o->kill_after_ms : dl;
+	if (s->lost == LOST_UNRENEWED && atomic_load(&s->rw.not_ours) &&
+	    s->term_at + s->o->kill_after_ms < at)
+		at = s->term_at + s->o->kill_after_ms;
 	if (now < at)
 		return at - now;
 	msg_err("COMMAND (pid %ld) still runs; sending SIGKILL",
@@ -281,23 +285,37 @@ supervise(struct sup *s)
 static void
 release(struct sup *s)
 {
+	int64_t budget = s->cn->cfg->connect_timeout_ms, start = mono_ms();
+	int64_t left;
 	int r;
 
-	conn_set_timeouts(s->cn, s->cn->cfg->connect_timeout_ms,
-	    s->cn->cfg->connect_timeout_ms);
+	conn_set_timeouts(s->cn, budget, budget);
 	if (s->lost == LOST_NOT_OURS || atomic_load(&s->rw.not_ours))
 		return;
 	r = s->cn->c ? lock_release(s->cn, s->ctx) : -1;
-	if (r < 0 && conn_reopen(s->cn) == 0)
-		r = lock_release(s->cn, s->ctx);
-	if (r < 0)
+	/* A fresh connection is worth a try after a dropped one, but a
+	 * silent server gets one --connect-timeout in all, not two. */
+	left = budget - (mono_ms() - start);
+	if (r < 0 && left > 0) {
+		conn_set_timeouts(s->cn, left, left);
+		if (conn_reopen(s->cn) == 0)
+			r = lock_release(s->cn, s->ctx);
+	}
+	if (r == 1)
+		trace_event("release");
+	if (r < 0) {
 		msg_warn("could not release '%s': %s; it expires by itself "
 		    "within the lease", s->key, s->cn->err);
-	else if (r == 0 && s->lost == HELD)
-		msg_warn("'%s' was no longer ours at release (expired or "
-		    "removed by someone else)", s->key);
-	else
+	} else if (r == 0 && s->lost == HELD) {
+		/* Taken or removed between our last extend and COMMAND's end:
+		 * the lease was lost while COMMAND ran all the same (70). */
+		s->lost = LOST_NOT_OURS;
+		msg_err("lost the lock '%s': Redis says another client holds "
+		    "or removed it; found at release, after COMMAND ended",
+		    s->key);
+	} else {
 		msg_verbose("released '%s'", s->key);
+	}
 }
 
 static int

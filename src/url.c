@@ -6,8 +6,10 @@
  *   redis://[[user][:password]@][ipv6]:port[/db]
  *   unix://[[user][:password]@]/path/to/socket[?db=N]
  *
- * user and password are percent-decoded. rediss:// is refused by name:
- * Debian's hiredis 0.14 has no TLS.
+ * user and password are percent-decoded; the userinfo ends at the last
+ * '@' (unix: the last "@/"), so a generated password with a bare '/', '?'
+ * or '@' still works. rediss:// is refused by name: Debian's hiredis 0.14
+ * has no TLS.
  */
 #include "url.h"
 
@@ -167,30 +169,44 @@ parse_hostport(const char *s, size_t n, struct endpoint *ep,
 	return 0;
 }
 
+/*
+ * The '@' that ends the userinfo of rest (the URL after "scheme://"), or
+ * NULL. The parser and url_password_span both use this, so what we send
+ * as the password is exactly what we blank in argv and hide in messages,
+ * even for a password with an unencoded '@', '/', ':' or '?'. TCP: the
+ * last '@' anywhere, as host, port, db and query never hold one. unix:
+ * the last "@/", as the socket path starts with '/'.
+ */
+static const char *
+userinfo_end(const char *rest, int is_unix)
+{
+	const char *p, *at = NULL;
+
+	if (is_unix && *rest == '/')
+		return NULL;
+	for (p = rest; *p; p++)
+		if (*p == '@' && (!is_unix || p[1] == '/'))
+			at = p;
+	return at;
+}
+
 static int
 parse_tcp(const char *rest, struct endpoint *ep, const char **why)
 {
-	const char *end = rest + strlen(rest);
-	const char *q = memchr(rest, '?', (size_t)(end - rest));
-	const char *auth_end, *slash, *hp;
+	const char *auth_end = userinfo_end(rest, 0);
+	const char *hp = auth_end ? auth_end + 1 : rest;
+	const char *end = hp + strlen(hp);
+	const char *q = memchr(hp, '?', (size_t)(end - hp));
+	const char *slash;
 
+	if (auth_end && parse_userinfo(rest, (size_t)(auth_end - rest), ep,
+	    why) < 0)
+		return -1;
 	if (q == NULL)
 		q = end;
-	slash = memchr(rest, '/', (size_t)(q - rest));
+	slash = memchr(hp, '/', (size_t)(q - hp));
 	if (slash == NULL)
 		slash = q;
-	/* The last '@' before the path: passwords may contain '@'. */
-	auth_end = NULL;
-	for (hp = rest; hp < slash; hp++)
-		if (*hp == '@')
-			auth_end = hp;
-	hp = rest;
-	if (auth_end) {
-		if (parse_userinfo(rest, (size_t)(auth_end - rest), ep,
-		    why) < 0)
-			return -1;
-		hp = auth_end + 1;
-	}
 	ep->kind = EP_TCP;
 	if (parse_hostport(hp, (size_t)(slash - hp), ep, why) < 0)
 		return -1;
@@ -206,12 +222,10 @@ static int
 parse_unix(const char *rest, struct endpoint *ep, const char **why)
 {
 	const char *end = rest + strlen(rest);
-	const char *path = rest, *q;
+	const char *at = userinfo_end(rest, 1), *path = rest, *q;
 
 	if (*rest != '/') {
-		const char *at = strchr(rest, '@');
-
-		if (at == NULL || at[1] != '/') {
+		if (at == NULL) {
 			*why = "unix:// needs an absolute path (unix:///path)";
 			return -1;
 		}
@@ -265,42 +279,41 @@ url_free(struct endpoint *ep)
 void
 url_redacted(const struct endpoint *ep, char *buf, size_t len)
 {
-	const char *user = ep->user ? ep->user : "";
 	const char *at = (ep->user || ep->pass) ? "@" : "";
 	const char *stars = ep->pass ? ":***" : "";
+	const char *where = ep->kind == EP_UNIX ? ep->path : ep->host;
+	char user[128], place[512];
 
+	/* A decoded %0A must not split the one-line message. */
+	printable(ep->user ? ep->user : "", ep->user ? strlen(ep->user) : 0,
+	    user, sizeof(user));
+	printable(where, strlen(where), place, sizeof(place));
 	if (ep->kind == EP_UNIX) {
 		snprintf(buf, len, "unix://%s%s%s%s?db=%d", user, stars, at,
-		    ep->path, ep->db);
+		    place, ep->db);
 	} else {
 		int v6 = strchr(ep->host, ':') != NULL;
 
 		snprintf(buf, len, "redis://%s%s%s%s%s%s:%d/%d", user, stars,
-		    at, v6 ? "[" : "", ep->host, v6 ? "]" : "", ep->port,
-		    ep->db);
+		    at, v6 ? "[" : "", place, v6 ? "]" : "", ep->port, ep->db);
 	}
 }
 
 int
 url_password_span(const char *url, size_t *off, size_t *len)
 {
-	const char *rest, *end, *at = NULL, *colon, *p;
+	const char *rest, *at, *colon;
+	int is_unix = 0;
 
 	if (strncmp(url, "redis://", 8) == 0)
 		rest = url + 8;
 	else if (strncmp(url, "unix://", 7) == 0)
-		rest = url + 7;
+		rest = url + 7, is_unix = 1;
 	else if (strncmp(url, "rediss://", 9) == 0)
 		rest = url + 9;
 	else
 		return -1;
-	end = rest + strcspn(rest, "/?");
-	if (*rest == '/')		/* unix:///path: no userinfo */
-		return -1;
-	for (p = rest; p < end; p++)
-		if (*p == '@')
-			at = p;
-	if (at == NULL)
+	if ((at = userinfo_end(rest, is_unix)) == NULL)
 		return -1;
 	colon = memchr(rest, ':', (size_t)(at - rest));
 	if (colon == NULL || colon + 1 == at)

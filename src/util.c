@@ -6,6 +6,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,6 +46,9 @@ dur_parse(const char *s, int64_t *ms)
 		return -1;
 	if (*p == '.') {
 		p++;
+		/* "1." and "." are typos more likely than durations. */
+		if (*p < '0' || *p > '9')
+			return -1;
 		/* Only the digits that matter at 1 ms resolution count. */
 		while (*p >= '0' && *p <= '9') {
 			if (nf < 9) {
@@ -292,23 +296,56 @@ json_string(FILE *f, const char *s, size_t len)
 void
 printable(const char *s, size_t len, char *buf, size_t buflen)
 {
-	size_t i, o = 0;
+	size_t i, o = 0, need = 0, room;
 
 	if (buflen == 0)
 		return;
-	for (i = 0; i < len && o + 5 < buflen; i++) {
+	for (i = 0; i < len && need < buflen; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		need += c >= 0x20 && c < 0x7f ? 1 : 4;
+	}
+	/* A cut must show: when s does not fit, keep room for "...". */
+	room = buflen - 1;
+	if (need > room)
+		room = room >= 3 ? room - 3 : room;
+	for (i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
 
 		if (c >= 0x20 && c < 0x7f) {
+			if (o + 1 > room)
+				break;
 			buf[o++] = (char)c;
 		} else {
+			if (o + 4 > room)
+				break;
 			snprintf(buf + o, buflen - o, "\\x%02x", c);
 			o += 4;
 		}
 	}
-	if (i < len && o + 4 < buflen) {
+	if (i < len && o + 3 < buflen) {
 		memcpy(buf + o, "...", 3);
 		o += 3;
 	}
 	buf[o] = '\0';
+}
+
+void
+trace_event(const char *event)
+{
+	const char *path = getenv("RLOCK_TRACE");
+	struct timespec ts;
+	char line[96];
+	int fd, n;
+
+	if (path == NULL || *path == '\0')
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	n = snprintf(line, sizeof(line), "%s %lld%09ld %ld\n", event,
+	    (long long)ts.tv_sec, ts.tv_nsec, (long)getpid());
+	if ((fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC,
+	    0644)) < 0)
+		return;
+	(void)!write(fd, line, (size_t)n);
+	close(fd);
 }

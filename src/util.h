@@ -53,4 +53,12 @@ void json_string(FILE *f, const char *s, size_t len);
 /* Copy s into buf as printable text: control and non-ASCII bytes as \xHH. */
 void printable(const char *s, size_t len, char *buf, size_t buflen);
 
+
+
+/*
+ * If $RLOCK_TRACE names a file, append "EVENT MONO_NS PID" to it: the
+ * benchmark's view of grant and release instants. Costs one getenv
+ * otherwise.
+ */
+void trace_event(const char *event);
 #endif

@@ -5,9 +5,12 @@
  * for us, not a lost wake-up. The subscriber has its own connection (a
  * subscribed connection cannot run scripts). Reads use poll() on the
  * socket, never a socket timeout: in hiredis a timeout kills the context
- * (REDIS-NOTES section 1). Plain waiters listen on P{KEY}:wake; a --fair
- * waiter only on its own P{KEY}:wake:TOKEN, so a release wakes one process.
- * Between attempts the only traffic is a --fair waiter's heartbeat.
+ * (REDIS-NOTES section 1). A --fair waiter listens on its own
+ * P{KEY}:wake:TOKEN. Plain waiters block in BLPOP on P{KEY}:tok, where each
+ * release leaves one token: Redis gives it to the oldest blocked waiter, so
+ * a release wakes one process, not a herd, and a token pushed between our
+ * try and our BLPOP waits for us. Between attempts the only traffic is a
+ * --fair waiter's heartbeat.
  */
 #include "wait.h"
 
@@ -136,9 +139,17 @@ retry_at(struct waiter *w, const struct lock_busy *b)
 	return now + t;
 }
 
-/* Block until a wake message, `until`, or a signal (res->signo). */
+/* A signal that should end the wait, if one is pending. */
+static int
+stop_signal(struct waiter *w, struct wait_result *res)
+{
+	res->signo = sig_take(w->sigfd, NULL);
+	return res->signo != 0 && res->signo != SIGCHLD;
+}
+
+/* --fair: block until our wake message, `until`, or a signal. */
 static enum woke
-block(struct waiter *w, int64_t until, struct wait_result *res)
+block_sub(struct waiter *w, int64_t until, struct wait_result *res)
 {
 	struct pollfd p[2] = {
 		{ .fd = w->sigfd, .events = POLLIN },
@@ -153,14 +164,81 @@ block(struct waiter *w, int64_t until, struct wait_result *res)
 			return WOKE_SUB_LOST;
 		if (n <= 0)
 			continue;
-		if ((p[0].revents & POLLIN) &&
-		    (res->signo = sig_take(w->sigfd, NULL)) != 0 &&
-		    res->signo != SIGCHLD)
+		if ((p[0].revents & POLLIN) && stop_signal(w, res))
 			return WOKE_SIGNAL;
 		if (p[1].revents)
 			return drain_sub(w) < 0 ? WOKE_SUB_LOST : WOKE_MESSAGE;
 	}
 	return WOKE_TIMEOUT;
+}
+
+static enum woke
+pop_lost(struct waiter *w, const char *why)
+{
+	if (w->cn->c && why)
+		snprintf(w->cn->err, sizeof(w->cn->err), "BLPOP: %s", why);
+	conn_close(w->cn);
+	return WOKE_SUB_LOST;
+}
+
+/*
+ * Plain waiter: BLPOP a wake token until `until` (a server-side timeout,
+ * so the connection stays healthy), or a signal. A signal abandons the
+ * blocked command with its connection.
+ */
+static enum woke
+block_pop(struct waiter *w, int64_t until, struct wait_result *res)
+{
+	int64_t left = until - mono_ms(), hard;
+	const char *argv[3] = { "BLPOP", w->ctx->k.tokens, NULL };
+	size_t lens[3];
+	struct pollfd p[2];
+	redisReply *r = NULL;
+	char secs[32];
+	int done = 0, n;
+
+	if (left <= 0)
+		return WOKE_TIMEOUT;
+	if (w->cn->c == NULL && conn_reopen(w->cn) != 0)
+		return WOKE_SUB_LOST;
+	snprintf(secs, sizeof(secs), "%lld.%03lld", (long long)(left / 1000),
+	    (long long)(left % 1000));
+	argv[2] = secs;
+	lens[0] = 5;
+	lens[1] = w->ctx->k.tokens_len;
+	lens[2] = strlen(secs);
+	if (redisAppendCommandArgv(w->cn->c, 3, argv, lens) != REDIS_OK)
+		return pop_lost(w, w->cn->c->errstr);
+	do
+		if (redisBufferWrite(w->cn->c, &done) != REDIS_OK)
+			return pop_lost(w, w->cn->c->errstr);
+	while (!done);
+	p[0] = (struct pollfd){ .fd = w->sigfd, .events = POLLIN };
+	p[1] = (struct pollfd){ .fd = w->cn->c->fd, .events = POLLIN };
+	/* Redis answers nil at `until`; a silent server gets a grace. */
+	hard = until + w->cn->cfg->connect_timeout_ms;
+	while (r == NULL) {
+		if ((left = hard - mono_ms()) <= 0)
+			return pop_lost(w, "no answer");
+		n = poll(p, 2, (int)(left > 60000 ? 60000 : left));
+		if (n < 0 && errno != EINTR)
+			return pop_lost(w, strerror(errno));
+		if (n <= 0)
+			continue;
+		if ((p[0].revents & POLLIN) && stop_signal(w, res)) {
+			conn_close(w->cn);
+			return WOKE_SIGNAL;
+		}
+		if (p[1].revents && (redisBufferRead(w->cn->c) != REDIS_OK ||
+		    redisGetReplyFromReader(w->cn->c, (void **)&r) != REDIS_OK))
+			return pop_lost(w, w->cn->c->errstr);
+	}
+	n = r->type;
+	freeReplyObject(r);
+	if (n == REDIS_REPLY_NIL)
+		return WOKE_TIMEOUT;
+	return n == REDIS_REPLY_ARRAY ? WOKE_MESSAGE :
+	    pop_lost(w, "unexpected reply");
 }
 
 /*
@@ -179,7 +257,9 @@ sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
 			until = w->next_beat;
 		if (w->line.on && mono_ms() + REDRAW_MS < until)
 			until = mono_ms() + REDRAW_MS;
-		if ((why = block(w, until, res)) != WOKE_TIMEOUT)
+		why = w->ctx->fair ? block_sub(w, until, res) :
+		    block_pop(w, until, res);
+		if (why != WOKE_TIMEOUT)
 			return why;
 		if (mono_ms() >= retry)
 			return WOKE_TIMEOUT;
@@ -228,6 +308,18 @@ sub_failed(struct waiter *w)
 	w->cn->status = w->sub.status;
 }
 
+static enum wait_status
+granted(struct waiter *w, int64_t start, enum woke why)
+{
+	trace_event("grant");
+	waitline_clear(&w->line);
+	conn_close(&w->sub);
+	msg_verbose("acquired after %lldms of waiting (%s)",
+		    (long long)(mono_ms() - start), why == WOKE_MESSAGE ?
+		    "woken by a release" : "the holder's lease ran out");
+	return WAIT_GRANTED;
+}
+
 enum wait_status
 wait_lock(struct conn *cn, const struct lock_ctx *ctx, int64_t wait_ms,
     int sigfd, struct wait_result *res)
@@ -237,42 +329,39 @@ wait_lock(struct conn *cn, const struct lock_ctx *ctx, int64_t wait_ms,
 	struct lock_busy busy;
 	enum lock_result lr;
 	int64_t start = mono_ms();
-	enum woke why = WOKE_MESSAGE;
+	enum woke why;
 
 	w.deadline = wait_ms < 0 ? INT64_MAX : start + wait_ms;
 	res->signo = 0;
 	waitline_init(&w.line, ctx->key, ctx->limit, start);
 	w.line.on = w.line.on && wait_ms != 0;
+	w.sub.cfg = cn->cfg;
+	conn_set_timeouts(&w.sub, cn->cfg->connect_timeout_ms,
+	    cn->cfg->connect_timeout_ms);
 	/* A --fair waiter takes its place in line on its first attempt. */
 	lr = attempt(&w, ctx->fair && wait_ms != 0, res, &busy);
-	if (lr == LOCK_GRANTED)
+	if (lr == LOCK_GRANTED) {
+		trace_event("grant");
 		return WAIT_GRANTED;
+	}
 	if (lr == LOCK_ERROR)
 		return give_up(&w, WAIT_ERROR);
 	if (wait_ms == 0)
 		return give_up(&w, WAIT_TIMEOUT);
-	memset(&w.sub, 0, sizeof(w.sub));
-	w.sub.cfg = cn->cfg;
-	conn_set_timeouts(&w.sub, cn->cfg->connect_timeout_ms,
-	    cn->cfg->connect_timeout_ms);
 	for (;;) {
-		if (w.sub.c == NULL && subscribe(&w) < 0) {
-			sub_failed(&w);
-			return give_up(&w, WAIT_ERROR);
+		if (ctx->fair && w.sub.c == NULL) {
+			if (subscribe(&w) < 0) {
+				sub_failed(&w);
+				return give_up(&w, WAIT_ERROR);
+			}
+			/* Subscribed: a release from now on reaches us, one
+			 * from before is seen by this attempt. */
+			lr = attempt(&w, 1, res, &busy);
+			if (lr == LOCK_GRANTED)
+				return granted(&w, start, WOKE_MESSAGE);
+			if (lr == LOCK_ERROR)
+				return give_up(&w, WAIT_ERROR);
 		}
-		/* Subscribed: a release from now on reaches us. */
-		lr = attempt(&w, ctx->fair, res, &busy);
-		if (lr == LOCK_GRANTED) {
-			waitline_clear(&w.line);
-			conn_close(&w.sub);
-			msg_verbose("acquired after %lldms of waiting (%s)",
-			    (long long)(mono_ms() - start),
-			    why == WOKE_MESSAGE ? "woken by a release" :
-			    "the holder's lease ran out");
-			return WAIT_GRANTED;
-		}
-		if (lr == LOCK_ERROR)
-			return give_up(&w, WAIT_ERROR);
 		if (mono_ms() >= w.deadline)
 			return give_up(&w, WAIT_TIMEOUT);
 		waitline_update(&w.line, &busy);
@@ -280,6 +369,11 @@ wait_lock(struct conn *cn, const struct lock_ctx *ctx, int64_t wait_ms,
 		if (why == WOKE_SIGNAL)
 			return give_up(&w, WAIT_SIGNAL);
 		if (why == WOKE_SUB_LOST)
-			msg_verbose("wake-up connection lost; resubscribing");
+			msg_verbose("wake-up connection lost; reconnecting");
+		lr = attempt(&w, ctx->fair, res, &busy);
+		if (lr == LOCK_GRANTED)
+			return granted(&w, start, why);
+		if (lr == LOCK_ERROR)
+			return give_up(&w, WAIT_ERROR);
 	}
 }

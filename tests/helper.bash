@@ -41,7 +41,8 @@ redis_start() {
 redis_wait_up() { # SOCK
 	local i
 	for i in $(seq 1 100); do
-		redis-cli -s "$1" ping 2>/dev/null | grep -q PONG && return 0
+		# NOAUTH also proves the server is up (a --requirepass server).
+		redis-cli -s "$1" ping 2>/dev/null | grep -qE 'PONG|NOAUTH' && return 0
 		sleep 0.05
 	done
 	return 1
@@ -69,9 +70,13 @@ rcli() { redis-cli -s "$REDIS_SOCK" "$@"; }
 # wait_until SECONDS COMMAND...: poll COMMAND every 20 ms until it succeeds;
 # fail after SECONDS. The only way tests wait for something to happen.
 wait_until() {
-	local limit=$1 end
+	local limit=$1 end secs frac
 	shift
-	end=$(( $(date +%s%N) / 1000000 + ${limit%.*} * 1000 ))
+	# SECONDS may have a fraction (0.5): whole seconds and milliseconds.
+	secs=${limit%%.*}
+	frac=0
+	case $limit in *.*) frac=${limit#*.}000; frac=$((10#${frac:0:3})) ;; esac
+	end=$(( $(date +%s%N) / 1000000 + ${secs:-0} * 1000 + frac ))
 	until "$@"; do
 		[ "$(( $(date +%s%N) / 1000000 ))" -lt "$end" ] || return 1
 		sleep 0.02
@@ -88,3 +93,66 @@ keys_without_ttl() {
 }
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+# redis_restart [-9] [NAME [redis-server args...]]: restart NAME's server
+# on the same socket, port and dir, without persistence (its data is lost).
+# Stopped by PID with SIGTERM (a clean shutdown), or SIGKILL with -9 (a
+# crash; also works on a SIGSTOPped server). Returns when it answers PING.
+redis_restart() {
+	local sig=TERM name dir pid i
+	if [ "${1:-}" = -9 ]; then
+		sig=KILL
+		shift
+	fi
+	name=${1:-main}
+	[ $# -gt 0 ] && shift
+	dir=$BATS_FILE_TMPDIR/$name
+	pid=$(cat "$dir/pid" 2>/dev/null)
+	if [ -n "$pid" ] && grep -q redis /proc/"$pid"/cmdline 2>/dev/null; then
+		kill -"$sig" "$pid" 2>/dev/null
+		[ "$sig" = KILL ] || kill -CONT "$pid" 2>/dev/null
+		for i in $(seq 1 200); do
+			proc_alive "$pid" || break
+			sleep 0.01
+		done
+		proc_alive "$pid" && return 1
+	fi
+	rm -f "$dir/pid"
+	redis-server --port "$REDIS_PORT" --bind 127.0.0.1 \
+		--unixsocket "$dir/redis.sock" --unixsocketperm 700 \
+		--save '' --appendonly no --dir "$dir" \
+		--daemonize yes --pidfile "$dir/pid" --logfile "$dir/log" \
+		"$@" || return 1
+	for i in $(seq 1 500); do
+		redis-cli -s "$dir/redis.sock" ping 2>/dev/null | grep -q PONG &&
+			return 0
+		sleep 0.01
+	done
+	return 1
+}
+
+# proc_alive PID: PID exists and is not a zombie (a killed child that its
+# parent has not reaped yet counts as gone).
+proc_alive() {
+	local st
+	read -r st 2>/dev/null < /proc/"$1"/stat || return 1
+	st=${st##*) }
+	[ "${st%% *}" != Z ]
+}
+
+# wait_ms MS COMMAND...: like wait_until, in milliseconds, polling every
+# 10 ms (wait_until takes whole seconds only).
+wait_ms() {
+	local end=$(( $(now_ms) + $1 ))
+	shift
+	until "$@"; do
+		[ "$(now_ms)" -lt "$end" ] || return 1
+		sleep 0.01
+	done
+}
+
+# The unset at the top runs again when each test loads this file, after
+# setup_file's redis_start exported RLOCK_URL: give it back its value.
+if [ -n "${REDIS_SOCK:-}" ]; then
+	export RLOCK_URL=unix://$REDIS_SOCK
+fi

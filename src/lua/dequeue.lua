@@ -12,6 +12,10 @@ if was_head then
     redis.call('LPOP', KEYS[1])
     head = redis.call('LINDEX', KEYS[1], 0)
   end
-  if head then redis.call('PUBLISH', ARGV[3] .. head, 'turn') end
+  if head then
+    redis.call('PUBLISH', ARGV[3] .. head, 'turn')
+    local nxt = redis.call('LINDEX', KEYS[1], 1)
+    if nxt then redis.call('PUBLISH', ARGV[3] .. nxt, 'turn') end
+  end
 end
 return n

@@ -1,11 +1,14 @@
 -- release: compare-and-delete, then wake whoever may take KEY now.
 -- KEYS[1] lock  KEYS[2] holder meta  KEYS[3] sem  KEYS[4] limit
--- KEYS[5] queue   ARGV[1] token  ARGV[2] N  ARGV[3] "P{K}:wake"
--- ARGV[4] "P{K}:w:"  ARGV[5] "P{K}:wake:"
+-- KEYS[5] queue  KEYS[6] wake tokens   ARGV[1] token  ARGV[2] N
+-- ARGV[3] "P{K}:wake"  ARGV[4] "P{K}:w:"  ARGV[5] "P{K}:wake:"
+-- ARGV[6] wake token ttl ms
 -- Returns 1 when released, 0 when KEY was not ours (nothing done).
--- Invariant: never deletes a lock held by another token. Wakes all
--- plain waiters (one channel) but only the live head of the --fair queue,
--- so a hand-off costs O(1) messages however many wait in line.
+-- Invariant: never deletes a lock held by another token. Wakes one
+-- plain waiter (the oldest BLPOP on KEYS[6]; at most N tokens wait there)
+-- and only the live head of the --fair queue (and the one after it), so a
+-- hand-off costs O(1) messages however many wait. The PUBLISH on P{K}:wake is for anyone else
+-- who wants to know.
 local token = ARGV[1]
 if ARGV[2] == '1' then
   if redis.call('GET', KEYS[1]) ~= token then return 0 end
@@ -18,10 +21,19 @@ else
   end
 end
 redis.call('PUBLISH', ARGV[3], 'released')
+redis.call('LPUSH', KEYS[6], '1')
+redis.call('LTRIM', KEYS[6], 0, tonumber(ARGV[2]) - 1)
+redis.call('PEXPIRE', KEYS[6], ARGV[6])
 local head = redis.call('LINDEX', KEYS[5], 0)
 while head and redis.call('EXISTS', ARGV[4] .. head) == 0 do
   redis.call('LPOP', KEYS[5])
   head = redis.call('LINDEX', KEYS[5], 0)
 end
-if head then redis.call('PUBLISH', ARGV[5] .. head, 'turn') end
+-- The next in line too: if the head died moments ago (its :w key still
+-- alive), that waiter watches the head's heartbeat and takes over.
+if head then
+  redis.call('PUBLISH', ARGV[5] .. head, 'turn')
+  local nxt = redis.call('LINDEX', KEYS[5], 1)
+  if nxt then redis.call('PUBLISH', ARGV[5] .. nxt, 'turn') end
+end
 return 1

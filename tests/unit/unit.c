@@ -1,1 +1,1063 @@
-int main(void){return 0;}
+// SPDX-License-Identifier: MIT
+/*
+ * Unit tests of the pure parts of rlock: durations, integers, URLs and
+ * their redaction, JSON escaping, printable(), error replies to exit
+ * statuses, and cli_parse on argv arrays. Table-driven ({input, expected}
+ * rows, as curl's tool1621.c); prints TAP and exits non-zero if any check
+ * failed. Links every object of rlock but main.o; no network.
+ */
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "conn.h"
+#include "exitcode.h"
+#include "url.h"
+#include "util.h"
+
+/* The three-macro framework (hiredis test.c): one TAP line per check. */
+static int tests, fails;
+
+static void check(int cond, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+check(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	tests++;
+	if (!cond)
+		fails++;
+	printf("%sok %d - ", cond ? "" : "not ", tests);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+}
+
+#define CHECK(cond, ...)	check((cond), __VA_ARGS__)
+#define DIAG(...)		(printf("# " __VA_ARGS__), putchar('\n'))
+#define STREQ(a, b)		((a) == NULL ? (b) == NULL : \
+				    (b) != NULL && strcmp((a), (b)) == 0)
+
+#define NOPE	INT64_MIN	/* "must be rejected" in a DUR row */
+
+/* ---------------------------------------------------------------- DUR */
+
+static const struct { const char *in; int64_t ms; } DUR_ROWS[] = {
+	{ "0", 0 },
+	{ "0s", 0 },
+	{ "1", 1000 },
+	{ "1.5", 1500 },
+	{ "1.5s", 1500 },
+	{ "0.5", 500 },
+	{ ".5", 500 },
+	{ "500ms", 500 },
+	{ "1ms", 1 },
+	{ "30s", 30000 },
+	{ "5m", 300000 },
+	{ "1.5m", 90000 },
+	{ "2h", 7200000 },
+	{ "0.25h", 900000 },
+	{ "0.0001", 1 },		/* rounds up, never to 0 */
+	{ "0.0000000001", 1 },		/* beyond 9 fraction digits too */
+	{ "1.0001", 1001 },
+	{ "0.5ms", 1 },
+	{ "0.000", 0 },
+	{ "007", 7000 },
+	{ "87840h", 87840LL * 3600000 },	/* DUR_MAX_MS exactly */
+	{ "", NOPE },
+	{ "-1", NOPE },
+	{ "+1", NOPE },
+	{ "1e99", NOPE },
+	{ "1e3", NOPE },
+	{ "abc", NOPE },
+	{ "10y", NOPE },
+	{ "10S", NOPE },
+	{ "1.", NOPE },
+	{ ".", NOPE },
+	{ "s", NOPE },
+	{ "ms", NOPE },
+	{ "5 s", NOPE },
+	{ " 5", NOPE },
+	{ "5 ", NOPE },
+	{ "1.2.3", NOPE },
+	{ "1,5", NOPE },
+	{ "5sec", NOPE },
+	{ "0x10", NOPE },
+	{ "87841h", NOPE },		/* over ten years */
+	{ "99999999999999999h", NOPE },
+	{ "9999999999999999999999999", NOPE },
+	{ "99999999999999999999ms", NOPE },
+};
+
+static void
+test_dur_parse(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(DUR_ROWS) / sizeof(DUR_ROWS[0]); i++) {
+		int64_t got = -42;
+		int r = dur_parse(DUR_ROWS[i].in, &got);
+
+		if (DUR_ROWS[i].ms == NOPE)
+			CHECK(r == -1 && got == -42, "dur_parse rejects '%s'",
+			    DUR_ROWS[i].in);
+		else
+			CHECK(r == 0 && got == DUR_ROWS[i].ms,
+			    "dur_parse '%s' = %lld ms (got %d, %lld)",
+			    DUR_ROWS[i].in, (long long)DUR_ROWS[i].ms, r,
+			    (long long)got);
+	}
+}
+
+static const struct { int64_t ms; const char *out; } FMT_ROWS[] = {
+	{ -5, "0ms" },
+	{ 0, "0ms" },
+	{ 1, "1ms" },
+	{ 850, "850ms" },
+	{ 999, "999ms" },
+	{ 1000, "1.0s" },
+	{ 1500, "1.5s" },
+	{ 12500, "12.5s" },
+	{ 59999, "59.9s" },
+	{ 60000, "1m00s" },
+	{ 185000, "3m05s" },
+	{ 3599999, "59m59s" },
+	{ 3600000, "1h00m" },
+	{ 7800000, "2h10m" },
+	{ 100LL * 3600000, "100h00m" },
+};
+
+static void
+test_dur_format(void)
+{
+	char buf[32];
+	size_t i;
+
+	for (i = 0; i < sizeof(FMT_ROWS) / sizeof(FMT_ROWS[0]); i++) {
+		dur_format(FMT_ROWS[i].ms, buf, sizeof(buf));
+		CHECK(strcmp(buf, FMT_ROWS[i].out) == 0,
+		    "dur_format %lld = '%s' (got '%s')",
+		    (long long)FMT_ROWS[i].ms, FMT_ROWS[i].out, buf);
+	}
+	/* A short buffer truncates, never overflows. */
+	memset(buf, 'x', sizeof(buf));
+	dur_format(7800000, buf, 3);
+	CHECK(strcmp(buf, "2h") == 0 && buf[3] == 'x',
+	    "dur_format stays inside a 3-byte buffer");
+}
+
+/* ---------------------------------------------------------------- INT */
+
+static const struct {
+	const char *in; long long min, max; int ok; long long v;
+} INT_ROWS[] = {
+	{ "0", 0, 255, 1, 0 },
+	{ "255", 0, 255, 1, 255 },
+	{ "256", 0, 255, 0, 0 },
+	{ "-1", 0, 255, 0, 0 },
+	{ "-1", -5, 5, 1, -1 },
+	{ "-0", 0, 5, 1, 0 },
+	{ "007", 0, 255, 1, 7 },
+	{ "", 0, 255, 0, 0 },
+	{ "-", -5, 5, 0, 0 },
+	{ "+1", 0, 255, 0, 0 },
+	{ " 1", 0, 255, 0, 0 },
+	{ "1 ", 0, 255, 0, 0 },
+	{ "1x", 0, 255, 0, 0 },
+	{ "0x1", 0, 255, 0, 0 },
+	{ "1.0", 0, 255, 0, 0 },
+	{ "--1", -5, 5, 0, 0 },
+	{ "1000000", 1, 1000000, 1, 1000000 },
+	{ "1000001", 1, 1000000, 0, 0 },
+	{ "9223372036854775808", 0, INT64_MAX, 0, 0 },
+	{ "99999999999999999999999", 0, INT64_MAX, 0, 0 },
+	{ "922337203685477580", 0, INT64_MAX, 1, 922337203685477580LL },
+};
+
+static void
+test_int_parse(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(INT_ROWS) / sizeof(INT_ROWS[0]); i++) {
+		long long got = -42;
+		int r = int_parse(INT_ROWS[i].in, INT_ROWS[i].min,
+		    INT_ROWS[i].max, &got);
+
+		if (INT_ROWS[i].ok)
+			CHECK(r == 0 && got == INT_ROWS[i].v,
+			    "int_parse '%s' in [%lld,%lld] = %lld",
+			    INT_ROWS[i].in, INT_ROWS[i].min, INT_ROWS[i].max,
+			    INT_ROWS[i].v);
+		else
+			CHECK(r == -1 && got == -42,
+			    "int_parse rejects '%s' in [%lld,%lld]",
+			    INT_ROWS[i].in, INT_ROWS[i].min, INT_ROWS[i].max);
+	}
+}
+
+/* ---------------------------------------------------------------- URL */
+
+struct url_row {
+	const char *url;
+	int ok;
+	enum endpoint_kind kind;
+	const char *host;
+	int port;
+	const char *path;
+	int db;
+	const char *user, *pass;
+	const char *why;	/* substring of the reason, when !ok */
+	const char *redacted;	/* url_redacted, when ok */
+	const char *span;	/* what url_password_span covers; NULL none */
+};
+
+#define TCP(h, p, d)	.ok = 1, .kind = EP_TCP, .host = (h), .port = (p), \
+			.db = (d)
+#define UNIX(p, d)	.ok = 1, .kind = EP_UNIX, .path = (p), .db = (d)
+#define BAD(w)		.ok = 0, .why = (w)
+
+static const struct url_row URL_ROWS[] = {
+	{ "redis://host", TCP("host", 6379, 0),
+	    .redacted = "redis://host:6379/0" },
+	{ "redis://10.0.0.5:6380", TCP("10.0.0.5", 6380, 0),
+	    .redacted = "redis://10.0.0.5:6380/0" },
+	{ "redis://host/3", TCP("host", 6379, 3),
+	    .redacted = "redis://host:6379/3" },
+	{ "redis://host:1/15", TCP("host", 1, 15) },
+	{ "redis://host:65535", TCP("host", 65535, 0) },
+	{ "redis://host/", TCP("host", 6379, 0) },
+	{ "redis://host?db=4", TCP("host", 6379, 4),
+	    .redacted = "redis://host:6379/4" },
+	{ "redis://host:7000/?db=2", TCP("host", 7000, 2) },
+	{ "redis://alice:s3cret@host:7000/2", TCP("host", 7000, 2),
+	    .user = "alice", .pass = "s3cret",
+	    .redacted = "redis://alice:***@host:7000/2", .span = "s3cret" },
+	{ "redis://:s3cret@host", TCP("host", 6379, 0), .pass = "s3cret",
+	    .redacted = "redis://:***@host:6379/0", .span = "s3cret" },
+	{ "redis://alice@host", TCP("host", 6379, 0), .user = "alice",
+	    .redacted = "redis://alice@host:6379/0" },
+	{ "redis://alice:@host", TCP("host", 6379, 0), .user = "alice",
+	    .pass = "", .redacted = "redis://alice:***@host:6379/0" },
+	{ "redis://al%69ce:p%40ss%3Aw%2Fd%3f@host", TCP("host", 6379, 0),
+	    .user = "alice", .pass = "p@ss:w/d?",
+	    .redacted = "redis://alice:***@host:6379/0",
+	    .span = "p%40ss%3Aw%2Fd%3f" },
+	{ "redis://a%0Ab:pw@host", TCP("host", 6379, 0), .user = "a\nb",
+	    .pass = "pw", .redacted = "redis://a\\x0ab:***@host:6379/0",
+	    .span = "pw" },
+	{ "unix:///tmp/a\tb", UNIX("/tmp/a\tb", 0),
+	    .redacted = "unix:///tmp/a\\x09b?db=0" },
+	{ "redis://u:p%25@host", TCP("host", 6379, 0), .user = "u",
+	    .pass = "p%", .span = "p%25" },
+	/* Unencoded '@' in a password: the last '@' ends the userinfo. */
+	{ "redis://u:p@ss@host:6380", TCP("host", 6380, 0), .user = "u",
+	    .pass = "p@ss", .span = "p@ss" },
+	{ "redis://[::1]:6380", TCP("::1", 6380, 0),
+	    .redacted = "redis://[::1]:6380/0" },
+	{ "redis://[::1]", TCP("::1", 6379, 0) },
+	{ "redis://[fe80::1]:6380/5", TCP("fe80::1", 6380, 5) },
+	{ "redis://:pw@[::1]:6380/1", TCP("::1", 6380, 1), .pass = "pw",
+	    .redacted = "redis://:***@[::1]:6380/1", .span = "pw" },
+	{ "unix:///tmp/redis.sock", UNIX("/tmp/redis.sock", 0),
+	    .redacted = "unix:///tmp/redis.sock?db=0" },
+	{ "unix:///tmp/redis.sock?db=3", UNIX("/tmp/redis.sock", 3),
+	    .redacted = "unix:///tmp/redis.sock?db=3" },
+	{ "unix://user:pw@/run/r.sock", UNIX("/run/r.sock", 0),
+	    .user = "user", .pass = "pw",
+	    .redacted = "unix://user:***@/run/r.sock?db=0", .span = "pw" },
+	{ "unix://:pw@/run/r.sock?db=1", UNIX("/run/r.sock", 1),
+	    .pass = "pw", .span = "pw" },
+	{ "unix://:p@w@/run/r.sock", UNIX("/run/r.sock", 0), .pass = "p@w",
+	    .span = "p@w" },
+	{ "unix:///tmp/a@b.sock", UNIX("/tmp/a@b.sock", 0) },
+
+	{ "redis://", BAD("no host") },
+	{ "redis://:6379", BAD("no host") },
+	{ "redis://u:p@", BAD("no host"), .span = "p" },
+	{ "redis:///3", BAD("no host") },
+	{ "redis://host:0", BAD("port") },
+	{ "redis://host:65536", BAD("port") },
+	{ "redis://host:abc", BAD("port") },
+	{ "redis://host:", BAD("port") },
+	{ "redis://host:-1", BAD("port") },
+	{ "redis://host:+1", BAD("port") },
+	{ "redis://host:99999999", BAD("port") },
+	{ "redis://host:6379:1", BAD("port") },
+	{ "redis://host/abc", BAD("database") },
+	{ "redis://host/-1", BAD("database") },
+	{ "redis://host/1/2", BAD("database") },
+	{ "redis://host/99999999999999999999", BAD("database") },
+	{ "redis://host?db=", BAD("database") },
+	{ "redis://host?db=x", BAD("database") },
+	{ "unix:///tmp/s?db=x", BAD("database") },
+	{ "redis://host?foo=1", BAD("query") },
+	{ "redis://host?db=1&foo=2", BAD("database") },
+	{ "unix:///tmp/s?timeout=1", BAD("query") },
+	{ "http://host", BAD("scheme") },
+	{ "host:6379", BAD("scheme") },
+	{ "", BAD("scheme") },
+	{ "rediss://host:6380", BAD("TLS") },
+	{ "rediss://:pw@host:6380", BAD("TLS"), .span = "pw" },
+	{ "unix://tmp/s", BAD("absolute") },
+	{ "unix://", BAD("") },
+	{ "unix:///", BAD("path") },
+	{ "redis://[::1", BAD("[") },
+	{ "redis://[::1]x", BAD("]") },
+	{ "redis://u:%zz@host", BAD("percent"), .span = "%zz" },
+	{ "redis://u:%4@host", BAD("percent"), .span = "%4" },
+	{ "redis://u:%00@host", BAD("percent"), .span = "%00" },
+	{ "redis://%zz:p@host", BAD("percent"), .span = "p" },
+	/* Unencoded '/', '?' or '@' in a password: it is still the
+	 * password, so it is also what gets blanked in argv. */
+	{ "redis://:ab/cd@host", TCP("host", 6379, 0), .pass = "ab/cd",
+	    .span = "ab/cd" },
+	{ "redis://u:p?x@host/2", TCP("host", 6379, 2), .user = "u",
+	    .pass = "p?x", .span = "p?x" },
+	{ "unix://:p?x@/tmp/s", UNIX("/tmp/s", 0), .pass = "p?x",
+	    .span = "p?x" },
+	{ "unix://:a/b@/tmp/s?db=2", UNIX("/tmp/s", 2), .pass = "a/b",
+	    .span = "a/b" },
+	{ "rediss://:a/b@host", BAD("TLS"), .span = "a/b" },
+};
+
+static void
+check_url_ok(const struct url_row *u, const struct endpoint *ep)
+{
+	char red[512];
+
+	CHECK(ep->kind == u->kind && STREQ(ep->host, u->host) &&
+	    (u->kind == EP_UNIX || ep->port == u->port) &&
+	    STREQ(ep->path, u->path) && ep->db == u->db &&
+	    STREQ(ep->user, u->user) && STREQ(ep->pass, u->pass),
+	    "url_parse '%s': host=%s port=%d db=%d, user and password",
+	    u->url, u->host ? u->host : u->path, u->port, u->db);
+	url_redacted(ep, red, sizeof(red));
+	if (u->redacted)
+		CHECK(strcmp(red, u->redacted) == 0,
+		    "url_redacted '%s' = '%s' (got '%s')", u->url,
+		    u->redacted, red);
+	if (ep->pass && *ep->pass)
+		CHECK(strstr(red, ep->pass) == NULL && strstr(red, "***"),
+		    "url_redacted '%s' hides the password", u->url);
+}
+
+static void
+check_span(const struct url_row *u)
+{
+	size_t off = 0, len = 0;
+	int r = url_password_span(u->url, &off, &len);
+
+	if (u->span == NULL) {
+		CHECK(r == -1, "url_password_span '%s': none", u->url);
+		return;
+	}
+	CHECK(r == 0 && len == strlen(u->span) &&
+	    off + len <= strlen(u->url) &&
+	    strncmp(u->url + off, u->span, len) == 0,
+	    "url_password_span '%s' = '%s' (got %d: '%.*s')", u->url,
+	    u->span, r, r == 0 ? (int)len : 0, r == 0 ? u->url + off : "");
+}
+
+static void
+test_url(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(URL_ROWS) / sizeof(URL_ROWS[0]); i++) {
+		const struct url_row *u = &URL_ROWS[i];
+		struct endpoint ep;
+		const char *why = NULL;
+		int r;
+
+		memset(&ep, 0, sizeof(ep));
+		r = url_parse(u->url, &ep, &why);
+		if (u->ok) {
+			CHECK(r == 0, "url_parse accepts '%s'%s%s", u->url,
+			    r ? ": " : "", r && why ? why : "");
+			if (r == 0)
+				check_url_ok(u, &ep);
+		} else if (u->why) {
+			CHECK(r == -1 && why && strstr(why, u->why),
+			    "url_parse rejects '%s' naming '%s' (got %d: %s)",
+			    u->url, u->why, r, why ? why : "(null)");
+		}
+		url_free(&ep);
+		check_span(u);
+	}
+}
+
+/* ---------------------------------------------------------------- JSON */
+
+static char *
+json_of(const char *s, size_t len)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *f = open_memstream(&buf, &n);
+
+	json_string(f, s, len);
+	fclose(f);
+	return buf;
+}
+
+#define B(s)	s, sizeof(s) - 1	/* bytes with any NULs, and length */
+
+static const struct { const char *in; size_t len; const char *out; }
+JSON_ROWS[] = {
+	{ B(""), "\"\"" },
+	{ B("plain"), "\"plain\"" },
+	{ B("say \"hi\""), "\"say \\\"hi\\\"\"" },
+	{ B("a\\b"), "\"a\\\\b\"" },
+	{ B("a/b"), "\"a/b\"" },
+	{ B("l1\nl2\tx\r"), "\"l1\\nl2\\tx\\r\"" },
+	{ B("\x01\x1f\x7f"), "\"\\u0001\\u001f\\u007f\"" },
+	{ B("a\0b"), "\"a\\u0000b\"" },
+	{ B("caf\xc3\xa9"), "\"caf\xc3\xa9\"" },		/* é */
+	{ B("\xe2\x82\xac"), "\"\xe2\x82\xac\"" },		/* € */
+	{ B("\xf0\x9f\x94\x92"), "\"\xf0\x9f\x94\x92\"" },	/* U+1F512 */
+	{ B("\xff"), "\"\\u00ff\"" },
+	{ B("\xc3"), "\"\\u00c3\"" },				/* cut short */
+	{ B("\xc3x"), "\"\\u00c3x\"" },
+	{ B("\xc0\xaf"), "\"\\u00c0\\u00af\"" },		/* overlong / */
+	{ B("\xe0\x80\xaf"), "\"\\u00e0\\u0080\\u00af\"" },	/* overlong */
+	{ B("\xed\xa0\x80"), "\"\\u00ed\\u00a0\\u0080\"" },	/* surrogate */
+	{ B("\xf4\x90\x80\x80"),
+	    "\"\\u00f4\\u0090\\u0080\\u0080\"" },		/* > U+10FFFF */
+	{ B("\x80"), "\"\\u0080\"" },				/* lone cont. */
+};
+
+static void
+test_json(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(JSON_ROWS) / sizeof(JSON_ROWS[0]); i++) {
+		char *got = json_of(JSON_ROWS[i].in, JSON_ROWS[i].len);
+
+		CHECK(strcmp(got, JSON_ROWS[i].out) == 0,
+		    "json_string row %zu = %s (got %s)", i, JSON_ROWS[i].out,
+		    got);
+		free(got);
+	}
+	/* The length is what counts, not a NUL. */
+	{
+		char *got = json_of("abcdef", 3);
+
+		CHECK(strcmp(got, "\"abc\"") == 0, "json_string honours len");
+		free(got);
+	}
+}
+
+/* ---------------------------------------------------------------- printable */
+
+static const struct {
+	const char *in; size_t len; size_t buflen; const char *out;
+} PRINT_ROWS[] = {
+	{ B("abc"), 64, "abc" },
+	{ B(""), 64, "" },
+	{ B("a b~"), 64, "a b~" },
+	{ B("a\nb"), 64, "a\\x0ab" },
+	{ B("\x1b[31m"), 64, "\\x1b[31m" },
+	{ B("\x7f\xff"), 64, "\\x7f\\xff" },
+	{ B("caf\xc3\xa9"), 64, "caf\\xc3\\xa9" },
+	{ B("a\0b"), 64, "a\\x00b" },
+	/* Cut to fit, and a cut says so with "...". */
+	{ B("0123456789abcdef"), 10, "012345..." },
+	{ B("\x01\x01\x01\x01\x01"), 16, "\\x01\\x01\\x01..." },
+	{ B("\x01\x01\x01\x01\x01"), 15, "\\x01\\x01..." },
+	{ B("\x01\x01\x01"), 13, "\\x01\\x01\\x01" },
+	{ B("abcdefghi"), 10, "abcdefghi" },
+	{ B("abcdefghij"), 10, "abcdef..." },
+	{ B("abc"), 1, "" },
+	{ B("abcd"), 3, "ab" },
+};
+
+static void
+test_printable(void)
+{
+	char buf[64];
+	size_t i;
+
+	for (i = 0; i < sizeof(PRINT_ROWS) / sizeof(PRINT_ROWS[0]); i++) {
+		memset(buf, 'Z', sizeof(buf));
+		printable(PRINT_ROWS[i].in, PRINT_ROWS[i].len, buf,
+		    PRINT_ROWS[i].buflen);
+		CHECK(strcmp(buf, PRINT_ROWS[i].out) == 0 &&
+		    (PRINT_ROWS[i].buflen >= sizeof(buf) ||
+		    buf[PRINT_ROWS[i].buflen] == 'Z'),
+		    "printable row %zu (buf %zu) = '%s' (got '%s')", i,
+		    PRINT_ROWS[i].buflen, PRINT_ROWS[i].out, buf);
+	}
+}
+
+/* ---------------------------------------------------------------- exit */
+
+static const struct { const char *reply; int status; } REPLY_ROWS[] = {
+	{ "NOAUTH Authentication required.", RL_EXIT_NOPERM },
+	{ "WRONGPASS invalid username-password pair or user is disabled.",
+	    RL_EXIT_NOPERM },
+	{ "NOPERM this user has no permissions to run the 'evalsha' command",
+	    RL_EXIT_NOPERM },
+	{ "ERR invalid password", RL_EXIT_NOPERM },
+	{ "ERR AUTH <password> called without any password configured for "
+	    "the default user. Are you sure your configuration is correct?",
+	    RL_EXIT_NOPERM },
+	{ "LOADING Redis is loading the dataset in memory",
+	    RL_EXIT_UNAVAILABLE },
+	{ "BUSY Redis is busy running a script.", RL_EXIT_UNAVAILABLE },
+	{ "MASTERDOWN Link with MASTER is down", RL_EXIT_UNAVAILABLE },
+	{ "ERR max number of clients reached", RL_EXIT_UNAVAILABLE },
+	{ "READONLY You can't write against a read only replica.",
+	    RL_EXIT_PROTOCOL },
+	{ "WRONGTYPE Operation against a key holding the wrong kind of value",
+	    RL_EXIT_PROTOCOL },
+	{ "ERR unknown command 'EVALSHA'", RL_EXIT_PROTOCOL },
+	{ "ERR DB index is out of range", RL_EXIT_PROTOCOL },
+	{ "", RL_EXIT_PROTOCOL },
+};
+
+static void
+test_reply_status(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(REPLY_ROWS) / sizeof(REPLY_ROWS[0]); i++) {
+		redisReply r;
+
+		memset(&r, 0, sizeof(r));
+		r.type = REDIS_REPLY_ERROR;
+		r.str = (char *)REPLY_ROWS[i].reply;
+		r.len = strlen(r.str);
+		CHECK(conn_reply_status(&r) == REPLY_ROWS[i].status,
+		    "conn_reply_status '%.30s' = %d", r.str,
+		    REPLY_ROWS[i].status);
+	}
+	CHECK(conn_status_transient(RL_EXIT_UNAVAILABLE) &&
+	    !conn_status_transient(RL_EXIT_PROTOCOL) &&
+	    !conn_status_transient(RL_EXIT_NOPERM),
+	    "only 69 is worth a retry on a new connection");
+}
+
+/* ---------------------------------------------------------------- cli */
+
+#define ANY	(-999)		/* do not check this field */
+#define MAXARGV	16
+
+struct cli_row {
+	const char *name;
+	const char *argv[MAXARGV];	/* after "rlock" */
+	int status;
+	int mode;			/* enum rl_mode or ANY */
+	const char *key;
+	int chk_wait, chk_conflict;	/* check wait_ms, conflict */
+	int64_t wait_ms;
+	int64_t lease_ms;		/* 0: not checked */
+	int conflict;
+	long limit;			/* 0: not checked */
+	const char *cmd;		/* COMMAND words joined by '|' */
+	const char *args;		/* subcommand arguments, '|'-joined */
+	const char *msg;		/* substring of the error line */
+	int no_try;			/* error without the "Try" line */
+};
+
+#define OK_RUN	.status = 0, .mode = MODE_RUN
+#define USAGE(m) .status = RL_EXIT_USAGE, .mode = ANY, .msg = (m)
+#define WAIT(ms)	.chk_wait = 1, .wait_ms = (ms)
+#define CONFLICT(n)	.chk_conflict = 1, .conflict = (n)
+
+static const struct cli_row CLI_ROWS[] = {
+	{ "plain run", { "-k", "k", "--", "true" }, OK_RUN, .key = "k",
+	    WAIT(-1), .lease_ms = 30000, CONFLICT(75), .limit = 1,
+	    .cmd = "true" },
+	{ "+ stops at COMMAND: -l stays with ls",
+	    { "-k", "k", "ls", "-l", "-n" }, OK_RUN,
+	    .lease_ms = 30000, WAIT(-1), .cmd = "ls|-l|-n" },
+	{ "after -- COMMAND may look like an option",
+	    { "-k", "k", "--", "-n", "x" }, OK_RUN, WAIT(-1),
+	    .cmd = "-n|x" },
+	{ "argv passed untouched", { "-k", "k", "echo", "", "a b", "*",
+	    "--" }, OK_RUN, .cmd = "echo||a b|*|--" },
+	{ "long options", { "--key=k", "--timeout", "2.5", "--lease=1s",
+	    "--conflict-exit-code", "9", "--", "x" }, OK_RUN, .key = "k",
+	    WAIT(2500), .lease_ms = 1000, CONFLICT(9), .cmd = "x" },
+	{ "-n", { "-n", "-k", "k", "x" }, OK_RUN, WAIT(0) },
+	{ "-w 0 is -n", { "-w", "0", "-k", "k", "x" }, OK_RUN,
+	    WAIT(0) },
+	{ "-w 500ms", { "-w", "500ms", "-k", "k", "x" }, OK_RUN,
+	    WAIT(500) },
+	{ "-E 0", { "-E", "0", "-k", "k", "x" }, OK_RUN,
+	    CONFLICT(0) },
+	{ "-E 255", { "-E", "255", "-k", "k", "x" }, OK_RUN,
+	    CONFLICT(255) },
+	{ "-E 256", { "-E", "256", "-k", "k", "x" }, USAGE("256") },
+	{ "-E -1", { "-E", "-1", "-k", "k", "x" }, USAGE("-1") },
+	{ "-E x", { "-E", "x", "-k", "k", "x" }, USAGE("conflict") },
+	{ "-N 1000000", { "-N", "1000000", "-k", "k", "x" }, OK_RUN,
+	    .limit = 1000000 },
+	{ "-N 3", { "-N", "3", "-k", "k", "x" }, OK_RUN,
+	    .limit = 3 },
+	{ "-N 0", { "-N", "0", "-k", "k", "x" }, USAGE("limit") },
+	{ "-N 1000001", { "-N", "1000001", "-k", "k", "x" },
+	    USAGE("limit") },
+	{ "-l 100ms is the minimum", { "-l", "100ms", "-k", "k", "x" },
+	    OK_RUN, .lease_ms = 100 },
+	{ "-l 0.1", { "-l", "0.1", "-k", "k", "x" }, OK_RUN,
+	    .lease_ms = 100 },
+	{ "-l 99ms", { "-l", "99ms", "-k", "k", "x" }, USAGE("lease") },
+	{ "-l 0", { "-l", "0", "-k", "k", "x" }, USAGE("lease") },
+	{ "-w bad duration", { "-w", "5x", "-k", "k", "x" },
+	    USAGE("--timeout") },
+	{ "-w -1", { "-w", "-1", "-k", "k", "x" }, USAGE("--timeout") },
+	{ "--kill-after bad", { "--kill-after", "1.", "-k", "k", "x" },
+	    USAGE("--kill-after") },
+	{ "--connect-timeout 0", { "--connect-timeout", "0", "-k", "k",
+	    "x" }, USAGE("--connect-timeout") },
+	{ "--on-lost bad", { "--on-lost", "stop", "-k", "k", "x" },
+	    USAGE("--on-lost") },
+	{ "-c alone", { "-k", "k", "-c", "echo hi" }, OK_RUN,
+	    .cmd = "" },
+	{ "-c with extra args", { "-k", "k", "-c", "echo", "hi" },
+	    USAGE("-c") },
+	{ "-- alone", { "-k", "k", "--" }, USAGE("missing command") },
+	{ "no command", { "-k", "k" }, USAGE("missing command") },
+	{ "no arguments", { NULL }, USAGE("missing -k") },
+	{ "command without -k", { "ls", "-l" }, USAGE("missing -k") },
+	{ "empty key", { "-k", "", "x" }, USAGE("empty") },
+	{ "-k needs a value", { "-k" }, USAGE("-k") },
+	{ "--key needs a value", { "--key" }, USAGE("--key") },
+	{ "unknown short option", { "-Z", "-k", "k", "x" }, USAGE("-Z") },
+	{ "unknown long option", { "--frobnicate", "-k", "k", "x" },
+	    USAGE("--frobnicate") },
+	{ "ambiguous long option", { "--p=x", "-k", "k", "x" },
+	    USAGE("ambiguous option '--p'") },
+	{ "long option given a value", { "--nonblock=1", "-k", "k", "x" },
+	    USAGE("'--nonblock' takes no value") },
+	{ "unknown option in a cluster", { "-nZ", "-k", "k", "x" },
+	    USAGE("unknown option '-Z'") },
+	{ "--prefix needs a value", { "-k", "k", "--prefix" },
+	    USAGE("'--prefix' needs a value") },
+	{ "-w needs a value (clustered)", { "-k", "k", "-nw" },
+	    USAGE("'-w' needs a value") },
+	{ "--help", { "--help" }, .status = 0, .mode = MODE_HELP },
+	{ "-h with junk", { "-h", "-k", "k" }, .status = 0,
+	    .mode = MODE_HELP },
+	{ "--version", { "--version" }, .status = 0, .mode = MODE_VERSION,
+	    },
+	{ "status", { "status", "a", "b" }, .status = 0, .mode = MODE_STATUS,
+	    .args = "a|b" },
+	{ "status --json", { "status", "--json", "a" }, .status = 0,
+	    .mode = MODE_STATUS, .args = "a" },
+	{ "status KEY --json", { "status", "a", "--json" }, .status = 0,
+	    .mode = MODE_STATUS, .args = "a" },
+	{ "status -- -odd", { "status", "--", "-odd" }, .status = 0,
+	    .mode = MODE_STATUS, .args = "-odd" },
+	{ "status without KEY", { "status" }, USAGE("KEY") },
+	{ "status --force", { "status", "--force", "a" }, USAGE("--force") },
+	{ "status -k", { "status", "-k", "a" },
+	    USAGE("unknown option '-k' for status") },
+	{ "-u before status", { "-u", "redis://h", "status", "a" },
+	    .status = 0, .mode = MODE_STATUS, .args = "a" },
+	{ "-u after status", { "status", "-u", "redis://h", "a" },
+	    .status = 0, .mode = MODE_STATUS, .args = "a" },
+	{ "-q before status", { "-q", "status", "a" }, .status = 0,
+	    .mode = MODE_STATUS, .args = "a" },
+	{ "run option before status", { "-n", "status", "a" },
+	    USAGE("status") },
+	{ "list", { "list" }, .status = 0, .mode = MODE_LIST,
+	    .args = "" },
+	{ "list PATTERN", { "list", "--json", "a*" }, .status = 0,
+	    .mode = MODE_LIST, .args = "a*" },
+	{ "list two patterns", { "list", "a", "b" }, USAGE("PATTERN") },
+	{ "release --force KEY", { "release", "--force", "a" }, .status = 0,
+	    .mode = MODE_RELEASE, .args = "a" },
+	{ "release without --force", { "release", "a" }, USAGE("--force") },
+	{ "release --force no KEY", { "release", "--force" },
+	    USAGE("KEY") },
+	{ "release --force two KEYs", { "release", "--force", "a", "b" },
+	    USAGE("KEY") },
+	{ "release --json", { "release", "--json", "--force", "a" },
+	    USAGE("--json") },
+	{ "-k KEY status runs a program called status",
+	    { "-k", "k", "status" }, OK_RUN, .cmd = "status" },
+	{ "bad URL in -u, password hidden", { "-u", "redis://:pw@h:0",
+	    "-k", "k", "x" }, USAGE("'redis://:**@h:0' (-u): bad port") },
+	{ "rediss:// names TLS", { "-u", "rediss://h", "-k", "k", "x" },
+	    USAGE("TLS") },
+	{ "bad URL before a subcommand", { "-u", "http://h", "status",
+	    "a" }, USAGE("scheme") },
+	{ "status --help ignores the URL", { "-u", "http://h", "status",
+	    "--help" }, .status = 0, .mode = MODE_HELP },
+	{ "missing password file", { "--password-file",
+	    "/nonexistent/pw", "-k", "k", "x" }, .status = RL_EXIT_USAGE,
+	    .mode = ANY, .msg = "/nonexistent/pw", .no_try = 1 },
+};
+
+/* argv as writable strings, as the kernel gives them. */
+static char **
+make_argv(const char *const *words, int *argc)
+{
+	char **av = calloc(MAXARGV + 2, sizeof(*av));
+	int n = 0;
+
+	av[n++] = strdup("rlock");
+	while (n <= MAXARGV && words[n - 1])
+		av[n] = strdup(words[n - 1]), n++;
+	av[n] = NULL;
+	*argc = n;
+	return av;
+}
+
+static void
+free_argv(char **av)
+{
+	int i;
+
+	for (i = 0; av[i]; i++)
+		free(av[i]);
+	free(av);
+}
+
+static char *
+join(char *const *v, int n)
+{
+	static char buf[512];
+	size_t o = 0;
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < n && v[i]; i++)
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%s",
+		    i ? "|" : "", v[i]);
+	return buf;
+}
+
+/* cli_parse with stderr captured into err (NUL-terminated). */
+static int
+parse_captured(int argc, char **argv, struct rlock_opts *o, char *err,
+    size_t errlen)
+{
+	FILE *tmp = tmpfile();
+	int saved, st;
+	size_t n;
+
+	fflush(stderr);
+	saved = dup(2);
+	dup2(fileno(tmp), 2);
+	optind = 0;		/* glibc: full re-initialisation */
+	msg_level = MSG_NORMAL;
+	st = cli_parse(argc, argv, o);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(tmp);
+	n = fread(err, 1, errlen - 1, tmp);
+	err[n] = '\0';
+	fclose(tmp);
+	return st;
+}
+
+/* One "rlock: ..." line, then the "Try" line unless no_try. */
+static int
+error_shape_ok(const char *err, int no_try)
+{
+	const char *nl = strchr(err, '\n');
+	static const char try[] =
+	    "Try 'rlock --help' for more information.\n";
+
+	if (strncmp(err, "rlock: ", 7) != 0 || nl == NULL)
+		return 0;
+	if (no_try)
+		return nl[1] == '\0';
+	return strcmp(nl + 1, try) == 0;
+}
+
+static void
+check_cli_row(const struct cli_row *r, const struct rlock_opts *o, int st,
+    const char *err)
+{
+	int ok = st == r->status;
+
+	if (ok && r->status != 0) {
+		CHECK(error_shape_ok(err, r->no_try) &&
+		    (r->msg == NULL || strstr(err, r->msg)),
+		    "cli: %s: status %d, one line naming '%s'", r->name,
+		    r->status, r->msg ? r->msg : "");
+		if (!error_shape_ok(err, r->no_try))
+			DIAG("stderr was: %s", err);
+		return;
+	}
+	if (ok && r->mode != ANY)
+		ok = (int)o->mode == r->mode;
+	if (ok && r->key)
+		ok = o->key && strcmp(o->key, r->key) == 0;
+	if (ok && r->chk_wait)
+		ok = o->wait_ms == r->wait_ms;
+	if (ok && r->lease_ms)
+		ok = o->lease_ms == r->lease_ms;
+	if (ok && r->chk_conflict)
+		ok = o->conflict_exit == r->conflict;
+	if (ok && r->limit)
+		ok = o->limit == r->limit;
+	if (ok && r->cmd)
+		ok = o->cmd && strcmp(join(o->cmd, MAXARGV), r->cmd) == 0;
+	if (ok && r->args)
+		ok = strcmp(join(o->args, o->nargs), r->args) == 0;
+	if (ok && r->status == 0)
+		ok = err[0] == '\0';
+	CHECK(ok, "cli: %s (status %d, got %d)", r->name, r->status, st);
+	if (!ok)
+		DIAG("stderr was: %s", err);
+}
+
+static void
+test_cli_rows(void)
+{
+	char err[4096];
+	size_t i;
+
+	for (i = 0; i < sizeof(CLI_ROWS) / sizeof(CLI_ROWS[0]); i++) {
+		struct rlock_opts o;
+		char **av;
+		int argc, st;
+
+		av = make_argv(CLI_ROWS[i].argv, &argc);
+		st = parse_captured(argc, av, &o, err, sizeof(err));
+		check_cli_row(&CLI_ROWS[i], &o, st, err);
+		cli_free(&o);
+		free_argv(av);
+	}
+}
+
+/* Keys of 512 and 513 bytes, and a key with any bytes but NUL. */
+static void
+test_cli_keys(void)
+{
+	static const char *words[] = { "-k", NULL, "x", NULL };
+	char key[600], err[4096];
+	struct rlock_opts o;
+	char **av;
+	int argc, st;
+
+	memset(key, 'a', sizeof(key));
+	key[512] = '\0';
+	words[1] = key;
+	av = make_argv(words, &argc);
+	st = parse_captured(argc, av, &o, err, sizeof(err));
+	CHECK(st == 0 && strlen(o.key) == 512, "cli: 512-byte key accepted");
+	cli_free(&o);
+	free_argv(av);
+
+	key[512] = 'a';
+	key[513] = '\0';
+	av = make_argv(words, &argc);
+	st = parse_captured(argc, av, &o, err, sizeof(err));
+	CHECK(st == RL_EXIT_USAGE && error_shape_ok(err, 0) &&
+	    strstr(err, "512"), "cli: 513-byte key refused naming 512");
+	cli_free(&o);
+	free_argv(av);
+
+	words[1] = "\xff\n{}*?";
+	av = make_argv(words, &argc);
+	st = parse_captured(argc, av, &o, err, sizeof(err));
+	CHECK(st == 0 && strcmp(o.key, "\xff\n{}*?") == 0,
+	    "cli: key with odd bytes accepted as given");
+	cli_free(&o);
+	free_argv(av);
+}
+
+/* The password in -u leaves argv (ps, /proc/PID/cmdline) at once. */
+static void
+test_cli_password_blanked(void)
+{
+	static const struct { const char *w[6]; const char *secret; } rows[] = {
+		{ { "-u", "redis://u:secret@h", "-k", "k", "x" }, "secret" },
+		{ { "--url=redis://:secret@h:1/2", "-k", "k", "x" },
+		    "secret" },
+		{ { "-uunix://:secret@/tmp/s", "-k", "k", "x" }, "secret" },
+		{ { "status", "-u", "redis://:secret@h", "a" }, "secret" },
+		{ { "-u", "redis://:se/cret@h", "-k", "k", "x" }, "se/cret" },
+	};
+	char err[4096];
+	size_t i;
+
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct rlock_opts o;
+		char **av;
+		int argc, j, leaked = 0, kept;
+
+		av = make_argv(rows[i].w, &argc);
+		(void)parse_captured(argc, av, &o, err, sizeof(err));
+		for (j = 0; j < argc; j++)
+			if (strstr(av[j], rows[i].secret))
+				leaked = 1;
+		kept = o.url && strstr(o.url, rows[i].secret) != NULL;
+		CHECK(!leaked && kept && strstr(err, rows[i].secret) == NULL,
+		    "cli: password blanked from argv (%s), kept for use",
+		    rows[i].w[0]);
+		cli_free(&o);
+		free_argv(av);
+	}
+}
+
+static const struct env_row {
+	const char *name;
+	const char *rlock_url, *redis_url, *rlock_pw, *cli_auth;
+	int use_u;
+	const char *url, *pw;
+	int status;
+	const char *msg;
+} ENV_ROWS[] = {
+	{ "default URL", NULL, NULL, NULL, NULL, 0,
+	    "redis://127.0.0.1:6379/0", NULL },
+	{ "REDIS_URL", NULL, "redis://b", NULL, NULL, 0, "redis://b",
+	    NULL },
+	{ "RLOCK_URL beats REDIS_URL", "redis://a", "redis://b", NULL,
+	    NULL, 0, "redis://a", NULL },
+	{ "empty RLOCK_URL ignored", "", "redis://b", NULL, NULL, 0,
+	    "redis://b", NULL },
+	{ "-u beats RLOCK_URL", "redis://a", NULL, NULL, NULL, 1,
+	    "redis://cli", NULL },
+	{ "REDISCLI_AUTH", NULL, NULL, NULL, "p2", 0, NULL, "p2" },
+	{ "RLOCK_PASSWORD beats REDISCLI_AUTH", NULL, NULL, "p1", "p2",
+	    0, NULL, "p1" },
+	{ "empty RLOCK_PASSWORD ignored", NULL, NULL, "", "p2", 0,
+	    NULL, "p2" },
+	{ "bad RLOCK_URL is a usage error", "redis://h:x", NULL, NULL,
+	    NULL, 0, NULL, NULL, RL_EXIT_USAGE, "(RLOCK_URL)" },
+	{ "bad REDIS_URL is a usage error", NULL, "rediss://h", NULL,
+	    NULL, 0, NULL, NULL, RL_EXIT_USAGE, "(REDIS_URL)" },
+	{ "good -u hides bad RLOCK_URL", "redis://h:x", NULL, NULL,
+	    NULL, 1, "redis://cli", NULL },
+};
+
+static void
+test_cli_env(void)
+{
+	static const char *words[] = { "-k", "k", "x", NULL };
+	static const char *words_u[] = { "-u", "redis://cli", "-k", "k", "x",
+	    NULL };
+	char err[4096];
+	size_t i;
+
+	for (i = 0; i < sizeof(ENV_ROWS) / sizeof(ENV_ROWS[0]); i++) {
+		const struct env_row *e = &ENV_ROWS[i];
+		struct rlock_opts o;
+		char **av;
+		int argc, st;
+
+#define SETENV(n, v)	((v) ? setenv((n), (v), 1) : unsetenv(n))
+		SETENV("RLOCK_URL", e->rlock_url);
+		SETENV("REDIS_URL", e->redis_url);
+		SETENV("RLOCK_PASSWORD", e->rlock_pw);
+		SETENV("REDISCLI_AUTH", e->cli_auth);
+#undef SETENV
+		av = make_argv(e->use_u ? words_u : words, &argc);
+		st = parse_captured(argc, av, &o, err, sizeof(err));
+		if (e->status)
+			CHECK(st == e->status && error_shape_ok(err, 0) &&
+			    strstr(err, e->msg), "cli env: %s", e->name);
+		else
+			CHECK(st == 0 && (e->url == NULL ||
+			    STREQ(o.url, e->url)) && STREQ(o.password, e->pw),
+			    "cli env: %s", e->name);
+		cli_free(&o);
+		free_argv(av);
+	}
+	unsetenv("RLOCK_URL");
+	unsetenv("REDIS_URL");
+	unsetenv("RLOCK_PASSWORD");
+	unsetenv("REDISCLI_AUTH");
+}
+
+static void
+test_cli_password_file(void)
+{
+	static const char *words[] = { "--password-file", NULL, "-k", "k",
+	    "x", NULL };
+	char path[] = "/tmp/rlock-unit-XXXXXX", err[4096];
+	struct rlock_opts o;
+	char **av;
+	int fd, argc, st;
+
+	if ((fd = mkstemp(path)) < 0) {
+		CHECK(0, "cli: mkstemp for --password-file");
+		return;
+	}
+	(void)!write(fd, "pw\r\nsecond line\n", 16);
+	close(fd);
+	words[1] = path;
+	setenv("RLOCK_PASSWORD", "fromenv", 1);
+	av = make_argv(words, &argc);
+	st = parse_captured(argc, av, &o, err, sizeof(err));
+	CHECK(st == 0 && STREQ(o.password, "pw") && o.password_from_file &&
+	    err[0] == '\0',
+	    "cli: --password-file: first line, CRLF cut, beats the env");
+	cli_free(&o);
+	free_argv(av);
+	unsetenv("RLOCK_PASSWORD");
+	unlink(path);
+}
+
+static void
+test_cli_command_line(void)
+{
+	static const char *w1[] = { "-k", "k", "echo", "a b", "c", NULL };
+	static const char *w2[] = { "-k", "k", "-c", "echo hi | wc", NULL };
+	char err[4096], *s;
+	struct rlock_opts o;
+	char **av;
+	int argc;
+
+	av = make_argv(w1, &argc);
+	(void)parse_captured(argc, av, &o, err, sizeof(err));
+	s = cli_command_line(&o);
+	CHECK(strcmp(s, "echo a b c") == 0, "cli_command_line of argv");
+	free(s);
+	cli_free(&o);
+	free_argv(av);
+
+	av = make_argv(w2, &argc);
+	(void)parse_captured(argc, av, &o, err, sizeof(err));
+	s = cli_command_line(&o);
+	CHECK(strcmp(s, "echo hi | wc") == 0, "cli_command_line of -c");
+	free(s);
+	cli_free(&o);
+	free_argv(av);
+}
+
+int
+main(void)
+{
+	unsetenv("RLOCK_URL");
+	unsetenv("REDIS_URL");
+	unsetenv("RLOCK_PASSWORD");
+	unsetenv("REDISCLI_AUTH");
+	unsetenv("POSIXLY_CORRECT");
+	test_dur_parse();
+	test_dur_format();
+	test_int_parse();
+	test_url();
+	test_json();
+	test_printable();
+	test_reply_status();
+	test_cli_rows();
+	test_cli_keys();
+	test_cli_password_blanked();
+	test_cli_env();
+	test_cli_password_file();
+	test_cli_command_line();
+	printf("1..%d\n", tests);
+	if (fails)
+		printf("# %d of %d failed\n", fails, tests);
+	return fails ? 1 : 0;
+}

@@ -1,0 +1,165 @@
+#!/bin/bash
+# run.sh RLOCK: rlock's benchmark against its own private redis-server.
+# Prints one table: uncontended overhead against flock(1), hand-off latency
+# with 10 and 100 waiters (fair and not) against flock's for the same
+# workload, Redis commands per blocked waiter per second, the peak RSS of a
+# holding rlock, and 1000 waiters served exactly once (in order if --fair).
+set -u
+RLOCK=$1
+top=$(cd "$(dirname "$0")/.." && pwd)
+B=$top/build
+RUNS=${BENCH_RUNS:-50}
+BLOCK_S=${BENCH_BLOCK_SECONDS:-10}
+MANY=${BENCH_MANY:-1000}
+D=$(mktemp -d /tmp/rlock-bench.XXXXXX)
+
+cc -O2 -o "$B/section" "$top/bench/section.c" || exit 1
+cc -O2 -o "$B/timeit" "$top/bench/timeit.c" || exit 1
+
+cleanup() {
+	local p
+	for p in $(jobs -p); do kill "$p" 2>/dev/null; done
+	if [ -f "$D/pid" ] && grep -q redis "/proc/$(cat "$D/pid")/cmdline" 2>/dev/null; then
+		kill "$(cat "$D/pid")"
+	fi
+	rm -rf "$D"
+}
+trap cleanup EXIT
+# 1000 waiters hold 2000 connections: Redis sizes maxclients by our limit.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null
+redis-server --port 0 --unixsocket "$D/r.sock" --save '' --appendonly no \
+	--maxclients 10000 --daemonize yes --pidfile "$D/pid" \
+	--logfile "$D/log" || exit 1
+export RLOCK_URL=unix://$D/r.sock
+rc() { redis-cli -s "$D/r.sock" "$@"; }
+for i in $(seq 100); do rc ping >/dev/null 2>&1 && break; sleep 0.05; done
+
+until_true() { # SECONDS CMD...: poll CMD until it succeeds
+	local end=$((SECONDS + $1))
+	shift
+	until "$@"; do
+		[ $SECONDS -lt $end ] || { echo "bench: timed out: $*" >&2; return 1; }
+		sleep 0.01
+	done
+}
+row() { printf '%-52s %s\n' "$1" "$2"; }
+blocked() { rc info clients | sed -n 's/^blocked_clients:\([0-9]*\).*/\1/p'; }
+commands() { rc info stats | sed -n 's/^total_commands_processed:\([0-9]*\).*/\1/p'; }
+
+echo "rlock benchmark ($(nproc) cores, $(redis-server --version | cut -d' ' -f3), unix socket)"
+echo
+
+# 1. Uncontended.
+read -r r50 r90 _ < <("$B/timeit" "$RUNS" "$RLOCK" -k bench-u -- true)
+read -r f50 f90 _ < <("$B/timeit" "$RUNS" flock "$D/flockfile" true)
+row "uncontended rlock -k k -- true (median, p90)" "${r50} us, ${r90} us"
+row "uncontended flock FILE true (median, p90)" "${f50} us, ${f90} us"
+row "ratio rlock/flock (median)" "$(awk "BEGIN{printf \"%.2f\", $r50/$f50}")"
+echo
+
+# 2. Hand-off: a gate holder, W waiters each holding 2 ms, then the gate opens.
+gate_holder() { # MODE-ARGS...: holds h until $D/go exists
+	rm -f "$D/go"
+	"$@" sh -c "until [ -e '$D/go' ]; do sleep 0.005; done" &
+}
+waiting_rlock() { # W FAIR
+	if [ "$2" = 1 ]; then
+		[ "$(rc llen 'rlock:{h}:q')" -ge "$1" ]
+	else
+		[ "$(blocked)" -ge "$1" ]
+	fi
+}
+waiting_flock() { [ "$(grep -c -- '->' /proc/locks)" -ge "$1" ]; }
+
+handoff_rlock() { # W FAIR -> prints handoff.py's fields
+	local w=$1 fair=$2 i log=$D/sec.log trace=$D/trace.log pids=""
+	rm -f "$log" "$trace"
+	gate_holder "$RLOCK" -k h --
+	until_true 10 rc exists 'rlock:{h}' >/dev/null
+	until_true 10 [ "$(rc exists 'rlock:{h}')" = 1 ]
+	for i in $(seq "$w"); do
+		RLOCK_TRACE=$trace "$RLOCK" ${fair:+$([ "$fair" = 1 ] && echo --fair)} \
+			-k h -- "$B/section" "$log" 2 "w$i" &
+		pids="$pids $!"
+	done
+	until_true 60 waiting_rlock "$w" "$fair" || return 1
+	local idle=-
+	if [ "$w" = 100 ]; then
+		local c0 c1
+		c0=$(commands); sleep "$BLOCK_S"; c1=$(commands)
+		# Two of those commands are our own INFO calls.
+		idle=$(awk "BEGIN{printf \"%.3f\", ($c1-$c0-2)/($w*$BLOCK_S)}")
+	fi
+	touch "$D/go"
+	wait $pids
+	wait
+	echo "$(python3 "$top/bench/handoff.py" "$log" "$trace") $idle"
+}
+handoff_flock() { # W
+	local w=$1 i log=$D/sec.log pids=""
+	rm -f "$log"
+	gate_holder flock "$D/flockfile"
+	sleep 0.1
+	for i in $(seq "$w"); do
+		flock "$D/flockfile" "$B/section" "$log" 2 "w$i" &
+		pids="$pids $!"
+	done
+	until_true 60 waiting_flock "$w" || return 1
+	touch "$D/go"
+	wait $pids
+	wait
+	python3 "$top/bench/handoff.py" "$log"
+}
+
+for w in 10 100; do
+	read -r fc50 fc99 _ _ fn fo < <(handoff_flock "$w")
+	row "hand-off, $w waiters, flock: command p50/p99" "${fc50} us / ${fc99} us (n=$fn, overlaps=$fo)"
+	for fair in 0 1; do
+		name=$([ $fair = 1 ] && echo "--fair" || echo "plain")
+		read -r c50 c99 l50 l99 n o idle < <(handoff_rlock "$w" "$fair")
+		row "hand-off, $w waiters, rlock $name: lock p50/p99" "${l50} us / ${l99} us"
+		row "hand-off, $w waiters, rlock $name: command p50/p99" "${c50} us / ${c99} us (n=$n, overlaps=$o, $(awk "BEGIN{printf \"%.2f\", $c50/$fc50}")x flock p50)"
+		[ "$idle" != - ] && row "  Redis commands per blocked waiter per second" "$idle (100 waiters, ${BLOCK_S} s)"
+	done
+done
+echo
+
+# 3. Peak RSS of a holding rlock (after a few renewals of a 300 ms lease).
+"$RLOCK" -l 300ms -k rss -- sleep 1.5 &
+rpid=$!
+sleep 1.2
+row "peak RSS of a holding rlock (VmHWM)" "$(awk '/VmHWM/{print $2" "$3}' "/proc/$rpid/status")"
+wait "$rpid"
+echo
+
+# 4. MANY waiters on one KEY, each served exactly once (in order if --fair).
+many() { # FAIR
+	local fair=$1 i order=$D/order t0 t1
+	rm -f "$order"
+	gate_holder "$RLOCK" -k many --
+	until_true 10 [ "$(rc exists 'rlock:{many}')" = 1 ]
+	for i in $(seq "$MANY"); do
+		if [ "$fair" = 1 ]; then
+			"$RLOCK" --fair -k many -- sh -c "echo $i >> '$order'" &
+			# Known arrival order: the next starts once this one queued.
+			until_true 30 [ "$(rc llen 'rlock:{many}:q')" -ge "$i" ] || return 1
+		else
+			"$RLOCK" -k many -- sh -c "echo $i >> '$order'" &
+		fi
+	done
+	[ "$fair" = 1 ] || until_true 60 [ "$(blocked)" -ge "$MANY" ]
+	t0=$(date +%s%N)
+	touch "$D/go"
+	wait
+	t1=$(date +%s%N)
+	local served uniq inorder left
+	served=$(wc -l < "$order")
+	uniq=$(sort -u "$order" | wc -l)
+	inorder=$([ "$(cat "$order")" = "$(seq "$MANY")" ] && echo yes || echo no)
+	left=$(rc --scan | grep -v ':fence$' | wc -l)
+	echo "$served $uniq $inorder $left $(( (t1 - t0) / 1000000 ))"
+}
+read -r s u o l ms < <(many 1 2>"$D/many.err")
+row "$MANY --fair waiters: served / distinct / in order" "$s / $u / $o (keys left: $l, ${ms} ms, stderr lines: $(wc -l < "$D/many.err"))"
+read -r s u o l ms < <(many 0 2>"$D/many.err")
+row "$MANY plain waiters: served / distinct" "$s / $u (keys left: $l, ${ms} ms, stderr lines: $(wc -l < "$D/many.err"))"

@@ -1,0 +1,68 @@
+-- inspect: all that `rlock status` and `rlock list` show about one KEY.
+-- KEYS[1] lock  KEYS[2] mutex meta  KEYS[3] sem  KEYS[4] limit  KEYS[5] queue
+-- ARGV[1] "P{K}:meta:"  ARGV[2] "P{K}:w:"  ARGV[3] waiters to describe
+-- Returns {now, mode, limit, holders, queued, waiters}:
+--   now      server time, ms since the epoch
+--   mode     'mutex', 'semaphore' or 'free'
+--   limit    the N of the semaphore, 1 for a mutex, 0 when free
+--   holders  {{lease left ms (-1: no expiry), user, host, pid, cmd, since,
+--            lease, fence}, ...}, strings '' where rlock wrote nothing;
+--            semaphore holders soonest-expiring first
+--   queued   live --fair waiters (entries past the first 1000 uncounted
+--            for liveness, counted as they are)
+--   waiters  the first ARGV[3] live waiters, {{user, host, pid, cmd}, ...}
+-- Invariant: writes nothing, so looking never changes a lock's fate (and
+-- works on a replica). Plain EVAL, no shebang flags: Redis < 7 has none.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local FIELDS = {'user', 'host', 'pid', 'cmd', 'since', 'lease', 'fence'}
+
+local function holder(pttl, meta)
+  local m = redis.call('HMGET', meta, unpack(FIELDS))
+  local h = {pttl}
+  for i = 1, #FIELDS do h[i + 1] = m[i] or '' end
+  return h
+end
+
+local mode, limit, holders = 'free', 0, {}
+if redis.call('GET', KEYS[1]) then
+  mode, limit = 'mutex', 1
+  holders[1] = holder(redis.call('PTTL', KEYS[1]), KEYS[2])
+else
+  local sem = redis.call('ZRANGEBYSCORE', KEYS[3],
+    string.format('(%d', now), '+inf', 'WITHSCORES')
+  if #sem > 0 then
+    mode = 'semaphore'
+    limit = tonumber(redis.call('GET', KEYS[4]) or '0') or 0
+    for i = 1, #sem, 2 do
+      holders[#holders + 1] = holder(tonumber(sem[i + 1]) - now,
+        ARGV[1] .. sem[i])
+    end
+  end
+end
+
+-- Dead waiters stay in the list until they reach its head: skip them.
+local qlen = redis.call('LLEN', KEYS[5])
+local walk = math.min(qlen, 1000)
+local queued, waiters, want = qlen - walk, {}, tonumber(ARGV[3])
+if walk > 0 then
+  for _, tok in ipairs(redis.call('LRANGE', KEYS[5], 0, walk - 1)) do
+    local v = redis.call('GET', ARGV[2] .. tok)
+    if v then
+      queued = queued + 1
+      if #waiters < want then
+        -- "user\31host\31pid\31cmd"; cmd may hold \31 itself.
+        local w, s = {}, 1
+        for i = 1, 3 do
+          local e = string.find(v, '\31', s, true)
+          if not e then break end
+          w[i], s = string.sub(v, s, e - 1), e + 1
+        end
+        for i = #w + 1, 3 do w[i] = '' end
+        w[4] = string.sub(v, s)
+        waiters[#waiters + 1] = w
+      end
+    end
+  end
+end
+return {now, mode, limit, holders, queued, waiters}

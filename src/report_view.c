@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Reading one KEY with inspect.lua and showing it, text or JSON; see
+ * report_view.h, and report.c for the JSON schema. Every reply is checked
+ * whole (view_take) before anything looks inside it.
+ */
+#include "report_view.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "lua_scripts.h"
+#include "script.h"
+#include "util.h"
+
+/* Waiters inspect.lua describes; `length` counts them all. */
+#define WAITERS_SHOWN "5"
+
+/* A holder from inspect.lua: lease left, then these strings. */
+enum { H_USER = 1, H_HOST, H_PID, H_CMD, H_SINCE, H_LEASE, H_FENCE, H_N };
+
+void
+view_keys_init(struct view_keys *ks, const char *prefix, const char *key,
+    size_t keylen)
+{
+	lock_keys_init(&ks->k, prefix, key, keylen, NULL, 1);
+	/* P{KEY}:meta:TOKEN is the mutex meta key, ':', the token. */
+	ks->meta_prefix_len = ks->k.meta_len + 1;
+	ks->meta_prefix = xmalloc(ks->meta_prefix_len + 1);
+	memcpy(ks->meta_prefix, ks->k.meta, ks->k.meta_len);
+	memcpy(ks->meta_prefix + ks->k.meta_len, ":", 2);
+}
+
+void
+view_keys_free(struct view_keys *ks)
+{
+	lock_keys_free(&ks->k);
+	free(ks->meta_prefix);
+}
+
+/* The length of a UTF-8 sequence at u safe on a terminal (not C1), or 0. */
+static size_t
+utf8_ok(const unsigned char *u, size_t n)
+{
+	uint32_t cp;
+	size_t len, i;
+
+	if (u[0] >= 0xc2 && u[0] <= 0xdf)
+		len = 2, cp = u[0] & 0x1f;
+	else if (u[0] >= 0xe0 && u[0] <= 0xef)
+		len = 3, cp = u[0] & 0x0f;
+	else if (u[0] >= 0xf0 && u[0] <= 0xf4)
+		len = 4, cp = u[0] & 0x07;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((u[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (u[i] & 0x3f);
+	}
+	if (cp < 0xa0 || (len == 3 && cp < 0x800) ||
+	    (len == 4 && cp < 0x10000) || (cp >= 0xd800 && cp <= 0xdfff) ||
+	    cp > 0x10ffff)
+		return 0;
+	return len;
+}
+
+/*
+ * Bytes from Redis on stdout for a human: a key or command must not be
+ * able to move the cursor, change colours or split a line.
+ */
+void
+view_put_text(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, n;
+
+	while (i < len) {
+		if (u[i] == '\\') {
+			fputs("\\\\", stdout);
+			i++;
+		} else if (u[i] >= 0x20 && u[i] < 0x7f) {
+			putchar(u[i++]);
+		} else if ((n = utf8_ok(u + i, len - i)) > 0) {
+			fwrite(u + i, 1, n, stdout);
+			i += n;
+		} else {
+			printf("\\x%02x", u[i++]);
+		}
+	}
+}
+
+static void
+put_reply(const redisReply *s)
+{
+	view_put_text(s->str, s->len);
+}
+
+/* A decimal field rlock wrote; 0 when absent or not a number. */
+static int
+num(const redisReply *s, long long *v)
+{
+	return s->len > 0 && int_parse(s->str, 0, INT64_MAX, v) == 0;
+}
+
+/* Does r have n elements, strings from index `from` on? */
+int
+view_strings(const redisReply *r, size_t n, size_t from)
+{
+	size_t i;
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != n)
+		return 0;
+	for (i = from; i < n; i++)
+		if (r->element[i]->type != REDIS_REPLY_STRING)
+			return 0;
+	return 1;
+}
+
+/* Check the whole shape of inspect.lua's reply, then fill v from it. */
+static int
+view_take(struct view *v, redisReply *r)
+{
+	const redisReply *h, *w, *m;
+	size_t i;
+
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 6 ||
+	    r->element[0]->type != REDIS_REPLY_INTEGER ||
+	    r->element[1]->type != REDIS_REPLY_STRING ||
+	    r->element[2]->type != REDIS_REPLY_INTEGER ||
+	    r->element[3]->type != REDIS_REPLY_ARRAY ||
+	    r->element[4]->type != REDIS_REPLY_INTEGER ||
+	    r->element[5]->type != REDIS_REPLY_ARRAY)
+		return -1;
+	m = r->element[1];
+	h = r->element[3];
+	w = r->element[5];
+	for (i = 0; i < h->elements; i++)
+		if (!view_strings(h->element[i], H_N, 1) ||
+		    h->element[i]->element[0]->type != REDIS_REPLY_INTEGER)
+			return -1;
+	for (i = 0; i < w->elements; i++)
+		if (!view_strings(w->element[i], VIEW_WHO_N, 0))
+			return -1;
+	if (strcmp(m->str, "mutex") == 0)
+		v->mode = "mutex";
+	else if (strcmp(m->str, "semaphore") == 0)
+		v->mode = "semaphore";
+	else if (strcmp(m->str, "free") == 0)
+		v->mode = "free";
+	else
+		return -1;
+	if (v->mode[0] != 'f' && h->elements == 0)
+		return -1;
+	v->r = r;
+	v->now = r->element[0]->integer;
+	v->limit = r->element[2]->integer;
+	v->holders = h;
+	v->queued = r->element[4]->integer;
+	v->waiters = w;
+	return 0;
+}
+
+/* Read everything about v->key in one script call; -1: error in cn. */
+int
+view_inspect(struct conn *cn, const char *prefix, struct view *v)
+{
+	struct view_keys ks;
+	const char *argv[8];
+	size_t lens[8];
+	redisReply *r;
+	char what[80];
+	int i;
+
+	view_keys_init(&ks, prefix, v->key, v->keylen);
+	argv[0] = ks.k.lock, lens[0] = ks.k.lock_len;
+	argv[1] = ks.k.meta, lens[1] = ks.k.meta_len;
+	argv[2] = ks.k.sem, lens[2] = ks.k.sem_len;
+	argv[3] = ks.k.limit, lens[3] = ks.k.limit_len;
+	argv[4] = ks.k.queue, lens[4] = ks.k.queue_len;
+	argv[5] = ks.meta_prefix, lens[5] = ks.meta_prefix_len;
+	argv[6] = ks.k.waiter_prefix, lens[6] = ks.k.waiter_prefix_len;
+	argv[7] = WAITERS_SHOWN, lens[7] = strlen(WAITERS_SHOWN);
+	r = script_run(cn, &lua_inspect, 5, 3, argv, lens);
+	view_keys_free(&ks);
+	if (r == NULL)
+		return -1;
+	if (r->type == REDIS_REPLY_ERROR || view_take(v, r) < 0) {
+		i = snprintf(what, sizeof(what), "reading '");
+		printable(v->key, v->keylen, what + i, sizeof(what) - i - 1);
+		strcat(what, "'");
+		conn_fail_reply(cn, what, r);
+		freeReplyObject(r);
+		return -1;
+	}
+	return 0;
+}
+
+int
+view_held(const struct view *v)
+{
+	return v->mode[0] != 'f';
+}
+
+static void
+json_str(const redisReply *s)
+{
+	if (s->len == 0)
+		fputs("null", stdout);
+	else
+		json_string(stdout, s->str, s->len);
+}
+
+static void
+json_num(const redisReply *s)
+{
+	long long v;
+
+	if (num(s, &v))
+		printf("%lld", v);
+	else
+		fputs("null", stdout);
+}
+
+/* "user", "host", "pid", "command" from four strings in that order. */
+static void
+json_who(redisReply **e)
+{
+	fputs("\"user\":", stdout);
+	json_str(e[0]);
+	fputs(",\"host\":", stdout);
+	json_str(e[1]);
+	fputs(",\"pid\":", stdout);
+	json_num(e[2]);
+	fputs(",\"command\":", stdout);
+	json_str(e[3]);
+}
+
+static void
+json_holder(const redisReply *h, long long now)
+{
+	long long since, left = h->element[0]->integer;
+
+	putchar('{');
+	json_who(h->element + H_USER);
+	fputs(",\"since_ms\":", stdout);
+	json_num(h->element[H_SINCE]);
+	fputs(",\"held_ms\":", stdout);
+	if (num(h->element[H_SINCE], &since))
+		printf("%lld", now > since ? now - since : 0);
+	else
+		fputs("null", stdout);
+	fputs(",\"lease_ms\":", stdout);
+	json_num(h->element[H_LEASE]);
+	if (left >= 0)
+		printf(",\"lease_left_ms\":%lld", left);
+	else
+		fputs(",\"lease_left_ms\":null", stdout);
+	fputs(",\"fence\":", stdout);
+	json_num(h->element[H_FENCE]);
+	putchar('}');
+}
+
+static void
+json_view(const struct view *v)
+{
+	size_t i;
+
+	fputs("{\"key\":", stdout);
+	json_string(stdout, v->key, v->keylen);
+	if (view_held(v))
+		printf(",\"held\":true,\"mode\":\"%s\"", v->mode);
+	else
+		fputs(",\"held\":false,\"mode\":null", stdout);
+	if (view_held(v) && v->limit > 0)
+		printf(",\"limit\":%lld", v->limit);
+	else
+		fputs(",\"limit\":null", stdout);
+	printf(",\"server_time_ms\":%lld,\"holders\":[", v->now);
+	for (i = 0; i < v->holders->elements; i++) {
+		if (i > 0)
+			putchar(',');
+		json_holder(v->holders->element[i], v->now);
+	}
+	printf("],\"queue\":{\"length\":%lld,\"waiters\":[", v->queued);
+	for (i = 0; i < v->waiters->elements; i++) {
+		fputs(i > 0 ? ",{" : "{", stdout);
+		json_who(v->waiters->element[i]->element);
+		putchar('}');
+	}
+	fputs("]}}", stdout);
+}
+
+/* An array of views, one per line: easy for jq and for grep alike. */
+void
+view_print_json(const struct view *v, size_t n)
+{
+	size_t i;
+
+	if (n == 0) {
+		fputs("[]\n", stdout);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		fputs(i == 0 ? "[\n" : ",\n", stdout);
+		json_view(&v[i]);
+	}
+	fputs("\n]\n", stdout);
+}
+
+/* "user@host, pid N" (and ": cmd") from four strings in that order. */
+void
+view_put_who(redisReply **e, int with_cmd)
+{
+	if (e[0]->len == 0 && e[1]->len == 0 && e[2]->len == 0) {
+		fputs("unknown (not written by rlock)", stdout);
+		return;
+	}
+	put_reply(e[0]);
+	putchar('@');
+	put_reply(e[1]);
+	if (e[2]->len > 0) {
+		fputs(", pid ", stdout);
+		put_reply(e[2]);
+	}
+	if (with_cmd && e[3]->len > 0) {
+		fputs(": ", stdout);
+		put_reply(e[3]);
+	}
+}
+
+static void
+label(const char *l)
+{
+	printf("  %-12s", l);
+}
+
+static void
+text_since(long long since, long long now)
+{
+	time_t t = (time_t)(since / 1000);
+	char when[64], ago[32];
+	struct tm tm;
+
+	if (localtime_r(&t, &tm) == NULL ||
+	    strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %Z", &tm) == 0)
+		snprintf(when, sizeof(when), "%lld ms after the epoch", since);
+	dur_format(now - since, ago, sizeof(ago));
+	label("since");
+	printf("%s (%s ago)\n", when, ago);
+}
+
+static void
+text_holder(const redisReply *h, long long now)
+{
+	long long v, left = h->element[0]->integer;
+	char buf[32];
+
+	label("holder");
+	view_put_who(h->element + H_USER, 0);
+	putchar('\n');
+	if (h->element[H_CMD]->len > 0) {
+		label("command");
+		put_reply(h->element[H_CMD]);
+		putchar('\n');
+	}
+	if (num(h->element[H_SINCE], &v))
+		text_since(v, now);
+	label("lease left");
+	if (left < 0) {
+		fputs("never expires", stdout);
+	} else {
+		dur_format(left, buf, sizeof(buf));
+		fputs(buf, stdout);
+	}
+	if (num(h->element[H_LEASE], &v)) {
+		dur_format(v, buf, sizeof(buf));
+		printf(" of %s", buf);
+	}
+	putchar('\n');
+	if (num(h->element[H_FENCE], &v)) {
+		label("fence");
+		printf("%lld\n", v);
+	}
+}
+
+void
+view_print_text(const struct view *v)
+{
+	size_t i;
+
+	view_put_text(v->key, v->keylen);
+	if (!view_held(v))
+		fputs(": free\n", stdout);
+	else if (v->mode[0] == 'm')
+		fputs(": held (mutex)\n", stdout);
+	else if (v->limit > 0)
+		printf(": held (semaphore, %zu of %lld slots taken)\n",
+		    v->holders->elements, v->limit);
+	else
+		printf(": held (semaphore, %zu holders)\n",
+		    v->holders->elements);
+	for (i = 0; i < v->holders->elements; i++)
+		text_holder(v->holders->element[i], v->now);
+	if (v->queued <= 0)
+		return;
+	label("waiting");
+	printf("%lld (--fair)\n", v->queued);
+	for (i = 0; i < v->waiters->elements; i++) {
+		label(i == 0 ? "next" : "then");
+		view_put_who(v->waiters->element[i]->element, 1);
+		putchar('\n');
+	}
+}
+
+void
+view_free_all(struct view *v, size_t n, int own_keys)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (v[i].r)
+			freeReplyObject(v[i].r);
+		if (own_keys)
+			free(v[i].key);
+	}
+	free(v);
+}
+
+
+void
+view_print_line(const struct view *v)
+{
+	const redisReply *h = v->holders->element[0];
+	char left[32];
+
+	view_put_text(v->key, v->keylen);
+	putchar('\t');
+	view_put_who(h->element + H_USER, 0);
+	if (v->holders->elements > 1)
+		printf(" +%zu", v->holders->elements - 1);
+	if (h->element[0]->integer >= 0)
+		dur_format(h->element[0]->integer, left, sizeof(left));
+	else
+		snprintf(left, sizeof(left), "never expires");
+	printf("\t%s\t", left);
+	if (v->mode[0] == 'm')
+		fputs("mutex", stdout);
+	else if (v->limit > 0)
+		printf("sem %zu/%lld", v->holders->elements, v->limit);
+	else
+		printf("sem %zu", v->holders->elements);
+	putchar('\t');
+	put_reply(h->element[H_CMD]);
+	putchar('\n');
+}

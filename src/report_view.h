@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One KEY as `rlock status` and `rlock list` show it: read in one script
+ * call (inspect.lua, which writes nothing), then printed as text or JSON.
+ * Used by report.c only. Prints on stdout, never on stderr.
+ */
+#ifndef RLOCK_REPORT_VIEW_H
+#define RLOCK_REPORT_VIEW_H
+
+#include <stddef.h>
+
+#include "conn.h"
+#include "lock.h"
+
+/* Fields of a waiter or a broken holder: user, host, pid, cmd. */
+#define VIEW_WHO_N 4
+
+/* One KEY as inspect.lua saw it; r owns the replies below. */
+struct view {
+	char *key;			/* argv's, or owned (list) */
+	size_t keylen;
+	redisReply *r;
+	long long now, limit, queued;
+	const char *mode;		/* "mutex", "semaphore", "free" */
+	const redisReply *holders, *waiters;
+};
+
+/* The Redis keys of KEY, and P{KEY}:meta: (the -N holders' prefix). */
+struct view_keys {
+	struct lock_keys k;
+	char *meta_prefix;
+	size_t meta_prefix_len;
+};
+
+/* Key names of KEY under prefix; free with view_keys_free. */
+void view_keys_init(struct view_keys *ks, const char *prefix,
+    const char *key, size_t keylen);
+void view_keys_free(struct view_keys *ks);
+
+/*
+ * Fill v (v->key, v->keylen set by the caller) from inspect.lua: 0, or -1
+ * with the status and message in cn. v->r is then the caller's to free
+ * (view_free_all).
+ */
+int view_inspect(struct conn *cn, const char *prefix, struct view *v);
+
+/* Is the KEY of v held (mutex or semaphore)? */
+int view_held(const struct view *v);
+
+/* Free the replies of n views, and their keys if own_keys; then v. */
+void view_free_all(struct view *v, size_t n, int own_keys);
+
+/* The --json array of n views (schema: report.c). */
+void view_print_json(const struct view *v, size_t n);
+
+/* status's block for one KEY; list's line for one held KEY. */
+void view_print_text(const struct view *v);
+void view_print_line(const struct view *v);
+
+/* Bytes for a terminal: control, C1 and non-UTF-8 bytes as \xHH, a
+ * backslash doubled; never a raw tab or newline. */
+void view_put_text(const char *s, size_t len);
+
+/* "user@host, pid N" (with_cmd: and ": cmd") from VIEW_WHO_N strings. */
+void view_put_who(redisReply **e, int with_cmd);
+
+/* Is r an array of n elements, strings from index `from` on? */
+int view_strings(const redisReply *r, size_t n, size_t from);
+
+#endif

@@ -1,0 +1,221 @@
+#!/usr/bin/env bats
+# Command line: usage errors (64, one "rlock: " line plus the Try line,
+# reported before Redis is contacted), --help, --version, key limits.
+
+load helper
+
+setup_file() {
+	redis_start main
+	# A loopback port where nothing listens: contacting Redis there
+	# fails with 69, so a 64 proves the usage error came first.
+	local p
+	for p in $(seq 1 50); do
+		p=$(( (RANDOM % 20000) + 40000 ))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			export CLOSED_URL=redis://127.0.0.1:$p
+			return 0
+		fi
+	done
+	return 1
+}
+
+teardown_file() {
+	redis_stop main
+}
+
+# usage_error REGEX ARGS...: rlock ARGS exits 64 with exactly two lines on
+# stderr, "rlock: " + REGEX and the Try line, nothing on stdout, and does
+# so even when Redis is unreachable.
+usage_error() {
+	local re=$1
+	shift
+	RLOCK_URL=$CLOSED_URL run -64 --separate-stderr "$RLOCK" "$@"
+	[ -z "$output" ] || fail "stdout: $output"
+	[ "${#stderr_lines[@]}" -eq 2 ] || fail "stderr: $stderr"
+	[[ ${stderr_lines[0]} =~ ^rlock:\ .*$re ]] ||
+		fail "first line: ${stderr_lines[0]} (want $re)"
+	[ "${stderr_lines[1]}" = "Try 'rlock --help' for more information." ] ||
+		fail "second line: ${stderr_lines[1]}"
+}
+
+@test "the closed port really is unreachable: 69, not 64" {
+	RLOCK_URL=$CLOSED_URL run -69 --separate-stderr "$RLOCK" -k k -- true
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ $stderr =~ ^rlock:\ cannot\ reach\ redis://127.0.0.1: ]]
+}
+
+@test "--help: usage on stdout, exit 0, nothing on stderr" {
+	run -0 --separate-stderr "$RLOCK" --help
+	[ -z "$stderr" ]
+	[[ ${lines[0]} == Usage:* ]]
+	[[ $output == *"-k, --key KEY"* ]]
+	[[ $output == *"--timeout DUR"* ]]
+	[[ $output == *"rlock status"* ]]
+	run -0 --separate-stderr "$RLOCK" -h
+	[[ ${lines[0]} == Usage:* ]]
+}
+
+@test "--help wins over a bad URL and a missing key" {
+	RLOCK_URL=http://nowhere run -0 --separate-stderr "$RLOCK" --help
+	[[ ${lines[0]} == Usage:* ]]
+	[ -z "$stderr" ]
+}
+
+@test "--version: name and version on stdout, exit 0" {
+	run -0 --separate-stderr "$RLOCK" --version
+	[ -z "$stderr" ]
+	[ "${#lines[@]}" -eq 1 ]
+	[[ $output =~ ^rlock\ [0-9]+\.[0-9]+\.[0-9]+ ]]
+	run -0 "$RLOCK" -V
+	[[ $output =~ ^rlock\ [0-9] ]]
+}
+
+@test "no arguments at all" {
+	usage_error 'missing -k KEY'
+}
+
+@test "command without -k: missing key" {
+	usage_error "missing -k KEY.*'true'" true
+}
+
+@test "-k KEY without a command" {
+	usage_error 'missing command' -k k
+}
+
+@test "-- alone is not a command" {
+	usage_error 'missing command' -k k --
+}
+
+@test "-c with extra arguments" {
+	usage_error "-c .*'extra'" -k k -c 'echo hi' extra
+}
+
+@test "unknown long option" {
+	usage_error "unknown option '--bogus'" --bogus -k k -- true
+}
+
+@test "unknown short option" {
+	usage_error "unknown option '-Z'" -Z -k k -- true
+}
+
+@test "option missing its value" {
+	usage_error "'--timeout' needs a value" -k k --timeout
+	usage_error "'-k' needs a value" -k
+}
+
+@test "long option given a value it does not take" {
+	usage_error "'--nonblock' takes no value" --nonblock=yes -k k -- true
+}
+
+@test "bad durations name the option and the value" {
+	usage_error "--timeout: invalid duration '5x'" -w 5x -k k -- true
+	usage_error "--timeout: invalid duration '-1'" -w -1 -k k -- true
+	usage_error "--timeout: invalid duration '1\.'" -w 1. -k k -- true
+	usage_error "--timeout: invalid duration ''" -w '' -k k -- true
+	usage_error "--timeout: invalid duration '5 s'" -w '5 s' -k k -- true
+	usage_error "--lease: invalid duration '10y'" -l 10y -k k -- true
+	usage_error "--kill-after: invalid duration 'abc'" --kill-after abc \
+		-k k -- true
+	usage_error "--connect-timeout: invalid duration '1e3'" \
+		--connect-timeout 1e3 -k k -- true
+}
+
+@test "durations out of range" {
+	usage_error '--lease must be at least 100ms' -l 99ms -k k -- true
+	usage_error '--lease must be at least 100ms' -l 0 -k k -- true
+	usage_error '--connect-timeout must be more than 0' \
+		--connect-timeout 0 -k k -- true
+	usage_error "--timeout: invalid duration '99999999999999999h'" \
+		-w 99999999999999999h -k k -- true
+}
+
+@test "-E and -N ranges" {
+	usage_error "--conflict-exit-code: '256'" -E 256 -k k -- true
+	usage_error "--conflict-exit-code: '-1'" -E -1 -k k -- true
+	usage_error "--limit: '0'" -N 0 -k k -- true
+	usage_error "--limit: 'x'" -N x -k k -- true
+}
+
+@test "--on-lost takes term, kill or ignore" {
+	usage_error "--on-lost: unknown action 'stop'" --on-lost stop -k k \
+		-- true
+}
+
+@test "empty key" {
+	usage_error 'the key is empty' -k '' -- true
+}
+
+@test "key longer than 512 bytes" {
+	usage_error 'longer than 512 bytes' -k "$(printf 'a%.0s' {1..513})" \
+		-- true
+}
+
+@test "key of exactly 512 bytes works" {
+	local key
+	key=$(printf 'k%.0s' {1..512})
+	run -0 --separate-stderr "$RLOCK" -k "$key" -- sh -c \
+		'printf "%s\n" "${#RLOCK_KEY}"; redis-cli -s "$REDIS_SOCK" \
+		exists "rlock:{$RLOCK_KEY}"'
+	[ -z "$stderr" ]
+	[ "${lines[0]}" = 512 ]
+	[ "${lines[1]}" = 1 ]
+}
+
+@test "rediss:// is refused by name (TLS), as a usage error" {
+	usage_error 'rediss:// \(TLS\) is not supported' \
+		-u rediss://127.0.0.1:6380 -k k -- true
+}
+
+@test "bad URL: usage error naming where it came from, password hidden" {
+	usage_error "bad Redis URL 'redis://u:\*+@h:0' \(-u\): bad port" \
+		-u redis://u:s3cret@h:0 -k k -- true
+	[[ $stderr != *s3cret* ]]
+}
+
+@test "bad RLOCK_URL is reported before Redis is contacted" {
+	run -64 --separate-stderr env RLOCK_URL='redis://h:99999' "$RLOCK" \
+		-k k -- true
+	[ "${#stderr_lines[@]}" -eq 2 ]
+	[[ ${stderr_lines[0]} == "rlock: bad Redis URL 'redis://h:99999' (RLOCK_URL): bad port"* ]]
+}
+
+@test "run-mode options do not go with a subcommand" {
+	usage_error "options of the run mode do not go with 'status'" \
+		-n status k
+}
+
+@test "release needs --force and one KEY" {
+	usage_error 'say so with --force' release k
+	usage_error 'exactly one KEY' release --force
+	usage_error 'exactly one KEY' release --force a b
+}
+
+@test "status needs a KEY; list at most one PATTERN" {
+	usage_error 'at least one KEY' status
+	usage_error 'at most one PATTERN' list a b
+	usage_error "unknown option '-k' for status" status -k a
+}
+
+@test "COMMAND options after -k KEY belong to COMMAND" {
+	run -0 --separate-stderr "$RLOCK" -k k printf '%s|' -n -w 5x --bogus
+	[ "$output" = "-n|-w|5x|--bogus|" ]
+	[ -z "$stderr" ]
+}
+
+connections() {
+	rcli info stats | sed -n 's/^total_connections_received:\([0-9]*\).*/\1/p'
+}
+
+@test "a usage error does not even connect to a reachable Redis" {
+	local before after
+	before=$(connections)
+	run -64 "$RLOCK" -k '' -- true
+	run -64 "$RLOCK" -k k --bogus -- true
+	run -64 "$RLOCK" -w 5x -k k -- true
+	after=$(connections)
+	# Only the second INFO's own connection is new.
+	[ "$after" -eq $((before + 1)) ]
+	# While a real run does connect.
+	run -0 "$RLOCK" -k k -- true
+	[ "$(connections)" -gt $((after + 1)) ]
+}

@@ -1,0 +1,319 @@
+#!/usr/bin/env bats
+# Shell completions: bash (driven through COMP_WORDS/COMP_CWORD), zsh
+# (compinit in a private ZDOTDIR, then a real TAB in a zpty), fish
+# (complete -C), and the drift check: every option of `rlock --help` is in
+# each completion file and in the man page.
+
+load helper
+
+setup_file() {
+	redis_start main
+	# The completions call `rlock` by name (`rlock list` for KEYs).
+	mkdir -p "$BATS_FILE_TMPDIR/bin"
+	ln -sf "$(readlink -f "$RLOCK")" "$BATS_FILE_TMPDIR/bin/rlock"
+	export PATH=$BATS_FILE_TMPDIR/bin:$PATH
+	export COMP_DIR=$BATS_TEST_DIRNAME/../completions
+	export MAN_PAGE=$BATS_TEST_DIRNAME/../man/rlock.1
+}
+
+teardown_file() {
+	redis_stop main
+}
+
+teardown() {
+	local p
+	for p in ${HOLDER_PID:-}; do
+		kill "$p" 2>/dev/null
+		wait "$p" 2>/dev/null || true
+	done
+	return 0
+}
+
+# bcomp LINE: what bash completes at the end of LINE (a trailing blank
+# starts a new word), one candidate a line. compopt only works inside a
+# real completion, so it is a no-op here.
+bcomp() {
+	bash -c '
+		source "$1" || exit 1
+		compopt() { :; }
+		fn=$(complete -p rlock | sed -n "s/.* -F \([^ ]*\) .*/\1/p")
+		line=$2
+		COMP_LINE=$line
+		COMP_POINT=${#line}
+		read -ra COMP_WORDS <<< "$line"
+		[[ $line == *" " ]] && COMP_WORDS+=("")
+		COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+		"$fn" rlock "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+		printf "%s\n" "${COMPREPLY[@]}"
+	' bcomp "$COMP_DIR/rlock.bash" "$1"
+}
+
+# fcomp LINE: what fish completes at the end of LINE, without descriptions.
+fcomp() {
+	fish -c 'source $argv[1]; complete -C $argv[2]' "$COMP_DIR/rlock.fish" \
+		"$1" | cut -f1
+}
+
+# zcomp LINE WORD...: press TAB after LINE in an interactive zsh (in a
+# pty) with our completion loaded, until every WORD shows up in the
+# listing (5 s at most); prints what the screen showed.
+zcomp() {
+	local zd=$BATS_TEST_TMPDIR/zdot
+	mkdir -p "$zd"
+	ZD=$zd FP=$COMP_DIR zsh -f -c '
+		zmodload zsh/zpty || exit 1
+		zpty z zsh -f -i
+		zpty -w z "PS1=\"> \"; fpath=(\$FP \$fpath); autoload -U compinit; compinit -u -d \$ZD/dump; zstyle \":completion:*\" menu no; LISTMAX=1000"
+		zpty -n -w z "$1"$'"'"'\t'"'"'
+		shift
+		out= SECONDS=0
+		while (( SECONDS < 5 )); do
+			zpty -r -t z chunk && out+=$chunk || sleep 0.05
+			all=1
+			for w in "$@"; do [[ $out == *$w* ]] || all=0; done
+			(( all )) && break
+		done
+		zpty -d z
+		print -r -- "$out"
+	' zcomp "$@" | sed 's/\x1b\[[0-9;?]*[a-zA-Z]//g' | tr -d '\r'
+}
+
+# KEY completion reads `rlock list`; a build without it (subcommands not
+# written yet) skips those tests instead of failing them.
+needs_list() {
+	"$RLOCK" list >/dev/null 2>&1 || skip "'rlock list' does not work in this build"
+}
+
+# Take `somekey` and hold it for a while, in the background.
+hold_somekey() {
+	"$RLOCK" -k somekey -- sleep 5 &
+	HOLDER_PID=$!
+	wait_until 5 test "$(rcli exists 'rlock:{somekey}')" = 1
+}
+
+# ---- bash -------------------------------------------------------------
+
+@test "bash: the script parses and registers a completion for rlock" {
+	run bash -n "$COMP_DIR/rlock.bash"
+	assert_success
+	run bash -c 'source "$1" && complete -p rlock' x "$COMP_DIR/rlock.bash"
+	assert_success
+	assert_output --regexp '^complete -F [_a-zA-Z0-9]+ rlock$'
+}
+
+@test "bash: long options" {
+	run bcomp "rlock --on"
+	assert_success
+	assert_output "--on-lost"
+	run bcomp "rlock --k"
+	assert_output "$(printf '%s\n' --key --kill-after)"
+	run bcomp "rlock --"
+	assert_line --partial -- "--conflict-exit-code"
+	assert_line -- "--fair"
+	assert_line -- "--password-file"
+	refute_line -- "--json"
+}
+
+@test "bash: --on-lost offers term, kill, ignore" {
+	run bcomp "rlock --on-lost "
+	assert_success
+	assert_output "$(printf '%s\n' term kill ignore)"
+	run bcomp "rlock -k x --on-lost k"
+	assert_output "kill"
+	# --on-lost=VALUE reaches the function as "--on-lost" "=" "VALUE".
+	run bash -c '
+		source "$1"; compopt() { :; }
+		COMP_WORDS=(rlock --on-lost = i) COMP_CWORD=3
+		COMP_LINE="rlock --on-lost=i" COMP_POINT=17
+		_rlock_module; printf "%s\n" "${COMPREPLY[@]}"' x "$COMP_DIR/rlock.bash"
+	assert_output "ignore"
+}
+
+@test "bash: values of -u, durations and --password-file" {
+	run bcomp "rlock -u "
+	assert_output "$(printf '%s\n' redis:// unix://)"
+	run bcomp "rlock -k x -w "
+	assert_line "5m"
+	assert_line "30s"
+	run bcomp "rlock --lease "
+	assert_line "30s"
+	touch "$BATS_TEST_TMPDIR/pwfile"
+	run bcomp "rlock --password-file $BATS_TEST_TMPDIR/pwf"
+	assert_output "$BATS_TEST_TMPDIR/pwfile"
+}
+
+@test "bash: subcommands first, and their own options" {
+	run bcomp "rlock "
+	assert_output "$(printf '%s\n' status list release)"
+	run bcomp "rlock st"
+	assert_output "status"
+	run bcomp "rlock -u unix:///x/y re"
+	assert_output "release"
+	run bcomp "rlock status --j"
+	assert_output "--json"
+	run bcomp "rlock release --f"
+	assert_output "--force"
+	run bcomp "rlock list --"
+	assert_line -- "--json"
+	assert_line -- "--url"
+	refute_line -- "--key"
+}
+
+@test "bash: command names after -k KEY and after --" {
+	run bcomp "rlock -k foo ech"
+	assert_line "echo"
+	refute_line "status"
+	run bcomp "rlock -nk foo -w 5 ech"
+	assert_line "echo"
+	run bcomp "rlock -k foo -- ech"
+	assert_line "echo"
+	run bcomp "rlock --key=foo ech"
+	assert_line "echo"
+	# As bash splits it (COMP_WORDBREAKS has '='): --key, =, foo.
+	run bash -c '
+		source "$1"; compopt() { :; }
+		COMP_WORDS=(rlock --key = foo ech) COMP_CWORD=4
+		COMP_LINE="rlock --key=foo ech" COMP_POINT=19
+		_rlock_module; printf "%s\n" "${COMPREPLY[@]}"' x "$COMP_DIR/rlock.bash"
+	assert_line "echo"
+	# After the command's name its arguments are its own, not rlock's.
+	run bcomp "rlock -k foo ls --verb"
+	assert_success
+	refute_output --partial -- "--verbose"
+}
+
+@test "bash: KEY completion offers the locks held now" {
+	needs_list
+	hold_somekey
+	run bcomp "rlock -k so"
+	assert_success
+	assert_output "somekey"
+	run bcomp "rlock status so"
+	assert_output "somekey"
+	run bcomp "rlock release --force so"
+	assert_output "somekey"
+	run bcomp "rlock -u unix://$REDIS_SOCK status "
+	assert_line "somekey"
+}
+
+@test "bash: KEY completion is quiet and quick when Redis is unreachable" {
+	local t0
+	t0=$(now_ms)
+	RLOCK_URL=redis://127.0.0.1:1/0 run --separate-stderr bcomp "rlock -k "
+	assert_success
+	assert_output ""
+	[ -z "$stderr" ]
+	[ $(( $(now_ms) - t0 )) -lt 3000 ]
+}
+
+# ---- zsh --------------------------------------------------------------
+
+@test "zsh: _rlock parses" {
+	run zsh -n "$COMP_DIR/_rlock"
+	assert_success
+	assert_output ""
+}
+
+@test "zsh: compinit in a fresh ZDOTDIR picks up _rlock" {
+	local zd=$BATS_TEST_TMPDIR/zdot
+	mkdir -p "$zd"
+	printf '%s\n' "fpath=($COMP_DIR \$fpath)" \
+		"autoload -U compinit; compinit -u -d $zd/dump" > "$zd/.zshrc"
+	run env ZDOTDIR="$zd" zsh -i -c 'print -r -- $_comps[rlock]'
+	assert_success
+	assert_output "_rlock"
+}
+
+@test "zsh: TAB completes --on-lost values and subcommands" {
+	run zcomp "rlock --on-lost " ignore kill term
+	assert_output --partial "ignore"
+	assert_output --partial "kill"
+	assert_output --partial "term"
+	run zcomp "rlock " status list release
+	assert_output --partial "status"
+	assert_output --partial "release"
+	run zcomp "rlock status --" --json
+	assert_output --partial -- "--json"
+}
+
+@test "zsh: TAB completes the locks held now" {
+	needs_list
+	hold_somekey
+	run zcomp "rlock status so" somekey
+	assert_output --partial "somekey"
+}
+
+# ---- fish -------------------------------------------------------------
+
+@test "fish: rlock.fish parses" {
+	run fish -n "$COMP_DIR/rlock.fish"
+	assert_success
+	assert_output ""
+}
+
+@test "fish: options, --on-lost values, subcommands, commands" {
+	run fcomp "rlock --on"
+	assert_output "--on-lost"
+	run fcomp "rlock --on-lost "
+	assert_output "$(printf '%s\n' ignore kill term)"
+	run fcomp "rlock "
+	assert_output "$(printf '%s\n' list release status)"
+	run fcomp "rlock status --j"
+	assert_output "--json"
+	run fcomp "rlock -k foo ech"
+	assert_line "echo"
+	refute_line "status"
+}
+
+@test "fish: KEY completion offers the locks held now" {
+	needs_list
+	hold_somekey
+	run fcomp "rlock status so"
+	assert_output "somekey"
+	run fcomp "rlock -k so"
+	assert_output "somekey"
+}
+
+# ---- drift ------------------------------------------------------------
+
+# Short options: bash offers long ones only, as util-linux's do.
+@test "drift: every option of --help is in each completion and the man page" {
+	local o bad=0 longs shorts
+	longs=$("$RLOCK" --help | grep -o -- '--[a-z][a-z-]*' | sort -u)
+	shorts=$("$RLOCK" --help | grep -oE '^  -[a-zA-Z],' | tr -d ' ,' |
+		sort -u)
+	[ -n "$longs" ] && [ -n "$shorts" ]
+	for o in $longs; do
+		grep -q -- "$o\b" "$COMP_DIR/rlock.bash" ||
+			{ echo "rlock.bash lacks $o"; bad=1; }
+		grep -q -- "$o\b" "$COMP_DIR/_rlock" ||
+			{ echo "_rlock lacks $o"; bad=1; }
+		grep -qE -- "-l ${o#--}( |$)" "$COMP_DIR/rlock.fish" ||
+			{ echo "rlock.fish lacks $o"; bad=1; }
+		grep -q -- "Fl \\\\-${o#--}\b" "$MAN_PAGE" ||
+			{ echo "rlock.1 lacks $o"; bad=1; }
+	done
+	for o in $shorts; do
+		grep -q -- "$o[+,]" "$COMP_DIR/_rlock" ||
+			{ echo "_rlock lacks $o"; bad=1; }
+		grep -q -- "-s ${o#-} " "$COMP_DIR/rlock.fish" ||
+			{ echo "rlock.fish lacks $o"; bad=1; }
+		grep -q -- "It Fl ${o#-} ," "$MAN_PAGE" ||
+			{ echo "rlock.1 lacks $o"; bad=1; }
+	done
+	[ "$bad" = 0 ]
+}
+
+@test "drift: the completions offer no option that --help does not know" {
+	local o bad=0 longs
+	longs=$("$RLOCK" --help | grep -o -- '--[a-z][a-z-]*' | sort -u)
+	[ -n "$longs" ]
+	for o in $(grep -v '^\s*#' "$COMP_DIR/rlock.bash" "$COMP_DIR/_rlock" |
+	    grep -o -- '--[a-z][a-z-]*' | sort -u) \
+	    $(grep -E '^complete ' "$COMP_DIR/rlock.fish" |
+	    grep -oE -- ' -l [a-z-]+' | sed 's/^ -l /--/' | sort -u); do
+		printf '%s\n' "$longs" | grep -qx -- "$o" ||
+			{ echo "unknown option in a completion: $o"; bad=1; }
+	done
+	[ "$bad" = 0 ]
+}

@@ -1,0 +1,109 @@
+#!/usr/bin/env bats
+# make install / uninstall into a DESTDIR, with PREFIX=/usr as a Debian
+# package would: every file where the shells and man(1) look by default,
+# with the right modes, and all of them gone after uninstall. Uses the
+# already-built $RLOCK (make -o: never rebuilds it).
+
+load helper
+
+setup_file() {
+	export TOP
+	TOP=$(cd "$BATS_TEST_DIRNAME/.." && pwd)
+	export BIN
+	BIN=$(readlink -f "$RLOCK")
+	export DEST=$BATS_FILE_TMPDIR/dest
+}
+
+# inst TARGET [VAR=VALUE...]: make TARGET into $DEST with PREFIX=/usr.
+inst() {
+	local target=$1
+	shift
+	# Not the variables of a `make check PREFIX=...` that runs us.
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+		make --no-print-directory -C "$TOP" -o "$BIN" "$target" \
+		DESTDIR="$DEST" PREFIX=/usr BIN="$BIN" "$@"
+}
+
+# The installed files (relative to $DEST) and their modes.
+FILES="usr/bin/rlock 755
+usr/share/man/man1/rlock.1 644
+usr/share/bash-completion/completions/rlock 644
+usr/share/fish/vendor_completions.d/rlock.fish 644"
+
+# zsh: the file must be in a directory of Debian zsh's default $fpath.
+zsh_file() {
+	find "$DEST" -name _rlock -type f
+}
+
+setup() {
+	rm -rf "$DEST"
+}
+
+@test "make install puts every file in place with its mode" {
+	run inst install
+	assert_success
+	local f mode
+	while read -r f mode; do
+		[ -f "$DEST/$f" ] || fail "missing: $f"
+		[ "$(stat -c %a "$DEST/$f")" = "$mode" ] ||
+			fail "$f: mode $(stat -c %a "$DEST/$f"), not $mode"
+	done <<< "$FILES"
+	run zsh_file
+	assert_output --regexp '/_rlock$'
+	[ "$(stat -c %a "$output")" = 644 ]
+	cmp "$BIN" "$DEST/usr/bin/rlock"
+	cmp "$TOP/man/rlock.1" "$DEST/usr/share/man/man1/rlock.1"
+}
+
+@test "the installed binary runs" {
+	inst install >/dev/null
+	run "$DEST/usr/bin/rlock" --version
+	assert_success
+	assert_output --regexp '^rlock [0-9]'
+}
+
+@test "man -l reads the installed page" {
+	inst install >/dev/null
+	run env MANWIDTH=80 MANPAGER=cat man -l "$DEST/usr/share/man/man1/rlock.1"
+	assert_success
+	assert_output --partial "run a command while holding a lock in Redis"
+	assert_output --partial "EXIT STATUS"
+}
+
+@test "zsh finds the installed _rlock in its default fpath" {
+	inst install >/dev/null
+	local f dir
+	f=$(zsh_file)
+	dir=${f%/_rlock}
+	dir=${dir#"$DEST"}
+	# Debian's zsh reads /usr/share/zsh/vendor-completions, not
+	# /usr/share/zsh/site-functions, for PREFIX=/usr.
+	zsh -f -c 'print -rl -- $fpath' | grep -qxF -- "$dir" ||
+		fail "installed in $dir, which is not in zsh's default \$fpath"
+}
+
+@test "fish finds the installed rlock.fish in its default path" {
+	inst install >/dev/null
+	run env -u XDG_DATA_DIRS fish -c \
+		'printf "%s\n" $fish_complete_path'
+	assert_success
+	assert_line "/usr/share/fish/vendor_completions.d"
+}
+
+@test "bash-completion's directory is the one it reads" {
+	inst install >/dev/null
+	local dir=/usr/share/bash-completion/completions
+	if pkg-config --exists bash-completion 2>/dev/null; then
+		dir=$(pkg-config --variable=completionsdir bash-completion)
+	fi
+	[ -f "$DEST$dir/rlock" ]
+}
+
+@test "make uninstall removes every installed file" {
+	inst install >/dev/null
+	[ -n "$(find "$DEST" -type f)" ]
+	run inst uninstall
+	assert_success
+	run find "$DEST" -type f
+	assert_output ""
+}

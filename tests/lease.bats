@@ -1,0 +1,361 @@
+#!/usr/bin/env bats
+# The lease: renewal while COMMAND runs, and what happens when it is lost
+# (key deleted or taken over, Redis restarted without its data, Redis
+# stalled), for each --on-lost action. Timings are checked as windows
+# measured from the event that caused the loss.
+
+load helper
+
+setup_file() {
+	# One Redis per file, which tests stop and restart: never in parallel.
+	export BATS_NO_PARALLELIZE_WITHIN_FILE=true
+	redis_start main
+}
+
+teardown_file() {
+	redis_cont
+	redis_stop main
+}
+
+redis_cont() {
+	local p
+	p=$(cat "$REDIS_PIDFILE" 2>/dev/null) && kill -CONT "$p" 2>/dev/null
+	return 0
+}
+
+setup() {
+	K=lease$BATS_TEST_NUMBER
+	L="rlock:{$K}"
+	T=$BATS_TEST_TMPDIR
+	export T
+	PIDS=()
+	# COMMAND scripts. Each writes its pid to cmd.pid once its traps are
+	# set, so "cmd.pid exists" means "ready for signals".
+	cat > "$T/term-exit.sh" <<-'EOF'
+	trap 'date +%s%3N >> "$T/term"; kill $! 2>/dev/null; exit 9' TERM
+	echo $$ > "$T/cmd.pid"
+	sleep 30 & wait
+	EOF
+	# (wait, unlike a foreground sleep, lets the trap run at once.)
+	cat > "$T/term-ignore.sh" <<-'EOF'
+	trap 'date +%s%3N >> "$T/term"' TERM
+	echo $$ > "$T/cmd.pid"
+	while :; do sleep 1 & wait; done
+	EOF
+	cat > "$T/until-go.sh" <<-'EOF'
+	trap 'date +%s%3N >> "$T/term"' TERM
+	echo $$ > "$T/cmd.pid"
+	while [ ! -e "$T/go" ]; do sleep 0.01; done
+	date +%s%3N > "$T/finished"
+	EOF
+}
+
+teardown() {
+	local p
+	redis_cont
+	[ -s "$T/cmd.pid" ] && PIDS+=("$(cat "$T/cmd.pid")")
+	for p in "${PIDS[@]}"; do
+		proc_alive "$p" && kill -KILL "$p" 2>/dev/null
+	done
+	rcli del "$L" "$L:meta" > /dev/null
+	return 0
+}
+
+# start_holder RLOCK-ARGS...: rlock in the background, pid in $HOLDER,
+# output in $T/out and $T/err.
+start_holder() {
+	"$RLOCK" "$@" > "$T/out" 2> "$T/err" 3>&- &
+	HOLDER=$!
+	PIDS+=("$HOLDER")
+	wait_ms 5000 test -s "$T/cmd.pid" || fail "COMMAND did not start"
+	CMD=$(cat "$T/cmd.pid")
+	[ "$(rcli exists "$L")" = 1 ] || fail "holder has no key"
+}
+
+# reap PID MS: wait at most MS for PID to end; its status in $RC.
+reap() {
+	wait_ms "$2" proc_gone "$1" || fail "pid $1 still runs after $2 ms"
+	RC=0
+	wait "$1" || RC=$?
+}
+
+proc_gone() { ! proc_alive "$1"; }
+
+# death_ms PID MS: print when PID was first seen gone (ms), or fail.
+death_ms() {
+	local end=$(( $(now_ms) + $2 ))
+	while proc_alive "$1"; do
+		[ "$(now_ms)" -lt "$end" ] || return 1
+		sleep 0.005
+	done
+	now_ms
+}
+
+# pttl_in LO HI: the lock's PTTL is in [LO, HI]; sets PTTL, and EXP: when
+# the key expires, in ms of the wall clock (Redis runs on this machine).
+pttl_in() {
+	local r
+	r=$(rcli eval "local t = redis.call('TIME')
+	    return {redis.call('PTTL', KEYS[1]), t[1], t[2]}" 1 "$L")
+	set -- "$1" "$2" $r
+	PTTL=$3
+	EXP=$(( $4 * 1000 + $5 / 1000 + PTTL ))
+	[ "$PTTL" -ge "$1" ] && [ "$PTTL" -le "$2" ]
+}
+
+redis_pid() { cat "$REDIS_PIDFILE"; }
+
+# sleep_until MS: to check that something does NOT happen by then.
+sleep_until() {
+	while [ "$(now_ms)" -lt "$1" ]; do
+		sleep 0.05
+	done
+}
+
+assert_clean() {
+	run keys_without_ttl
+	assert_output ''
+}
+
+# assert_one_lost_line REASON: the holder's stderr has exactly one "lost
+# the lock" line, and it gives REASON (a prefix of the text after KEY).
+assert_one_lost_line() {
+	[ "$(grep -c '^rlock: lost the lock' "$T/err")" = 1 ] ||
+		fail "want one 'lost the lock' line: $(cat "$T/err")"
+	grep -q "^rlock: lost the lock '$K': $1" "$T/err" ||
+		fail "unexpected reason: $(cat "$T/err")"
+}
+
+@test "a 1s lease is renewed through a 3s COMMAND; nobody else gets in" {
+	local start n=0
+	cat > "$T/cmd.sh" <<-'EOF'
+	echo $$ > "$T/cmd.pid"
+	sleep 3
+	EOF
+	start_holder -l 1s -k "$K" -- sh "$T/cmd.sh"
+	start=$(now_ms)
+	# 2.4 s is more than two leases: only renewal keeps the key.
+	while [ $(( $(now_ms) - start )) -lt 2400 ]; do
+		run -75 "$RLOCK" -n -k "$K" true
+		PTTL=$(rcli pttl "$L")
+		[ "$PTTL" -gt 0 ] ||
+			fail "PTTL $PTTL after $(( $(now_ms) - start ))ms"
+		n=$((n + 1))
+		sleep 0.1
+	done
+	# About every 100 ms; fewer on a busy machine, but over all 2.4 s.
+	[ "$n" -ge 4 ]
+	proc_alive "$HOLDER" || fail "holder ended early"
+	reap "$HOLDER" 5000
+	[ "$RC" = 0 ]
+	[ "$(rcli exists "$L" "$L:meta")" = 0 ]
+	[ ! -s "$T/err" ]
+	assert_clean
+}
+
+@test "lease lost by DEL: SIGTERM at once, exit 70, one message" {
+	local t0 dt
+	start_holder -l 1s --on-lost term -k "$K" -- sh "$T/term-exit.sh"
+	# Just after an extend: the deadline is far, only "not ours" acts.
+	wait_ms 3000 pttl_in 900 1000
+	t0=$(now_ms)
+	rcli del "$L" > /dev/null
+	wait_ms 1500 test -s "$T/term" || fail "no SIGTERM within 1.5s"
+	dt=$(( $(cat "$T/term") - t0 ))
+	echo "# DEL to SIGTERM: ${dt}ms" >&3
+	[ "$dt" -lt 800 ] || fail "SIGTERM ${dt}ms after DEL"
+	reap "$HOLDER" 3000
+	[ "$RC" = 70 ]
+	assert_one_lost_line 'Redis says another client holds or removed it'
+	[ "$(wc -l < "$T/err")" = 1 ] || fail "$(cat "$T/err")"
+	assert_clean
+}
+
+@test "lease taken over by another client: exit 70, its key survives" {
+	start_holder -l 1s -k "$K" -- sh "$T/term-exit.sh"
+	wait_ms 3000 pttl_in 900 1000
+	rcli set "$L" other px 30000 > /dev/null
+	reap "$HOLDER" 3000
+	[ "$RC" = 70 ]
+	[ -s "$T/term" ]
+	assert_one_lost_line 'Redis says another client holds or removed it'
+	[ "$(rcli get "$L")" = other ]
+	[ "$(rcli pttl "$L")" -gt 25000 ]
+	assert_clean
+}
+
+@test "taken over just before COMMAND ends: release keeps the other's key" {
+	# The takeover lands between two extends and COMMAND ends at once, so
+	# rlock learns it at release: compare-and-delete must spare it.
+	start_holder -l 1s -k "$K" -- sh "$T/until-go.sh"
+	wait_ms 3000 pttl_in 950 1000
+	rcli set "$L" other px 30000 > /dev/null
+	touch "$T/go"
+	reap "$HOLDER" 3000
+	[ "$(rcli get "$L")" = other ]
+	[ -s "$T/finished" ]
+	# The lease was lost while COMMAND ran, whoever noticed it.
+	[ "$RC" = 70 ] || fail "status $RC: $(cat "$T/err")"
+	grep -q '^rlock: ' "$T/err"
+	assert_clean
+}
+
+@test "--on-lost kill: a COMMAND that ignores SIGTERM is killed, exit 70" {
+	local t0 td
+	start_holder -l 1s --on-lost kill -k "$K" -- sh "$T/term-ignore.sh"
+	wait_ms 3000 pttl_in 900 1000
+	t0=$(now_ms)
+	rcli del "$L" > /dev/null
+	td=$(death_ms "$CMD" 2000) || fail "COMMAND alive 2s after DEL"
+	[ $((td - t0)) -lt 800 ] || fail "killed $((td - t0))ms after DEL"
+	reap "$HOLDER" 3000
+	[ "$RC" = 70 ]
+	[ ! -e "$T/term" ] || fail "kill sent SIGTERM"
+	assert_one_lost_line 'Redis says another client holds or removed it; sending SIGKILL'
+	assert_clean
+}
+
+@test "--on-lost term --kill-after 0.3: SIGKILL follows an ignored SIGTERM" {
+	local tt td
+	start_holder -l 1s --on-lost term --kill-after 0.3 -k "$K" -- \
+	    sh "$T/term-ignore.sh"
+	wait_ms 3000 pttl_in 900 1000
+	rcli del "$L" > /dev/null
+	wait_ms 1500 test -s "$T/term" || fail "no SIGTERM"
+	td=$(death_ms "$CMD" 3000) || fail "COMMAND survived"
+	tt=$(head -n 1 "$T/term")
+	echo "# SIGTERM to death: $((td - tt))ms" >&3
+	[ $((td - tt)) -ge 200 ] || fail "SIGKILL after $((td - tt))ms"
+	[ $((td - tt)) -lt 1500 ] || fail "SIGKILL after $((td - tt))ms"
+	reap "$HOLDER" 3000
+	[ "$RC" = 70 ]
+	assert_one_lost_line 'Redis says another client holds or removed it; sending SIGTERM'
+	grep -q 'still runs; sending SIGKILL' "$T/err"
+	assert_clean
+}
+
+@test "--on-lost ignore: COMMAND runs to its end, then exit 70" {
+	local t0
+	start_holder -l 1s --on-lost ignore -k "$K" -- sh "$T/until-go.sh"
+	wait_ms 3000 pttl_in 900 1000
+	t0=$(now_ms)
+	rcli del "$L" > /dev/null
+	wait_ms 1500 grep -q 'lost the lock' "$T/err" || fail "no warning"
+	grep -q -- '--on-lost ignore' "$T/err"
+	# Past the old lease's end: still running, and rlock waits for it.
+	sleep_until $((t0 + 1200))
+	proc_alive "$CMD" || fail "COMMAND was stopped"
+	proc_alive "$HOLDER"
+	[ ! -e "$T/term" ]
+	touch "$T/go"
+	reap "$HOLDER" 3000
+	[ "$RC" = 70 ]
+	[ -s "$T/finished" ]
+	assert_one_lost_line 'Redis says another client holds or removed it'
+	assert_clean
+}
+
+@test "Redis restarted without its data: noticed within a reconnect, exit 70" {
+	local t0 t1 dt
+	start_holder -l 2s --on-lost term -k "$K" -- sh "$T/term-exit.sh"
+	# Just after an extend: the next one is 600+ ms away.
+	wait_ms 3000 pttl_in 1900 2000
+	t0=$(now_ms)
+	redis_restart main || fail "restart failed"
+	t1=$(now_ms)
+	[ "$(rcli exists "$L")" = 0 ]
+	wait_ms 2000 test -s "$T/term" || fail "no SIGTERM within 2s"
+	dt=$(( $(cat "$T/term") - t0 ))
+	echo "# restart took $((t1 - t0))ms; restart to SIGTERM: ${dt}ms" >&3
+	# Retries come every lease/10 = 200 ms once the connection dropped.
+	[ $((dt + t0 - t1)) -lt 450 ] ||
+		fail "SIGTERM $((dt + t0 - t1))ms after Redis was back"
+	# lease/3 is 667 ms: waiting for the next extend would be too late
+	# (when the restart itself was quick enough to tell).
+	[ $((t1 - t0)) -ge 300 ] || [ "$dt" -lt 600 ] ||
+		fail "SIGTERM ${dt}ms after the restart began"
+	reap "$HOLDER" 3000
+	[ "$RC" = 70 ]
+	assert_one_lost_line 'Redis says another client holds or removed it'
+	assert_clean
+}
+
+# stalled_redis KILL-AFTER: stop Redis late in a renewal period and check
+# that COMMAND (which ignores SIGTERM) got SIGTERM, then died before the
+# key could expire in Redis. Sets TS (stop), EXP (expiry), TT, TD.
+stalled_redis() {
+	start_holder -l 1s --kill-after "$1" -k "$K" -- sh "$T/term-ignore.sh"
+	# Late in the period: the last extend is ~250 ms old, so a deadline
+	# counted from the stall instead of from it is visibly too late.
+	wait_ms 3000 pttl_in 690 780
+	kill -STOP "$(redis_pid)"
+	TS=$(now_ms)
+	TD=$(death_ms "$CMD" 3000) || TD=
+	redis_cont
+	[ -n "$TD" ] || fail "COMMAND alive 3s after Redis stopped"
+	[ -s "$T/term" ] || fail "no SIGTERM before SIGKILL"
+	TT=$(head -n 1 "$T/term")
+	echo "# stall to SIGTERM $((TT - TS))ms, to death $((TD - TS))ms," \
+	    "expiry at $((EXP - TS))ms" >&3
+	[ "$TT" -ge "$TS" ] || fail "SIGTERM $((TS - TT))ms before the stall"
+	[ "$TD" -le $((EXP + 150)) ] ||
+		fail "COMMAND died $((TD - EXP))ms after the key expired"
+	[ $((TD - TS)) -lt 1000 ] || fail "died $((TD - TS))ms after the stall"
+	reap "$HOLDER" 15000
+	[ "$RC" = 70 ]
+	assert_one_lost_line 'the lease could not be extended in time'
+	grep -q 'still runs; sending SIGKILL' "$T/err"
+}
+
+@test "Redis stalled: SIGTERM, then SIGKILL before the lease ends; exit 70" {
+	stalled_redis 0.2
+	# --kill-after 0.2 fits: SIGTERM about 200 ms before the SIGKILL.
+	[ $((TD - TT)) -ge 120 ] || fail "grace $((TD - TT))ms"
+	assert_clean
+}
+
+@test "Redis stalled: a --kill-after longer than the lease is shortened" {
+	stalled_redis 10s
+	# Shortened to (lease - drift) / 2 = 494 ms, not dropped.
+	[ $((TD - TT)) -ge 300 ] || fail "grace $((TD - TT))ms"
+	assert_clean
+}
+
+@test "stalled, then restarted empty: learning 'not ours' keeps the SIGKILL on time" {
+	local ts exp td
+	start_holder -l 1s --kill-after 10s -k "$K" -- sh "$T/term-ignore.sh"
+	wait_ms 3000 pttl_in 690 780
+	kill -STOP "$(redis_pid)"
+	ts=$(now_ms)
+	exp=$EXP
+	wait_ms 1500 test -s "$T/term" || fail "no SIGTERM"
+	redis_restart -9 main || fail "restart failed"
+	td=$(death_ms "$CMD" 3000) || fail "COMMAND alive 3s after the stall"
+	echo "# stall to death $((td - ts))ms, expiry at $((exp - ts))ms" >&3
+	[ "$td" -le $((exp + 150)) ] ||
+		fail "COMMAND died $((td - exp))ms after the lease ended"
+	reap "$HOLDER" 5000
+	[ "$RC" = 70 ]
+	assert_one_lost_line 'the lease could not be extended in time'
+	assert_clean
+}
+
+@test "Redis silent as COMMAND ends: release gives up after one --connect-timeout" {
+	local t0 dt
+	start_holder -l 10s --connect-timeout 1s -k "$K" -- sh "$T/until-go.sh"
+	kill -STOP "$(redis_pid)"
+	t0=$(now_ms)
+	touch "$T/go"
+	reap "$HOLDER" 5000
+	dt=$(( $(now_ms) - t0 ))
+	redis_cont
+	echo "# COMMAND's end to rlock's exit: ${dt}ms" >&3
+	[ "$RC" = 0 ] || fail "status $RC: $(cat "$T/err")"
+	[ -s "$T/finished" ]
+	[ "$dt" -ge 900 ] && [ "$dt" -lt 1800 ] || fail "exit after ${dt}ms"
+	# One line, saying what failed (and that the lease cleans up).
+	[ "$(wc -l < "$T/err")" = 1 ] || fail "$(cat "$T/err")"
+	grep -q "^rlock: .*could not release '$K'.*expires" "$T/err" ||
+		fail "$(cat "$T/err")"
+	assert_clean
+}

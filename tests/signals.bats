@@ -1,0 +1,360 @@
+#!/usr/bin/env bats
+# Signals and endings: the lock is released however COMMAND ends, signals
+# to rlock reach COMMAND (or end the wait), a SIGKILLed rlock does not
+# leave COMMAND running unguarded, and COMMAND starts with a clean signal
+# state and rlock's stdin and stdout.
+
+load helper
+
+SIGS="INT TERM HUP QUIT USR1 USR2"
+
+setup_file() {
+	# One Redis per file, which tests stop and restart: never in parallel.
+	export BATS_NO_PARALLELIZE_WITHIN_FILE=true
+	redis_start main
+}
+
+teardown_file() {
+	redis_stop main
+}
+
+setup() {
+	K=sig$BATS_TEST_NUMBER
+	L="rlock:{$K}"
+	T=$BATS_TEST_TMPDIR
+	export T
+	PIDS=()
+	# trap.sh SIG: exit 42 from a trap of SIG, after noting it.
+	cat > "$T/trap.sh" <<-'EOF'
+	trap 'echo "got $1" >> "$T/marker"; kill $! 2>/dev/null; exit 42' "$1"
+	echo $$ > "$T/cmd.pid"
+	sleep 30 & wait
+	EOF
+	# hold.sh: hold until $T/go exists.
+	cat > "$T/hold.sh" <<-'EOF'
+	echo $$ > "$T/cmd.pid"
+	while [ ! -e "$T/go" ]; do sleep 0.02; done
+	EOF
+}
+
+teardown() {
+	local p f
+	for f in "$T"/*.pid; do
+		[ -s "$f" ] && PIDS+=("$(cat "$f")")
+	done
+	for p in "${PIDS[@]}"; do
+		proc_alive "$p" && kill -KILL "$p" 2>/dev/null
+	done
+	rcli del "$L" "$L:meta" > /dev/null
+	return 0
+}
+
+# bg_rlock RLOCK-ARGS...: rlock in the background, pid in $BG. bash starts
+# background jobs with SIGINT and SIGQUIT ignored; env gives them back,
+# as a job started from a terminal would have them.
+bg_rlock() {
+	env --default-signal=INT,QUIT "$RLOCK" "$@" > "$T/out" 2> "$T/err" \
+	    3>&- &
+	BG=$!
+	PIDS+=("$BG")
+}
+
+# wait_cmd: wait for COMMAND to write $T/cmd.pid; its pid in $CMD.
+wait_cmd() {
+	wait_ms 5000 test -s "$T/cmd.pid" || fail "COMMAND did not start"
+	CMD=$(cat "$T/cmd.pid")
+}
+
+proc_gone() { ! proc_alive "$1"; }
+
+# reap PID MS: wait at most MS for PID to end; its status in $RC.
+reap() {
+	wait_ms "$2" proc_gone "$1" || fail "pid $1 still runs after $2 ms"
+	RC=0
+	wait "$1" || RC=$?
+}
+
+death_ms() { # PID MS
+	local end=$(( $(now_ms) + $2 ))
+	while proc_alive "$1"; do
+		[ "$(now_ms)" -lt "$end" ] || return 1
+		sleep 0.005
+	done
+	now_ms
+}
+
+signum() { kill -l "$1"; }
+
+key_gone() { [ "$(rcli exists "$L" "$L:meta")" = 0 ]; }
+
+# The lock is free right now: the key is gone and another rlock gets it.
+assert_released() {
+	key_gone || fail "key still there: $(rcli pttl "$L")ms left"
+	run -0 "$RLOCK" -n -k "$K" true
+	run keys_without_ttl
+	assert_output ''
+}
+
+@test "released when COMMAND exits 0" {
+	run -0 --separate-stderr "$RLOCK" -k "$K" -- true
+	[ -z "$stderr" ]
+	assert_released
+}
+
+@test "released when COMMAND exits non-zero, with its status" {
+	run -3 --separate-stderr "$RLOCK" -k "$K" -- sh -c 'exit 3'
+	[ -z "$stderr" ]
+	assert_released
+}
+
+@test "released when COMMAND is killed by a signal: 128+N" {
+	run -137 "$RLOCK" -k "$K" -- sh -c 'kill -KILL $$'
+	assert_released
+	run -143 "$RLOCK" -k "$K" -- sh -c 'kill -TERM $$'
+	assert_released
+}
+
+# forwarded SIG: SIG sent to rlock reaches COMMAND, whose trap exits 42;
+# rlock exits 42 and the lock is free at once.
+forwarded() {
+	local sig=$1 t0 t1
+	rm -f "$T/cmd.pid" "$T/marker"
+	bg_rlock -k "$K" -- sh "$T/trap.sh" "$sig"
+	wait_cmd
+	[ "$(rcli exists "$L")" = 1 ]
+	t0=$(now_ms)
+	kill -"$sig" "$BG"
+	reap "$BG" 3000
+	t1=$(now_ms)
+	[ "$RC" = 42 ] || fail "SIG$sig: status $RC: $(cat "$T/err")"
+	[ "$(cat "$T/marker")" = "got $sig" ] || fail "SIG$sig not forwarded"
+	[ $((t1 - t0)) -lt 1000 ] || fail "SIG$sig: exit after $((t1 - t0))ms"
+	assert_released
+}
+
+@test "SIGINT to rlock is forwarded; COMMAND's status; released" {
+	forwarded INT
+}
+
+@test "SIGTERM to rlock is forwarded; COMMAND's status; released" {
+	forwarded TERM
+}
+
+@test "SIGHUP to rlock is forwarded; COMMAND's status; released" {
+	forwarded HUP
+}
+
+@test "SIGQUIT to rlock is forwarded; COMMAND's status; released" {
+	forwarded QUIT
+}
+
+@test "SIGUSR1 to rlock is forwarded; COMMAND's status; released" {
+	forwarded USR1
+}
+
+@test "SIGUSR2 to rlock is forwarded; COMMAND's status; released" {
+	forwarded USR2
+}
+
+@test "a forwarded signal that kills COMMAND: 128+N, released" {
+	local sig
+	for sig in $SIGS; do
+		rm -f "$T/cmd.pid"
+		bg_rlock -k "$K" -- sh -c 'echo $$ > "$T/cmd.pid"; exec sleep 30'
+		wait_cmd
+		kill -"$sig" "$BG"
+		reap "$BG" 3000
+		[ "$RC" = $((128 + $(signum "$sig"))) ] ||
+			fail "SIG$sig: status $RC: $(cat "$T/err")"
+		assert_released
+	done
+}
+
+@test "rlock keeps the lock while COMMAND handles a forwarded signal" {
+	cat > "$T/slow.sh" <<-'EOF'
+	trap 'echo got >> "$T/marker"' TERM
+	echo $$ > "$T/cmd.pid"
+	while [ ! -e "$T/go" ]; do sleep 0.02; done
+	exit 7
+	EOF
+	bg_rlock -l 1s -k "$K" -- sh "$T/slow.sh"
+	wait_cmd
+	kill -TERM "$BG"
+	wait_ms 2000 test -s "$T/marker" || fail "SIGTERM not forwarded"
+	# Past a whole lease: rlock still waits for COMMAND and renews.
+	sleep 1.2
+	proc_alive "$BG" || fail "rlock ended before COMMAND"
+	[ "$(rcli pttl "$L")" -gt 0 ]
+	touch "$T/go"
+	reap "$BG" 3000
+	[ "$RC" = 7 ]
+	assert_released
+}
+
+@test "a signal while waiting: 128+N at once, COMMAND never runs, no trace" {
+	local sig before t0 t1
+	bg_rlock -k "$K" -- sh "$T/hold.sh"
+	HOLDER=$BG
+	wait_cmd
+	before=$(our_keys)
+	for sig in $SIGS; do
+		bg_rlock -k "$K" -- sh -c 'touch "$T/ran"'
+		wait_ms 3000 waiting 1 || fail "waiter not waiting"
+		t0=$(now_ms)
+		kill -"$sig" "$BG"
+		reap "$BG" 3000
+		t1=$(now_ms)
+		[ "$RC" = $((128 + $(signum "$sig"))) ] ||
+			fail "SIG$sig: status $RC: $(cat "$T/err")"
+		[ $((t1 - t0)) -lt 1000 ] ||
+			fail "SIG$sig: exit after $((t1 - t0))ms"
+		[ ! -e "$T/ran" ] || fail "COMMAND ran after SIG$sig"
+		waiting 0 || fail "still waiting in Redis after SIG$sig"
+		[ "$(our_keys)" = "$before" ] ||
+			fail "Redis changed after SIG$sig: $(our_keys |
+			    diff <(echo "$before") -)"
+	done
+	touch "$T/go"
+	reap "$HOLDER" 3000
+	[ "$RC" = 0 ]
+	assert_released
+}
+
+# This test's keys in Redis (earlier tests' keys expire meanwhile).
+our_keys() { rcli --scan --pattern "$L*" | sort; }
+
+# waiting N: N Redis clients sit waiting for a wake-up (blocked in a
+# command, or subscribed), as rlock's waiters do.
+waiting() {
+	[ "$(rcli client list |
+	    grep -cE ' flags=[a-zA-Z]*b| sub=[1-9]| psub=[1-9]| ssub=[1-9]')" = "$1" ]
+}
+
+# sigkilled ACTION SCRIPT: SIGKILL an rlock -l 1s --on-lost ACTION that
+# runs SCRIPT, while a second rlock waits for the key. Unless ACTION is
+# ignore, COMMAND must die at once. Sets T0 (the SIGKILL), TD (COMMAND's
+# death), TEXP (key seen gone), ORPHAN, and leaves the second in $BG.
+sigkilled() {
+	cat > "$T/second.sh" <<-'EOF'
+	date +%s%3N > "$T/second"
+	o=$(cat "$T/cmd.pid")
+	st=$(cut -d' ' -f3 /proc/"$o"/stat 2>/dev/null)
+	if [ -n "$st" ] && [ "$st" != Z ]; then echo "$o" > "$T/overlap"; fi
+	EOF
+	bg_rlock -l 1s --on-lost "$1" -k "$K" -- sh -c "$2"
+	HOLDER=$BG
+	wait_cmd
+	ORPHAN=$CMD
+	"$RLOCK" -l 1s -k "$K" -- sh "$T/second.sh" > "$T/out2" \
+	    2> "$T/err2" 3>&- &
+	BG=$!
+	PIDS+=("$BG")
+	wait_ms 3000 waiting 1 || fail "second rlock not waiting"
+	T0=$(now_ms)
+	kill -KILL "$HOLDER"
+	# No more than the lease left: nothing renews it now.
+	P=$(rcli pttl "$L")
+	[ "$P" -gt 0 ] && [ "$P" -le 1000 ] || fail "PTTL $P after SIGKILL"
+	TD=
+	if [ "$1" != ignore ]; then
+		TD=$(death_ms "$ORPHAN" 3000) || fail "orphan alive 3s after"
+		echo "# $1: SIGKILL of rlock to orphan's death $((TD - T0))ms" >&3
+		[ $((TD - T0)) -lt 500 ] ||
+			fail "orphan died $((TD - T0))ms after rlock"
+	fi
+	wait_ms 3000 key_gone || fail "key still there 3s after SIGKILL"
+	TEXP=$(now_ms)
+	echo "# $1: SIGKILL to key gone $((TEXP - T0))ms" >&3
+	[ $((TEXP - T0)) -le 1500 ] || fail "expired $((TEXP - T0))ms after"
+}
+
+@test "SIGKILLed rlock (--on-lost term): COMMAND gets SIGTERM at once" {
+	local t2
+	sigkilled term 'echo $$ > "$T/cmd.pid"; exec sleep 60'
+	reap "$BG" 5000
+	[ "$RC" = 0 ] || fail "second: $RC $(cat "$T/err2")"
+	[ ! -e "$T/overlap" ] || fail "two holders ran at once"
+	t2=$(cat "$T/second")
+	[ "$t2" -ge "$TD" ] || fail "second started before the orphan died"
+	[ $((t2 - T0)) -lt 2000 ]
+}
+
+@test "SIGKILLed rlock (--on-lost kill): COMMAND gets SIGKILL at once" {
+	sigkilled kill 'trap "" TERM; echo $$ > "$T/cmd.pid"
+	    while :; do sleep 0.05; done'
+	reap "$BG" 5000
+	[ "$RC" = 0 ] || fail "second: $RC $(cat "$T/err2")"
+	[ ! -e "$T/overlap" ] || fail "two holders ran at once"
+	[ "$(cat "$T/second")" -ge "$TD" ]
+}
+
+@test "SIGKILLed rlock (--on-lost ignore): COMMAND runs on, as documented" {
+	sigkilled ignore 'echo $$ > "$T/cmd.pid"; exec sleep 60'
+	reap "$BG" 5000
+	[ "$RC" = 0 ] || fail "second: $RC $(cat "$T/err2")"
+	# Nothing stops it: it outlived the lease and overlapped the second.
+	proc_alive "$ORPHAN" || fail "orphan of --on-lost ignore died"
+	[ "$(cat "$T/overlap")" = "$ORPHAN" ]
+	kill -KILL "$ORPHAN"
+	wait_ms 2000 proc_gone "$ORPHAN"
+}
+
+@test "COMMAND reads rlock's stdin" {
+	run -0 bash -c 'printf "abc\ndef\n" | "$RLOCK" -k "$1" -- cat' _ "$K"
+	assert_output $'abc\ndef'
+	assert_released
+}
+
+@test "COMMAND writing to a closed pipe dies of SIGPIPE: yes | head -1" {
+	run -0 timeout 10 bash -c \
+	    '"$RLOCK" -k "$1" -- yes | head -n 1; echo "rlock ${PIPESTATUS[0]}"' \
+	    _ "$K"
+	assert_output $'y\nrlock 141'
+	assert_released
+}
+
+@test "COMMAND that closes its stdout: its own status, no fuss" {
+	run -5 --separate-stderr "$RLOCK" -k "$K" -- \
+	    sh -c 'exec >&-; echo after >&2; exit 5'
+	[ "$stderr" = after ]
+	assert_released
+}
+
+@test "COMMAND starts with no blocked signals and rlock's ignored set" {
+	local want
+	want=$(grep '^SigIgn' /proc/self/status)
+	run -0 "$RLOCK" -k "$K" -- grep -E '^Sig(Blk|Ign)' /proc/self/status
+	assert_line "$(printf 'SigBlk:\t0000000000000000')"
+	assert_line "$want"
+	# SIGPIPE (bit 13) is not ignored: rlock ignores it for itself only.
+	[ $(( 0x${want##*[[:space:]]} & 0x1000 )) = 0 ]
+}
+
+@test "on a terminal: COMMAND has the tty, and ^C reaches it once" {
+	command -v script > /dev/null || skip "script(1) is not installed"
+	# COMMAND notes each signal; after the ^C it sends rlock a SIGUSR1,
+	# which rlock must forward (so forwarding works and is logged).
+	cat > "$T/tty.pl" <<-'EOF2'
+	sub note { open(my $f, ">>", "$ENV{T}/marker"); print $f "@_\n"; }
+	my %got;
+	$SIG{INT} = sub { $got{int}++; note("int") };
+	$SIG{USR1} = sub { $got{usr1}++; note("usr1") };
+	system("tty > $ENV{T}/tty");
+	for (1 .. 100) { last if $got{int}; select(undef, undef, undef, 0.05) }
+	kill("USR1", getppid());
+	for (1 .. 100) { last if $got{usr1}; select(undef, undef, undef, 0.05) }
+	select(undef, undef, undef, 0.3);
+	exit 5;
+	EOF2
+	# ^C makes the kernel signal the whole foreground group, COMMAND
+	# included: rlock must not send it a second one.
+	run -5 timeout 20 bash -c '( sleep 0.5; printf "\003"; sleep 4 ) |
+	    script -qefc "exec $RLOCK -v -k $1 -- perl $T/tty.pl" /dev/null' \
+	    _ "$K"
+	grep -q '^/dev/pts/' "$T/tty" || fail "stdin is $(cat "$T/tty")"
+	[ "$(cat "$T/marker")" = $'int\nusr1' ] ||
+		fail "signals: $(cat "$T/marker")"
+	assert_output --partial "forwarding signal $(signum USR1) to COMMAND"
+	refute_output --partial "forwarding signal $(signum INT) to COMMAND"
+	assert_released
+}

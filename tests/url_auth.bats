@@ -1,0 +1,293 @@
+#!/usr/bin/env bats
+# URLs and credentials: TCP and unix sockets, database selection, passwords
+# from the URL, --password-file and the environment, ACL users, 69 and 77,
+# the connect timeout on a silent server, and no password in ps or in
+# COMMAND's environment.
+
+load helper
+
+setup_file() {
+	redis_start main
+	export MAIN_SOCK=$REDIS_SOCK MAIN_PORT=$REDIS_PORT MAIN_URL=$RLOCK_URL
+	# redis_start checks with redis-cli ping, which reads REDISCLI_AUTH.
+	REDISCLI_AUTH=s3cret redis_start auth --requirepass s3cret
+	export AUTH_SOCK=$REDIS_SOCK AUTH_PORT=$REDIS_PORT
+	redis-cli -s "$AUTH_SOCK" --no-auth-warning -a s3cret \
+		acl setuser alice on '>pw' '~*' '&*' '+@all' >/dev/null
+	redis_start silent
+	export SILENT_PORT=$REDIS_PORT SILENT_PIDFILE=$REDIS_PIDFILE
+	# Back to main for rcli, keys_without_ttl and the default RLOCK_URL.
+	export REDIS_SOCK=$MAIN_SOCK REDIS_PORT=$MAIN_PORT RLOCK_URL=$MAIN_URL
+	local p
+	for p in $(seq 1 50); do
+		p=$(( (RANDOM % 20000) + 40000 ))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			export CLOSED_PORT=$p
+			break
+		fi
+	done
+	[ -n "${CLOSED_PORT:-}" ]
+}
+
+teardown_file() {
+	[ -z "${SILENT_PIDFILE:-}" ] ||
+		kill -CONT "$(cat "$SILENT_PIDFILE")" 2>/dev/null || true
+	redis_stop silent
+	redis_stop auth
+	redis_stop main
+}
+
+teardown() {
+	# A test that stopped the silent server must not leave it stopped.
+	[ -z "${SILENT_PIDFILE:-}" ] ||
+		kill -CONT "$(cat "$SILENT_PIDFILE")" 2>/dev/null || true
+	[ -z "${BG:-}" ] || { kill -TERM "$BG" 2>/dev/null; wait "$BG" || true; }
+	BG=
+	local left
+	left=$(keys_without_ttl)
+	[ -z "$left" ] || fail "keys without TTL: $left"
+}
+
+acli() { redis-cli -s "$AUTH_SOCK" --no-auth-warning -a s3cret "$@"; }
+
+# COMMAND that prints whether KEY is held, as seen on the auth server.
+held_on_auth='redis-cli -s "$AUTH_SOCK" --no-auth-warning -a s3cret exists "rlock:{$RLOCK_KEY}"'
+
+@test "TCP URL: the lock is taken on that server" {
+	run -0 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$MAIN_PORT" -k tcp \
+		-- sh -c 'redis-cli -s "$MAIN_SOCK" exists "rlock:{tcp}"'
+	[ "$output" = 1 ]
+	[ -z "$stderr" ]
+	RLOCK_URL=redis://127.0.0.1:$MAIN_PORT/0 run -0 "$RLOCK" -k tcp -- \
+		sh -c 'redis-cli -s "$MAIN_SOCK" exists "rlock:{tcp}"'
+	[ "$output" = 1 ]
+	REDIS_URL=redis://localhost:$MAIN_PORT run -0 env -u RLOCK_URL \
+		"$RLOCK" -k tcp -- sh -c 'redis-cli -s "$MAIN_SOCK" exists "rlock:{tcp}"'
+	[ "$output" = 1 ]
+}
+
+@test "unix socket URL works" {
+	run -0 --separate-stderr "$RLOCK" -u "unix://$MAIN_SOCK" -k sock -- \
+		sh -c 'redis-cli -s "$MAIN_SOCK" exists "rlock:{sock}"'
+	[ "$output" = 1 ]
+	[ -z "$stderr" ]
+}
+
+# in_db URL DB: rlock via URL holds its key in database DB and no other.
+in_db() {
+	run -0 --separate-stderr "$RLOCK" -u "$1" -k dbkey -- sh -c '
+		redis-cli -s "$MAIN_SOCK" -n "$1" exists "rlock:{dbkey}"
+		redis-cli -s "$MAIN_SOCK" -n 0 exists "rlock:{dbkey}"' sh "$2"
+	[ -z "$stderr" ] || fail "$stderr"
+	[ "${lines[0]}" = 1 ] || fail "$1: not in db $2"
+	[ "${lines[1]}" = 0 ] || fail "$1: in db 0"
+	local k
+	for k in $(redis-cli -s "$MAIN_SOCK" -n "$2" --scan); do
+		[ "$(redis-cli -s "$MAIN_SOCK" -n "$2" pttl "$k")" != -1 ] ||
+			fail "$1: $k left without TTL"
+	done
+	[ "$(redis-cli -s "$MAIN_SOCK" -n "$2" exists "rlock:{dbkey}")" = 0 ]
+}
+
+@test "/db and ?db=N select the database" {
+	in_db "redis://127.0.0.1:$MAIN_PORT/5" 5
+	in_db "redis://127.0.0.1:$MAIN_PORT?db=6" 6
+	in_db "unix://$MAIN_SOCK?db=7" 7
+	redis-cli -s "$MAIN_SOCK" -n 5 flushdb >/dev/null
+	redis-cli -s "$MAIN_SOCK" -n 6 flushdb >/dev/null
+	redis-cli -s "$MAIN_SOCK" -n 7 flushdb >/dev/null
+}
+
+@test "a database the server does not have: 76, one line" {
+	run -76 --separate-stderr "$RLOCK" -u "unix://$MAIN_SOCK?db=999" -k k -- \
+		echo must-not-run
+	[ -z "$output" ]
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ $stderr == "rlock: unix://$MAIN_SOCK?db=999: cannot select the database: "*"DB index is out of range"* ]]
+}
+
+@test "password in the URL, TCP and unix" {
+	run -0 --separate-stderr "$RLOCK" -u "redis://:s3cret@127.0.0.1:$AUTH_PORT" \
+		-k a1 -- sh -c "$held_on_auth"
+	[ "$output" = 1 ]
+	[ -z "$stderr" ]
+	run -0 --separate-stderr "$RLOCK" -u "unix://:s3cret@$AUTH_SOCK" -k a1 -- \
+		sh -c "$held_on_auth"
+	[ "$output" = 1 ]
+	# Percent-encoded: s3cret is s%33cret.
+	run -0 "$RLOCK" -u "redis://:s%33cret@127.0.0.1:$AUTH_PORT" -k a1 -- true
+}
+
+@test "password from --password-file (mode 600): no warning" {
+	local f=$BATS_TEST_TMPDIR/pw
+	printf 's3cret\nignored second line\n' > "$f"
+	chmod 600 "$f"
+	run -0 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$AUTH_PORT" \
+		--password-file "$f" -k a2 -- sh -c "$held_on_auth"
+	[ "$output" = 1 ]
+	[ -z "$stderr" ]
+	# A file others can read still works, with a one-line warning.
+	chmod 644 "$f"
+	run -0 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$AUTH_PORT" \
+		--password-file "$f" -k a2 -- true
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ $stderr == "rlock: warning: --password-file $f is accessible by others"* ]]
+	run -0 --separate-stderr "$RLOCK" -q -u "redis://127.0.0.1:$AUTH_PORT" \
+		--password-file "$f" -k a2 -- true
+	[ -z "$stderr" ]
+}
+
+@test "--password-file that cannot be read: 64 before contacting Redis" {
+	run -64 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$CLOSED_PORT" \
+		--password-file "$BATS_TEST_TMPDIR/none" -k a2 -- true
+	[ "${#stderr_lines[@]}" -ge 1 ]
+	[[ ${stderr_lines[0]} == "rlock: cannot read --password-file $BATS_TEST_TMPDIR/none: No such file or directory" ]]
+}
+
+@test "password from RLOCK_PASSWORD, and from REDISCLI_AUTH" {
+	RLOCK_PASSWORD=s3cret run -0 --separate-stderr "$RLOCK" \
+		-u "redis://127.0.0.1:$AUTH_PORT" -k a3 -- sh -c "$held_on_auth"
+	[ "$output" = 1 ]
+	[ -z "$stderr" ]
+	REDISCLI_AUTH=s3cret run -0 --separate-stderr "$RLOCK" \
+		-u "unix://$AUTH_SOCK" -k a3 -- sh -c "$held_on_auth"
+	[ "$output" = 1 ]
+	[ -z "$stderr" ]
+}
+
+@test "which password wins: file over URL, URL over environment" {
+	local f=$BATS_TEST_TMPDIR/pw
+	printf 's3cret\n' > "$f"
+	chmod 600 "$f"
+	run -0 "$RLOCK" -u "redis://:wrong@127.0.0.1:$AUTH_PORT" \
+		--password-file "$f" -k a4 -- true
+	RLOCK_PASSWORD=wrong run -0 "$RLOCK" \
+		-u "redis://:s3cret@127.0.0.1:$AUTH_PORT" -k a4 -- true
+	RLOCK_PASSWORD=wrong REDISCLI_AUTH=s3cret run -77 "$RLOCK" \
+		-u "redis://127.0.0.1:$AUTH_PORT" -k a4 -- true
+}
+
+# refused STATUS... : rlock exits 77 with one line that names the server
+# (password hidden), says what to check, and never shows "wrongpw".
+refused() {
+	run -77 --separate-stderr "$@"
+	[ -z "$output" ] || fail "COMMAND ran: $output"
+	[ "${#stderr_lines[@]}" -eq 1 ] || fail "stderr: $stderr"
+	[[ $stderr == "rlock: "*"refused us: "*"check the user and password"* ]] ||
+		fail "stderr: $stderr"
+	[[ $stderr != *wrongpw* ]] || fail "password shown: $stderr"
+}
+
+@test "wrong password: 77, one line, the password not shown" {
+	refused "$RLOCK" -u "redis://:wrongpw@127.0.0.1:$AUTH_PORT" -k a5 -- \
+		echo must-not-run
+	[[ $stderr == "rlock: redis://:***@127.0.0.1:$AUTH_PORT/0 refused us: "* ]]
+	RLOCK_PASSWORD=wrongpw refused "$RLOCK" -u "unix://$AUTH_SOCK" -k a5 -- \
+		echo must-not-run
+	printf 'wrongpw\n' > "$BATS_TEST_TMPDIR/pw"
+	chmod 600 "$BATS_TEST_TMPDIR/pw"
+	refused "$RLOCK" -u "unix://$AUTH_SOCK" --password-file \
+		"$BATS_TEST_TMPDIR/pw" -k a5 -- echo must-not-run
+}
+
+@test "no password for a server that wants one: 77" {
+	refused "$RLOCK" -u "redis://127.0.0.1:$AUTH_PORT" -k a6 -- \
+		echo must-not-run
+	[[ $stderr == *NOAUTH* ]]
+	refused "$RLOCK" -n -w 1 -u "unix://$AUTH_SOCK?db=2" -k a6 -- \
+		echo must-not-run
+}
+
+@test "ACL user: right password works, wrong one is 77" {
+	run -0 --separate-stderr "$RLOCK" -u "redis://alice:pw@127.0.0.1:$AUTH_PORT" \
+		-k acl -- sh -c "$held_on_auth"
+	[ "$output" = 1 ]
+	[ -z "$stderr" ]
+	# User in the URL, password from the environment.
+	RLOCK_PASSWORD=pw run -0 "$RLOCK" -u "unix://alice@$AUTH_SOCK" -k acl \
+		-- true
+	refused "$RLOCK" -u "redis://alice:wrongpw@127.0.0.1:$AUTH_PORT" -k acl \
+		-- echo must-not-run
+	[[ $stderr == *"redis://alice:***@127.0.0.1:$AUTH_PORT/0 refused us"* ]]
+	refused "$RLOCK" -u "redis://bob:s3cret@127.0.0.1:$AUTH_PORT" -k acl \
+		-- echo must-not-run
+}
+
+@test "nothing listening: 69 at once, one line" {
+	local t0 el
+	t0=$(now_ms)
+	run -69 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$CLOSED_PORT" \
+		-k down -- echo must-not-run
+	el=$(( $(now_ms) - t0 ))
+	[ -z "$output" ]
+	[ "$stderr" = "rlock: cannot reach redis://127.0.0.1:$CLOSED_PORT/0: Connection refused; check -u or RLOCK_URL" ]
+	[ "$el" -lt 2000 ] || fail "took ${el}ms"
+	run -69 --separate-stderr "$RLOCK" -u "unix://$BATS_TEST_TMPDIR/none.sock" \
+		-k down -- echo must-not-run
+	[ "${#stderr_lines[@]}" -eq 1 ]
+	[[ $stderr == "rlock: cannot reach unix://$BATS_TEST_TMPDIR/none.sock"* ]]
+	# With a password: hidden in the message.
+	run -69 --separate-stderr "$RLOCK" \
+		-u "redis://:wrongpw@127.0.0.1:$CLOSED_PORT" -k down -- true
+	[[ $stderr != *wrongpw* ]]
+}
+
+# silent ARGS...: against the stopped server, --connect-timeout 0.5 gives
+# 69 in about half a second (not a multiple of it).
+silent() {
+	local t0 el
+	t0=$(now_ms)
+	run -69 --separate-stderr timeout 20 "$RLOCK" --connect-timeout 0.5 \
+		"$@" -k silent -- echo must-not-run
+	el=$(( $(now_ms) - t0 ))
+	[ -z "$output" ] || fail "COMMAND ran"
+	[ "${#stderr_lines[@]}" -eq 1 ] || fail "stderr: $stderr"
+	[[ $stderr == "rlock: cannot reach "*"no answer within 500ms"* ]] ||
+		fail "stderr: $stderr"
+	[ "$el" -ge 450 ] || fail "gave up after ${el}ms"
+	[ "$el" -lt 1400 ] || fail "took ${el}ms for --connect-timeout 0.5"
+}
+
+@test "--connect-timeout on a server that accepts but never answers: 69" {
+	kill -STOP "$(cat "$SILENT_PIDFILE")"
+	silent -u "redis://127.0.0.1:$SILENT_PORT"
+	silent -u "redis://127.0.0.1:$SILENT_PORT/3"
+	silent -u "redis://:pw@127.0.0.1:$SILENT_PORT"
+	silent -w 5 -u "redis://127.0.0.1:$SILENT_PORT"
+	kill -CONT "$(cat "$SILENT_PIDFILE")"
+	# Awake again, the same server works.
+	run -0 "$RLOCK" --connect-timeout 0.5 -u "redis://127.0.0.1:$SILENT_PORT" \
+		-k silent -- true
+}
+
+@test "ps and /proc/PID/cmdline do not show the password" {
+	"$RLOCK" -u "redis://:s3cret@127.0.0.1:$AUTH_PORT" -k pw -- sleep 5 \
+		3>&- >/dev/null 2>&1 &
+	BG=$!
+	wait_until 5 sh -c '[ "$(redis-cli -s "$AUTH_SOCK" --no-auth-warning -a s3cret exists "rlock:{pw}")" = 1 ]'
+	run -0 ps -o args= -p "$BG"
+	[[ $output == *"-u redis://:"*"@127.0.0.1:$AUTH_PORT -k pw -- sleep 5"* ]] ||
+		fail "not our process? $output"
+	[[ $output != *s3cret* ]] || fail "ps shows: $output"
+	run -0 tr '\0' ' ' < "/proc/$BG/cmdline"
+	[[ $output == *"redis://:"* ]]
+	[[ $output != *s3cret* ]] || fail "cmdline shows: $output"
+}
+
+@test "COMMAND's environment does not get the password" {
+	local f=$BATS_TEST_TMPDIR/pw
+	printf 's3cret\n' > "$f"
+	chmod 600 "$f"
+	run -0 "$RLOCK" -u "redis://:s3cret@127.0.0.1:$AUTH_PORT" -k env -- env
+	[[ $output == *RLOCK_TOKEN=* ]]
+	[[ $output != *s3cret* ]] || fail "env: $output"
+	run -0 "$RLOCK" -u "unix://$AUTH_SOCK" --password-file "$f" -k env -- env
+	[[ $output == *RLOCK_TOKEN=* ]]
+	[[ $output != *s3cret* ]] || fail "env: $output"
+	run -0 "$RLOCK" -u "unix://$AUTH_SOCK" --password-file "$f" -k env -- \
+		sh -c 'cat /proc/$$/cmdline; echo; cat /proc/$$/environ' 
+	[[ $output != *s3cret* ]] || fail "child sees: $output"
+	# Unless the user put it there: COMMAND inherits the environment.
+	RLOCK_PASSWORD=s3cret run -0 "$RLOCK" -u "unix://$AUTH_SOCK" -k env -- env
+	[[ $output == *RLOCK_PASSWORD=s3cret* ]]
+}

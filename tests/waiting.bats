@@ -1,0 +1,468 @@
+#!/usr/bin/env bats
+# Waiting: --fair order and its queue (dead and impatient waiters, plain
+# waiters that must not jump it), -N semaphores, mixed-mode refusal, the
+# wait line on a terminal, and wake-ups by Redis (BLPOP / pub/sub) rather
+# than polling. Every wait is bounded; timings are checked as windows
+# measured from the event that should cause them.
+
+load helper
+
+setup_file() {
+	redis_start main
+}
+
+teardown_file() {
+	redis_stop main
+}
+
+setup() {
+	K=wait$BATS_TEST_NUMBER
+	L="rlock:{$K}"
+	T=$BATS_TEST_TMPDIR
+	export T
+	PIDS=()
+	# hold.sh: COMMAND of a holder. Notes its pid, holds until $T/go
+	# exists, notes when it ended (ms).
+	cat > "$T/hold.sh" <<-'EOF'
+	echo $$ > "$T/hold.pid"
+	while [ ! -e "$T/go" ]; do sleep 0.02; done
+	date +%s%3N > "$T/hold.end"
+	EOF
+	# mark.sh NAME: COMMAND of a waiter. Appends NAME to $T/order and
+	# notes when it started (ms) in $T/NAME.start.
+	cat > "$T/mark.sh" <<-'EOF'
+	date +%s%3N > "$T/$1.start"
+	echo "$1" >> "$T/order"
+	EOF
+}
+
+teardown() {
+	local p f
+	touch "$T/go"
+	for f in "$T"/*.pid; do
+		[ -s "$f" ] && PIDS+=("$(cat "$f")")
+	done
+	for p in "${PIDS[@]}"; do
+		kill -CONT "$p" 2>/dev/null
+		proc_alive "$p" && kill -KILL "$p" 2>/dev/null
+	done
+	rcli --scan --pattern "$L*" | while IFS= read -r f; do
+		rcli del "$f" > /dev/null
+	done
+	return 0
+}
+
+proc_gone() { ! proc_alive "$1"; }
+
+# reap PID MS: wait at most MS for PID to end; its status in $RC.
+reap() {
+	wait_ms "$2" proc_gone "$1" || fail "pid $1 still runs after $2 ms"
+	RC=0
+	wait "$1" || RC=$?
+}
+
+# bg NAME RLOCK-ARGS...: rlock in the background, stdout and stderr in
+# $T/NAME.out and $T/NAME.err; its pid in $BG.
+bg() {
+	local name=$1
+	shift
+	"$RLOCK" "$@" > "$T/$name.out" 2> "$T/$name.err" 3>&- &
+	BG=$!
+	PIDS+=("$BG")
+}
+
+# holder [RLOCK-ARGS...]: hold $K (until $T/go) in the background; pid
+# in $HOLDER. Returns once COMMAND runs.
+holder() {
+	bg holder "$@" -k "$K" -- sh "$T/hold.sh"
+	HOLDER=$BG
+	wait_ms 5000 test -s "$T/hold.pid" || fail "holder did not start"
+}
+
+# end_holder: let the holder's COMMAND finish; wait for rlock to exit 0.
+end_holder() {
+	touch "$T/go"
+	reap "$HOLDER" 3000
+	[ "$RC" = 0 ] || fail "holder: status $RC: $(cat "$T/holder.err")"
+}
+
+qlen() { rcli llen "$L:q"; }
+qlen_is() { [ "$(qlen)" = "$1" ]; }
+exists() { [ "$(rcli exists "$1")" = 1 ]; }
+blocked_is() {
+	[ "$(rcli info clients | tr -d '\r' |
+	    sed -n 's/^blocked_clients://p')" = "$1" ]
+}
+commands() {
+	rcli info stats | tr -d '\r' | sed -n 's/^total_commands_processed://p'
+}
+start_of() { cat "$T/$1.start"; }
+ran_is() { [ -e "$T/order" ] && [ "$(wc -l < "$T/order")" = "$1" ]; }
+
+@test "--fair: waiters get the lock in arrival order; the queue is cleaned up" {
+	local i
+	holder
+	for i in 1 2 3 4 5 6; do
+		wait_until 5 qlen_is $((i - 1)) ||
+			fail "queue has $(qlen) entries, want $((i - 1))"
+		bg "w$i" --fair -k "$K" -- sh "$T/mark.sh" "$i"
+		eval "W$i=\$BG"
+	done
+	wait_until 5 qlen_is 6 || fail "queue has $(qlen) entries, want 6"
+	[ ! -e "$T/order" ] || fail "a waiter ran while held: $(cat "$T/order")"
+	end_holder
+	for i in 1 2 3 4 5 6; do
+		eval "reap \$W$i 5000"
+		[ "$RC" = 0 ] || fail "waiter $i: status $RC: $(cat "$T/w$i.err")"
+	done
+	[ "$(cat "$T/order")" = "$(printf '%s\n' 1 2 3 4 5 6)" ] ||
+		fail "order: $(tr '\n' ' ' < "$T/order")"
+	# The last one in line took the queue with it.
+	run rcli pttl "$L:q"
+	[ "$output" = -2 ] || [ "$output" -ge 0 ] || fail "queue pttl $output"
+	run rcli --scan --pattern "$L:w:*"
+	assert_output ''
+	run keys_without_ttl
+	assert_output ''
+}
+
+@test "--fair: a SIGKILLed waiter does not block the queue for long" {
+	local a b end
+	holder
+	bg a --fair -k "$K" -- sh "$T/mark.sh" a
+	a=$BG
+	wait_until 5 qlen_is 1 || fail "A not queued"
+	bg b --fair -k "$K" -- sh "$T/mark.sh" b
+	b=$BG
+	wait_until 5 qlen_is 2 || fail "B not queued"
+	kill -KILL "$a"
+	reap "$a" 2000
+	end_holder
+	end=$(cat "$T/hold.end")
+	reap "$b" 10000
+	[ "$RC" = 0 ] || fail "B: status $RC: $(cat "$T/b.err")"
+	[ ! -e "$T/a.start" ] || fail "the killed waiter's COMMAND ran"
+	[ "$(cat "$T/order")" = b ]
+	# A's heartbeat key lapses at most 6 s after its death.
+	[ $(( $(start_of b) - end )) -lt 8000 ] ||
+		fail "B started $(( $(start_of b) - end ))ms after the holder"
+	run rcli --scan --pattern "$L:w:*"
+	assert_output ''
+	run keys_without_ttl
+	assert_output ''
+}
+
+# The dead waiter is second in line: after the head's turn it becomes the
+# head, and the release wakes it (its :w key still alive); the live one
+# behind it must not sleep on until the first holder's lease (30 s) ends.
+@test "--fair: a SIGKILLed waiter in mid-queue does not block those behind" {
+	local a d b end
+	holder
+	bg a --fair -k "$K" -- sh "$T/mark.sh" a
+	a=$BG
+	wait_until 5 qlen_is 1 || fail "A not queued"
+	bg d --fair -k "$K" -- sh "$T/mark.sh" d
+	d=$BG
+	wait_until 5 qlen_is 2 || fail "D not queued"
+	bg b --fair -k "$K" -- sh "$T/mark.sh" b
+	b=$BG
+	wait_until 5 qlen_is 3 || fail "B not queued"
+	kill -KILL "$d"
+	reap "$d" 2000
+	end_holder
+	end=$(cat "$T/hold.end")
+	reap "$a" 3000
+	[ "$RC" = 0 ] || fail "A: status $RC: $(cat "$T/a.err")"
+	wait_ms 9000 test -e "$T/b.start" ||
+		fail "B still waiting $(( $(now_ms) - end ))ms after the holder"
+	reap "$b" 3000
+	[ "$RC" = 0 ] || fail "B: status $RC: $(cat "$T/b.err")"
+	[ ! -e "$T/d.start" ] || fail "the killed waiter's COMMAND ran"
+	[ "$(cat "$T/order")" = "$(printf '%s\n' a b)" ] ||
+		fail "order: $(tr '\n' ' ' < "$T/order")"
+	[ $(( $(start_of b) - end )) -lt 8000 ] ||
+		fail "B started $(( $(start_of b) - end ))ms after the holder"
+}
+
+@test "--fair -w: a waiter that gives up leaves the queue at once, exits 75" {
+	local a b ta q
+	holder
+	bg a --fair -w 1 -k "$K" -- sh "$T/mark.sh" a
+	a=$BG
+	wait_until 5 qlen_is 1 || fail "A not queued"
+	ta=$(rcli lindex "$L:q" 0)
+	exists "$L:w:$ta" || fail "A has no :w key"
+	bg b --fair -k "$K" -- sh "$T/mark.sh" b
+	b=$BG
+	wait_until 5 qlen_is 2 || fail "B not queued"
+	reap "$a" 3000
+	[ "$RC" = 75 ] || fail "A: status $RC: $(cat "$T/a.err")"
+	# At once: no waiting for its heartbeat to lapse.
+	q=$(rcli lrange "$L:q" 0 -1)
+	[[ $q != *"$ta"* ]] || fail "A's token still queued: $q"
+	! exists "$L:w:$ta" || fail "A's :w key still there"
+	[ "$(wc -l < "$T/a.err")" = 1 ] || fail "stderr: $(cat "$T/a.err")"
+	grep -q "^rlock: .*'$K'" "$T/a.err" || fail "stderr: $(cat "$T/a.err")"
+	[ ! -e "$T/a.start" ] || fail "A's COMMAND ran"
+	# B, now first, is not delayed by A.
+	end_holder
+	reap "$b" 3000
+	[ "$RC" = 0 ] || fail "B: status $RC: $(cat "$T/b.err")"
+	[ $(( $(start_of b) - $(cat "$T/hold.end") )) -lt 1000 ] ||
+		fail "B started $(( $(start_of b) - $(cat "$T/hold.end") ))ms late"
+}
+
+@test "plain waiters do not jump ahead of a live --fair queue" {
+	local a b p ta
+	holder
+	bg a --fair -k "$K" -- sh "$T/mark.sh" a
+	a=$BG
+	wait_until 5 qlen_is 1 || fail "A not queued"
+	ta=$(rcli lindex "$L:q" 0)
+	bg b --fair -k "$K" -- sh "$T/mark.sh" b
+	b=$BG
+	wait_until 5 qlen_is 2 || fail "B not queued"
+	bg p -k "$K" -- sh "$T/mark.sh" p
+	p=$BG
+	wait_until 5 blocked_is 1 || fail "plain waiter not blocked"
+	# Freeze the head: the lock is free, the queue's head alive but slow
+	# to take its turn — the moment of a hand-off, held open.
+	kill -STOP "$a"
+	end_holder
+	! exists "$L" || fail "lock still held after the holder ended"
+	exists "$L:w:$ta" || fail "A's :w key lapsed too early"
+	run -75 --separate-stderr "$RLOCK" -n -k "$K" -- sh "$T/mark.sh" n
+	[ "${#lines[@]}" = 0 ]
+	[[ $stderr == "rlock: "* ]] && [[ $stderr != *$'\n'* ]] ||
+		fail "stderr: $stderr"
+	run -75 --separate-stderr "$RLOCK" -w 0.3 -k "$K" -- sh "$T/mark.sh" n
+	exists "$L:w:$ta" || fail "A's :w key lapsed: test inconclusive"
+	[ ! -e "$T/order" ] || fail "jumped the queue: $(cat "$T/order")"
+	kill -CONT "$a"
+	reap "$a" 3000
+	[ "$RC" = 0 ] || fail "A: status $RC"
+	reap "$b" 3000
+	[ "$RC" = 0 ] || fail "B: status $RC"
+	reap "$p" 8000
+	[ "$RC" = 0 ] || fail "P: status $RC"
+	[ "$(cat "$T/order")" = "$(printf '%s\n' a b p)" ] ||
+		fail "order: $(tr '\n' ' ' < "$T/order")"
+}
+
+@test "-N 3: at most 3 holders at once, and 3 are reached" {
+	local i pids=() S=sem$BATS_TEST_NUMBER
+	L="rlock:{$S}"
+	echo 0 > "$T/cur"
+	echo 0 > "$T/max"
+	# job.sh: count ourselves in (under flock), note the maximum, hold
+	# until 3 were seen together (at most 1 s) and a while more, count out.
+	cat > "$T/job.sh" <<-'EOF'
+	exec 9> "$T/c.lock"
+	flock 9
+	n=$(( $(cat "$T/cur") + 1 ))
+	echo $n > "$T/cur"
+	[ $n -le "$(cat "$T/max")" ] || echo $n > "$T/max"
+	echo ran >> "$T/ran"
+	flock -u 9
+	i=0
+	while [ "$(cat "$T/max")" -lt 3 ] && [ $i -lt 50 ]; do
+		sleep 0.02
+		i=$((i + 1))
+	done
+	sleep 0.3
+	flock 9
+	echo $(( $(cat "$T/cur") - 1 )) > "$T/cur"
+	flock -u 9
+	EOF
+	for i in 1 2 3 4 5 6 7 8; do
+		bg "j$i" -N 3 -k "$S" -- sh "$T/job.sh"
+		pids+=("$BG")
+	done
+	for i in 0 1 2 3 4 5 6 7; do
+		reap "${pids[$i]}" 15000
+		[ "$RC" = 0 ] || fail "job $i: status $RC: $(cat "$T/j$((i + 1)).err")"
+	done
+	[ "$(wc -l < "$T/ran")" = 8 ] || fail "$(wc -l < "$T/ran") jobs ran"
+	[ "$(cat "$T/max")" = 3 ] || fail "max concurrency $(cat "$T/max")"
+	[ "$(cat "$T/cur")" = 0 ]
+	! exists "$L:sem" || fail ":sem still there"
+	! exists "$L:limit" || fail ":limit still there"
+	run keys_without_ttl
+	assert_output ''
+}
+
+# refused ARGS...: rlock ARGS on $K exits 76 with one line naming the key
+# and the mismatch, and never runs COMMAND.
+refused() {
+	run -76 --separate-stderr "$RLOCK" "$@" -k "$K" -- touch "$T/ran"
+	[ "${#lines[@]}" = 0 ]
+	[[ $stderr == "rlock: "*"'$K'"*"limit"* ]] || fail "stderr: $stderr"
+	[[ $stderr != *$'\n'* ]] || fail "more than one line: $stderr"
+	[ ! -e "$T/ran" ] || fail "COMMAND ran"
+}
+
+@test "mixing a mutex and -N, or two different -N, on one key: 76" {
+	holder -N 3
+	refused
+	refused -N 2
+	refused -n
+	# The same -N is fine, at once, next to the holder.
+	run -0 "$RLOCK" -n -N 3 -k "$K" -- true
+	end_holder
+	rm -f "$T/go" "$T/hold.pid"
+	holder
+	refused -N 2
+	refused -N 3 -w 0.5
+	end_holder
+	run keys_without_ttl
+	assert_output ''
+}
+
+@test "-N: a SIGKILLed holder frees its slot when its lease ends; fences increase" {
+	local S=sem$BATS_TEST_NUMBER x y z t0 dt f
+	L="rlock:{$S}"
+	fence() { # NAME: COMMAND that notes its fence, then holds until go.NAME
+		printf '%s' "echo \$RLOCK_FENCE > \"\$T/$1.fence\";
+		    echo \$\$ > \"\$T/$1.pid\";
+		    while [ ! -e \"\$T/go.$1\" ]; do sleep 0.02; done"
+	}
+	bg x -N 2 -l 1s -k "$S" -- sh -c "$(fence x)"
+	x=$BG
+	wait_ms 5000 test -s "$T/x.pid" || fail "X did not start"
+	bg y -N 2 -l 1s -k "$S" -- sh -c "$(fence y)"
+	y=$BG
+	wait_ms 5000 test -s "$T/y.pid" || fail "Y did not start"
+	run -75 "$RLOCK" -n -N 2 -k "$S" -- true
+	bg z -v -N 2 -k "$S" -- sh -c "$(fence z)"
+	z=$BG
+	wait_until 5 blocked_is 1 || fail "Z not blocked"
+	t0=$(now_ms)
+	kill -KILL "$x"
+	wait_ms 4000 test -s "$T/z.pid" || fail "Z did not get X's slot"
+	dt=$(( $(now_ms) - t0 ))
+	# X's lease had between ~0.6 and 1 s to run when it died.
+	[ "$dt" -ge 400 ] || fail "Z got in ${dt}ms after the kill: too soon"
+	[ "$dt" -le 2500 ] || fail "Z got in ${dt}ms after the kill"
+	grep -q "lease ran out" "$T/z.err" || fail "$(cat "$T/z.err")"
+	touch "$T/go.y" "$T/go.z"
+	reap "$y" 3000
+	[ "$RC" = 0 ]
+	reap "$z" 3000
+	[ "$RC" = 0 ]
+	bg w -N 2 -k "$S" -- sh -c "$(fence w)"
+	touch "$T/go.w"
+	reap "$BG" 3000
+	[ "$RC" = 0 ]
+	for f in x y z w; do
+		[ -s "$T/$f.fence" ] || fail "no fence for $f"
+	done
+	[ "$(cat "$T/x.fence")" -lt "$(cat "$T/y.fence")" ] &&
+		[ "$(cat "$T/y.fence")" -lt "$(cat "$T/z.fence")" ] &&
+		[ "$(cat "$T/z.fence")" -lt "$(cat "$T/w.fence")" ] ||
+		fail "fences: $(cat "$T"/[xyzw].fence | tr '\n' ' ')"
+	! exists "$L:sem" || fail ":sem still there"
+}
+
+@test "wait line: drawn in place on a terminal, cleared before COMMAND" {
+	local w out pre who
+	holder
+	# stdin not a terminal: script gives the pty no size, so the line is
+	# not cut to the width of whatever terminal runs the tests.
+	timeout 10 script -eqfc "$RLOCK --fair -k $K -- echo CMD-OUTPUT" \
+		/dev/null < /dev/null > "$T/pty" 2>&1 3>&- &
+	w=$!
+	PIDS+=("$w")
+	wait_ms 5000 grep -q "1st in queue" "$T/pty" ||
+		fail "no wait line: $(cat -v "$T/pty")"
+	end_holder
+	reap "$w" 5000
+	[ "$RC" = 0 ] || fail "status $RC: $(cat -v "$T/pty")"
+	out=$(cat "$T/pty")
+	who="$(id -un)@$(hostname)"
+	[[ $out == $'\r'"rlock: waiting for '$K': held by $who (pid $HOLDER: sh "* ]] ||
+		fail "$(cat -v "$T/pty")"
+	[[ $out == *CMD-OUTPUT* ]] || fail "no output: $(cat -v "$T/pty")"
+	# Never scrolled: no newline before COMMAND's output, and the last
+	# thing before it is a bare clear of the line.
+	pre=${out%%CMD-OUTPUT*}
+	[[ $pre != *$'\n'* ]] || fail "wait line scrolled: $(cat -v "$T/pty")"
+	[[ $pre == *$'\r\033[K' ]] || fail "not cleared: $(cat -v "$T/pty")"
+	[[ ${pre%$'\r\033[K'} == *$'\033[K' ]] ||
+		fail "not cleared: $(cat -v "$T/pty")"
+}
+
+@test "wait line: nothing on stderr that is a pipe, or with -q on a terminal" {
+	local w
+	holder
+	# A pipe: waits, gets the lock, says nothing.
+	( "$RLOCK" --fair -k "$K" -- sh "$T/mark.sh" p 2>&1 > "$T/p.out" |
+		cat > "$T/p.err" ) 3>&- &
+	w=$!
+	PIDS+=("$w")
+	wait_until 5 qlen_is 1 || fail "not queued"
+	# -q on a terminal: gives up after 1.2 s (a line is drawn at once and
+	# redrawn every second), quietly.
+	run -75 timeout 10 script -eqfc "$RLOCK -q -w 1.2 -k $K -- true" \
+		/dev/null < /dev/null
+	[ -z "$output" ] || fail "-q printed: $(printf '%s' "$output" | cat -v)"
+	end_holder
+	reap "$w" 5000
+	[ -e "$T/p.start" ] || fail "COMMAND did not run"
+	[ ! -s "$T/p.err" ] || fail "stderr: $(cat -v "$T/p.err")"
+}
+
+@test "-v on a pipe: the waiting timeline, one plain line each" {
+	holder
+	bg v -v --fair -k "$K" -- true
+	wait_ms 5000 grep -q "waiting for" "$T/v.err" ||
+		fail "no 'waiting for': $(cat "$T/v.err")"
+	end_holder
+	reap "$BG" 5000
+	[ "$RC" = 0 ] || fail "status $RC: $(cat "$T/v.err")"
+	grep -q "^rlock: waiting for '$K': held by .*1st in queue" "$T/v.err" ||
+		fail "$(cat "$T/v.err")"
+	grep -q "^rlock: acquired after [0-9]*ms of waiting (woken by a release)" \
+		"$T/v.err" || fail "$(cat "$T/v.err")"
+	! grep -q $'[\r\033]' "$T/v.err" || fail "$(cat -v "$T/v.err")"
+}
+
+@test "blocked waiters cost Redis nothing until a release; hand-off is prompt" {
+	local i c0 c1 d first last
+	holder
+	for i in 0 1 2 3 4 5 6 7 8 9; do
+		bg "w$i" -k "$K" -- sh "$T/mark.sh" "w$i"
+	done
+	wait_until 10 blocked_is 10 || fail "not all 10 waiters blocked"
+	c0=$(commands)
+	sleep 2	# the measuring window, not a wait for an event
+	c1=$(commands)
+	d=$(( c1 - c0 - 1 ))	# the second INFO is counted in c1
+	[ "$d" -lt 40 ] || fail "$d commands in 2 s from 10 blocked waiters"
+	end_holder
+	wait_ms 8000 ran_is 10 ||
+		fail "only $(wc -l < "$T/order") of 10 ran"
+	first=$(cat "$T"/w*.start | sort -n | head -1)
+	last=$(cat "$T"/w*.start | sort -n | tail -1)
+	[ $(( first - $(cat "$T/hold.end") )) -lt 1000 ] ||
+		fail "first waiter $(( first - $(cat "$T/hold.end") ))ms late"
+	# Each later hand-off is a release waking the next one, not a poll.
+	[ $(( last - first )) -lt 3000 ] ||
+		fail "10 hand-offs took $(( last - first ))ms"
+}
+
+@test "a waiter on a SIGKILLed holder gets the lock soon after its lease" {
+	local t0 dt
+	holder -l 1s
+	bg w -v -k "$K" -- sh "$T/mark.sh" w
+	wait_until 5 blocked_is 1 || fail "waiter not blocked"
+	t0=$(now_ms)
+	kill -KILL "$HOLDER"
+	wait_ms 5000 test -s "$T/w.start" || fail "waiter did not get the lock"
+	dt=$(( $(start_of w) - t0 ))
+	[ "$dt" -ge 400 ] || fail "got in ${dt}ms after the kill: before the lease"
+	[ "$dt" -le 2500 ] || fail "got in ${dt}ms after the kill"
+	reap "$BG" 3000
+	[ "$RC" = 0 ] || fail "status $RC: $(cat "$T/w.err")"
+	grep -q "acquired after .*(the holder's lease ran out)" "$T/w.err" ||
+		fail "$(cat "$T/w.err")"
+}
