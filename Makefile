@@ -84,9 +84,14 @@ asan: deps
 	@$(MAKE) --no-print-directory BUILD=build/asan BIN=build/asan/rlock \
 		CFLAGS="$(SAN_FLAGS)" LDFLAGS="$(SAN_FLAGS)" build/asan/rlock \
 		build/asan/unit
-	ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:abort_on_error=0 \
-	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+	rm -rf build/asan/logs && mkdir -p build/asan/logs
+	ASAN_OPTIONS=halt_on_error=1:detect_leaks=1:log_path=$(CURDIR)/build/asan/logs/asan \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:log_path=$(CURDIR)/build/asan/logs/ubsan \
 		sh tests/run-all $(CURDIR)/build/asan/rlock $(CURDIR)/build/asan/unit
+	@# A report a test did not notice still fails the target.
+	@if ls build/asan/logs | grep -q .; then cat build/asan/logs/*; \
+		echo "sanitizer reports above"; exit 1; fi; echo "no sanitizer reports"
+
 
 demo: deps all
 	sh tests/demo.sh $(CURDIR)/$(BIN)

@@ -84,11 +84,14 @@ needs_list() {
 	"$RLOCK" list >/dev/null 2>&1 || skip "'rlock list' does not work in this build"
 }
 
+somekey_held() { [ "$(rcli exists 'rlock:{somekey}')" = 1 ]; }
+
 # Take `somekey` and hold it for a while, in the background.
 hold_somekey() {
 	"$RLOCK" -k somekey -- sleep 5 &
 	HOLDER_PID=$!
-	wait_until 5 test "$(rcli exists 'rlock:{somekey}')" = 1
+	# A function, so Redis is asked again on every poll.
+	wait_until 5 somekey_held
 }
 
 # ---- bash -------------------------------------------------------------
