@@ -13,6 +13,7 @@
 
 #include "conn.h"
 #include "exitcode.h"
+#include "guard.h"
 #include "lock.h"
 #include "sig.h"
 #include "supervise.h"
@@ -182,6 +183,7 @@ run_mode(struct rlock_opts *o, int sigfd)
 		run_report_conn_error(&cfg, st, cn.err);
 		goto out;
 	}
+	guard_eviction(&cn);
 	if (!try_reenter(o, &cn, &st))
 		st = acquire_and_run(o, &cn, sigfd);
 out:

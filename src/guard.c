@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: MIT
+/*
+ * An evicted lock key is a lock silently granted twice, and the volatile-*
+ * policies evict precisely the keys that have a TTL, which every rlock key
+ * has. Redis reports nothing when it evicts, so this is the only place the
+ * user can learn of it.
+ */
+#include "guard.h"
+
+#include <string.h>
+
+#include "util.h"
+
+void
+guard_eviction(struct conn *cn)
+{
+	const char *argv[3] = { "CONFIG", "GET", "maxmemory-policy" };
+	size_t lens[3] = { 6, 3, 16 };
+	redisReply *r, *v;
+
+	if ((r = conn_command(cn, 3, argv, lens)) == NULL)
+		return;
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    (v = r->element[1])->type == REDIS_REPLY_STRING &&
+	    strcmp(v->str, "noeviction") != 0)
+		msg_warn("the server's maxmemory-policy is %s: under memory "
+		    "pressure Redis may evict lock keys and grant a lock "
+		    "twice; set maxmemory-policy noeviction", v->str);
+	freeReplyObject(r);
+}

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Guard-rails: server settings that would break the lock's guarantees
+ * without any error. Warnings only; never fatal.
+ */
+#ifndef RLOCK_GUARD_H
+#define RLOCK_GUARD_H
+
+#include "conn.h"
+
+/*
+ * Warn (once, on stderr) if the server may evict our keys: any
+ * maxmemory-policy but noeviction. A server that refuses CONFIG (ACL,
+ * renamed command, managed Redis) is not asked again and not reported.
+ */
+void guard_eviction(struct conn *cn);
+
+#endif
