@@ -34,8 +34,8 @@ BIN = rlock
 
 .DELETE_ON_ERROR:
 
-.PHONY: all check check-unit check-bats check-docs demo asan install \
-	uninstall clean deps bench
+.PHONY: all check check-unit check-bats check-docs demo asan valgrind \
+	install uninstall clean deps bench
 
 all: $(BIN)
 
@@ -92,6 +92,19 @@ asan: deps
 	@if ls build/asan/logs | grep -q .; then cat build/asan/logs/*; \
 		echo "sanitizer reports above"; exit 1; fi; echo "no sanitizer reports"
 
+
+# valgrind memcheck under the whole suite: $RLOCK becomes a wrapper, an
+# error or a leak turns rlock's status into 99, and every report is kept.
+VG_DIR = $(CURDIR)/build/valgrind
+valgrind: deps all $(BUILD)/unit
+	rm -rf $(VG_DIR) && mkdir -p $(VG_DIR)/logs
+	printf '#!/bin/sh\nexec valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --log-file=$(VG_DIR)/logs/%%p.log $(CURDIR)/$(BIN) "$$@"\n' > $(VG_DIR)/rlock
+	printf '#!/bin/sh\nexec valgrind -q --error-exitcode=99 --leak-check=full --log-file=$(VG_DIR)/logs/unit.log $(CURDIR)/$(BUILD)/unit "$$@"\n' > $(VG_DIR)/unit
+	chmod +x $(VG_DIR)/rlock $(VG_DIR)/unit
+	RLOCK_UNDER_VALGRIND=1 sh tests/run-all $(VG_DIR)/rlock $(VG_DIR)/unit
+	@if find $(VG_DIR)/logs -type f -size +0 | grep -q .; then \
+		cat $$(find $(VG_DIR)/logs -type f -size +0); \
+		echo "valgrind reports above"; exit 1; fi; echo "no valgrind reports"
 
 demo: deps all
 	sh tests/demo.sh $(CURDIR)/$(BIN)

@@ -99,6 +99,7 @@ assert_free() {
 }
 
 @test "COMMAND's environment: ours plus RLOCK_KEY, RLOCK_TOKEN, RLOCK_FENCE" {
+	skip_under_valgrind
 	run -0 --separate-stderr env -i PATH="$PATH" FOO='bar baz' \
 		RLOCK_URL="$RLOCK_URL" "$RLOCK" -k 'my key' -- env
 	[ -z "$stderr" ]
@@ -153,6 +154,7 @@ assert_free() {
 list_fds='cd /proc/$$/fd && for f in *; do echo "$f $(readlink "$f")"; done'
 
 @test "COMMAND inherits no Redis socket nor any other fd of rlock" {
+	skip_under_valgrind
 	run -0 sh -c "$list_fds"
 	local baseline
 	baseline=$(printf '%s\n' "${lines[@]}" | cut -d' ' -f1)

@@ -261,6 +261,7 @@ silent() {
 }
 
 @test "ps and /proc/PID/cmdline do not show the password" {
+	skip_under_valgrind
 	"$RLOCK" -u "redis://:s3cret@127.0.0.1:$AUTH_PORT" -k pw -- sleep 5 \
 		3>&- >/dev/null 2>&1 &
 	BG=$!
