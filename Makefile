@@ -48,8 +48,10 @@ $(BUILD)/%.o: src/%.c $(BUILD)/lua_scripts.h | $(BUILD)
 $(BUILD)/lua_scripts.o: $(BUILD)/lua_scripts.c
 	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h: $(LUA) src/embed-lua.sh | $(BUILD)
-	sh src/embed-lua.sh $(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h $(LUA)
+$(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h: $(LUA) src/lua/lib/queue.lua \
+		src/embed-lua.sh | $(BUILD)
+	sh src/embed-lua.sh $(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h \
+		src/lua/lib/queue.lua $(LUA)
 
 $(BUILD):
 	mkdir -p $(BUILD)

@@ -1,9 +1,10 @@
 #!/bin/sh
-# embed-lua.sh OUT.c OUT.h FILE.lua... : turn Lua scripts into C data with
-# their SHA1, so rlock can EVALSHA without a SCRIPT LOAD step.
+# embed-lua.sh OUT.c OUT.h PRELUDE.lua FILE.lua... : turn Lua scripts into C
+# data with their SHA1, so rlock can EVALSHA without a SCRIPT LOAD step.
+# PRELUDE (shared local functions) goes in front of every script.
 set -eu
-outc=$1 outh=$2
-shift 2
+outc=$1 outh=$2 prelude=$3
+shift 3
 {
 	echo "/* generated from src/lua/ by src/embed-lua.sh; edit those */"
 	echo "#ifndef RLOCK_LUA_SCRIPTS_H"
@@ -19,9 +20,9 @@ shift 2
 	echo "#include \"lua_scripts.h\""
 	for f in "$@"; do
 		name=$(basename "$f" .lua)
-		sha=$(sha1sum < "$f" | cut -d' ' -f1)
+		sha=$(cat "$prelude" "$f" | sha1sum | cut -d' ' -f1)
 		echo "static const char body_$name[] = {"
-		xxd -i < "$f"
+		cat "$prelude" "$f" | xxd -i
 		echo ", 0 };"
 		echo "const struct lua_script lua_$name = { \"$name\", body_$name,"
 		echo "    sizeof(body_$name) - 1, \"$sha\" };"

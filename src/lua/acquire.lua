@@ -51,13 +51,10 @@ else
   end
 end
 
--- Dead waiters leave the queue when they reach its head.
+-- Dead waiters leave the queue when they reach its head (we are alive,
+-- whatever our :w key says: it is refreshed below if we stay queued).
 local head = redis.call('LINDEX', KEYS[6], 0)
-while head and head ~= token and
-    redis.call('EXISTS', ARGV[10] .. head) == 0 do
-  redis.call('LPOP', KEYS[6])
-  head = redis.call('LINDEX', KEYS[6], 0)
-end
+if head ~= token then head = live_head(KEYS[6], ARGV[10]) end
 
 local free, wait
 if n == 1 then

@@ -6,16 +6,5 @@
 local was_head = redis.call('LINDEX', KEYS[1], 0) == ARGV[1]
 local n = redis.call('LREM', KEYS[1], 1, ARGV[1])
 redis.call('DEL', KEYS[2])
-if was_head then
-  local head = redis.call('LINDEX', KEYS[1], 0)
-  while head and redis.call('EXISTS', ARGV[2] .. head) == 0 do
-    redis.call('LPOP', KEYS[1])
-    head = redis.call('LINDEX', KEYS[1], 0)
-  end
-  if head then
-    redis.call('PUBLISH', ARGV[3] .. head, 'turn')
-    local nxt = redis.call('LINDEX', KEYS[1], 1)
-    if nxt then redis.call('PUBLISH', ARGV[3] .. nxt, 'turn') end
-  end
-end
+if was_head then wake_queue(KEYS[1], ARGV[2], ARGV[3]) end
 return n

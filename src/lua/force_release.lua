@@ -38,13 +38,6 @@ end
 if #broken == 0 then return broken end
 
 redis.call('PUBLISH', ARGV[2], 'released')
-for _ = 1, slots do redis.call('LPUSH', KEYS[6], '1') end
-redis.call('LTRIM', KEYS[6], 0, slots - 1)
-redis.call('PEXPIRE', KEYS[6], ARGV[5])
-local head = redis.call('LINDEX', KEYS[5], 0)
-while head and redis.call('EXISTS', ARGV[4] .. head) == 0 do
-  redis.call('LPOP', KEYS[5])
-  head = redis.call('LINDEX', KEYS[5], 0)
-end
-if head then redis.call('PUBLISH', ARGV[3] .. head, 'turn') end
+wake_plain(KEYS[6], slots, slots, ARGV[5])
+wake_queue(KEYS[5], ARGV[4], ARGV[3])
 return broken

@@ -21,19 +21,6 @@ else
   end
 end
 redis.call('PUBLISH', ARGV[3], 'released')
-redis.call('LPUSH', KEYS[6], '1')
-redis.call('LTRIM', KEYS[6], 0, tonumber(ARGV[2]) - 1)
-redis.call('PEXPIRE', KEYS[6], ARGV[6])
-local head = redis.call('LINDEX', KEYS[5], 0)
-while head and redis.call('EXISTS', ARGV[4] .. head) == 0 do
-  redis.call('LPOP', KEYS[5])
-  head = redis.call('LINDEX', KEYS[5], 0)
-end
--- The next in line too: if the head died moments ago (its :w key still
--- alive), that waiter watches the head's heartbeat and takes over.
-if head then
-  redis.call('PUBLISH', ARGV[5] .. head, 'turn')
-  local nxt = redis.call('LINDEX', KEYS[5], 1)
-  if nxt then redis.call('PUBLISH', ARGV[5] .. nxt, 'turn') end
-end
+wake_plain(KEYS[6], 1, tonumber(ARGV[2]), ARGV[6])
+wake_queue(KEYS[5], ARGV[4], ARGV[5])
 return 1

@@ -1,0 +1,35 @@
+#!/usr/bin/env bats
+# The Lua scripts: each one, as embedded (the shared prelude in front),
+# loads into a real Redis, and the SHA that rlock EVALSHAs is Redis's own.
+
+load helper
+
+setup_file() {
+	redis_start main
+	export LUA_DIR=$BATS_TEST_DIRNAME/../src/lua
+	export EMBEDDED=$BATS_TEST_DIRNAME/../build/lua_scripts.c
+}
+
+teardown_file() {
+	redis_stop main
+}
+
+@test "every script loads, with the SHA compiled into rlock" {
+	[ -f "$EMBEDDED" ] || skip "build/lua_scripts.c not built here"
+	local f sha n=0
+	for f in "$LUA_DIR"/*.lua; do
+		sha=$(cat "$LUA_DIR/lib/queue.lua" "$f" | rcli -x script load)
+		[[ $sha =~ ^[0-9a-f]{40}$ ]] || fail "$(basename "$f"): $sha"
+		grep -q "\"$sha\"" "$EMBEDDED" || fail "$(basename "$f"): $sha not in rlock"
+		n=$((n + 1))
+	done
+	[ "$n" -ge 6 ]
+}
+
+@test "after SCRIPT FLUSH rlock falls back to EVAL (NOSCRIPT)" {
+	"$RLOCK" -k flushed -- true
+	rcli script flush
+	run -0 "$RLOCK" -k flushed -- echo again
+	assert_output "again"
+	[ "$(rcli script exists "$(grep -o '"[0-9a-f]\{40\}"' "$EMBEDDED" | head -1 | tr -d '"')")" = 1 ]
+}
