@@ -112,7 +112,7 @@ demo: deps all
 	sh tests/demo.sh $(CURDIR)/$(BIN)
 
 bench: deps all
-	sh bench/run.sh $(CURDIR)/$(BIN)
+	bash bench/run.sh $(CURDIR)/$(BIN)
 
 install: $(BIN)
 	install -D -m 755 $(BIN) $(DESTDIR)$(BINDIR)/rlock
@@ -130,3 +130,49 @@ clean:
 	rm -rf build $(BIN)
 
 -include $(wildcard $(BUILD)/*.d)
+
+# ---------------------------------------------------------------- fuzz
+# libFuzzer targets (tests/fuzz/fuzz_*.c; issue 6), apart from the rest:
+# `make fuzz` builds them with clang into build/fuzz/, then runs each for
+# FUZZ_SECONDS on a copy of tests/fuzz/corpus/<target>/ (the committed
+# seeds stay as they are) and prints its executions. Any crash, leak, hang
+# or sanitizer report fails it and leaves the input in build/fuzz/crashes/.
+# Not part of check: it needs clang's libFuzzer runtime, which
+# tests/fuzz/deps installs when root (else prints the apt-get line).
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_DIR      = build/fuzz
+FUZZ_TARGETS  = fuzz_url fuzz_dur fuzz_cli fuzz_reply
+FUZZ_FLAGS    = -g -O1 -fno-omit-frame-pointer \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+FUZZ_OBJ      = $(LIB_SRC:src/%.c=$(FUZZ_DIR)/%.o) $(FUZZ_DIR)/lua_scripts.o
+FUZZ_BIN      = $(FUZZ_TARGETS:%=$(FUZZ_DIR)/%)
+
+.PHONY: fuzz fuzz-build fuzz-deps
+# Made for a pattern rule only, they would count as intermediate: keep them.
+.SECONDARY: $(FUZZ_OBJ)
+
+fuzz: fuzz-build
+	sh tests/fuzz/run $(FUZZ_DIR) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-build: fuzz-deps
+	@$(MAKE) --no-print-directory $(FUZZ_BIN)
+
+fuzz-deps:
+	@FUZZ_CC=$(FUZZ_CC) sh tests/fuzz/deps
+
+$(FUZZ_DIR)/%.o: src/%.c $(BUILD)/lua_scripts.h | $(FUZZ_DIR)
+	$(FUZZ_CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(FUZZ_FLAGS) -c -o $@ $<
+
+$(FUZZ_DIR)/lua_scripts.o: $(BUILD)/lua_scripts.c | $(FUZZ_DIR)
+	$(FUZZ_CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(FUZZ_FLAGS) -c -o $@ $<
+
+# Every target links all of rlock but main.o, as build/unit does.
+$(FUZZ_DIR)/fuzz_%: tests/fuzz/fuzz_%.c $(FUZZ_OBJ)
+	$(FUZZ_CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(FUZZ_FLAGS) -o $@ \
+		$(filter %.c %.o,$^) $(LIBS)
+
+$(FUZZ_DIR):
+	mkdir -p $(FUZZ_DIR)
+
+-include $(wildcard $(FUZZ_DIR)/*.d)

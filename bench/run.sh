@@ -34,6 +34,11 @@ export RLOCK_URL=unix://$D/r.sock
 rc() { redis-cli -s "$D/r.sock" "$@"; }
 for i in $(seq 100); do rc ping >/dev/null 2>&1 && break; sleep 0.05; done
 
+# Predicates are functions, so every poll asks Redis again.
+key_exists() { [ "$(rc exists "$1")" = 1 ]; }
+qlen_at_least() { [ "$(rc llen "$1")" -ge "$2" ]; }
+blocked_at_least() { [ "$(blocked)" -ge "$1" ]; }
+
 until_true() { # SECONDS CMD...: poll CMD until it succeeds
 	local end=$((SECONDS + $1))
 	shift
@@ -66,7 +71,7 @@ waiting_rlock() { # W FAIR
 	if [ "$2" = 1 ]; then
 		[ "$(rc llen 'rlock:{h}:q')" -ge "$1" ]
 	else
-		[ "$(blocked)" -ge "$1" ]
+		blocked_at_least "$1"
 	fi
 }
 waiting_flock() { [ "$(grep -c -- '->' /proc/locks)" -ge "$1" ]; }
@@ -75,8 +80,7 @@ handoff_rlock() { # W FAIR -> prints handoff.py's fields
 	local w=$1 fair=$2 i log=$D/sec.log trace=$D/trace.log pids=""
 	rm -f "$log" "$trace"
 	gate_holder "$RLOCK" -k h --
-	until_true 10 rc exists 'rlock:{h}' >/dev/null
-	until_true 10 [ "$(rc exists 'rlock:{h}')" = 1 ]
+	until_true 10 key_exists 'rlock:{h}'
 	for i in $(seq "$w"); do
 		RLOCK_TRACE=$trace "$RLOCK" ${fair:+$([ "$fair" = 1 ] && echo --fair)} \
 			-k h -- "$B/section" "$log" 2 "w$i" &
@@ -137,17 +141,18 @@ many() { # FAIR
 	local fair=$1 i order=$D/order t0 t1
 	rm -f "$order"
 	gate_holder "$RLOCK" -k many --
-	until_true 10 [ "$(rc exists 'rlock:{many}')" = 1 ]
+	until_true 10 key_exists 'rlock:{many}' || return 1
 	for i in $(seq "$MANY"); do
 		if [ "$fair" = 1 ]; then
 			"$RLOCK" --fair -k many -- sh -c "echo $i >> '$order'" &
 			# Known arrival order: the next starts once this one queued.
-			until_true 30 [ "$(rc llen 'rlock:{many}:q')" -ge "$i" ] || return 1
+			until_true 30 qlen_at_least 'rlock:{many}:q' "$i" || {
+				touch "$D/go"; wait; return 1; }
 		else
 			"$RLOCK" -k many -- sh -c "echo $i >> '$order'" &
 		fi
 	done
-	[ "$fair" = 1 ] || until_true 60 [ "$(blocked)" -ge "$MANY" ]
+	[ "$fair" = 1 ] || until_true 60 blocked_at_least "$MANY"
 	t0=$(date +%s%N)
 	touch "$D/go"
 	wait

@@ -120,13 +120,15 @@ static int usage_error(const char *fmt, ...)
 static int
 usage_error(const char *fmt, ...)
 {
-	char line[1024];
+	char line[1024], shown[1024];
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	msg_err("%s", line);
+	/* Words from argv may hold a newline or an escape sequence. */
+	printable(line, strlen(line), shown, sizeof(shown));
+	msg_err("%s", shown);
 	fputs("Try 'rlock --help' for more information.\n", stderr);
 	return RL_EXIT_USAGE;
 }
@@ -141,15 +143,19 @@ parse_dur_opt(const char *name, const char *arg, int64_t *out)
 }
 
 /*
- * The message for getopt's '?' or ':' (opterr is 0). A long option is
- * named by its word, as typed up to any '='; a short one by optopt, since
- * in a cluster like -nZ the word is not the culprit.
+ * The message for getopt's '?' or ':' (opterr is 0); `before` is optind
+ * before that getopt_long call. getopt stays on a cluster's word until its
+ * last letter, so while optind has not moved past `before`, the culprit is
+ * a letter inside argv[optind] and argv[optind - 1] is an earlier, good
+ * word ("--fair -Zn" is about -Z, not --fair). A long option is named by
+ * its word, as typed up to any '='; a short one by optopt, since in a
+ * cluster like -nZ the word is not the culprit.
  */
 static int
-getopt_error(int c, char **argv, const struct option *longopts,
+getopt_error(int c, char **argv, int before, const struct option *longopts,
     const char *mode)
 {
-	const char *word = optind > 0 ? argv[optind - 1] : "";
+	const char *word = optind > before ? argv[optind - 1] : "";
 	const struct option *lo;
 	int len, matches = 0;
 
@@ -193,18 +199,27 @@ static int
 read_password_file(struct rlock_opts *o, const char *path)
 {
 	struct stat st;
-	char buf[1024];
+	char buf[1024], shown[256];
 	FILE *f;
 	size_t n;
 
+	printable(path, strlen(path), shown, sizeof(shown));
 	if ((f = fopen(path, "r")) == NULL) {
-		msg_err("cannot read --password-file %s: %s", path,
+		msg_err("cannot read --password-file %s: %s", shown,
 		    strerror(errno));
 		return RL_EXIT_USAGE;
 	}
-	if (fstat(fileno(f), &st) == 0 && (st.st_mode & 077))
+	if (fstat(fileno(f), &st) < 0)
+		st.st_mode = 0;
+	if (S_ISDIR(st.st_mode)) {
+		fclose(f);
+		msg_err("cannot read --password-file %s: %s", shown,
+		    strerror(EISDIR));
+		return RL_EXIT_USAGE;
+	}
+	if (S_ISREG(st.st_mode) && (st.st_mode & 077))
 		msg_warn("--password-file %s is accessible by others; "
-		    "chmod 600 it", path);
+		    "chmod 600 it", shown);
 	if (fgets(buf, sizeof(buf), f) == NULL)
 		buf[0] = '\0';
 	fclose(f);
@@ -344,7 +359,7 @@ set_defaults(struct rlock_opts *o)
 static int
 parse_subcommand(int argc, char **argv, struct rlock_opts *o)
 {
-	int c, st;
+	int c, st, before;
 
 	/*
 	 * argv here starts at the subcommand word. 0, not 1: glibc then sets
@@ -353,9 +368,15 @@ parse_subcommand(int argc, char **argv, struct rlock_opts *o)
 	 * run mode's "+" and take "--json" for a KEY.
 	 */
 	optind = 0;
-	while ((c = getopt_long(argc, argv, SUB_SHORT, SUB_LONG, NULL)) != -1) {
+	for (;;) {
+		/* 0 makes glibc start at 1: a cluster there has not moved. */
+		before = optind > 0 ? optind : 1;
+		if ((c = getopt_long(argc, argv, SUB_SHORT, SUB_LONG,
+		    NULL)) == -1)
+			break;
 		if (c == '?' || c == ':')
-			return getopt_error(c, argv, SUB_LONG, argv[0]);
+			return getopt_error(c, argv, before, SUB_LONG,
+			    argv[0]);
 		if (c == OPT_JSON && o->mode != MODE_RELEASE)
 			o->json = 1;
 		else if (c == OPT_FORCE && o->mode == MODE_RELEASE)
@@ -474,13 +495,18 @@ env_fallbacks(struct rlock_opts *o)
 int
 cli_parse(int argc, char **argv, struct rlock_opts *o)
 {
-	int c, st, run_only, any_run_only = 0;
+	int c, st, run_only, any_run_only = 0, before;
 
 	set_defaults(o);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, RUN_SHORT, RUN_LONG, NULL)) != -1) {
+	for (;;) {
+		/* 0 makes glibc start at 1: a cluster there has not moved. */
+		before = optind > 0 ? optind : 1;
+		if ((c = getopt_long(argc, argv, RUN_SHORT, RUN_LONG,
+		    NULL)) == -1)
+			break;
 		if (c == '?' || c == ':')
-			return getopt_error(c, argv, RUN_LONG, NULL);
+			return getopt_error(c, argv, before, RUN_LONG, NULL);
 		if ((st = run_opt(o, c, &run_only)) != 0)
 			return st;
 		any_run_only |= run_only;

@@ -78,6 +78,22 @@ conn_status_transient(int status)
 	return status == RL_EXIT_UNAVAILABLE;
 }
 
+/*
+ * Redis 7 ends an error raised inside a script with " script: SHA, on
+ * @user_script:LINE." The SHA of our own script tells the user nothing
+ * and pushes the part that matters out of a one-line message: the length
+ * of s without it.
+ */
+static size_t
+script_trailer(const char *s, size_t len)
+{
+	const char *t = strstr(s, " script: ");
+
+	if (t != NULL && strstr(t, "@user_script:") != NULL)
+		return (size_t)(t - s);
+	return len;
+}
+
 int
 conn_fail_reply(struct conn *cn, const char *what, const redisReply *r)
 {
@@ -92,7 +108,8 @@ conn_fail_reply(struct conn *cn, const char *what, const redisReply *r)
 		set_err(cn, RL_EXIT_PROTOCOL, "%s", text);
 		cn->own_error = 1;
 	} else if (r->type == REDIS_REPLY_ERROR) {
-		printable(r->str, r->len, text, sizeof(text));
+		printable(r->str, script_trailer(r->str, r->len), text,
+		    sizeof(text));
 		set_err(cn, conn_reply_status(r), "%s: Redis answered: %s",
 		    what, text);
 	} else {
@@ -117,6 +134,24 @@ conn_close(struct conn *cn)
 	cn->c = NULL;
 }
 
+/*
+ * A server that turns us away at once (maxclients) writes its error and
+ * closes. If that beats our first command, the write fails (EPIPE, or
+ * ECONNRESET) with the reason still unread in our socket: read it, as an
+ * error reply, rather than report a bare "Broken pipe". 0 if there was one.
+ */
+static int
+last_words(struct conn *cn, char *buf, size_t len)
+{
+	ssize_t n = recv(cn->c->fd, buf, len - 1, MSG_DONTWAIT);
+
+	if (n < 2 || buf[0] != '-')
+		return -1;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	return 0;
+}
+
 /* Mark cn failed after an I/O error on cn->c, closing the dead context. */
 static void
 io_failed(struct conn *cn, const char *what, int saved_errno)
@@ -124,6 +159,17 @@ io_failed(struct conn *cn, const char *what, int saved_errno)
 	const char *why = cn->c->errstr;
 	char buf[128];
 
+	if (cn->c->err == REDIS_ERR_IO && (saved_errno == EPIPE ||
+	    saved_errno == ECONNRESET) && last_words(cn, buf,
+	    sizeof(buf)) == 0) {
+		redisReply r = { .type = REDIS_REPLY_ERROR };
+
+		r.str = buf + 1;
+		r.len = strlen(r.str);
+		conn_fail_reply(cn, what, &r);
+		conn_close(cn);
+		return;
+	}
 	if (cn->c->err == REDIS_ERR_IO &&
 	    (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK)) {
 		snprintf(buf, sizeof(buf), "no answer within %lldms",
@@ -131,6 +177,13 @@ io_failed(struct conn *cn, const char *what, int saved_errno)
 		why = buf;
 	} else if (cn->c->err == REDIS_ERR_EOF) {
 		why = "the server closed the connection";
+	} else if (cn->c->err == REDIS_ERR_PROTOCOL) {
+		/* Something answered, so it is reachable; but it is not
+		 * Redis (an HTTP server, a wrong port): 76, not 69. */
+		set_err(cn, RL_EXIT_PROTOCOL, "%s: %s (%s)", what,
+		    CONN_NOT_REDIS, why);
+		conn_close(cn);
+		return;
 	}
 	set_err(cn, RL_EXIT_UNAVAILABLE, "%s: %s", what, why);
 	conn_close(cn);
@@ -219,7 +272,9 @@ handshake(struct conn *cn)
 			argv[argc++] = ep->user;
 		argv[argc++] = cn->cfg->password;
 		if (ask(cn, "authentication failed", argc, argv) != 0) {
-			if (cn->status == RL_EXIT_PROTOCOL)
+			/* Any error answer to AUTH is a refusal; a peer that
+			 * is not Redis (cn->c closed) stays 76. */
+			if (cn->status == RL_EXIT_PROTOCOL && cn->c != NULL)
 				cn->status = RL_EXIT_NOPERM;
 			return cn->status;
 		}

@@ -15,6 +15,9 @@
 
 #include "url.h"
 
+/* In cn->err when the peer's bytes are not the Redis protocol. */
+#define CONN_NOT_REDIS	"the answer is not in the Redis protocol"
+
 struct conn_cfg {
 	struct endpoint ep;
 	const char *password;		/* NULL: no AUTH */

@@ -165,6 +165,15 @@ lock_ctx_free(struct lock_ctx *ctx)
 	ctx->cmdline = ctx->waiter_info = NULL;
 }
 
+int
+lock_parse_int(const redisReply *r, long long *out)
+{
+	if (r->type != REDIS_REPLY_INTEGER)
+		return -1;
+	*out = r->integer;
+	return 0;
+}
+
 /* A reply that must be an integer; -1 (and cn filled) otherwise. */
 static int
 int_reply(struct conn *cn, const char *what, redisReply *r,
@@ -172,12 +181,11 @@ int_reply(struct conn *cn, const char *what, redisReply *r,
 {
 	if (r == NULL)
 		return -1;
-	if (r->type != REDIS_REPLY_INTEGER) {
+	if (lock_parse_int(r, out) < 0) {
 		conn_fail_reply(cn, what, r);
 		freeReplyObject(r);
 		return -1;
 	}
-	*out = r->integer;
 	freeReplyObject(r);
 	return 0;
 }
@@ -238,6 +246,23 @@ parse_busy(const redisReply *r, struct lock_busy *b)
 }
 
 enum lock_result
+lock_parse_acquire(const redisReply *r, int64_t *fence,
+    struct lock_busy *busy)
+{
+	if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+	    r->element[0]->type != REDIS_REPLY_INTEGER)
+		return LOCK_ERROR;
+	if (r->element[0]->integer == 1 && r->elements == 2 &&
+	    r->element[1]->type == REDIS_REPLY_INTEGER) {
+		*fence = r->element[1]->integer;
+		return LOCK_GRANTED;
+	}
+	if (r->element[0]->integer == 0 && parse_busy(r, busy) == 0)
+		return LOCK_BUSY;
+	return LOCK_ERROR;
+}
+
+enum lock_result
 lock_acquire(struct conn *cn, const struct lock_ctx *ctx, int queue,
     int want_holder, int64_t *fence, struct lock_busy *busy)
 {
@@ -245,7 +270,7 @@ lock_acquire(struct conn *cn, const struct lock_ctx *ctx, int queue,
 	char lease[24], fttl[24], lim[24], wttl[24];
 	struct args a = { .n = 0 };
 	redisReply *r;
-	enum lock_result res = LOCK_ERROR;
+	enum lock_result res;
 
 	snprintf(lease, sizeof(lease), "%lld", (long long)ctx->lease_ms);
 	snprintf(fttl, sizeof(fttl), "%lld", (long long)FENCE_TTL_MS);
@@ -273,18 +298,7 @@ lock_acquire(struct conn *cn, const struct lock_ctx *ctx, int queue,
 	arg_str(&a, want_holder ? "1" : "0");
 	if ((r = script_run(cn, &lua_acquire, 7, a.n - 7, a.v, a.len)) == NULL)
 		return LOCK_ERROR;
-	if (r->type == REDIS_REPLY_ARRAY && r->elements >= 2 &&
-	    r->element[0]->type == REDIS_REPLY_INTEGER) {
-		if (r->element[0]->integer == 1 && r->elements == 2 &&
-		    r->element[1]->type == REDIS_REPLY_INTEGER) {
-			*fence = r->element[1]->integer;
-			res = LOCK_GRANTED;
-		} else if (r->element[0]->integer == 0 &&
-		    parse_busy(r, busy) == 0) {
-			res = LOCK_BUSY;
-		}
-	}
-	if (res == LOCK_ERROR)
+	if ((res = lock_parse_acquire(r, fence, busy)) == LOCK_ERROR)
 		conn_fail_reply(cn, "acquire", r);
 	freeReplyObject(r);
 	return res;

@@ -76,6 +76,21 @@ enum lock_result lock_acquire(struct conn *cn, const struct lock_ctx *ctx,
     int queue, int want_holder, int64_t *fence, struct lock_busy *busy);
 
 /*
+ * The checks of acquire.lua's reply r, apart from the connection so they
+ * can be tested and fuzzed alone: LOCK_GRANTED sets *fence, LOCK_BUSY
+ * fills *busy, LOCK_ERROR means r is not a reply acquire.lua gives (the
+ * caller reports it). r stays the caller's.
+ */
+enum lock_result lock_parse_acquire(const redisReply *r, int64_t *fence,
+    struct lock_busy *busy);
+
+/*
+ * The reply of extend, release and dequeue: 0 with r's value in *out, or
+ * -1 if r is not an integer. r stays the caller's.
+ */
+int lock_parse_int(const redisReply *r, long long *out);
+
+/*
  * Is KEY held by ctx's token right now (a nested run may re-enter)?
  * 1 yes, 0 no, -1 error (in cn). Reads only: a free KEY stays free.
  */

@@ -3,6 +3,8 @@
  * rlock: run a command while holding a lock in Redis. main() only picks
  * the mode and returns its status; see run.c, report.c.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -24,12 +26,35 @@ version(void)
 	return 0;
 }
 
+/*
+ * A standard fd our caller closed (rlock ... 2>&-) must not be the next
+ * one we open: the Redis socket on fd 2 would get our messages as
+ * commands. Hold each with /dev/null opened the wrong way round, so I/O
+ * on it still fails with EBADF as on a closed fd, and close-on-exec, so
+ * COMMAND gets it closed, as we did.
+ */
+static void
+hold_closed_std_fds(void)
+{
+	int fd, got;
+
+	for (fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		got = open("/dev/null", (fd == 0 ? O_WRONLY : O_RDONLY) |
+		    O_CLOEXEC);
+		if (got >= 0 && got != fd)
+			close(got);
+	}
+}
+
 int
 main(int argc, char **argv)
 {
 	struct rlock_opts o;
 	int sigfd, st;
 
+	hold_closed_std_fds();
 	/* Before any thread exists, so every thread inherits the mask. */
 	if ((sigfd = sig_setup()) < 0) {
 		perror("rlock: signalfd");

@@ -2,7 +2,7 @@
 /*
  * Reading one KEY with inspect.lua and showing it, text or JSON; see
  * report_view.h, and report.c for the JSON schema. Every reply is checked
- * whole (view_take) before anything looks inside it.
+ * whole (view_parse) before anything looks inside it.
  */
 #include "report_view.h"
 
@@ -123,8 +123,8 @@ view_strings(const redisReply *r, size_t n, size_t from)
 }
 
 /* Check the whole shape of inspect.lua's reply, then fill v from it. */
-static int
-view_take(struct view *v, redisReply *r)
+int
+view_parse(struct view *v, const redisReply *r)
 {
 	const redisReply *h, *w, *m;
 	size_t i;
@@ -157,7 +157,6 @@ view_take(struct view *v, redisReply *r)
 		return -1;
 	if (v->mode[0] != 'f' && h->elements == 0)
 		return -1;
-	v->r = r;
 	v->now = r->element[0]->integer;
 	v->limit = r->element[2]->integer;
 	v->holders = h;
@@ -190,7 +189,7 @@ view_inspect(struct conn *cn, const char *prefix, struct view *v)
 	view_keys_free(&ks);
 	if (r == NULL)
 		return -1;
-	if (r->type == REDIS_REPLY_ERROR || view_take(v, r) < 0) {
+	if (r->type == REDIS_REPLY_ERROR || view_parse(v, r) < 0) {
 		i = snprintf(what, sizeof(what), "reading '");
 		printable(v->key, v->keylen, what + i, sizeof(what) - i - 1);
 		strcat(what, "'");
@@ -198,6 +197,7 @@ view_inspect(struct conn *cn, const char *prefix, struct view *v)
 		freeReplyObject(r);
 		return -1;
 	}
+	v->r = r;
 	return 0;
 }
 
@@ -350,7 +350,8 @@ text_since(long long since, long long now)
 	if (localtime_r(&t, &tm) == NULL ||
 	    strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %Z", &tm) == 0)
 		snprintf(when, sizeof(when), "%lld ms after the epoch", since);
-	dur_format(now - since, ago, sizeof(ago));
+	/* A hostile or skewed reply must not overflow the subtraction. */
+	dur_format(now > since ? now - since : 0, ago, sizeof(ago));
 	label("since");
 	printf("%s (%s ago)\n", when, ago);
 }

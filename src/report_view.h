@@ -44,6 +44,14 @@ void view_keys_free(struct view_keys *ks);
  */
 int view_inspect(struct conn *cn, const char *prefix, struct view *v);
 
+/*
+ * Check the whole shape of inspect.lua's reply r, then fill v's fields
+ * from it (all but key, keylen and r; holders and waiters point into r,
+ * which stays the caller's). 0, or -1 if r is not such a reply. Apart
+ * from the connection so it can be tested and fuzzed alone.
+ */
+int view_parse(struct view *v, const redisReply *r);
+
 /* Is the KEY of v held (mutex or semaphore)? */
 int view_held(const struct view *v);
 

@@ -46,24 +46,70 @@ run_conn_cfg(const struct rlock_opts *o, struct conn_cfg *cfg)
 	return 0;
 }
 
+/*
+ * What to do about the answers whose cure is not where the status class
+ * points: a NOPERM user got in, so its password is fine; a full, read-only
+ * or out-of-memory server is not fixed by checking -u. Matched on the
+ * start of Redis's own text (the error code), or on conn.c's words for a
+ * peer that does not speak Redis.
+ */
+static const struct {
+	const char *answer;
+	const char *todo;
+} HINTS[] = {
+	{ "NOPERM", "give that user the permission Redis names (ACL SETUSER; "
+	    "rlock needs +@scripting and its --prefix keys and channels)" },
+	{ "READONLY", "that server is a read-only replica; point -u at the "
+	    "primary" },
+	{ "OOM", "the server is out of memory; free some, or raise its "
+	    "maxmemory" },
+	{ "ERR max number of clients", "the server has as many clients as "
+	    "its maxclients allows; retry later, or raise maxclients" },
+	{ "ERR DB index is out of range", "the server has fewer databases "
+	    "(its 'databases' setting); check the db in -u" },
+	{ "LOADING", "the server is loading its data; retry in a moment" },
+};
+
+static const char *
+hint_for(const char *err)
+{
+	const char *ans = strstr(err, "Redis answered: ");
+	size_t i;
+
+	if (strstr(err, CONN_NOT_REDIS) != NULL)
+		return "is a Redis server listening there? check -u or "
+		    "RLOCK_URL";
+	if (ans == NULL)
+		return NULL;
+	ans += strlen("Redis answered: ");
+	for (i = 0; i < sizeof(HINTS) / sizeof(HINTS[0]); i++)
+		if (strncmp(ans, HINTS[i].answer,
+		    strlen(HINTS[i].answer)) == 0)
+			return HINTS[i].todo;
+	return NULL;
+}
+
 void
 run_report_conn_error(const struct conn_cfg *cfg, int status,
     const char *err)
 {
+	const char *todo = hint_for(err);
 	char url[300];
 
 	url_redacted(&cfg->ep, url, sizeof(url));
 	switch (status) {
 	case RL_EXIT_UNAVAILABLE:
-		msg_err("cannot reach %s: %s; check -u or RLOCK_URL", url,
-		    err);
+		msg_err("cannot reach %s: %s; %s", url, err,
+		    todo ? todo : "check -u or RLOCK_URL");
 		break;
 	case RL_EXIT_NOPERM:
-		msg_err("%s refused us: %s; check the user and password "
-		    "(URL, --password-file, RLOCK_PASSWORD)", url, err);
+		msg_err("%s refused us: %s; %s", url, err, todo ? todo :
+		    "check the user and password (URL, --password-file, "
+		    "RLOCK_PASSWORD)");
 		break;
 	default:
-		msg_err("%s: %s", url, err);
+		msg_err("%s: %s%s%s", url, err, todo ? "; " : "",
+		    todo ? todo : "");
 		break;
 	}
 }
@@ -109,7 +155,11 @@ not_obtained(const struct rlock_opts *o, struct conn *cn,
 
 	if (msg_level >= MSG_NORMAL) {
 		printable(o->key, strlen(o->key), key, sizeof(key));
-		lock_describe_holder(cn, &ctx->k, who, sizeof(who));
+		if (o->limit > 1)
+			snprintf(who, sizeof(who), "all of its %ld holders "
+			    "(--limit %ld)", o->limit, o->limit);
+		else
+			lock_describe_holder(cn, &ctx->k, who, sizeof(who));
 		if (o->wait_ms == 0) {
 			msg_err("'%s' is held by %s; not waiting (--nonblock)",
 			    key, who);

@@ -17,16 +17,22 @@
 
 int msg_level = MSG_NORMAL;
 
+/*
+ * Decimal digits at *p, refused past limit. The test is exact, so every
+ * value up to limit parses (INT64_MAX itself too); limit may be 2^63, the
+ * size of INT64_MIN, which no int64_t holds.
+ */
 static int
-parse_digits(const char **p, int64_t *val, int *ndigits)
+parse_digits(const char **p, uint64_t limit, uint64_t *val, int *ndigits)
 {
-	int64_t v = 0;
+	uint64_t v = 0, d;
 	int n = 0;
 
 	while (**p >= '0' && **p <= '9') {
-		if (v > (INT64_MAX - 9) / 10)
+		d = (uint64_t)(**p - '0');
+		if (v > (limit - d) / 10)
 			return -1;
-		v = v * 10 + (**p - '0');
+		v = v * 10 + d;
 		(*p)++;
 		n++;
 	}
@@ -39,10 +45,11 @@ int
 dur_parse(const char *s, int64_t *ms)
 {
 	const char *p = s;
-	int64_t whole = 0, frac = 0, scale = 1000, fscale = 1, out;
+	int64_t frac = 0, scale = 1000, fscale = 1, out;
+	uint64_t whole = 0;
 	int nw = 0, nf = 0;
 
-	if (parse_digits(&p, &whole, &nw) < 0)
+	if (parse_digits(&p, INT64_MAX, &whole, &nw) < 0)
 		return -1;
 	if (*p == '.') {
 		p++;
@@ -73,9 +80,9 @@ dur_parse(const char *s, int64_t *ms)
 		scale = 3600 * 1000;
 	else
 		return -1;
-	if (whole > DUR_MAX_MS / scale)
+	if (whole > (uint64_t)(DUR_MAX_MS / scale))
 		return -1;
-	out = whole * scale;
+	out = (int64_t)whole * scale;
 	/* frac/fscale of a unit, in ms, rounded up. */
 	out += (frac * scale + fscale - 1) / fscale;
 	if (out > DUR_MAX_MS)
@@ -106,6 +113,7 @@ int
 int_parse(const char *s, long long min, long long max, long long *out)
 {
 	const char *p = s;
+	uint64_t u;
 	int64_t v;
 	int n, neg = 0;
 
@@ -113,10 +121,11 @@ int_parse(const char *s, long long min, long long max, long long *out)
 		neg = 1;
 		p++;
 	}
-	if (parse_digits(&p, &v, &n) < 0 || n == 0 || *p != '\0')
+	if (parse_digits(&p, neg ? (uint64_t)INT64_MAX + 1 : INT64_MAX, &u,
+	    &n) < 0 || n == 0 || *p != '\0')
 		return -1;
-	if (neg)
-		v = -v;
+	/* -(u - 1) - 1, not -u: u may be 2^63. */
+	v = neg && u > 0 ? -(int64_t)(u - 1) - 1 : (int64_t)u;
 	if (v < min || v > max)
 		return -1;
 	*out = v;
@@ -131,6 +140,10 @@ mono_ms(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
+
+/* The attribute lets clang check the callers' formats, not only gcc. */
+static void vmsg(const char *prefix, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 
 static void
 vmsg(const char *prefix, const char *fmt, va_list ap)

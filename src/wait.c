@@ -46,6 +46,22 @@ struct waiter {
 
 enum woke { WOKE_SIGNAL, WOKE_MESSAGE, WOKE_TIMEOUT, WOKE_SUB_LOST };
 
+int
+wait_parse_subscribe(const redisReply *r)
+{
+	return r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
+	    r->element[0]->type == REDIS_REPLY_STRING &&
+	    strcmp(r->element[0]->str, "subscribe") == 0;
+}
+
+int
+wait_parse_pop(const redisReply *r)
+{
+	if (r->type == REDIS_REPLY_NIL)
+		return 0;
+	return r->type == REDIS_REPLY_ARRAY ? 1 : -1;
+}
+
 static int
 subscribe(struct waiter *w)
 {
@@ -60,10 +76,7 @@ subscribe(struct waiter *w)
 		return -1;
 	if ((r = conn_command(&w->sub, 2, argv, lens)) == NULL)
 		return -1;
-	ok = r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
-	    r->element[0]->type == REDIS_REPLY_STRING &&
-	    strcmp(r->element[0]->str, "subscribe") == 0;
-	if (!ok) {
+	if (!(ok = wait_parse_subscribe(r))) {
 		conn_fail_reply(&w->sub, "subscribe", r);
 		conn_close(&w->sub);
 	}
@@ -233,12 +246,11 @@ block_pop(struct waiter *w, int64_t until, struct wait_result *res)
 		    redisGetReplyFromReader(w->cn->c, (void **)&r) != REDIS_OK))
 			return pop_lost(w, w->cn->c->errstr);
 	}
-	n = r->type;
+	n = wait_parse_pop(r);
 	freeReplyObject(r);
-	if (n == REDIS_REPLY_NIL)
+	if (n == 0)
 		return WOKE_TIMEOUT;
-	return n == REDIS_REPLY_ARRAY ? WOKE_MESSAGE :
-	    pop_lost(w, "unexpected reply");
+	return n > 0 ? WOKE_MESSAGE : pop_lost(w, "unexpected reply");
 }
 
 /*

@@ -34,4 +34,14 @@ struct wait_result {
 enum wait_status wait_lock(struct conn *cn, const struct lock_ctx *ctx,
     int64_t wait_ms, int sigfd, struct wait_result *res);
 
+/*
+ * The checks of the waiting loop's replies, apart from the connection so
+ * they can be tested and fuzzed alone; r stays the caller's.
+ * wait_parse_subscribe: 1 if r confirms a SUBSCRIBE, else 0.
+ * wait_parse_pop: BLPOP's reply: 1 a wake token, 0 timed out (nil), -1
+ * anything else.
+ */
+int wait_parse_subscribe(const redisReply *r);
+int wait_parse_pop(const redisReply *r);
+
 #endif

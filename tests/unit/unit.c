@@ -96,6 +96,7 @@ static const struct { const char *in; int64_t ms; } DUR_ROWS[] = {
 	{ "99999999999999999h", NOPE },
 	{ "9999999999999999999999999", NOPE },
 	{ "99999999999999999999ms", NOPE },
+	{ "9223372036854775807ms", NOPE },	/* parses, over ten years */
 };
 
 static void
@@ -181,6 +182,14 @@ static const struct {
 	{ "9223372036854775808", 0, INT64_MAX, 0, 0 },
 	{ "99999999999999999999999", 0, INT64_MAX, 0, 0 },
 	{ "922337203685477580", 0, INT64_MAX, 1, 922337203685477580LL },
+	/* Found by tests/fuzz/fuzz_dur: the last 8 values below 2^63 were
+	 * refused, and INT64_MIN could not be written at all. */
+	{ "9223372036854775807", 0, INT64_MAX, 1, INT64_MAX },
+	{ "9223372036854775800", 0, INT64_MAX, 1, 9223372036854775800LL },
+	{ "-9223372036854775808", INT64_MIN, INT64_MAX, 1, INT64_MIN },
+	{ "-9223372036854775809", INT64_MIN, INT64_MAX, 0, 0 },
+	{ "-9223372036854775808", -5, 5, 0, 0 },
+	{ "18446744073709551616", INT64_MIN, INT64_MAX, 0, 0 },
 };
 
 static void
@@ -700,6 +709,25 @@ static const struct cli_row CLI_ROWS[] = {
 	{ "missing password file", { "--password-file",
 	    "/nonexistent/pw", "-k", "k", "x" }, .status = RL_EXIT_USAGE,
 	    .mode = ANY, .msg = "/nonexistent/pw", .no_try = 1 },
+	/* Found by tests/fuzz/fuzz_cli: a bad letter inside a cluster was
+	 * blamed on the word before it ("option '--fair' takes no value"). */
+	{ "bad letter in a cluster after a long option",
+	    { "--fair", "-Zn", "-k", "k", "x" }, USAGE("unknown option '-Z'") },
+	{ "bad letter in a cluster first", { "-Zn", "-k", "k", "x" },
+	    USAGE("unknown option '-Z'") },
+	{ "-json after --json", { "status", "--json", "-json", "a" },
+	    USAGE("unknown option '-j' for status") },
+	/* Found by tests/fuzz/fuzz_cli: words from argv went into the
+	 * message raw, so a newline split the one line. */
+	{ "newline in an unknown option", { "--a\nb", "-k", "k", "x" },
+	    USAGE("unknown option '--a\\x0ab'") },
+	{ "escape sequence in a duration", { "-w", "1\x1b[31m", "-k", "k",
+	    "x" }, USAGE("'1\\x1b[31m'") },
+	{ "newline in a command without -k", { "ls\nrm" },
+	    USAGE("'ls\\x0arm'") },
+	{ "newline in a password file name", { "--password-file",
+	    "/nonexistent/a\nb", "-k", "k", "x" }, .status = RL_EXIT_USAGE,
+	    .mode = ANY, .msg = "/nonexistent/a\\x0ab", .no_try = 1 },
 };
 
 /* argv as writable strings, as the kernel gives them. */
