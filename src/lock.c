@@ -376,17 +376,21 @@ lock_dequeue(struct conn *cn, const struct lock_ctx *ctx)
 	    a.v, a.len), &v);
 }
 
-/* KEYS lock meta sem limit queue: the head of extend's and release's. */
+int
+lock_holder_keys(const struct lock_keys *k, const char **argv, size_t *lens)
+{
+	argv[0] = k->lock, lens[0] = k->lock_len;
+	argv[1] = k->meta, lens[1] = k->meta_len;
+	argv[2] = k->sem, lens[2] = k->sem_len;
+	argv[3] = k->limit, lens[3] = k->limit_len;
+	argv[4] = k->queue, lens[4] = k->queue_len;
+	return LOCK_HOLDER_KEYS;
+}
+
 static void
 holder_keys(struct args *a, const struct lock_ctx *ctx)
 {
-	const struct lock_keys *k = &ctx->k;
-
-	arg(a, k->lock, k->lock_len);
-	arg(a, k->meta, k->meta_len);
-	arg(a, k->sem, k->sem_len);
-	arg(a, k->limit, k->limit_len);
-	arg(a, k->queue, k->queue_len);
+	a->n += lock_holder_keys(&ctx->k, a->v + a->n, a->len + a->n);
 }
 
 int

@@ -96,6 +96,15 @@ int lock_parse_int(const redisReply *r, long long *out);
  */
 int lock_is_ours(struct conn *cn, const struct lock_ctx *ctx);
 
+/*
+ * Put the five keys every holder-side script starts with (lock, meta, sem,
+ * limit, queue: the KEYS[1..5] of extend, release, force_release, inspect)
+ * into argv/lens; returns how many (LOCK_HOLDER_KEYS).
+ */
+#define LOCK_HOLDER_KEYS 5
+int lock_holder_keys(const struct lock_keys *k, const char **argv,
+    size_t *lens);
+
 /* A --fair waiter's heartbeat: 0, or -1 with the error in cn. */
 int lock_heartbeat(struct conn *cn, const struct lock_ctx *ctx);
 

@@ -427,11 +427,7 @@ release_main(const struct rlock_opts *o, struct conn *cn)
 
 	view_keys_init(&ks, o->prefix, o->args[0], strlen(o->args[0]));
 	snprintf(ttl, sizeof(ttl), "%d", WAKE_TOKEN_TTL_MS);
-	argv[0] = ks.k.lock, lens[0] = ks.k.lock_len;
-	argv[1] = ks.k.meta, lens[1] = ks.k.meta_len;
-	argv[2] = ks.k.sem, lens[2] = ks.k.sem_len;
-	argv[3] = ks.k.limit, lens[3] = ks.k.limit_len;
-	argv[4] = ks.k.queue, lens[4] = ks.k.queue_len;
+	lock_holder_keys(&ks.k, argv, lens);
 	argv[5] = ks.k.tokens, lens[5] = ks.k.tokens_len;
 	argv[6] = ks.meta_prefix, lens[6] = ks.meta_prefix_len;
 	argv[7] = ks.k.wake, lens[7] = ks.k.wake_len;

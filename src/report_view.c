@@ -177,11 +177,7 @@ view_inspect(struct conn *cn, const char *prefix, struct view *v)
 	int i;
 
 	view_keys_init(&ks, prefix, v->key, v->keylen);
-	argv[0] = ks.k.lock, lens[0] = ks.k.lock_len;
-	argv[1] = ks.k.meta, lens[1] = ks.k.meta_len;
-	argv[2] = ks.k.sem, lens[2] = ks.k.sem_len;
-	argv[3] = ks.k.limit, lens[3] = ks.k.limit_len;
-	argv[4] = ks.k.queue, lens[4] = ks.k.queue_len;
+	lock_holder_keys(&ks.k, argv, lens);
 	argv[5] = ks.meta_prefix, lens[5] = ks.meta_prefix_len;
 	argv[6] = ks.k.waiter_prefix, lens[6] = ks.k.waiter_prefix_len;
 	argv[7] = WAITERS_SHOWN, lens[7] = strlen(WAITERS_SHOWN);
