@@ -330,14 +330,60 @@ exit_status(const struct sup *s)
 	return RL_EXIT_LEASE_LOST;
 }
 
+/*
+ * rlock may have been held up between the grant and here (stopped, swapped
+ * out, an acquire that CLIENT PAUSE or a stalled server kept waiting):
+ * `granted` counts from before the acquire was sent, so an old grant can be
+ * a lease that is already gone, and someone else may hold KEY now. COMMAND
+ * must never start on such a lease, nor be killed at once over a lease that
+ * is in fact fresh. So a grant older than one renewal interval is confirmed
+ * with an extend first. Returns 0 to start COMMAND (*granted updated), or
+ * the exit status when it must not start.
+ */
+static int
+confirm_grant(struct sup *s, int64_t *granted)
+{
+	int64_t lease = s->ctx->lease_ms, t = lease / 5, t0, held;
+	int r = -1;
+
+	if ((held = mono_ms() - *granted) < lease / 3)
+		return 0;
+	/* The same bound per try as the renewal thread's. */
+	if (t < 50)
+		t = 50;
+	if (t > s->cn->cfg->connect_timeout_ms)
+		t = s->cn->cfg->connect_timeout_ms;
+	conn_set_timeouts(s->cn, t, t);
+	t0 = mono_ms();
+	if (s->cn->c != NULL || conn_reopen(s->cn) == 0)
+		r = lock_extend(s->cn, s->ctx);
+	if (r == 1) {
+		*granted = t0;
+		return 0;
+	}
+	if (r < 0 && mono_ms() < *granted + lease - drift_ms(lease))
+		return 0;	/* still ours for a while: the supervisor acts */
+	msg_err("lost the lock '%s' before COMMAND started (%lldms after "
+	    "asking for it): %s; COMMAND not run", s->key, (long long)held,
+	    r == 0 ? "Redis says another client holds or removed it" :
+	    "the lease could not be extended in time (Redis unreachable)");
+	s->lost = r == 0 ? LOST_NOT_OURS : LOST_UNRENEWED;
+	if (r < 0)
+		release(s);	/* compare-and-delete: harmless if gone */
+	return RL_EXIT_LEASE_LOST;
+}
+
 int
 sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct conn *cn,
     int sigfd, const struct wait_result *res)
 {
 	struct sup s = { .o = o, .ctx = ctx, .cn = cn, .sigfd = sigfd };
+	int64_t granted = res->granted_at;
 	int st;
 
 	printable(o->key, strlen(o->key), s.key, sizeof(s.key));
+	if ((st = confirm_grant(&s, &granted)) != 0)
+		return st;
 	export_env(ctx, o->key, res->fence);
 	if ((st = spawn(&s)) != 0) {
 		release(&s);
@@ -345,12 +391,12 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct conn *cn,
 	}
 	msg_verbose("running COMMAND (pid %ld) with fence %lld",
 	    (long)s.child, (long long)res->fence);
-	if (renew_start(&s.rw, cn, ctx, res->granted_at) < 0) {
+	if (renew_start(&s.rw, cn, ctx, granted) < 0) {
 		/* Without renewal the lease simply runs out: the deadline
 		 * logic still stops COMMAND in time. */
 		msg_warn("cannot start the renewal thread: %s",
 		    strerror(errno));
-		atomic_store(&s.rw.last_ok, res->granted_at);
+		atomic_store(&s.rw.last_ok, granted);
 	}
 	supervise(&s);
 	renew_stop(&s.rw);
