@@ -1,0 +1,459 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# run.sh RLOCK [SCENARIO...]: the torture runs (issue 6). Each scenario has
+# its own redis-server, runs 16 contending workers whose critical sections
+# are stamped on CLOCK_MONOTONIC (tests/torture/stamp), injects its faults,
+# then checks: mutual exclusion and fences (check.py), nothing left in
+# Redis without an expiry, nothing hung. One line per scenario, then a
+# summary; exit 1 if any scenario failed.
+#
+#   TORTURE_SECONDS  contention per scenario (default 6)
+#   TORTURE_KEEP=1   keep the temp dir (logs) even when all passed
+#   TORTURE_VERBOSE=1  workers run rlock -v (their stderr is in the logs)
+#   TORTURE_STAMP    a built tests/torture/stamp.c (else built here with cc)
+#
+# Scenarios: a1 a2 a3 b1 b2 c1 c2 c3 c4 d1 d2 e1 e2 e3 f (default: all).
+# c2 (a frozen supervisor) and d2 (Redis restarted without persistence)
+# are outside what rlock can guarantee: their overlaps are reported, not
+# failed; their fences still must increase.
+set -u
+RLOCK=$(readlink -f "${1:?usage: run.sh RLOCK [SCENARIO...]}")
+shift
+HERE=$(cd "$(dirname "$0")" && pwd)
+SECS=${TORTURE_SECONDS:-6}
+TR_ROOT=$(mktemp -d /tmp/rlock-torture.XXXXXX)
+STAMP=${TORTURE_STAMP:-$TR_ROOT/stamp}
+export RLOCK STAMP TR_ROOT
+unset RLOCK_URL REDIS_URL RLOCK_PASSWORD REDISCLI_AUTH RLOCK_KEY RLOCK_TOKEN \
+	RLOCK_FENCE RLOCK_TRACE TORTURE_ID
+
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
+
+# `make torture` builds stamp; run by hand, we build it here.
+if [ -z "${TORTURE_STAMP:-}" ]; then
+	cc -O2 -Wall -Wextra -Werror -o "$STAMP" "$HERE/stamp.c" || exit 1
+fi
+python3 "$HERE/check.py" --self-test || exit 1
+
+FAILED=() RESULTS=()
+TOTAL_SECTIONS=0 TOTAL_FAULTS=0 TOTAL_VIOL=0 TOTAL_LOST=0
+
+cleanup() {
+	local d p
+	[ -n "${SC:-}" ] && [ -e "$SC/workers" ] && touch "$SC/stop"
+	for d in "$TR_ROOT"/*/; do
+		[ -f "$d/pid" ] || continue
+		p=$(cat "$d/pid")
+		if is_our "$p" redis-server; then
+			kill -CONT "$p"; kill -KILL "$p"
+		elif is_our "$p" proxy.py; then
+			kill -KILL "$p"
+		fi
+	done
+}
+trap cleanup EXIT
+
+# begin NAME "what": a fresh scenario dir; sets SC, KEY, defaults.
+begin() {
+	SCN=$1
+	SC=$TR_ROOT/sc-$1
+	mkdir -p "$SC"
+	: > "$SC/log"
+	KEY=torture-$1
+	WARGS=(-l 1s -w 5s)
+	[ -n "${TORTURE_VERBOSE:-}" ] && WARGS+=(-v)
+	FAIR_EVERY=0
+	SECTION_MS="1 5"
+	LIMIT=1
+	CHECK_ARGS=()
+	LAUNCH_STAMP=0
+	LONG_PCT=0
+	LONG_MS="300 1500"
+	NOTE=""
+	EXTRA_FAIL=0
+	T0=$(now_ms)
+	echo "== $1: $2"
+}
+
+# finish REDIS: stop the workers, check the log, Redis and processes.
+finish() {
+	local name=$1 line ok=1 hung nottl secs lost lines
+	workers_stop
+	hung=$(cat "$SC/hung")
+	# Let the last releases land and any stale command drain.
+	sleep 0.2
+	nottl=$(keys_without_ttl "$name")
+	secs=$(( $(now_ms) - T0 ))
+	line=$(python3 "$HERE/check.py" -N "$LIMIT" --label "$SCN" \
+		--json "$SC/result.json" "${CHECK_ARGS[@]}" "$SC/log") || ok=0
+	lines=$(printf '%s\n' "$line" | sed 1d)
+	line=$(printf '%s\n' "$line" | sed -n 1p)
+	lost=$(cat "$SC"/err/* 2>/dev/null | grep -c 'lost the lock')
+	[ -n "$nottl" ] && ok=0
+	[ "$hung" = 1 ] && ok=0
+	[ "$EXTRA_FAIL" = 1 ] && ok=0
+	eval "$(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("S=%d F=%d V=%d L=%d" % (r["sections"], r["faults"],
+      len(r["violations"]), r["exit70"]))' "$SC/result.json")"
+	TOTAL_SECTIONS=$((TOTAL_SECTIONS + S))
+	TOTAL_FAULTS=$((TOTAL_FAULTS + F))
+	TOTAL_LOST=$((TOTAL_LOST + L))
+	[ ${#CHECK_ARGS[@]} = 0 ] && TOTAL_VIOL=$((TOTAL_VIOL + V))
+	echo "  $line"
+	[ -n "$lines" ] && printf '%s\n' "$lines" | head -8
+	echo "  runtime=$((secs / 1000)).$(printf %03d $((secs % 1000)))s" \
+		"lost-messages=$lost keys-without-ttl=$(printf '%s' "$nottl" |
+		grep -c .) hung=$hung${NOTE:+ note: $NOTE}"
+	[ -n "$nottl" ] && echo "  KEYS WITHOUT TTL: $nottl"
+	RESULTS+=("$SCN $( [ $ok = 1 ] && echo ok || echo FAIL) $line")
+	[ $ok = 1 ] || FAILED+=("$SCN")
+	redis_stop "$name"
+}
+
+nostart() {
+	RESULTS+=("$SCN FAIL: could not start redis-server")
+	FAILED+=("$SCN")
+}
+
+# run_for SECONDS: let the workers contend, the injector idle.
+run_for() { sleep "$1"; }
+
+# The fault loop helpers: `until_done CMD...` repeats CMD until SECS pass.
+until_done() {
+	local end=$(( $(now_ms) + SECS * 1000 ))
+	while [ "$(now_ms)" -lt "$end" ]; do "$@"; done
+}
+
+unix_url() { echo "unix://$(redis_sock "$1")"; }
+
+# ---------------------------------------------------------------- a
+
+sc_a1() {
+	begin a1 "16 workers, mutex, -l 1s, sections 1-5 ms"
+	redis_start a1 || { nostart; return; }
+	URLS=("$(unix_url a1)")
+	workers_start; run_for "$SECS"; finish a1
+}
+
+sc_a2() {
+	begin a2 "16 workers, mutex --fair, -l 1s, sections 1-5 ms"
+	redis_start a2 || { nostart; return; }
+	URLS=("$(unix_url a2)"); FAIR_EVERY=1
+	workers_start; run_for "$SECS"; finish a2
+}
+
+sc_a3() {
+	begin a3 "16 workers, semaphore -N 3, -l 1s, sections 2-8 ms"
+	redis_start a3 || { nostart; return; }
+	URLS=("$(unix_url a3)"); LIMIT=3; WARGS+=(-N 3); SECTION_MS="2 8"
+	LAUNCH_STAMP=1
+	workers_start; run_for "$SECS"; finish a3
+}
+
+# ---------------------------------------------------------------- b
+
+# kill_one GAP_MIN GAP_MAX: SIGKILL one rlock, a holder or a waiter (a
+# holder of a few-ms section is caught by scanning for up to 0.3 s).
+kill_one() {
+	local kind p
+	kind=$(pick holder waiter)
+	for _ in $(seq 1 100); do
+		# shellcheck disable=SC2046
+		p=$(pick $(rlock_pids "$kind")) && is_rlock "$p" &&
+			kill -KILL "$p" 2>/dev/null && break
+		p=
+		sleep 0.003
+	done
+	[ -n "$p" ] && fault "SIGKILL rlock $kind $p"
+	msleep $(($1 + RANDOM % ($2 - $1 + 1)))
+}
+
+sc_b1() {
+	begin b1 "as a1, random SIGKILL of rlock holders and waiters every 0.1-0.3 s"
+	redis_start b1 || { nostart; return; }
+	URLS=("$(unix_url b1)"); LONG_PCT=1
+	workers_start; sleep 0.5; until_done kill_one 100 300; finish b1
+}
+
+sc_b2() {
+	begin b2 "as a2 (all --fair), random SIGKILL of rlock holders and waiters every 0.5-1 s"
+	redis_start b2 || { nostart; return; }
+	URLS=("$(unix_url b2)"); LONG_PCT=1; FAIR_EVERY=1
+	NOTE="a SIGKILLed --fair waiter blocks the queue until its heartbeat key lapses (up to 6 s): see longest_idle"
+	workers_start; sleep 0.5; until_done kill_one 500 1000; finish b2
+}
+
+# ---------------------------------------------------------------- c
+
+sc_c1() {
+	begin c1 "SIGSTOP of random rlock holders for 1.5 s (> lease) in a storm"
+	redis_start c1 || { nostart; return; }
+	URLS=("$(unix_url c1)")
+	workers_start; sleep 0.5
+	local end=$(( $(now_ms) + SECS * 1000 ))
+	while [ "$(now_ms)" -lt "$end" ]; do
+		freeze_holder 1500 >/dev/null || { sleep 0.01; continue; }
+		msleep $((300 + RANDOM % 500))
+	done
+	NOTE="a stopped holder's short COMMAND ends while rlock is stopped; rlock finds the loss at release (exit 70)"
+	finish c1
+}
+
+# One long section whose rlock is stopped for longer than its lease: the
+# COMMAND runs on unguarded. No supervisor can act while frozen; only the
+# fence (which the checker verifies) protects a fenced resource.
+long_frozen() { # K
+	local id=long.$1 p i rl=
+	TORTURE_ID=$id timeout -k 2 30 "$RLOCK" -u "${URLS[0]}" -k "$KEY" \
+		-l 1s -w 10s -- "$STAMP" "$SC/log" section 3000 \
+		2>>"$SC/err/long" &
+	p=$!
+	for i in $(seq 1 500); do
+		# timeout(1) is p; rlock is its child, COMMAND rlock's child.
+		rl=$(cat /proc/"$p"/task/"$p"/children 2>/dev/null)
+		rl=${rl%% *}
+		[ -n "$rl" ] && [ -n "$(cat /proc/"$rl"/task/"$rl"/children \
+			2>/dev/null)" ] && break
+		rl=
+		sleep 0.02
+	done
+	if is_rlock "$rl"; then
+		sleep 0.2
+		kill -STOP "$rl"
+		TORTURE_ID=$id RLOCK_FENCE=$(section_env "$rl" RLOCK_FENCE) \
+			"$STAMP" "$SC/log" frozen
+		fault "SIGSTOP rlock holder $rl ($id, 3 s section) for 2000ms"
+		sleep 2
+		kill -CONT "$rl"
+	fi
+	wait "$p"
+	TORTURE_ID=$id "$STAMP" "$SC/log" exit $?
+}
+
+sc_c2() {
+	begin c2 "a 3 s section whose rlock is SIGSTOPped for 2 s (lease 1 s), in a storm"
+	redis_start c2 || { nostart; return; }
+	URLS=("$(unix_url c2)"); CHECK_ARGS=(--allow-frozen)
+	mkdir -p "$SC/err"
+	workers_start; sleep 0.5
+	long_frozen 1
+	sleep 0.5
+	long_frozen 2
+	NOTE="frozen supervisor: the known limitation, reported apart (fences still checked)"
+	finish c2
+}
+
+sc_c3() {
+	begin c3 "redis-server SIGSTOPped for 1.5 s (> lease), 3 times, in a storm"
+	redis_start c3 || { nostart; return; }
+	URLS=("$(unix_url c3)"); LONG_PCT=1
+	workers_start; sleep 0.5
+	local i p
+	for i in 1 2 3; do
+		p=$(redis_pid c3)
+		is_our "$p" redis-server && kill -STOP "$p" &&
+			fault "SIGSTOP redis-server for 1500ms"
+		sleep 1.5
+		kill -CONT "$p"
+		sleep $((SECS / 4 + 1))
+	done
+	finish c3
+}
+
+# c4: rlock held up between the grant and the start of COMMAND (stopped,
+# swapped out, an overloaded machine). Made deterministic: RLOCK_TRACE is a
+# FIFO, and rlock blocks opening it to log "grant" until we read it.
+holdup() { # HOLD_MS ON_LOST WITH_B  -> prints "rc started"
+	local hold=$1 onlost=$2 withb=$3 a b rc fifo=$SC/fifo.$1.$2 id=A.$1.$2
+	local t0 started
+	mkfifo "$fifo"
+	t0=$(now_ms)
+	TORTURE_ID=$id RLOCK_TRACE=$fifo timeout -k 2 20 "$RLOCK" \
+		-u "${URLS[0]}" -k "$KEY" -l 1s --on-lost "$onlost" -w 5s \
+		-- "$STAMP" "$SC/log" section 500 2>>"$SC/err/$id" &
+	a=$!
+	fault "rlock held up ${hold}ms between grant and COMMAND (--on-lost $onlost)"
+	if [ "$withb" = 1 ]; then
+		# Once A's lease has lapsed, B takes the lock for 2 s.
+		msleep $((1100 - ($(now_ms) - t0)))
+		TORTURE_ID=B.$1.$2 timeout -k 2 20 "$RLOCK" -u "${URLS[0]}" \
+			-k "$KEY" -l 1s -w 5s -- "$STAMP" "$SC/log" section 2000 \
+			2>>"$SC/err/B" &
+		b=$!
+	fi
+	msleep $((hold - ($(now_ms) - t0)))
+	( timeout 5 cat "$fifo" >/dev/null; timeout 5 cat "$fifo" >/dev/null ) &
+	wait "$a"; rc=$?
+	TORTURE_ID=$id "$STAMP" "$SC/log" exit "$rc"
+	if [ "$withb" = 1 ]; then
+		wait "$b"
+		TORTURE_ID=B.$1.$2 "$STAMP" "$SC/log" exit $?
+	fi
+	started=no
+	grep -qE "^(start|gone) [0-9]+ [^ ]+ $id\$" "$SC/log" && started=yes
+	echo "$rc $started"
+}
+
+sc_c4() {
+	begin c4 "rlock held up between the grant and COMMAND's start (deterministic)"
+	redis_start c4 || { nostart; return; }
+	URLS=("$(unix_url c4)")
+	mkdir -p "$SC/err"
+	local r1 r2 r3 bad=0
+	r1=$(holdup 1500 term 1)
+	r2=$(holdup 600 term 0)
+	r3=$(holdup 1500 ignore 1)
+	echo "  held up 1500ms, lease lapsed, B took it, --on-lost term:   rc, COMMAND started = $r1 (want: 70 no)"
+	echo "  held up  600ms, lease still ours, --on-lost term:          rc, COMMAND started = $r2 (want: 0 yes)"
+	echo "  held up 1500ms, lease lapsed, B took it, --on-lost ignore: rc, COMMAND started = $r3 (want: 70 no)"
+	[ "$r1" = "70 no" ] || bad=1
+	[ "$r2" = "0 yes" ] || bad=1
+	[ "$r3" = "70 no" ] || bad=1
+	[ $bad = 1 ] && echo "  c4: FAIL: rlock acted on a stale grant (see above)"
+	EXTRA_FAIL=$bad
+	: > "$SC/workers"
+	finish c4
+}
+
+# ---------------------------------------------------------------- d
+
+restarts() { # NAME
+	local sig
+	for sig in TERM KILL TERM KILL; do
+		sleep $((SECS / 4 + 1))
+		fault "redis-server restart ($sig)"
+		redis_restart "$1" "$sig" || echo "  could not restart $1"
+	done
+	sleep 1
+}
+
+sc_d1() {
+	begin d1 "redis-server restarted (SIGTERM and SIGKILL) with --appendonly yes --appendfsync always"
+	redis_start d1 --appendonly yes --appendfsync always || { nostart; return; }
+	URLS=("$(unix_url d1)"); LONG_PCT=1
+	workers_start; restarts d1; finish d1
+}
+
+sc_d2() {
+	begin d2 "redis-server restarted (SIGTERM and SIGKILL) without persistence"
+	redis_start d2 --save '' --appendonly no || { nostart; return; }
+	URLS=("$(unix_url d2)"); LONG_PCT=1; CHECK_ARGS=(--tolerate-overlaps)
+	workers_start; restarts d2
+	NOTE="outside the guarantee (Redis lost its data): overlaps reported, fences checked"
+	finish d2
+}
+
+# ---------------------------------------------------------------- e
+
+sc_e1() {
+	begin e1 "CLIENT PAUSE 1500 WRITE, 3 times, in a storm"
+	redis_start e1 || { nostart; return; }
+	URLS=("$(unix_url e1)"); LONG_PCT=1
+	workers_start; sleep 0.5
+	local i
+	for i in 1 2 3; do
+		rcli e1 client pause 1500 write >/dev/null &&
+			fault "CLIENT PAUSE 1500 WRITE"
+		sleep $((SECS / 4 + 2))
+	done
+	finish e1
+}
+
+kill_clients() {
+	local n
+	n=$(rcli e2 client kill type normal)
+	fault "CLIENT KILL TYPE normal ($n)"
+	msleep $((150 + RANDOM % 150))
+}
+
+sc_e2() {
+	begin e2 "CLIENT KILL TYPE normal every 150-300 ms, in a storm"
+	redis_start e2 || { nostart; return; }
+	URLS=("$(unix_url e2)"); LONG_PCT=1
+	workers_start; sleep 0.5; until_done kill_clients; finish e2
+}
+
+# maxclients low for MS over one connection of its own (the admin needs a
+# slot to set it back).
+maxclients_for() { # NAME LOW MS
+	python3 - "$(redis_sock "$1")" "$2" "$3" <<'EOF'
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(5)
+s.connect(sys.argv[1])
+def cmd(*a):
+    s.sendall(("*%d\r\n" % len(a) + "".join("$%d\r\n%s\r\n" % (len(x), x)
+               for x in a)).encode())
+    return s.recv(4096)
+cmd("CONFIG", "SET", "maxclients", sys.argv[2])
+time.sleep(int(sys.argv[3]) / 1000)
+cmd("CONFIG", "SET", "maxclients", "10000")
+EOF
+}
+
+sc_e3() {
+	begin e3 "maxclients reached (CONFIG SET maxclients 4) for 2 s, 3 times, in a storm"
+	redis_start e3 || { nostart; return; }
+	URLS=("$(unix_url e3)"); LONG_PCT=1
+	workers_start; sleep 0.5
+	local i
+	for i in 1 2 3; do
+		fault "maxclients 4 for 2000ms"
+		maxclients_for e3 4 2000
+		sleep $((SECS / 4 + 1))
+	done
+	finish e3
+}
+
+# ---------------------------------------------------------------- f
+
+sc_f() {
+	begin f "half the workers through our TCP proxy: stalls and cuts longer than the lease"
+	redis_start f || { nostart; return; }
+	local pport=$(( $(redis_port f) + 1 )) i
+	[ $pport -gt 65000 ] && pport=$(( $(redis_port f) - 1 ))
+	proxy_start proxy-f "$pport" "$(redis_port f)" || { echo "no proxy"; return; }
+	URLS=("redis://127.0.0.1:$pport/0" "$(unix_url f)"); LONG_PCT=1
+	workers_start; sleep 1
+	for i in 1 2; do
+		proxy_signal proxy-f USR1 && fault "proxy stall 2000ms"
+		sleep 2
+		proxy_signal proxy-f USR2
+		sleep 1.5
+		proxy_signal proxy-f HUP && fault "proxy cut 2000ms"
+		sleep 2
+		proxy_signal proxy-f USR2
+		sleep 1.5
+		proxy_signal proxy-f USR1 && fault "proxy stall 700ms"
+		sleep 0.7
+		proxy_signal proxy-f USR2
+		sleep 1
+	done
+	finish f
+	proxy_stop proxy-f
+}
+
+# ---------------------------------------------------------------- main
+
+ALL=(a1 a2 a3 b1 b2 c1 c2 c3 c4 d1 d2 e1 e2 e3 f)
+[ $# -gt 0 ] && ALL=("$@")
+START=$(now_ms)
+echo "torture: $RLOCK, ${SECS}s of contention per scenario, logs in $TR_ROOT"
+for s in "${ALL[@]}"; do
+	"sc_$s"
+done
+T=$(( $(now_ms) - START ))
+echo "== summary"
+printf '  %s\n' "${RESULTS[@]}"
+echo "torture: ${#ALL[@]} scenarios, $TOTAL_SECTIONS sections, $TOTAL_FAULTS faults," \
+	"$TOTAL_VIOL unannounced overlaps in contract, $TOTAL_LOST lease losses (exit 70)," \
+	"${#FAILED[@]} failed${FAILED[*]:+ (${FAILED[*]})}, $((T / 1000))s"
+if [ ${#FAILED[@]} = 0 ] && [ -z "${TORTURE_KEEP:-}" ]; then
+	rm -rf "$TR_ROOT"
+else
+	echo "torture: logs kept in $TR_ROOT"
+fi
+[ ${#FAILED[@]} = 0 ]
