@@ -103,21 +103,6 @@ socat_start() {
 	SOCAT_PG=$pg
 }
 
-# usage_error REGEX ARGS...: 64, nothing on stdout, "rlock: " + REGEX and
-# the Try line on stderr, even with Redis unreachable (said before any
-# connection).
-usage_error() {
-	local re=$1
-	shift
-	RLOCK_URL=$CLOSED_URL run -64 --separate-stderr "$RLOCK" "$@"
-	[ -z "$output" ] || fail "stdout: $output"
-	[ "${#stderr_lines[@]}" -eq 2 ] || fail "stderr: $stderr"
-	[[ ${stderr_lines[0]} =~ ^rlock:\ .*$re ]] ||
-		fail "first line: ${stderr_lines[0]} (want $re)"
-	[ "${stderr_lines[1]}" = "Try 'rlock --help' for more information." ] ||
-		fail "second line: ${stderr_lines[1]}"
-}
-
 # fails STATUS GLOB ARGS...: rlock ARGS exits STATUS within 20 s, COMMAND
 # (which should print) did not run, and stderr is one line "rlock: "GLOB.
 fails() {

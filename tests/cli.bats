@@ -23,21 +23,6 @@ teardown_file() {
 	redis_stop main
 }
 
-# usage_error REGEX ARGS...: rlock ARGS exits 64 with exactly two lines on
-# stderr, "rlock: " + REGEX and the Try line, nothing on stdout, and does
-# so even when Redis is unreachable.
-usage_error() {
-	local re=$1
-	shift
-	RLOCK_URL=$CLOSED_URL run -64 --separate-stderr "$RLOCK" "$@"
-	[ -z "$output" ] || fail "stdout: $output"
-	[ "${#stderr_lines[@]}" -eq 2 ] || fail "stderr: $stderr"
-	[[ ${stderr_lines[0]} =~ ^rlock:\ .*$re ]] ||
-		fail "first line: ${stderr_lines[0]} (want $re)"
-	[ "${stderr_lines[1]}" = "Try 'rlock --help' for more information." ] ||
-		fail "second line: ${stderr_lines[1]}"
-}
-
 @test "the closed port really is unreachable: 69, not 64" {
 	RLOCK_URL=$CLOSED_URL run -69 --separate-stderr "$RLOCK" -k k -- true
 	[ "${#stderr_lines[@]}" -eq 1 ]

@@ -163,3 +163,19 @@ fi
 skip_under_valgrind() {
 	[ -z "${RLOCK_UNDER_VALGRIND:-}" ] || skip "valgrind's own env, fds and argv"
 }
+
+# usage_error REGEX RLOCK-ARGS...: rlock exits 64 with exactly two lines on
+# stderr, "rlock: " + REGEX and the Try line, nothing on stdout, and does
+# so even when Redis is unreachable ($CLOSED_URL, set by the calling file:
+# usage errors are said before any connection).
+usage_error() {
+	local re=$1
+	shift
+	RLOCK_URL=$CLOSED_URL run -64 --separate-stderr "$RLOCK" "$@"
+	[ -z "$output" ] || fail "stdout: $output"
+	[ "${#stderr_lines[@]}" -eq 2 ] || fail "stderr: $stderr"
+	[[ ${stderr_lines[0]} =~ ^rlock:\ .*$re ]] ||
+		fail "first line: ${stderr_lines[0]} (want $re)"
+	[ "${stderr_lines[1]}" = "Try 'rlock --help' for more information." ] ||
+		fail "second line: ${stderr_lines[1]}"
+}
