@@ -17,9 +17,24 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <time.h>
 
 #include "exitcode.h"
+#include "topo.h"
 #include "util.h"
+
+/* Redirects followed for one command before its reply is returned. */
+#define MAX_HOPS 5
+#define TRYAGAIN_PAUSE_MS 20
+
+static void
+nap_ms(int64_t ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
 
 static struct timeval
 tv_of(int64_t ms)
@@ -123,6 +138,7 @@ conn_fail_reply(struct conn *cn, const char *what, const redisReply *r)
 void
 conn_close(struct conn *cn)
 {
+	topo_close(cn);
 	if (cn->c == NULL)
 		return;
 	if (cn->c->err && cn->c->fd >= 0) {
@@ -189,8 +205,8 @@ io_failed(struct conn *cn, const char *what, int saved_errno)
 	conn_close(cn);
 }
 
-redisReply *
-conn_command(struct conn *cn, int argc, const char **argv,
+static redisReply *
+command_once(struct conn *cn, int argc, const char **argv,
     const size_t *lens)
 {
 	redisReply *r;
@@ -209,11 +225,102 @@ conn_command(struct conn *cn, int argc, const char **argv,
 	return r;
 }
 
+/* ASKING then the command, once, on the node a migration names; then
+ * back home (the slot's owner) for the next command. */
+static redisReply *
+ask_once(struct conn *cn, const char *host, int port, int argc,
+    const char **argv, const size_t *lens)
+{
+	const char *asking[1] = { "ASKING" };
+	size_t alen[1] = { 6 };
+	char home[sizeof(cn->node_host)];
+	int home_port = cn->node_port;
+	redisReply *r;
+
+	memcpy(home, cn->node_host, sizeof(home));
+	conn_close(cn);
+	if (conn_connect_node(cn, host, port, mono_ms() +
+	    cn->connect_timeout_ms) != 0)
+		return NULL;
+	if ((r = command_once(cn, 1, asking, alen)) == NULL)
+		return NULL;
+	freeReplyObject(r);
+	r = command_once(cn, argc, argv, lens);
+	conn_close(cn);
+	memcpy(cn->node_host, home, sizeof(home));
+	cn->node_port = home_port;
+	return r;
+}
+
+redisReply *
+conn_command(struct conn *cn, int argc, const char **argv,
+    const size_t *lens)
+{
+	int64_t start = mono_ms();
+	char host[256];
+	int hops, port;
+	redisReply *r;
+
+	for (hops = 0;; hops++) {
+		if (cn->c == NULL && hops > 0 && conn_reopen(cn) != 0)
+			return NULL;
+		if ((r = command_once(cn, argc, argv, lens)) == NULL ||
+		    hops == MAX_HOPS)
+			return r;
+		switch (topo_classify(cn, r, host, sizeof(host), &port)) {
+		case TOPO_NONE:
+			return r;
+		case TOPO_TRYAGAIN:
+			if (mono_ms() - start > cn->cmd_timeout_ms)
+				return r;
+			freeReplyObject(r);
+			nap_ms(TRYAGAIN_PAUSE_MS);
+			break;
+		case TOPO_ASK:
+			freeReplyObject(r);
+			return ask_once(cn, host, port, argc, argv, lens);
+		case TOPO_MOVED:
+			snprintf(cn->node_host, sizeof(cn->node_host), "%s",
+			    host);
+			cn->node_port = port;
+			/* FALLTHROUGH */
+		case TOPO_REMASTER:
+			freeReplyObject(r);
+			conn_close(cn);
+			break;
+		}
+	}
+}
+
+int
+conn_take_redirect(struct conn *cn, const redisReply *r)
+{
+	char host[256];
+	int port;
+
+	switch (topo_classify(cn, r, host, sizeof(host), &port)) {
+	case TOPO_MOVED:
+		snprintf(cn->node_host, sizeof(cn->node_host), "%s", host);
+		cn->node_port = port;
+		/* FALLTHROUGH */
+	case TOPO_REMASTER:
+	case TOPO_TRYAGAIN:
+	case TOPO_ASK:
+		conn_close(cn);
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 static redisContext *
-connect_raw(const struct endpoint *ep, int64_t timeout_ms)
+connect_raw(const struct endpoint *ep, const char *host, int port,
+    int64_t timeout_ms)
 {
 	struct timeval tv = tv_of(timeout_ms);
 
+	if (host != NULL)
+		return redisConnectWithTimeout(host, port, tv);
 	if (ep->kind == EP_UNIX)
 		return redisConnectUnixWithTimeout(ep->path, tv);
 	return redisConnectWithTimeout(ep->host, ep->port, tv);
@@ -229,7 +336,7 @@ tune_socket(struct conn *cn)
 		    strerror(errno));
 		return -1;
 	}
-	if (cn->cfg->ep.kind == EP_TCP)
+	if (cn->cfg->ep.kind != EP_UNIX)
 		redisEnableKeepAlive(cn->c);
 	return 0;
 }
@@ -292,24 +399,28 @@ handshake(struct conn *cn)
 	return 0;
 }
 
-static int
-open_within(struct conn *cn, int64_t connect_ms, int64_t cmd_timeout_ms)
+int
+conn_connect_node(struct conn *cn, const char *host, int port,
+    int64_t deadline)
 {
-	const struct conn_cfg *cfg = cn->cfg;
-	int64_t start = mono_ms(), left;
+	int64_t cmd_timeout_ms = cn->cmd_timeout_ms, left;
 	int st;
 
-	cn->cmd_timeout_ms = cmd_timeout_ms;
-	cn->connect_timeout_ms = connect_ms;
+	if ((left = deadline - mono_ms()) < 1)
+		left = 1;
 	cn->status = 0;
 	cn->err[0] = '\0';
-	cn->c = connect_raw(&cfg->ep, connect_ms);
+	cn->c = connect_raw(&cn->cfg->ep, host, port, left);
 	if (cn->c == NULL) {
 		set_err(cn, RL_EXIT_UNAVAILABLE, "out of memory");
 		return cn->status;
 	}
 	if (cn->c->err) {
-		set_err(cn, RL_EXIT_UNAVAILABLE, "%s", cn->c->errstr);
+		if (host)
+			set_err(cn, RL_EXIT_UNAVAILABLE, "%s:%d: %s", host,
+			    port, cn->c->errstr);
+		else
+			set_err(cn, RL_EXIT_UNAVAILABLE, "%s", cn->c->errstr);
 		redisFree(cn->c);
 		cn->c = NULL;
 		return cn->status;
@@ -320,17 +431,27 @@ open_within(struct conn *cn, int64_t connect_ms, int64_t cmd_timeout_ms)
 	}
 	/* A server that accepts and then stays silent counts against the
 	 * same connect timeout, not against a fresh command timeout. */
-	left = connect_ms - (mono_ms() - start);
+	left = deadline - mono_ms();
 	redisSetTimeout(cn->c, tv_of(left));
-	cn->cmd_timeout_ms = connect_ms;	/* what a timeout message names */
-	if ((st = handshake(cn)) != 0) {
+	cn->cmd_timeout_ms = cn->connect_timeout_ms;	/* for messages */
+	st = handshake(cn);
+	cn->cmd_timeout_ms = cmd_timeout_ms;
+	if (st != 0) {
 		conn_close(cn);
-		cn->cmd_timeout_ms = cmd_timeout_ms;
 		return st;
 	}
-	cn->cmd_timeout_ms = cmd_timeout_ms;
 	redisSetTimeout(cn->c, tv_of(cmd_timeout_ms));
 	return 0;
+}
+
+static int
+open_within(struct conn *cn, int64_t connect_ms, int64_t cmd_timeout_ms)
+{
+	cn->cmd_timeout_ms = cmd_timeout_ms;
+	cn->connect_timeout_ms = connect_ms;
+	cn->status = 0;
+	cn->err[0] = '\0';
+	return topo_open(cn, mono_ms() + connect_ms);
 }
 
 int
@@ -347,6 +468,38 @@ conn_reopen(struct conn *cn)
 {
 	conn_close(cn);
 	return open_within(cn, cn->connect_timeout_ms, cn->cmd_timeout_ms);
+}
+
+void
+conn_init_like(struct conn *dst, const struct conn *src, int64_t connect_ms,
+    int64_t cmd_ms)
+{
+	memset(dst, 0, sizeof(*dst));
+	dst->cfg = src->cfg;
+	memcpy(dst->node_host, src->node_host, sizeof(dst->node_host));
+	dst->node_port = src->node_port;
+	dst->sentinel_at = src->sentinel_at;
+	dst->connect_timeout_ms = connect_ms;
+	dst->cmd_timeout_ms = cmd_ms;
+}
+
+int
+conn_recheck(struct conn *cn)
+{
+	char err[sizeof(cn->err)];
+	int status = cn->status, moved;
+
+	memcpy(err, cn->err, sizeof(err));
+	moved = topo_recheck(cn);
+	memcpy(cn->err, err, sizeof(err));
+	cn->status = status;
+	return moved;
+}
+
+int
+conn_fd(const struct conn *cn)
+{
+	return cn->c ? cn->c->fd : -1;
 }
 
 void

@@ -21,6 +21,7 @@
 struct conn_cfg {
 	struct endpoint ep;
 	const char *password;		/* NULL: no AUTH */
+	const char *sentinel_password;	/* NULL: the sentinels' own, if asked */
 	int64_t connect_timeout_ms;
 };
 
@@ -32,6 +33,11 @@ struct conn {
 	int status;			/* exit status class of the last error */
 	int own_error;			/* err is a refusal by rlock's script */
 	char err[256];			/* what went wrong, for one message */
+	/* Sentinel and Cluster: the node we talk to (topo.c finds it). */
+	char node_host[256];
+	int node_port;			/* 0: not known yet */
+	redisContext *sentinel;		/* kept open for the re-checks */
+	int sentinel_at;		/* the seed that answered last */
 };
 
 /*
@@ -44,6 +50,33 @@ int conn_open(struct conn *cn, const struct conn_cfg *cfg,
 
 /* Close and connect again with cn's timeouts; as conn_open. */
 int conn_reopen(struct conn *cn);
+
+/* A closed conn for the same lock as src (its config, its node), to be
+ * opened with conn_reopen. */
+void conn_init_like(struct conn *dst, const struct conn *src,
+    int64_t connect_ms, int64_t cmd_ms);
+
+/*
+ * Sentinel: has the master moved? Asks a sentinel; if NAME's master is
+ * now another node, cn is closed (to reopen there) and 1 returned. 0 when
+ * unchanged, unknown, or not a Sentinel URL. Never fails the caller.
+ */
+int conn_recheck(struct conn *cn);
+
+/* The underlying socket, or -1 when closed. */
+int conn_fd(const struct conn *cn);
+
+/*
+ * An error reply that sends us elsewhere (Cluster MOVED/ASK, a Sentinel
+ * master turned READONLY, a blocked command UNBLOCKED by a role change):
+ * note where to go, close cn and return 1; 0 for any other reply.
+ */
+int conn_take_redirect(struct conn *cn, const redisReply *r);
+
+/* For topo.c: connect to host:port (NULL host: cfg's endpoint) and do
+ * the handshake by the deadline (mono ms). 0, or a status with cn->err. */
+int conn_connect_node(struct conn *cn, const char *host, int port,
+    int64_t deadline);
 
 /* Change the command timeout of an open or closed cn. */
 void conn_set_timeouts(struct conn *cn, int64_t connect_ms, int64_t cmd_ms);

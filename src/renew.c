@@ -78,6 +78,10 @@ renew_loop(void *arg)
 			conn_close(rw->cn);
 			msg_verbose("renewal connection dropped; reconnecting");
 		}
+		/* Behind Sentinel, extend where the master is now: the old
+		 * one may stay writable for seconds after a failover, and
+		 * extending there would keep a lock the new one lets go. */
+		(void)conn_recheck(rw->cn);
 		if (rw->cn->c == NULL && conn_reopen(rw->cn) != 0) {
 			if (!failing++)
 				msg_warn("cannot extend the lease: %s; "

@@ -63,6 +63,7 @@
 #include "report_view.h"
 #include "run.h"
 #include "script.h"
+#include "topo.h"
 #include "util.h"
 
 /* Keys SCAN looks at per call: bounds the time Redis spends on each. */
@@ -303,6 +304,36 @@ scan_all(struct conn *cn, const char *prefix, const char *pat,
 	return st;
 }
 
+/* A Cluster spreads the locks over its masters: SCAN each of them. */
+static int
+scan_everywhere(struct conn *cn, const char *prefix, const char *pat,
+    struct found *f)
+{
+	int64_t t = cn->cfg->connect_timeout_ms;
+	struct hostport *hp;
+	struct conn node;
+	int i, n, st = 0;
+
+	if (cn->cfg->ep.kind != EP_CLUSTER)
+		return scan_all(cn, prefix, pat, f);
+	if ((n = topo_masters(cn, &hp)) < 0)
+		return -1;
+	for (i = 0; i < n; i++) {
+		conn_init_like(&node, cn, t, t);
+		if (st == 0 && (conn_connect_node(&node, hp[i].host,
+		    hp[i].port, mono_ms() + t) != 0 ||
+		    scan_all(&node, prefix, pat, f) < 0)) {
+			cn->status = node.status;
+			memcpy(cn->err, node.err, sizeof(cn->err));
+			st = -1;
+		}
+		conn_close(&node);
+		free(hp[i].host);
+	}
+	free(hp);
+	return st;
+}
+
 static int
 view_cmp(const void *a, const void *b)
 {
@@ -360,7 +391,7 @@ list_main(const struct rlock_opts *o, struct conn *cn)
 	size_t i;
 	int st;
 
-	if ((st = scan_all(cn, o->prefix, pat, &f)) == 0)
+	if ((st = scan_everywhere(cn, o->prefix, pat, &f)) == 0)
 		found_unique(&f);
 	for (i = 0; i < f.n && st == 0; i++) {
 		/* Some other client's hash or list under a lock's name is

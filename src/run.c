@@ -42,6 +42,7 @@ run_conn_cfg(const struct rlock_opts *o, struct conn_cfg *cfg)
 	cfg->password = o->password;
 	if (cfg->ep.pass && !o->password_from_file)
 		cfg->password = cfg->ep.pass;
+	cfg->sentinel_password = getenv("RLOCK_SENTINEL_PASSWORD");
 	cfg->connect_timeout_ms = o->connect_timeout_ms;
 	return 0;
 }

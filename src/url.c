@@ -5,6 +5,8 @@
  *   redis://[[user][:password]@]host[:port][/db][?db=N]
  *   redis://[[user][:password]@][ipv6]:port[/db]
  *   unix://[[user][:password]@]/path/to/socket[?db=N]
+ *   redis+sentinel://[[user][:password]@]host[:port][,host[:port]...]/NAME[/db]
+ *   redis+cluster://[[user][:password]@]host[:port][,host[:port]...][/0]
  *
  * user and password are percent-decoded; the userinfo ends at the last
  * '@' (unix: the last "@/"), so a generated password with a bare '/', '?'
@@ -115,7 +117,7 @@ bad:
 }
 
 static int
-parse_hostport(const char *s, size_t n, struct endpoint *ep,
+parse_hostport(const char *s, size_t n, struct endpoint *ep, int dflt_port,
     const char **why)
 {
 	const char *port = NULL, *hend;
@@ -150,7 +152,7 @@ parse_hostport(const char *s, size_t n, struct endpoint *ep,
 		*why = "no host";
 		return -1;
 	}
-	ep->port = 6379;
+	ep->port = dflt_port;
 	if (port) {
 		size_t plen = (size_t)(s + n - port);
 
@@ -208,7 +210,7 @@ parse_tcp(const char *rest, struct endpoint *ep, const char **why)
 	if (slash == NULL)
 		slash = q;
 	ep->kind = EP_TCP;
-	if (parse_hostport(hp, (size_t)(slash - hp), ep, why) < 0)
+	if (parse_hostport(hp, (size_t)(slash - hp), ep, 6379, why) < 0)
 		return -1;
 	if (slash < q && slash + 1 < q &&
 	    parse_db(slash + 1, (size_t)(q - slash - 1), &ep->db) < 0) {
@@ -245,9 +247,97 @@ parse_unix(const char *rest, struct endpoint *ep, const char **why)
 	return parse_query(q, end, ep, why);
 }
 
+/* "host[:port],host[:port]..." of n bytes into ep->seeds. */
+static int
+parse_seeds(const char *s, size_t n, struct endpoint *ep, int dflt_port,
+    const char **why)
+{
+	const char *end = s + n, *comma;
+	struct endpoint one;
+	int cap = 0;
+
+	do {
+		comma = memchr(s, ',', (size_t)(end - s));
+		if (comma == NULL)
+			comma = end;
+		memset(&one, 0, sizeof(one));
+		if (parse_hostport(s, (size_t)(comma - s), &one, dflt_port,
+		    why) < 0) {
+			free(one.host);
+			return -1;
+		}
+		if (ep->nseeds == cap) {
+			cap = cap ? cap * 2 : 4;
+			ep->seeds = xrealloc(ep->seeds, (size_t)cap *
+			    sizeof(*ep->seeds));
+		}
+		ep->seeds[ep->nseeds].host = one.host;
+		ep->seeds[ep->nseeds++].port = one.port;
+		s = comma + 1;
+	} while (comma < end);
+	return 0;
+}
+
+/*
+ * redis+sentinel:// (the sentinels, then /NAME of the master set) and
+ * redis+cluster:// (any nodes of the cluster: the seeds).
+ */
+static int
+parse_multi(const char *rest, struct endpoint *ep, enum endpoint_kind kind,
+    const char **why)
+{
+	const char *auth_end = userinfo_end(rest, 0);
+	const char *hp = auth_end ? auth_end + 1 : rest;
+	const char *end = hp + strlen(hp), *q, *slash, *path;
+	size_t plen;
+
+	if (auth_end && parse_userinfo(rest, (size_t)(auth_end - rest), ep,
+	    why) < 0)
+		return -1;
+	ep->kind = kind;
+	if ((q = memchr(hp, '?', (size_t)(end - hp))) == NULL)
+		q = end;
+	if ((slash = memchr(hp, '/', (size_t)(q - hp))) == NULL)
+		slash = q;
+	if (parse_seeds(hp, (size_t)(slash - hp), ep, kind == EP_SENTINEL ?
+	    26379 : 6379, why) < 0)
+		return -1;
+	path = slash < q ? slash + 1 : q;
+	plen = (size_t)(q - path);
+	if (kind == EP_CLUSTER) {
+		if (plen > 0 && !(plen == 1 && *path == '0')) {
+			*why = "Redis Cluster has only database 0";
+			return -1;
+		}
+		if (q != end) {
+			*why = "unknown query parameter";
+			return -1;
+		}
+		return 0;
+	}
+	slash = memchr(path, '/', plen);
+	if (slash == NULL)
+		slash = q;
+	if (slash == path) {
+		*why = "no master name (redis+sentinel://host:port/NAME)";
+		return -1;
+	}
+	ep->master_name = xstrndup(path, (size_t)(slash - path));
+	if (slash < q && slash + 1 < q &&
+	    parse_db(slash + 1, (size_t)(q - slash - 1), &ep->db) < 0) {
+		*why = "bad database number";
+		return -1;
+	}
+	return parse_query(q, end, ep, why);
+}
+
 int
 url_parse(const char *url, struct endpoint *ep, const char **why)
 {
+	if (strncmp(url, "redis+sentinel://", 17) == 0)
+		return parse_multi(url + 17, ep, EP_SENTINEL, why);
+	if (strncmp(url, "redis+cluster://", 16) == 0)
+		return parse_multi(url + 16, ep, EP_CLUSTER, why);
 	if (strncmp(url, "redis://", 8) == 0)
 		return parse_tcp(url + 8, ep, why);
 	if (strncmp(url, "unix://", 7) == 0)
@@ -258,14 +348,21 @@ url_parse(const char *url, struct endpoint *ep, const char **why)
 		    "stunnel on 127.0.0.1 and point -u at it";
 		return -1;
 	}
-	*why = "unknown scheme (use redis://host:port/db or "
-	    "unix:///path/to/socket)";
+	*why = "unknown scheme (use redis://host:port/db, "
+	    "unix:///path/to/socket, redis+sentinel://host:port/NAME or "
+	    "redis+cluster://host:port)";
 	return -1;
 }
 
 void
 url_free(struct endpoint *ep)
 {
+	int i;
+
+	for (i = 0; i < ep->nseeds; i++)
+		free(ep->seeds[i].host);
+	free(ep->seeds);
+	free(ep->master_name);
 	free(ep->host);
 	free(ep->path);
 	free(ep->user);
@@ -276,17 +373,46 @@ url_free(struct endpoint *ep)
 	memset(ep, 0, sizeof(*ep));
 }
 
+static void
+redacted_multi(const struct endpoint *ep, const char *user,
+    const char *stars, const char *at, char *buf, size_t len)
+{
+	size_t off;
+	char one[300];
+	int i;
+
+	off = (size_t)snprintf(buf, len, "%s://%s%s%s", ep->kind ==
+	    EP_SENTINEL ? "redis+sentinel" : "redis+cluster", user, stars, at);
+	for (i = 0; i < ep->nseeds && off < len; i++) {
+		printable(ep->seeds[i].host, strlen(ep->seeds[i].host), one,
+		    sizeof(one));
+		off += (size_t)snprintf(buf + off, len - off, "%s%s%s%s:%d",
+		    i ? "," : "", strchr(one, ':') ? "[" : "", one,
+		    strchr(one, ':') ? "]" : "", ep->seeds[i].port);
+	}
+	if (ep->kind == EP_SENTINEL && off < len) {
+		printable(ep->master_name, strlen(ep->master_name), one,
+		    sizeof(one));
+		snprintf(buf + off, len - off, "/%s/%d", one, ep->db);
+	}
+}
+
 void
 url_redacted(const struct endpoint *ep, char *buf, size_t len)
 {
 	const char *at = (ep->user || ep->pass) ? "@" : "";
 	const char *stars = ep->pass ? ":***" : "";
-	const char *where = ep->kind == EP_UNIX ? ep->path : ep->host;
+	const char *where = ep->kind == EP_UNIX ? ep->path : ep->host ?
+	    ep->host : "";
 	char user[128], place[512];
 
 	/* A decoded %0A must not split the one-line message. */
 	printable(ep->user ? ep->user : "", ep->user ? strlen(ep->user) : 0,
 	    user, sizeof(user));
+	if (ep->kind == EP_SENTINEL || ep->kind == EP_CLUSTER) {
+		redacted_multi(ep, user, stars, at, buf, len);
+		return;
+	}
 	printable(where, strlen(where), place, sizeof(place));
 	if (ep->kind == EP_UNIX) {
 		snprintf(buf, len, "unix://%s%s%s%s?db=%d", user, stars, at,
@@ -307,6 +433,10 @@ url_password_span(const char *url, size_t *off, size_t *len)
 
 	if (strncmp(url, "redis://", 8) == 0)
 		rest = url + 8;
+	else if (strncmp(url, "redis+sentinel://", 17) == 0)
+		rest = url + 17;
+	else if (strncmp(url, "redis+cluster://", 16) == 0)
+		rest = url + 16;
 	else if (strncmp(url, "unix://", 7) == 0)
 		rest = url + 7, is_unix = 1;
 	else if (strncmp(url, "rediss://", 9) == 0)

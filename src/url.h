@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * redis:// and unix:// URLs to a struct endpoint, with percent-decoding and a
+ * redis://, unix://, redis+sentinel:// and redis+cluster:// URLs to a
+ * struct endpoint, with percent-decoding and a
  * redacted form for messages. No I/O, no exit.
  */
 #ifndef RLOCK_URL_H
@@ -8,7 +9,12 @@
 
 #include <stddef.h>
 
-enum endpoint_kind { EP_TCP, EP_UNIX };
+enum endpoint_kind { EP_TCP, EP_UNIX, EP_SENTINEL, EP_CLUSTER };
+
+struct hostport {
+	char *host;		/* name or address, no brackets */
+	int port;
+};
 
 struct endpoint {
 	enum endpoint_kind kind;
@@ -18,6 +24,10 @@ struct endpoint {
 	int db;
 	char *user;		/* NULL: default user */
 	char *pass;		/* NULL: no password in the URL */
+	/* EP_SENTINEL: the sentinels; EP_CLUSTER: the seed nodes. */
+	struct hostport *seeds;
+	int nseeds;
+	char *master_name;	/* EP_SENTINEL */
 };
 
 /*

@@ -222,6 +222,14 @@ xcalloc(size_t n, size_t size)
 	return p;
 }
 
+void *
+xrealloc(void *p, size_t n)
+{
+	if ((p = realloc(p, n ? n : 1)) == NULL)
+		oom();
+	return p;
+}
+
 char *
 xstrdup(const char *s)
 {

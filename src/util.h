@@ -40,6 +40,7 @@ void msg_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
 char *xstrdup(const char *s);
 char *xstrndup(const char *s, size_t n);
 

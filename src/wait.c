@@ -30,6 +30,9 @@
 /* Holder without expiry (a foreign client's key): back off up to this. */
 #define NO_TTL_BACKOFF_MAX_MS 5000
 #define REDRAW_MS 1000
+/* Behind Sentinel, a waiter asks this often whether the master moved
+ * (the old one may stay writable, and silent, for seconds). */
+#define SENTINEL_RECHECK_MS 1000
 
 struct waiter {
 	struct conn *cn;		/* main connection: scripts */
@@ -51,7 +54,17 @@ wait_parse_subscribe(const redisReply *r)
 {
 	return r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
 	    r->element[0]->type == REDIS_REPLY_STRING &&
-	    strcmp(r->element[0]->str, "subscribe") == 0;
+	    (strcmp(r->element[0]->str, "ssubscribe") == 0 ||
+	    strcmp(r->element[0]->str, "subscribe") == 0);
+}
+
+int
+wait_parse_unsubscribed(const redisReply *r)
+{
+	return r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+	    r->element[0]->type == REDIS_REPLY_STRING &&
+	    (strcmp(r->element[0]->str, "sunsubscribe") == 0 ||
+	    strcmp(r->element[0]->str, "unsubscribe") == 0);
 }
 
 int
@@ -62,13 +75,18 @@ wait_parse_pop(const redisReply *r)
 	return r->type == REDIS_REPLY_ARRAY ? 1 : -1;
 }
 
+/*
+ * Sharded pub/sub (Redis 7): in a Cluster the message then reaches the
+ * slot's node only, not every node over the bus; the scripts SPUBLISH
+ * where they can, so a Redis 6 gets PUBLISH and SUBSCRIBE on both sides.
+ */
 static int
 subscribe(struct waiter *w)
 {
 	const struct lock_keys *k = &w->ctx->k;
-	const char *argv[2] = { "SUBSCRIBE", w->ctx->fair ? k->my_wake :
+	const char *argv[2] = { "SSUBSCRIBE", w->ctx->fair ? k->my_wake :
 	    k->wake };
-	size_t lens[2] = { 9, w->ctx->fair ? k->my_wake_len : k->wake_len };
+	size_t lens[2] = { 10, w->ctx->fair ? k->my_wake_len : k->wake_len };
 	redisReply *r;
 	int ok;
 
@@ -76,6 +94,14 @@ subscribe(struct waiter *w)
 		return -1;
 	if ((r = conn_command(&w->sub, 2, argv, lens)) == NULL)
 		return -1;
+	if (r->type == REDIS_REPLY_ERROR &&
+	    strstr(r->str, "unknown command") != NULL) {
+		freeReplyObject(r);
+		argv[0] = "SUBSCRIBE";
+		lens[0] = 9;
+		if ((r = conn_command(&w->sub, 2, argv, lens)) == NULL)
+			return -1;
+	}
 	if (!(ok = wait_parse_subscribe(r))) {
 		conn_fail_reply(&w->sub, "subscribe", r);
 		conn_close(&w->sub);
@@ -126,6 +152,12 @@ drain_sub(struct waiter *w)
 			goto dead;
 		if (reply == NULL)
 			return 0;
+		/* The slot moved away (Cluster): subscribe again where it
+		 * lives now, and try, as a release may fall in between. */
+		if (wait_parse_unsubscribed(reply)) {
+			freeReplyObject(reply);
+			goto dead;
+		}
 		freeReplyObject(reply);
 	}
 dead:
@@ -246,6 +278,11 @@ block_pop(struct waiter *w, int64_t until, struct wait_result *res)
 		    redisGetReplyFromReader(w->cn->c, (void **)&r) != REDIS_OK))
 			return pop_lost(w, w->cn->c->errstr);
 	}
+	if (conn_take_redirect(w->cn, r)) {
+		/* The slot moved, or the master changed: try there. */
+		freeReplyObject(r);
+		return WOKE_SUB_LOST;
+	}
 	n = wait_parse_pop(r);
 	freeReplyObject(r);
 	if (n == 0)
@@ -269,10 +306,18 @@ sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
 			until = w->next_beat;
 		if (w->line.on && mono_ms() + REDRAW_MS < until)
 			until = mono_ms() + REDRAW_MS;
+		if (w->cn->cfg->ep.kind == EP_SENTINEL &&
+		    mono_ms() + SENTINEL_RECHECK_MS < until)
+			until = mono_ms() + SENTINEL_RECHECK_MS;
 		why = w->ctx->fair ? block_sub(w, until, res) :
 		    block_pop(w, until, res);
 		if (why != WOKE_TIMEOUT)
 			return why;
+		/* A failover: releases happen on the new master now. */
+		if (conn_recheck(w->cn)) {
+			conn_close(&w->sub);
+			return WOKE_SUB_LOST;
+		}
 		if (mono_ms() >= retry)
 			return WOKE_TIMEOUT;
 		if (w->queued && mono_ms() >= w->next_beat) {
@@ -347,8 +392,7 @@ wait_lock(struct conn *cn, const struct lock_ctx *ctx, int64_t wait_ms,
 	res->signo = 0;
 	waitline_init(&w.line, ctx->key, ctx->limit, start);
 	w.line.on = w.line.on && wait_ms != 0;
-	w.sub.cfg = cn->cfg;
-	conn_set_timeouts(&w.sub, cn->cfg->connect_timeout_ms,
+	conn_init_like(&w.sub, cn, cn->cfg->connect_timeout_ms,
 	    cn->cfg->connect_timeout_ms);
 	/* A --fair waiter takes its place in line on its first attempt. */
 	lr = attempt(&w, ctx->fair && wait_ms != 0, res, &busy);

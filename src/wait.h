@@ -42,6 +42,8 @@ enum wait_status wait_lock(struct conn *cn, const struct lock_ctx *ctx,
  * anything else.
  */
 int wait_parse_subscribe(const redisReply *r);
+/* 1 if r is an (s)unsubscribe push: the subscription ended under us. */
+int wait_parse_unsubscribed(const redisReply *r);
 int wait_parse_pop(const redisReply *r);
 
 #endif

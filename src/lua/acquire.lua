@@ -93,7 +93,7 @@ if free and (not head or head == token) then
   -- for a release.
   if n > 1 and redis.call('ZCARD', KEYS[4]) < n then
     local nh = redis.call('LINDEX', KEYS[6], 0)
-    if nh then redis.call('PUBLISH', ARGV[11] .. nh, 'turn') end
+    if nh then publish(ARGV[11] .. nh, 'turn') end
   end
   return {1, fence}
 end

@@ -37,7 +37,7 @@ if #live > 0 then
 end
 if #broken == 0 then return broken end
 
-redis.call('PUBLISH', ARGV[2], 'released')
+publish(ARGV[2], 'released')
 wake_plain(KEYS[6], slots, slots, ARGV[5])
 wake_queue(KEYS[5], ARGV[4], ARGV[3])
 return broken

@@ -7,7 +7,7 @@
 -- Invariant: never deletes a lock held by another token. Wakes one
 -- plain waiter (the oldest BLPOP on KEYS[6]; at most N tokens wait there)
 -- and only the live head of the --fair queue (and the one after it), so a
--- hand-off costs O(1) messages however many wait. The PUBLISH on P{K}:wake is for anyone else
+-- hand-off costs O(1) messages however many wait. The message on P{K}:wake is for anyone else
 -- who wants to know.
 local token = ARGV[1]
 if ARGV[2] == '1' then
@@ -20,7 +20,7 @@ else
     redis.call('DEL', KEYS[3], KEYS[4])
   end
 end
-redis.call('PUBLISH', ARGV[3], 'released')
+publish(ARGV[3], 'released')
 wake_plain(KEYS[6], 1, tonumber(ARGV[2]), ARGV[6])
 wake_queue(KEYS[5], ARGV[4], ARGV[5])
 return 1

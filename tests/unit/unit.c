@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "conn.h"
 #include "exitcode.h"
+#include "topo.h"
 #include "url.h"
 #include "util.h"
 
@@ -338,6 +339,125 @@ static const struct url_row URL_ROWS[] = {
 	    .span = "a/b" },
 	{ "rediss://:a/b@host", BAD("TLS"), .span = "a/b" },
 };
+
+/* Sentinel and Cluster URLs: several hosts, a master name. */
+static const struct {
+	const char *url;
+	enum endpoint_kind kind;
+	int nseeds, port0, portn, db;
+	const char *host0, *master, *redacted;
+	const char *why;		/* non-NULL: rejected naming this */
+} MULTI_ROWS[] = {
+	{ "redis+sentinel://h1,h2:26380,[::1]:7/mymaster", EP_SENTINEL, 3,
+	    26379, 7, 0, "h1", "mymaster",
+	    "redis+sentinel://h1:26379,h2:26380,[::1]:7/mymaster/0", NULL },
+	{ "redis+sentinel://:pw@h:1/m/3", EP_SENTINEL, 1, 1, 1, 3, "h", "m",
+	    "redis+sentinel://:***@h:1/m/3", NULL },
+	{ "redis+cluster://a:7001,b:7002", EP_CLUSTER, 2, 7001, 7002, 0, "a",
+	    NULL, "redis+cluster://a:7001,b:7002", NULL },
+	{ "redis+cluster://u:p@a/0", EP_CLUSTER, 1, 6379, 6379, 0, "a", NULL,
+	    "redis+cluster://u:***@a:6379", NULL },
+	{ "redis+sentinel://h1:26379", 0, 0, 0, 0, 0, NULL, NULL, NULL,
+	    "master name" },
+	{ "redis+sentinel://h1:26379/", 0, 0, 0, 0, 0, NULL, NULL, NULL,
+	    "master name" },
+	{ "redis+sentinel://h1,,h2/m", 0, 0, 0, 0, 0, NULL, NULL, NULL,
+	    "no host" },
+	{ "redis+sentinel://h1:x/m", 0, 0, 0, 0, 0, NULL, NULL, NULL,
+	    "port" },
+	{ "redis+sentinel://h1/m/x", 0, 0, 0, 0, 0, NULL, NULL, NULL,
+	    "database" },
+	{ "redis+cluster://a/2", 0, 0, 0, 0, 0, NULL, NULL, NULL,
+	    "only database 0" },
+	{ "redis+cluster://a?db=1", 0, 0, 0, 0, 0, NULL, NULL, NULL,
+	    "query" },
+};
+
+static void
+test_url_multi(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(MULTI_ROWS) / sizeof(MULTI_ROWS[0]); i++) {
+		const char *why = NULL, *u = MULTI_ROWS[i].url;
+		struct endpoint ep;
+		char red[512];
+		int r;
+
+		memset(&ep, 0, sizeof(ep));
+		r = url_parse(u, &ep, &why);
+		if (MULTI_ROWS[i].why) {
+			CHECK(r < 0 && why && strstr(why,
+			    MULTI_ROWS[i].why), "url_parse rejects '%s' "
+			    "naming '%s' (got %d: %s)", u, MULTI_ROWS[i].why,
+			    r, why ? why : "(null)");
+			url_free(&ep);
+			continue;
+		}
+		CHECK(r == 0 && ep.kind == MULTI_ROWS[i].kind &&
+		    ep.nseeds == MULTI_ROWS[i].nseeds &&
+		    STREQ(ep.seeds[0].host, MULTI_ROWS[i].host0) &&
+		    ep.seeds[0].port == MULTI_ROWS[i].port0 &&
+		    ep.seeds[ep.nseeds - 1].port == MULTI_ROWS[i].portn &&
+		    ep.db == MULTI_ROWS[i].db &&
+		    STREQ(ep.master_name, MULTI_ROWS[i].master),
+		    "url_parse '%s': kind, seeds, master name, db", u);
+		if (r == 0) {
+			url_redacted(&ep, red, sizeof(red));
+			CHECK(strcmp(red, MULTI_ROWS[i].redacted) == 0,
+			    "url_redacted '%s' = '%s' (got '%s')", u,
+			    MULTI_ROWS[i].redacted, red);
+		}
+		url_free(&ep);
+	}
+}
+
+/* Cluster redirections, as Redis words them. */
+static void
+test_redirect(void)
+{
+	static const struct {
+		const char *err;
+		int kind;
+		long slot;
+		const char *host;
+		int port;
+	} rows[] = {
+		{ "MOVED 1264 127.0.0.1:7501", TOPO_MOVED, 1264, "127.0.0.1",
+		    7501 },
+		{ "ASK 7629 10.0.0.2:7002", TOPO_ASK, 7629, "10.0.0.2", 7002 },
+		{ "MOVED 12 :7001", TOPO_MOVED, 12, "", 7001 },
+		{ "MOVED 3 ::1:7000", TOPO_MOVED, 3, "::1", 7000 },
+		{ "MOVED 1264", -1, 0, NULL, 0 },
+		{ "MOVED 1 h:0", -1, 0, NULL, 0 },
+		{ "MOVED 1 h:99999", -1, 0, NULL, 0 },
+		{ "ERR MOVED 1 h:1", -1, 0, NULL, 0 },
+		{ "TRYAGAIN Multiple keys request during rehashing of slot",
+		    -1, 0, NULL, 0 },
+	};
+	char host[64];
+	size_t i;
+	long slot;
+	int port, t;
+
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		host[0] = '\0';
+		slot = -1;
+		port = 0;
+		t = topo_parse_redirect(rows[i].err, &slot, host,
+		    sizeof(host), &port);
+		if (rows[i].kind < 0)
+			CHECK(t == -1, "redirect '%s' refused (got %d)",
+			    rows[i].err, t);
+		else
+			CHECK(t == rows[i].kind && slot == rows[i].slot &&
+			    strcmp(host, rows[i].host) == 0 &&
+			    port == rows[i].port, "redirect '%s' = %d %ld "
+			    "%s:%d (got %d %ld %s:%d)", rows[i].err,
+			    rows[i].kind, rows[i].slot, rows[i].host,
+			    rows[i].port, t, slot, host, port);
+	}
+}
 
 static void
 check_url_ok(const struct url_row *u, const struct endpoint *ep)
@@ -1075,6 +1195,8 @@ main(void)
 	test_dur_format();
 	test_int_parse();
 	test_url();
+	test_url_multi();
+	test_redirect();
 	test_json();
 	test_printable();
 	test_reply_status();

@@ -1,6 +1,15 @@
 -- queue.lua: embedded in front of every script (src/embed-lua.sh), so the
 -- scripts that hand KEY on do it one way.
 
+-- Sharded pub/sub where the server has it (Redis 7: in a Cluster the
+-- message goes to the slot's node, not over the bus to every node);
+-- plain PUBLISH on Redis 6. Waiters SSUBSCRIBE or SUBSCRIBE to match.
+local function publish(ch, msg)
+  if not pcall(redis.call, 'SPUBLISH', ch, msg) then
+    redis.call('PUBLISH', ch, msg)
+  end
+end
+
 -- Drop the dead waiters at the head of the --fair queue q (a waiter is
 -- alive while its key wpre..TOKEN exists); return the live head or nil.
 local function live_head(q, wpre)
@@ -19,9 +28,9 @@ end
 local function wake_queue(q, wpre, wakepre)
   local head = live_head(q, wpre)
   if head then
-    redis.call('PUBLISH', wakepre .. head, 'turn')
+    publish(wakepre .. head, 'turn')
     local nxt = redis.call('LINDEX', q, 1)
-    if nxt then redis.call('PUBLISH', wakepre .. nxt, 'turn') end
+    if nxt then publish(wakepre .. nxt, 'turn') end
   end
 end
 
