@@ -22,7 +22,7 @@
 
 enum {
 	OPT_FAIR = 256, OPT_ON_LOST, OPT_KILL_AFTER, OPT_PASSWORD_FILE,
-	OPT_CONNECT_TIMEOUT, OPT_PREFIX, OPT_JSON, OPT_FORCE
+	OPT_CONNECT_TIMEOUT, OPT_PREFIX, OPT_JSON, OPT_FORCE, OPT_REDLOCK
 };
 
 /*
@@ -43,6 +43,7 @@ static const struct option RUN_LONG[] = {
 	{ "on-lost", required_argument, NULL, OPT_ON_LOST },
 	{ "kill-after", required_argument, NULL, OPT_KILL_AFTER },
 	{ "url", required_argument, NULL, 'u' },
+	{ "redlock", no_argument, NULL, OPT_REDLOCK },
 	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
 	{ "prefix", required_argument, NULL, OPT_PREFIX },
@@ -58,6 +59,8 @@ static const char SUB_SHORT[] = ":u:qvh";
 
 static const struct option SUB_LONG[] = {
 	{ "url", required_argument, NULL, 'u' },
+	{ "redlock", no_argument, NULL, OPT_REDLOCK },
+	{ "redlock", no_argument, NULL, OPT_REDLOCK },
 	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
 	{ "prefix", required_argument, NULL, OPT_PREFIX },
@@ -94,8 +97,12 @@ cli_usage(void)
 "      --fair                first come, first served among waiters\n"
 "      --on-lost ACTION      term, kill or ignore when the lease is lost (term)\n"
 "      --kill-after DUR      SIGTERM to SIGKILL grace on a lost lease (10s)\n"
-"  -u, --url URL             redis://[user[:pass]@]host[:port][/db] or\n"
-"                            unix:///path/to/socket[?db=N]\n"
+"  -u, --url URL             redis://[user[:pass]@]host[:port][/db],\n"
+"                            unix:///path/to/socket[?db=N],\n"
+"                            redis+sentinel://host:port[,...]/NAME[/db] or\n"
+"                            redis+cluster://host:port[,...]\n"
+"      --redlock             every -u is an independent master (3, 5, ...);\n"
+"                            hold the lock on a majority of them\n"
 "      --password-file FILE  read the Redis password from FILE\n"
 "      --connect-timeout DUR give up on an unreachable Redis after DUR (5s)\n"
 "      --prefix P            prefix of every Redis key (rlock:)\n"
@@ -191,6 +198,11 @@ take_url(struct rlock_opts *o, char *arg)
 
 	free(o->url);
 	o->url = xstrdup(arg);
+	if (o->nurls < REDLOCK_MAX + 1) {
+		o->urls = xrealloc(o->urls, (size_t)(o->nurls + 1) *
+		    sizeof(*o->urls));
+		o->urls[o->nurls++] = xstrdup(arg);
+	}
 	if (url_password_span(arg, &off, &len) == 0)
 		memset(arg + off, '*', len);
 }
@@ -240,6 +252,9 @@ common_opt(struct rlock_opts *o, int c, int *status)
 	switch (c) {
 	case 'u':
 		take_url(o, optarg);
+		return 0;
+	case OPT_REDLOCK:
+		o->redlock = 1;
 		return 0;
 	case OPT_PASSWORD_FILE:
 		*status = read_password_file(o, optarg);
@@ -470,11 +485,71 @@ check_url(const struct rlock_opts *o, const char *from)
 	return st;
 }
 
+/*
+ * --redlock: the masters come from every -u, or else from $RLOCK_URL (or
+ * $REDIS_URL) split at blanks; plain redis:// or unix:// each, an odd
+ * number of them, so a majority is a clear quorum.
+ */
+static int
+redlock_urls(struct rlock_opts *o)
+{
+	const char *u = getenv("RLOCK_URL"), *from = "-u";
+	char *copy, *tok, *save = NULL;
+	int i, st;
+
+	if (o->nurls == 0) {
+		if (u == NULL || *u == '\0')
+			u = getenv("REDIS_URL"), from = "REDIS_URL";
+		else
+			from = "RLOCK_URL";
+		if (u == NULL || *u == '\0')
+			return usage_error("--redlock needs the URLs of its "
+			    "masters: -u URL for each (or RLOCK_URL='URL "
+			    "URL URL')");
+		copy = xstrdup(u);
+		for (tok = strtok_r(copy, " \t\n", &save); tok &&
+		    o->nurls <= REDLOCK_MAX; tok = strtok_r(NULL, " \t\n",
+		    &save)) {
+			o->urls = xrealloc(o->urls, (size_t)(o->nurls + 1) *
+			    sizeof(*o->urls));
+			o->urls[o->nurls++] = xstrdup(tok);
+		}
+		free(copy);
+	}
+	if (o->nurls < 3 || o->nurls % 2 == 0 || o->nurls > REDLOCK_MAX)
+		return usage_error("--redlock needs an odd number of "
+		    "independent masters, 3 to %d (got %d%s)", REDLOCK_MAX,
+		    o->nurls, o->nurls > REDLOCK_MAX ? " or more" : "");
+	if (o->fair || o->limit > 1)
+		return usage_error("%s does not go with --redlock", o->fair ?
+		    "--fair" : "--limit");
+	for (i = 0; i < o->nurls; i++) {
+		free(o->url);
+		o->url = xstrdup(o->urls[i]);
+		if ((st = check_url(o, from)) != 0)
+			return st;
+		if (strncmp(o->url, "redis://", 8) != 0 &&
+		    strncmp(o->url, "unix://", 7) != 0)
+			return usage_error("--redlock takes one redis:// or "
+			    "unix:// URL per master (URL %d is not)", i + 1);
+	}
+	return 0;
+}
+
 static int
 env_fallbacks(struct rlock_opts *o)
 {
 	const char *u, *p, *from = "-u";
 
+	if (o->redlock) {
+		if (o->password == NULL && (p = getenv("RLOCK_PASSWORD")) &&
+		    *p)
+			o->password = xstrdup(p);
+		else if (o->password == NULL &&
+		    (p = getenv("REDISCLI_AUTH")) && *p)
+			o->password = xstrdup(p);
+		return redlock_urls(o);
+	}
 	if (o->url == NULL) {
 		if ((u = getenv("RLOCK_URL")) && *u)
 			o->url = xstrdup(u), from = "RLOCK_URL";
@@ -529,6 +604,15 @@ cli_parse(int argc, char **argv, struct rlock_opts *o)
 void
 cli_free(struct rlock_opts *o)
 {
+	int i;
+
+	for (i = 0; i < o->nurls; i++) {
+		memset(o->urls[i], 0, strlen(o->urls[i]));
+		free(o->urls[i]);
+	}
+	free(o->urls);
+	o->urls = NULL;
+	o->nurls = 0;
 	free(o->url);
 	if (o->password) {
 		memset(o->password, 0, strlen(o->password));

@@ -13,6 +13,8 @@
 #define RLOCK_VERSION "0.1.0"
 #define KEY_MAX_LEN 512
 #define LEASE_MIN_MS 100
+/* --redlock takes an odd number of masters, 3 at least. */
+#define REDLOCK_MAX 9
 
 enum rl_mode { MODE_RUN, MODE_STATUS, MODE_LIST, MODE_RELEASE, MODE_HELP,
     MODE_VERSION };
@@ -29,6 +31,9 @@ struct rlock_opts {
 	enum on_lost on_lost;
 	int64_t kill_after_ms;
 	char *url;			/* owned copy; password still inside */
+	int redlock;			/* --redlock: every -u is a master */
+	char **urls;			/* with --redlock: all of them, owned */
+	int nurls;
 	char *password;			/* owned; NULL when none */
 	int password_from_file;		/* --password-file beats the URL */
 	int64_t connect_timeout_ms;

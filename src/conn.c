@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "exitcode.h"
+#include "quorum.h"
 #include "topo.h"
 #include "util.h"
 
@@ -138,6 +139,10 @@ conn_fail_reply(struct conn *cn, const char *what, const redisReply *r)
 void
 conn_close(struct conn *cn)
 {
+	if (cn->cfg && cn->cfg->npeers) {
+		quorum_close(cn);
+		return;
+	}
 	topo_close(cn);
 	if (cn->c == NULL)
 		return;
@@ -258,9 +263,24 @@ conn_command(struct conn *cn, int argc, const char **argv,
 {
 	int64_t start = mono_ms();
 	char host[256];
-	int hops, port;
+	int hops, port, i;
 	redisReply *r;
 
+	/* --redlock: a plain command (a read: CONFIG GET, HGETALL of the
+	 * holder) asks the first master that answers. */
+	for (i = 0; cn->peers && i < cn->cfg->npeers; i++) {
+		if (cn->peers[i].c == NULL)
+			continue;
+		if ((r = conn_command(&cn->peers[i], argc, argv, lens)))
+			return r;
+		cn->status = cn->peers[i].status;
+		memcpy(cn->err, cn->peers[i].err, sizeof(cn->err));
+	}
+	if (cn->cfg && cn->cfg->npeers) {
+		if (cn->err[0] == '\0')
+			set_err(cn, RL_EXIT_UNAVAILABLE, "not connected");
+		return NULL;
+	}
 	for (hops = 0;; hops++) {
 		if (cn->c == NULL && hops > 0 && conn_reopen(cn) != 0)
 			return NULL;
@@ -451,6 +471,8 @@ open_within(struct conn *cn, int64_t connect_ms, int64_t cmd_timeout_ms)
 	cn->connect_timeout_ms = connect_ms;
 	cn->status = 0;
 	cn->err[0] = '\0';
+	if (cn->cfg->npeers)
+		return quorum_reopen(cn);
 	return topo_open(cn, mono_ms() + connect_ms);
 }
 
@@ -466,6 +488,10 @@ conn_open(struct conn *cn, const struct conn_cfg *cfg,
 int
 conn_reopen(struct conn *cn)
 {
+	/* A quorum keeps the masters that still answer. */
+	if (cn->cfg->npeers)
+		return open_within(cn, cn->connect_timeout_ms,
+		    cn->cmd_timeout_ms);
 	conn_close(cn);
 	return open_within(cn, cn->connect_timeout_ms, cn->cmd_timeout_ms);
 }
@@ -497,6 +523,14 @@ conn_recheck(struct conn *cn)
 }
 
 int
+conn_is_open(const struct conn *cn)
+{
+	if (cn->cfg && cn->cfg->npeers)
+		return quorum_is_open(cn);
+	return cn->c != NULL;
+}
+
+int
 conn_fd(const struct conn *cn)
 {
 	return cn->c ? cn->c->fd : -1;
@@ -505,6 +539,10 @@ conn_fd(const struct conn *cn)
 void
 conn_set_timeouts(struct conn *cn, int64_t connect_ms, int64_t cmd_ms)
 {
+	if (cn->cfg && cn->cfg->npeers) {
+		quorum_set_timeouts(cn, connect_ms, cmd_ms);
+		return;
+	}
 	cn->connect_timeout_ms = connect_ms;
 	cn->cmd_timeout_ms = cmd_ms;
 	if (cn->c)

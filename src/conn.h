@@ -23,7 +23,14 @@ struct conn_cfg {
 	const char *password;		/* NULL: no AUTH */
 	const char *sentinel_password;	/* NULL: the sentinels' own, if asked */
 	int64_t connect_timeout_ms;
+	/* --redlock: one config per master; ep.kind is EP_QUORUM. */
+	struct conn_cfg *peers;
+	int npeers;
+	int64_t peer_timeout_ms;	/* cap on each master's timeouts */
 };
+
+/* --redlock takes at most this many masters. */
+#define REDLOCK_MAX_PEERS 9
 
 struct conn {
 	redisContext *c;		/* NULL while disconnected */
@@ -38,6 +45,7 @@ struct conn {
 	int node_port;			/* 0: not known yet */
 	redisContext *sentinel;		/* kept open for the re-checks */
 	int sentinel_at;		/* the seed that answered last */
+	struct conn *peers;		/* --redlock: one per master */
 };
 
 /*
@@ -63,7 +71,10 @@ void conn_init_like(struct conn *dst, const struct conn *src,
  */
 int conn_recheck(struct conn *cn);
 
-/* The underlying socket, or -1 when closed. */
+/* Connected (--redlock: to a majority of the masters)? */
+int conn_is_open(const struct conn *cn);
+
+/* The underlying socket, or -1 when closed (or --redlock). */
 int conn_fd(const struct conn *cn);
 
 /*

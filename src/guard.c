@@ -17,7 +17,13 @@ guard_eviction(struct conn *cn)
 	const char *argv[3] = { "CONFIG", "GET", "maxmemory-policy" };
 	size_t lens[3] = { 6, 3, 16 };
 	redisReply *r, *v;
+	int i;
 
+	for (i = 0; cn->peers && i < cn->cfg->npeers; i++)
+		if (cn->peers[i].c != NULL)
+			guard_eviction(&cn->peers[i]);
+	if (cn->cfg->npeers)
+		return;
 	if ((r = conn_command(cn, 3, argv, lens)) == NULL)
 		return;
 	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&

@@ -48,6 +48,7 @@
 #include <uuid/uuid.h>
 
 #include "lua_scripts.h"
+#include "quorum.h"
 #include "script.h"
 #include "util.h"
 
@@ -272,6 +273,8 @@ lock_acquire(struct conn *cn, const struct lock_ctx *ctx, int queue,
 	redisReply *r;
 	enum lock_result res;
 
+	if (cn->cfg->npeers)
+		return quorum_acquire(cn, ctx, want_holder, fence, busy);
 	snprintf(lease, sizeof(lease), "%lld", (long long)ctx->lease_ms);
 	snprintf(fttl, sizeof(fttl), "%lld", (long long)FENCE_TTL_MS);
 	snprintf(lim, sizeof(lim), "%ld", ctx->limit);
@@ -312,6 +315,8 @@ lock_is_ours(struct conn *cn, const struct lock_ctx *ctx)
 	redisReply *r;
 	int ours;
 
+	if (cn->cfg->npeers)
+		return quorum_is_ours(cn, ctx);
 	if (ctx->limit > 1) {
 		argv[0] = "ZSCORE";
 		argv[1] = ctx->k.sem;
@@ -400,6 +405,8 @@ lock_extend(struct conn *cn, const struct lock_ctx *ctx)
 	struct args a = { .n = 0 };
 	long long v;
 
+	if (cn->cfg->npeers)
+		return quorum_extend(cn, ctx);
 	snprintf(lease, sizeof(lease), "%lld", (long long)ctx->lease_ms);
 	snprintf(lim, sizeof(lim), "%ld", ctx->limit);
 	holder_keys(&a, ctx);
@@ -420,6 +427,8 @@ lock_release(struct conn *cn, const struct lock_ctx *ctx)
 	char lim[24], ttl[24];
 	long long v;
 
+	if (cn->cfg->npeers)
+		return quorum_release(cn, ctx);
 	snprintf(lim, sizeof(lim), "%ld", ctx->limit);
 	snprintf(ttl, sizeof(ttl), "%d", WAKE_TOKEN_TTL_MS);
 	holder_keys(&a, ctx);

@@ -32,7 +32,7 @@ nap(struct renewer *rw, int64_t until)
 {
 	struct pollfd p[2] = {
 		{ .fd = rw->stop_pipe[0], .events = POLLIN },
-		{ .fd = rw->cn->c ? rw->cn->c->fd : -1, .events = POLLIN },
+		{ .fd = conn_fd(rw->cn), .events = POLLIN },
 	};
 	int64_t left;
 	int n;
@@ -82,7 +82,7 @@ renew_loop(void *arg)
 		 * one may stay writable for seconds after a failover, and
 		 * extending there would keep a lock the new one lets go. */
 		(void)conn_recheck(rw->cn);
-		if (rw->cn->c == NULL && conn_reopen(rw->cn) != 0) {
+		if (!conn_is_open(rw->cn) && conn_reopen(rw->cn) != 0) {
 			if (!failing++)
 				msg_warn("cannot extend the lease: %s; "
 				    "retrying", rw->cn->err);

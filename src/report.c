@@ -62,6 +62,7 @@
 #include "lua_scripts.h"
 #include "report_view.h"
 #include "run.h"
+#include "quorum.h"
 #include "script.h"
 #include "topo.h"
 #include "util.h"
@@ -525,6 +526,73 @@ close_stdout(int st)
 	return RL_EXIT_IOERR;
 }
 
+static int
+one_server(const struct rlock_opts *o, struct conn *cn)
+{
+	if (o->mode == MODE_STATUS)
+		return status_main(o, cn);
+	if (o->mode == MODE_LIST)
+		return list_main(o, cn);
+	return release_main(o, cn);
+}
+
+/*
+ * --redlock: each master's own view, under its URL, since they may well
+ * disagree (a master that was down, a lease that lapsed on one). status
+ * is 0 when a majority shows every KEY held; release --force breaks the
+ * lock on every master and is 0 when it broke one anywhere. With --json,
+ * an array of {"master": URL, "view": what one server would print}.
+ */
+static int
+each_master(const struct rlock_opts *o, struct conn *cn)
+{
+	int i, n = cn->cfg->npeers, st, yes = 0, answered = 0;
+	char url[300];
+
+	if (o->json)
+		fputs("[\n", stdout);
+	for (i = 0; i < n; i++) {
+		struct conn *p = &cn->peers[i];
+
+		url_redacted(&p->cfg->ep, url, sizeof(url));
+		if (o->json) {
+			printf("%s{\"master\": ", i ? ",\n" : "");
+			json_string(stdout, url, strlen(url));
+			fputs(", \"view\": ", stdout);
+		} else {
+			printf("%s== master %d of %d: %s\n", i ? "\n" : "",
+			    i + 1, n, url);
+		}
+		st = p->c ? one_server(o, p) : -1;
+		if (st < 0) {
+			if (o->json)
+				fputs("null", stdout);
+			else
+				printf("unreachable: %s\n", p->err);
+			if (p->c == NULL || p->err[0])
+				msg_warn("%s: %s", url, p->err);
+		} else {
+			answered++;
+			yes += st == 0;
+		}
+		if (o->json)
+			fputs("}", stdout);
+	}
+	if (o->json)
+		fputs("\n]\n", stdout);
+	if (answered < quorum_majority(cn)) {
+		snprintf(cn->err, sizeof(cn->err), "only %d of %d masters "
+		    "answered", answered, n);
+		cn->status = RL_EXIT_UNAVAILABLE;
+		return -1;
+	}
+	if (o->mode == MODE_LIST)
+		return RL_EXIT_OK;
+	if (o->mode == MODE_RELEASE)
+		return yes > 0 ? RL_EXIT_OK : RL_EXIT_FALSE;
+	return yes >= quorum_majority(cn) ? RL_EXIT_OK : RL_EXIT_FALSE;
+}
+
 int
 report_main(const struct rlock_opts *o)
 {
@@ -538,12 +606,10 @@ report_main(const struct rlock_opts *o)
 		run_report_conn_error(&cfg, st, cn.err);
 		goto out;
 	}
-	if (o->mode == MODE_STATUS)
-		st = status_main(o, &cn);
-	else if (o->mode == MODE_LIST)
-		st = list_main(o, &cn);
+	if (cfg.npeers)
+		st = each_master(o, &cn);
 	else
-		st = release_main(o, &cn);
+		st = one_server(o, &cn);
 	if (st < 0) {
 		st = cn.status;
 		run_report_conn_error(&cfg, st, cn.err);
@@ -551,6 +617,6 @@ report_main(const struct rlock_opts *o)
 	st = close_stdout(st);
 out:
 	conn_close(&cn);
-	url_free(&cfg.ep);
+	run_conn_cfg_free(&cfg);
 	return st;
 }

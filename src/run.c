@@ -20,15 +20,16 @@
 #include "util.h"
 #include "wait.h"
 
-int
-run_conn_cfg(const struct rlock_opts *o, struct conn_cfg *cfg)
+/* One URL to one config; 0 or 64 after the message. */
+static int
+one_cfg(const struct rlock_opts *o, const char *url, struct conn_cfg *cfg)
 {
 	const char *why = "";
 
 	memset(cfg, 0, sizeof(*cfg));
-	if (url_parse(o->url, &cfg->ep, &why) < 0) {
+	if (url_parse(url, &cfg->ep, &why) < 0) {
 		size_t off, len;
-		char *shown = xstrdup(o->url);
+		char *shown = xstrdup(url);
 
 		if (url_password_span(shown, &off, &len) == 0)
 			memset(shown + off, '*', len);
@@ -45,6 +46,47 @@ run_conn_cfg(const struct rlock_opts *o, struct conn_cfg *cfg)
 	cfg->sentinel_password = getenv("RLOCK_SENTINEL_PASSWORD");
 	cfg->connect_timeout_ms = o->connect_timeout_ms;
 	return 0;
+}
+
+int
+run_conn_cfg(const struct rlock_opts *o, struct conn_cfg *cfg)
+{
+	int i, st;
+
+	if (!o->redlock)
+		return one_cfg(o, o->url, cfg);
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->ep.kind = EP_QUORUM;
+	cfg->ep.npeers = o->nurls;
+	cfg->connect_timeout_ms = o->connect_timeout_ms;
+	/* Redlock: each master's timeouts far below the lease, so one
+	 * stalled master cannot eat the validity time of the rest. */
+	cfg->peer_timeout_ms = o->lease_ms / 30;
+	if (cfg->peer_timeout_ms < 50)
+		cfg->peer_timeout_ms = 50;
+	if (cfg->peer_timeout_ms > o->connect_timeout_ms)
+		cfg->peer_timeout_ms = o->connect_timeout_ms;
+	cfg->peers = xcalloc((size_t)o->nurls, sizeof(*cfg->peers));
+	for (i = 0; i < o->nurls; i++) {
+		if ((st = one_cfg(o, o->urls[i], &cfg->peers[i])) != 0) {
+			run_conn_cfg_free(cfg);
+			return st;
+		}
+		cfg->npeers = i + 1;
+	}
+	return 0;
+}
+
+void
+run_conn_cfg_free(struct conn_cfg *cfg)
+{
+	int i;
+
+	for (i = 0; i < cfg->npeers; i++)
+		url_free(&cfg->peers[i].ep);
+	free(cfg->peers);
+	url_free(&cfg->ep);
+	memset(cfg, 0, sizeof(*cfg));
 }
 
 /*
@@ -239,6 +281,6 @@ run_mode(struct rlock_opts *o, int sigfd)
 		st = acquire_and_run(o, &cn, sigfd);
 out:
 	conn_close(&cn);
-	url_free(&cfg.ep);
+	run_conn_cfg_free(&cfg);
 	return st;
 }

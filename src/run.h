@@ -13,6 +13,9 @@ int run_mode(struct rlock_opts *o, int sigfd);
 struct conn_cfg;
 int run_conn_cfg(const struct rlock_opts *o, struct conn_cfg *cfg);
 
+/* Free what run_conn_cfg filled in. */
+void run_conn_cfg_free(struct conn_cfg *cfg);
+
 /* The one-line message for a failed connection or command, by status. */
 void run_report_conn_error(const struct conn_cfg *cfg, int status,
     const char *err);

@@ -292,7 +292,7 @@ release(struct sup *s)
 	conn_set_timeouts(s->cn, budget, budget);
 	if (s->lost == LOST_NOT_OURS || atomic_load(&s->rw.not_ours))
 		return;
-	r = s->cn->c ? lock_release(s->cn, s->ctx) : -1;
+	r = conn_is_open(s->cn) ? lock_release(s->cn, s->ctx) : -1;
 	/* A fresh connection is worth a try after a dropped one, but a
 	 * silent server gets one --connect-timeout in all, not two. */
 	left = budget - (mono_ms() - start);
@@ -355,7 +355,7 @@ confirm_grant(struct sup *s, int64_t *granted)
 		t = s->cn->cfg->connect_timeout_ms;
 	conn_set_timeouts(s->cn, t, t);
 	t0 = mono_ms();
-	if (s->cn->c != NULL || conn_reopen(s->cn) == 0)
+	if (conn_is_open(s->cn) || conn_reopen(s->cn) == 0)
 		r = lock_extend(s->cn, s->ctx);
 	if (r == 1) {
 		*granted = t0;

@@ -9,7 +9,8 @@
 
 #include <stddef.h>
 
-enum endpoint_kind { EP_TCP, EP_UNIX, EP_SENTINEL, EP_CLUSTER };
+enum endpoint_kind { EP_TCP, EP_UNIX, EP_SENTINEL, EP_CLUSTER,
+    EP_QUORUM /* --redlock: no URL of its own, see conn_cfg.peers */ };
 
 struct hostport {
 	char *host;		/* name or address, no brackets */
@@ -28,6 +29,7 @@ struct endpoint {
 	struct hostport *seeds;
 	int nseeds;
 	char *master_name;	/* EP_SENTINEL */
+	int npeers;		/* EP_QUORUM: how many masters */
 };
 
 /*

@@ -19,6 +19,8 @@
 #include <string.h>
 #include <sys/signalfd.h>
 
+#include <stdlib.h>
+
 #include "exitcode.h"
 #include "sig.h"
 #include "util.h"
@@ -43,6 +45,8 @@ struct waiter {
 	int64_t deadline;		/* INT64_MAX: forever */
 	int64_t no_ttl_backoff;
 	int64_t next_beat;		/* --fair heartbeat due */
+	struct conn *qsub;		/* --redlock: each master's :wake */
+	int nq;
 	int queued;			/* we are in the --fair queue */
 	int uncertain;			/* an attempt's outcome is unknown */
 };
@@ -81,33 +85,86 @@ wait_parse_pop(const redisReply *r)
  * where they can, so a Redis 6 gets PUBLISH and SUBSCRIBE on both sides.
  */
 static int
-subscribe(struct waiter *w)
+subscribe_on(struct conn *sub, const char *ch, size_t len)
 {
-	const struct lock_keys *k = &w->ctx->k;
-	const char *argv[2] = { "SSUBSCRIBE", w->ctx->fair ? k->my_wake :
-	    k->wake };
-	size_t lens[2] = { 10, w->ctx->fair ? k->my_wake_len : k->wake_len };
+	const char *argv[2] = { "SSUBSCRIBE", ch };
+	size_t lens[2] = { 10, len };
 	redisReply *r;
 	int ok;
 
-	if (w->sub.c == NULL && conn_reopen(&w->sub) != 0)
+	if (sub->c == NULL && conn_reopen(sub) != 0)
 		return -1;
-	if ((r = conn_command(&w->sub, 2, argv, lens)) == NULL)
+	if ((r = conn_command(sub, 2, argv, lens)) == NULL)
 		return -1;
 	if (r->type == REDIS_REPLY_ERROR &&
 	    strstr(r->str, "unknown command") != NULL) {
 		freeReplyObject(r);
 		argv[0] = "SUBSCRIBE";
 		lens[0] = 9;
-		if ((r = conn_command(&w->sub, 2, argv, lens)) == NULL)
+		if ((r = conn_command(sub, 2, argv, lens)) == NULL)
 			return -1;
 	}
 	if (!(ok = wait_parse_subscribe(r))) {
-		conn_fail_reply(&w->sub, "subscribe", r);
-		conn_close(&w->sub);
+		conn_fail_reply(sub, "subscribe", r);
+		conn_close(sub);
 	}
 	freeReplyObject(r);
 	return ok ? 0 : -1;
+}
+
+static int
+subscribe(struct waiter *w)
+{
+	const struct lock_keys *k = &w->ctx->k;
+
+	return subscribe_on(&w->sub, w->ctx->fair ? k->my_wake : k->wake,
+	    w->ctx->fair ? k->my_wake_len : k->wake_len);
+}
+
+/*
+ * --redlock: a release on any master wakes us, so listen to P{KEY}:wake
+ * on each (a release publishes there on every master it frees). A master
+ * that cannot be reached is left out: its silence costs nothing, as the
+ * holder's lease end is our deadline anyway. Returns how many listen.
+ */
+static int
+subscribe_quorum(struct waiter *w)
+{
+	const struct lock_keys *k = &w->ctx->k;
+	int i, up = 0;
+
+	for (i = 0; i < w->nq; i++) {
+		if (w->qsub[i].c == NULL)
+			(void)subscribe_on(&w->qsub[i], k->wake, k->wake_len);
+		up += w->qsub[i].c != NULL;
+	}
+	return up;
+}
+
+/* Consume what a subscription delivered; -1 if it died. */
+static int
+drain(struct conn *sub)
+{
+	void *reply = NULL;
+
+	if (redisBufferRead(sub->c) != REDIS_OK)
+		goto dead;
+	for (;;) {
+		if (redisGetReplyFromReader(sub->c, &reply) != REDIS_OK)
+			goto dead;
+		if (reply == NULL)
+			return 0;
+		/* The slot moved away (Cluster): subscribe again where it
+		 * lives now, and try, as a release may fall in between. */
+		if (wait_parse_unsubscribed(reply)) {
+			freeReplyObject(reply);
+			goto dead;
+		}
+		freeReplyObject(reply);
+	}
+dead:
+	conn_close(sub);
+	return -1;
 }
 
 /* One attempt; reconnects once on a dropped connection (acquire is
@@ -121,7 +178,7 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 	int tries;
 
 	for (tries = 0; tries < 2; tries++) {
-		if (w->cn->c == NULL && conn_reopen(w->cn) != 0)
+		if (!conn_is_open(w->cn) && conn_reopen(w->cn) != 0)
 			return LOCK_ERROR;
 		res->granted_at = mono_ms();
 		lr = lock_acquire(w->cn, w->ctx, queue, want, &res->fence,
@@ -132,37 +189,11 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 		}
 		if (lr != LOCK_ERROR)
 			return lr;
-		if (w->cn->c != NULL)	/* an error reply, not I/O */
+		if (conn_is_open(w->cn))	/* an error reply, not I/O */
 			return LOCK_ERROR;
 		w->uncertain = 1;
 	}
 	return LOCK_ERROR;
-}
-
-/* Consume whatever the subscription delivered; -1 if it died. */
-static int
-drain_sub(struct waiter *w)
-{
-	void *reply = NULL;
-
-	if (redisBufferRead(w->sub.c) != REDIS_OK)
-		goto dead;
-	for (;;) {
-		if (redisGetReplyFromReader(w->sub.c, &reply) != REDIS_OK)
-			goto dead;
-		if (reply == NULL)
-			return 0;
-		/* The slot moved away (Cluster): subscribe again where it
-		 * lives now, and try, as a release may fall in between. */
-		if (wait_parse_unsubscribed(reply)) {
-			freeReplyObject(reply);
-			goto dead;
-		}
-		freeReplyObject(reply);
-	}
-dead:
-	conn_close(&w->sub);
-	return -1;
 }
 
 /* When the next attempt is worth making, from the busy reply. */
@@ -212,9 +243,38 @@ block_sub(struct waiter *w, int64_t until, struct wait_result *res)
 		if ((p[0].revents & POLLIN) && stop_signal(w, res))
 			return WOKE_SIGNAL;
 		if (p[1].revents)
-			return drain_sub(w) < 0 ? WOKE_SUB_LOST : WOKE_MESSAGE;
+			return drain(&w->sub) < 0 ? WOKE_SUB_LOST : WOKE_MESSAGE;
 	}
 	return WOKE_TIMEOUT;
+}
+
+/* --redlock: block until a message from any master, `until`, or a
+ * signal. */
+static enum woke
+block_quorum(struct waiter *w, int64_t until, struct wait_result *res)
+{
+	struct pollfd p[1 + REDLOCK_MAX_PEERS];
+	int64_t left;
+	int i, n, got = 0;
+
+	p[0] = (struct pollfd){ .fd = w->sigfd, .events = POLLIN };
+	while ((left = until - mono_ms()) > 0 && !got) {
+		for (i = 0; i < w->nq; i++)
+			p[1 + i] = (struct pollfd){ .fd = conn_fd(&w->qsub[i]),
+			    .events = POLLIN };
+		n = poll(p, (nfds_t)(1 + w->nq), (int)(left > 60000 ? 60000 :
+		    left));
+		if (n < 0 && errno != EINTR)
+			return WOKE_SUB_LOST;
+		if (n <= 0)
+			continue;
+		if ((p[0].revents & POLLIN) && stop_signal(w, res))
+			return WOKE_SIGNAL;
+		for (i = 0; i < w->nq; i++)
+			if (p[1 + i].revents && drain(&w->qsub[i]) == 0)
+				got = 1;
+	}
+	return got ? WOKE_MESSAGE : WOKE_TIMEOUT;
 }
 
 static enum woke
@@ -244,7 +304,7 @@ block_pop(struct waiter *w, int64_t until, struct wait_result *res)
 
 	if (left <= 0)
 		return WOKE_TIMEOUT;
-	if (w->cn->c == NULL && conn_reopen(w->cn) != 0)
+	if (!conn_is_open(w->cn) && conn_reopen(w->cn) != 0)
 		return WOKE_SUB_LOST;
 	snprintf(secs, sizeof(secs), "%lld.%03lld", (long long)(left / 1000),
 	    (long long)(left % 1000));
@@ -309,8 +369,8 @@ sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
 		if (w->cn->cfg->ep.kind == EP_SENTINEL &&
 		    mono_ms() + SENTINEL_RECHECK_MS < until)
 			until = mono_ms() + SENTINEL_RECHECK_MS;
-		why = w->ctx->fair ? block_sub(w, until, res) :
-		    block_pop(w, until, res);
+		why = w->nq ? block_quorum(w, until, res) : w->ctx->fair ?
+		    block_sub(w, until, res) : block_pop(w, until, res);
 		if (why != WOKE_TIMEOUT)
 			return why;
 		/* A failover: releases happen on the new master now. */
@@ -322,7 +382,7 @@ sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
 			return WOKE_TIMEOUT;
 		if (w->queued && mono_ms() >= w->next_beat) {
 			/* A failed beat is repaired by the next attempt. */
-			if (w->cn->c == NULL || lock_heartbeat(w->cn,
+			if (!conn_is_open(w->cn) || lock_heartbeat(w->cn,
 			    w->ctx) < 0)
 				msg_verbose("heartbeat failed: %s", w->cn->err);
 			w->next_beat = mono_ms() + WAITER_BEAT_MS;
@@ -332,19 +392,32 @@ sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
 }
 
 /* Leave no trace: the queue place, and a grant we may have got unseen. */
+static void
+close_subs(struct waiter *w)
+{
+	int i;
+
+	conn_close(&w->sub);
+	for (i = 0; i < w->nq; i++)
+		conn_close(&w->qsub[i]);
+	free(w->qsub);
+	w->qsub = NULL;
+	w->nq = 0;
+}
+
 static enum wait_status
 give_up(struct waiter *w, enum wait_status st)
 {
 	struct conn save;
 
 	waitline_clear(&w->line);
-	conn_close(&w->sub);
+	close_subs(w);
 	if (!w->queued && !w->uncertain)
 		return st;
 	/* Keep the error that made us give up for the caller's message. */
 	save = *w->cn;
 	save.c = NULL;
-	if (w->cn->c == NULL && conn_reopen(w->cn) != 0)
+	if (!conn_is_open(w->cn) && conn_reopen(w->cn) != 0)
 		goto out;
 	if (w->queued)
 		(void)lock_dequeue(w->cn, w->ctx);
@@ -370,7 +443,7 @@ granted(struct waiter *w, int64_t start, enum woke why)
 {
 	trace_event("grant");
 	waitline_clear(&w->line);
-	conn_close(&w->sub);
+	close_subs(w);
 	msg_verbose("acquired after %lldms of waiting (%s)",
 		    (long long)(mono_ms() - start), why == WOKE_MESSAGE ?
 		    "woken by a release" : "the holder's lease ran out");
@@ -387,6 +460,7 @@ wait_lock(struct conn *cn, const struct lock_ctx *ctx, int64_t wait_ms,
 	enum lock_result lr;
 	int64_t start = mono_ms();
 	enum woke why;
+	int i;
 
 	w.deadline = wait_ms < 0 ? INT64_MAX : start + wait_ms;
 	res->signo = 0;
@@ -404,7 +478,25 @@ wait_lock(struct conn *cn, const struct lock_ctx *ctx, int64_t wait_ms,
 		return give_up(&w, WAIT_ERROR);
 	if (wait_ms == 0)
 		return give_up(&w, WAIT_TIMEOUT);
+	if (cn->cfg->npeers) {
+		w.nq = cn->cfg->npeers;
+		w.qsub = xcalloc((size_t)w.nq, sizeof(*w.qsub));
+		for (i = 0; i < w.nq; i++) {
+			w.qsub[i].cfg = &cn->cfg->peers[i];
+			conn_set_timeouts(&w.qsub[i], cn->cfg->peer_timeout_ms,
+			    cn->cfg->peer_timeout_ms);
+		}
+		/* Listening: a release from now on reaches us. */
+		(void)subscribe_quorum(&w);
+		lr = attempt(&w, 0, res, &busy);
+		if (lr == LOCK_GRANTED)
+			return granted(&w, start, WOKE_MESSAGE);
+		if (lr == LOCK_ERROR)
+			return give_up(&w, WAIT_ERROR);
+	}
 	for (;;) {
+		if (w.nq)
+			(void)subscribe_quorum(&w);
 		if (ctx->fair && w.sub.c == NULL) {
 			if (subscribe(&w) < 0) {
 				sub_failed(&w);
