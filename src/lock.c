@@ -22,8 +22,10 @@
  *   P{KEY}:meta:TOKEN   hash    one -N holder, fields as :meta    PX lease
  *   P{KEY}:q            list    --fair waiters' tokens, oldest first;
  *                               may hold dead waiters until they reach
- *                               the head (a token whose :w key is gone)
- *   P{KEY}:w:TOKEN      string  one --fair waiter, alive while it exists:
+ *                               the head (a token whose :w key is gone,
+ *                               or nobody listens on its wake channel)
+ *   P{KEY}:w:TOKEN      string  one --fair waiter, alive while it exists
+ *                               and the waiter is subscribed:
  *                               "user\x1fhost\x1fpid\x1fcmd"     PX 6 s
  *   P{KEY}:tok          list    one-shot wake tokens for plain waiters,
  *                               who BLPOP it: Redis hands each token to
@@ -268,7 +270,7 @@ lock_acquire(struct conn *cn, const struct lock_ctx *ctx, int queue,
     int want_holder, int64_t *fence, struct lock_busy *busy)
 {
 	const struct lock_keys *k = &ctx->k;
-	char lease[24], fttl[24], lim[24], wttl[24];
+	char lease[24], fttl[24], lim[24], wttl[24], look[24];
 	struct args a = { .n = 0 };
 	redisReply *r;
 	enum lock_result res;
@@ -279,6 +281,7 @@ lock_acquire(struct conn *cn, const struct lock_ctx *ctx, int queue,
 	snprintf(fttl, sizeof(fttl), "%lld", (long long)FENCE_TTL_MS);
 	snprintf(lim, sizeof(lim), "%ld", ctx->limit);
 	snprintf(wttl, sizeof(wttl), "%d", WAITER_TTL_MS);
+	snprintf(look, sizeof(look), "%d", HANDOFF_LOOK_MS);
 	arg(&a, k->lock, k->lock_len);
 	arg(&a, k->meta, k->meta_len);
 	arg(&a, k->fence, k->fence_len);
@@ -299,6 +302,7 @@ lock_acquire(struct conn *cn, const struct lock_ctx *ctx, int queue,
 	arg(&a, k->wake_prefix, k->wake_prefix_len);
 	arg_str(&a, wttl);
 	arg_str(&a, want_holder ? "1" : "0");
+	arg_str(&a, look);
 	if ((r = script_run(cn, &lua_acquire, 7, a.n - 7, a.v, a.len)) == NULL)
 		return LOCK_ERROR;
 	if ((res = lock_parse_acquire(r, fence, busy)) == LOCK_ERROR)

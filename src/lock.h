@@ -14,10 +14,16 @@
 
 /* Fencing counters outlive any lease by far; see acquire.lua. */
 #define FENCE_TTL_MS ((int64_t)7 * 24 * 3600 * 1000)
-/* A --fair waiter is alive while its :w key is: refreshed every
- * WAITER_BEAT_MS, it lapses WAITER_TTL_MS after the waiter's death. */
+/* A --fair waiter is alive while its :w key is, and while it is
+ * subscribed (queue.lua): the key is refreshed every WAITER_BEAT_MS and
+ * lapses WAITER_TTL_MS after the waiter's death; the subscription goes
+ * with the process, so a dead waiter's key only matters if its
+ * connection hangs open. */
 #define WAITER_TTL_MS 6000
 #define WAITER_BEAT_MS 2000
+/* The one next in line looks this often whether a head that has yet to
+ * take a free KEY died (acquire.lua): it costs one attempt per look. */
+#define HANDOFF_LOOK_MS 200
 /* A wake token nobody took is stale after this; see release.lua. */
 #define WAKE_TOKEN_TTL_MS 5000
 

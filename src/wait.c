@@ -6,11 +6,17 @@
  * subscribed connection cannot run scripts). Reads use poll() on the
  * socket, never a socket timeout: in hiredis a timeout kills the context
  * (REDIS-NOTES section 1). A --fair waiter listens on its own
- * P{KEY}:wake:TOKEN. Plain waiters block in BLPOP on P{KEY}:tok, where each
+ * P{KEY}:wake:TOKEN, and joins the queue only while subscribed: the
+ * scripts take a queued waiter nobody hears for dead (queue.lua), which
+ * is how a killed one is passed over at once. If the subscription drops,
+ * the waiter may lose its place meanwhile; it subscribes again and then
+ * joins again, at the back if it was dropped, and is served in that
+ * turn. Plain waiters block in BLPOP on P{KEY}:tok, where each
  * release leaves one token: Redis gives it to the oldest blocked waiter, so
  * a release wakes one process, not a herd, and a token pushed between our
  * try and our BLPOP waits for us. Between attempts the only traffic is a
- * --fair waiter's heartbeat.
+ * --fair waiter's heartbeat, and the looks of the one next in line while
+ * the head has yet to take a free KEY (HANDOFF_LOOK_MS).
  */
 #include "wait.h"
 
@@ -391,7 +397,6 @@ sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
 	}
 }
 
-/* Leave no trace: the queue place, and a grant we may have got unseen. */
 static void
 close_subs(struct waiter *w)
 {
@@ -405,29 +410,33 @@ close_subs(struct waiter *w)
 	w->nq = 0;
 }
 
+/* Leave no trace: the queue place, and a grant we may have got unseen.
+ * Still subscribed while we leave the queue, so nobody drops us from it
+ * first and the turn we may hold is passed on by our dequeue. */
 static enum wait_status
 give_up(struct waiter *w, enum wait_status st)
 {
 	struct conn save;
 
 	waitline_clear(&w->line);
-	close_subs(w);
 	if (!w->queued && !w->uncertain)
-		return st;
+		goto out;
 	/* Keep the error that made us give up for the caller's message. */
 	save = *w->cn;
 	save.c = NULL;
 	if (!conn_is_open(w->cn) && conn_reopen(w->cn) != 0)
-		goto out;
+		goto restore;
 	if (w->queued)
 		(void)lock_dequeue(w->cn, w->ctx);
 	if (w->uncertain)
 		(void)lock_release(w->cn, w->ctx);
-out:
+restore:
 	if (st == WAIT_ERROR) {
 		w->cn->status = save.status;
 		memcpy(w->cn->err, save.err, sizeof(save.err));
 	}
+out:
+	close_subs(w);
 	return st;
 }
 
@@ -468,8 +477,8 @@ wait_lock(struct conn *cn, const struct lock_ctx *ctx, int64_t wait_ms,
 	w.line.on = w.line.on && wait_ms != 0;
 	conn_init_like(&w.sub, cn, cn->cfg->connect_timeout_ms,
 	    cn->cfg->connect_timeout_ms);
-	/* A --fair waiter takes its place in line on its first attempt. */
-	lr = attempt(&w, ctx->fair && wait_ms != 0, res, &busy);
+	/* Not queued yet: a --fair waiter joins once subscribed, below. */
+	lr = attempt(&w, 0, res, &busy);
 	if (lr == LOCK_GRANTED) {
 		trace_event("grant");
 		return WAIT_GRANTED;
@@ -503,7 +512,8 @@ wait_lock(struct conn *cn, const struct lock_ctx *ctx, int64_t wait_ms,
 				return give_up(&w, WAIT_ERROR);
 			}
 			/* Subscribed: a release from now on reaches us, one
-			 * from before is seen by this attempt. */
+			 * from before is seen by this attempt, which (re)joins
+			 * the queue. */
 			lr = attempt(&w, 1, res, &busy);
 			if (lr == LOCK_GRANTED)
 				return granted(&w, start, WOKE_MESSAGE);
@@ -518,7 +528,8 @@ wait_lock(struct conn *cn, const struct lock_ctx *ctx, int64_t wait_ms,
 			return give_up(&w, WAIT_SIGNAL);
 		if (why == WOKE_SUB_LOST)
 			msg_verbose("wake-up connection lost; reconnecting");
-		lr = attempt(&w, ctx->fair, res, &busy);
+		/* Without a subscription this attempt must not queue us. */
+		lr = attempt(&w, ctx->fair && w.sub.c != NULL, res, &busy);
 		if (lr == LOCK_GRANTED)
 			return granted(&w, start, why);
 		if (lr == LOCK_ERROR)

@@ -5,7 +5,8 @@
 -- ARGV[1] token  ARGV[2] lease ms  ARGV[3] host  ARGV[4] pid  ARGV[5] user
 -- ARGV[6] cmd  ARGV[7] fence ttl ms  ARGV[8] N  ARGV[9] 1: join the queue
 -- ARGV[10] "P{K}:w:"  ARGV[11] "P{K}:wake:"  ARGV[12] waiter ttl ms
--- ARGV[13] 1: return the holder's meta when busy
+-- ARGV[13] 1: return the holder's meta when busy  ARGV[14] ms between looks
+-- at a queue head that has yet to take a free KEY
 -- Returns {1, fence} when the caller holds KEY; else {0, wait ms, queue
 -- position (0 = next, -1 not queued), holder user, host, pid, cmd,
 -- since, server now} where wait is when trying again makes sense (-1:
@@ -52,9 +53,10 @@ else
 end
 
 -- Dead waiters leave the queue when they reach its head (we are alive,
--- whatever our :w key says: it is refreshed below if we stay queued).
+-- whatever our :w key and subscription say: the key is refreshed below if
+-- we stay queued, and we may be trying before we subscribe).
 local head = redis.call('LINDEX', KEYS[6], 0)
-if head ~= token then head = live_head(KEYS[6], ARGV[10]) end
+if head ~= token then head = live_head(KEYS[6], ARGV[10], ARGV[11]) end
 
 local free, wait
 if n == 1 then
@@ -67,14 +69,16 @@ else
 end
 
 if free and (not head or head == token) then
-  if head == token then
-    redis.call('LPOP', KEYS[6])
-    redis.call('DEL', KEYS[7])
-  end
   local fence = math.max(tonumber(redis.call('GET', KEYS[3]) or '0') + 1,
     now)
   local fs = string.format('%d', fence)
+  -- The first write needs memory: Redis refuses a script out of memory
+  -- only at its first write, so nothing may be written before it.
   redis.call('SET', KEYS[3], fs, 'PX', ARGV[7])
+  -- Our :w key goes even if we were not the head: a waiter that lost its
+  -- place (queue.lua) may have refreshed it since.
+  if head == token then redis.call('LPOP', KEYS[6]) end
+  redis.call('DEL', KEYS[7])
   if n == 1 then
     redis.call('SET', KEYS[1], token, 'PX', lease)
   else
@@ -112,9 +116,14 @@ if ARGV[9] == '1' then
   end
 end
 -- The head's turn (or next to it): watch its heartbeat, it may be dead.
+-- Next in line while the head has yet to take a free KEY, look again soon:
+-- if it dies first, live_head sees it at once (its subscription goes with
+-- its process), its heartbeat key only seconds later.
 if head and head ~= token and (free or pos == 1) then
   local hb = redis.call('PTTL', ARGV[10] .. head)
   if free or (hb >= 0 and (wait < 0 or hb < wait)) then wait = hb end
+  local look = tonumber(ARGV[14])
+  if free and pos == 1 and (wait < 0 or wait > look) then wait = look end
 end
 
 local m = {}

@@ -10,23 +10,39 @@ local function publish(ch, msg)
   end
 end
 
--- Drop the dead waiters at the head of the --fair queue q (a waiter is
--- alive while its key wpre..TOKEN exists); return the live head or nil.
-local function live_head(q, wpre)
+-- Has channel ch a subscriber (SUBSCRIBE, or SSUBSCRIBE as in Cluster)?
+-- A server that will not say (an ACL without PUBSUB) is taken for yes;
+-- one without SHARDNUMSUB (before 7.0) has no shard channels.
+local function subscribed(ch)
+  local r = redis.pcall('PUBSUB', 'NUMSUB', ch)
+  if type(r) ~= 'table' or r.err or r[2] > 0 then return true end
+  r = redis.pcall('PUBSUB', 'SHARDNUMSUB', ch)
+  return type(r) == 'table' and not r.err and r[2] > 0
+end
+
+-- Drop the dead waiters at the head of the --fair queue q; return the live
+-- head or nil. A waiter is alive while its key wpre..TOKEN exists and it
+-- listens on wakepre..TOKEN: it subscribes before it joins (wait.c), and
+-- the kernel closes a dead process's sockets at once, whereas its key
+-- lapses only seconds later. A live waiter whose subscription dropped
+-- loses its place here and joins again at the back once subscribed anew.
+local function live_head(q, wpre, wakepre)
   local head = redis.call('LINDEX', q, 0)
-  while head and redis.call('EXISTS', wpre .. head) == 0 do
+  while head and (redis.call('EXISTS', wpre .. head) == 0 or
+      not subscribed(wakepre .. head)) do
     redis.call('LPOP', q)
+    redis.call('DEL', wpre .. head)
     head = redis.call('LINDEX', q, 0)
   end
   return head or nil
 end
 
 -- Tell the --fair queue that KEY may be free: the live head, and the one
--- after it, on their own channels (wakepre..TOKEN). If the head died
--- moments ago (its key not yet expired), the next one watches the head's
--- heartbeat and takes over instead of sleeping out a whole lease.
+-- after it, on their own channels (wakepre..TOKEN). If the head dies
+-- before it takes its turn, the next one notices (acquire.lua) and takes
+-- over instead of sleeping out a whole lease.
 local function wake_queue(q, wpre, wakepre)
-  local head = live_head(q, wpre)
+  local head = live_head(q, wpre, wakepre)
   if head then
     publish(wakepre .. head, 'turn')
     local nxt = redis.call('LINDEX', q, 1)
