@@ -6,7 +6,9 @@
 
 # Lock names held now: the first column of `rlock list`. Quiet and quick,
 # so a missing or slow Redis never blocks the shell; the connection
-# options already on the line (-u, --prefix, --password-file) are used.
+# options already on the line (-u, --prefix, --password-file, --redlock)
+# are used. With --redlock, list prints each master's locks under a header
+# line without a tab: only the lines with one are locks, once each.
 _rlock_keys()
 {
 	local -a words conn=()
@@ -20,7 +22,7 @@ _rlock_keys()
 			conn+=("$w" "${words[i + 1]}")
 			((i++))
 			;;
-		--url=*|--prefix=*|--password-file=*|-u?*)
+		--url=*|--prefix=*|--password-file=*|-u?*|--redlock)
 			conn+=("$w")
 			;;
 		--)
@@ -29,7 +31,8 @@ _rlock_keys()
 		esac
 	done
 	timeout 2 "${COMP_WORDS[0]}" list --connect-timeout 0.5 \
-		"${conn[@]}" 2>/dev/null | cut -f1
+		"${conn[@]}" 2>/dev/null |
+		awk -F '\t' 'NF > 1 && !seen[$1]++ { print $1 }'
 }
 
 # COMPREPLY from compgen ARGS, one candidate a line.
@@ -161,7 +164,8 @@ _rlock_module()
 		;;
 	'-u'|'--url')
 		compopt -o nospace
-		_rlock_reply -W "redis:// unix://" -- "$cur"
+		_rlock_reply -W "redis:// unix:// redis+sentinel:// redis+cluster://" \
+			-- "$cur"
 		return 0
 		;;
 	'--password-file')
@@ -180,8 +184,8 @@ _rlock_module()
 		;;
 	esac
 
-	opts="--url --password-file --connect-timeout --prefix --quiet
-		--verbose --help"
+	opts="--url --redlock --password-file --connect-timeout --prefix
+		--quiet --verbose --help"
 	case $sub in
 	status|list)
 		case $cur in
@@ -223,6 +227,7 @@ _rlock_module()
 			--on-lost
 			--kill-after
 			--url
+			--redlock
 			--password-file
 			--connect-timeout
 			--prefix

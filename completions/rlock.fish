@@ -85,7 +85,9 @@ function __rlock_complete_args
 end
 
 # Lock names held now: the first column of `rlock list`, quietly and
-# quickly, with the connection options already on the line.
+# quickly, with the connection options already on the line. With
+# --redlock, list prints each master's locks under a header line without
+# a tab: only the lines with one are locks, once each.
 function __rlock_keys
     set -l tokens (commandline -opc)
     set -l conn
@@ -95,14 +97,15 @@ function __rlock_keys
             case -u --url --prefix --password-file
                 set -a conn $tokens[$i] $tokens[(math $i + 1)]
                 set i (math $i + 1)
-            case '--url=*' '--prefix=*' '--password-file=*' '-u?*'
+            case '--url=*' '--prefix=*' '--password-file=*' '-u?*' --redlock
                 set -a conn $tokens[$i]
             case --
                 break
         end
         set i (math $i + 1)
     end
-    command timeout 2 $tokens[1] list --connect-timeout 0.5 $conn 2>/dev/null | string split -f1 \t
+    command timeout 2 $tokens[1] list --connect-timeout 0.5 $conn 2>/dev/null |
+        command awk -F '\t' 'NF > 1 && !seen[$1]++ { print $1 }'
 end
 
 complete -c rlock -f
@@ -127,7 +130,8 @@ complete -c rlock -n __rlock_in_opts -s V -l version -d 'Show the version'
 
 # Connection options: before -k, or after a subcommand word.
 set -l __rlock_conn '__rlock_in_opts; or __rlock_in_sub status list release'
-complete -c rlock -n $__rlock_conn -s u -l url -x -a 'redis:// unix://' -d 'Redis server URL'
+complete -c rlock -n $__rlock_conn -s u -l url -x -a 'redis:// unix:// redis+sentinel:// redis+cluster://' -d 'Redis server URL'
+complete -c rlock -n $__rlock_conn -l redlock -d 'Every -u is a master: hold the lock on a majority'
 complete -c rlock -n $__rlock_conn -l password-file -r -F -d 'Read the Redis password from FILE'
 complete -c rlock -n $__rlock_conn -l connect-timeout -x -a '500ms 1s 5s' -d 'Give up on an unreachable Redis after DUR'
 complete -c rlock -n $__rlock_conn -l prefix -x -d 'Prefix of every Redis key'

@@ -134,7 +134,10 @@ hold_somekey() {
 
 @test "bash: values of -u, durations and --password-file" {
 	run bcomp "rlock -u "
-	assert_output "$(printf '%s\n' redis:// unix://)"
+	assert_output "$(printf '%s\n' redis:// unix:// redis+sentinel:// \
+		redis+cluster://)"
+	run bcomp "rlock -u redis+s"
+	assert_output "redis+sentinel://"
 	run bcomp "rlock -k x -w "
 	assert_line "5m"
 	assert_line "30s"
@@ -160,6 +163,23 @@ hold_somekey() {
 	assert_line -- "--json"
 	assert_line -- "--url"
 	refute_line -- "--key"
+}
+
+@test "bash: --redlock in the run mode and after a subcommand" {
+	run bcomp "rlock --red"
+	assert_success
+	assert_output "--redlock"
+	run bcomp "rlock -u redis://a -u redis://b -u redis://c --red"
+	assert_output "--redlock"
+	run bcomp "rlock status --red"
+	assert_output "--redlock"
+	run bcomp "rlock release --r"
+	assert_output "--redlock"
+	# A flag: the next word is rlock's again, not its value.
+	run bcomp "rlock --redlock -k foo ech"
+	assert_line "echo"
+	run bcomp "rlock --redlock st"
+	assert_output "status"
 }
 
 @test "bash: command names after -k KEY and after --" {
@@ -197,6 +217,30 @@ hold_somekey() {
 	assert_output "somekey"
 	run bcomp "rlock -u unix://$REDIS_SOCK status "
 	assert_line "somekey"
+}
+
+# --redlock masters: one server named three times is enough to get the
+# per-master headers of `rlock list --redlock` that KEY completion must
+# skip, and the same lock three times that it must offer once.
+three_masters() {
+	local u=unix://$REDIS_SOCK
+	echo "-u $u -u $u -u $u"
+}
+
+@test "bash: KEY completion with --redlock offers each lock once" {
+	needs_list
+	hold_somekey
+	run "$RLOCK" list --redlock $(three_masters)
+	assert_success
+	assert_line --partial "== master 1 of 3"
+	run bcomp "rlock --redlock $(three_masters) -k so"
+	assert_success
+	assert_output "somekey"
+	run bcomp "rlock status --redlock $(three_masters) "
+	assert_output "somekey"
+	RLOCK_URL="unix://$REDIS_SOCK unix://$REDIS_SOCK unix://$REDIS_SOCK" \
+		run bcomp "rlock --redlock -k so"
+	assert_output "somekey"
 }
 
 @test "bash: KEY completion is quiet and quick when Redis is unreachable" {
@@ -246,6 +290,29 @@ hold_somekey() {
 	assert_output --partial "somekey"
 }
 
+@test "zsh: --redlock, repeated -u, and KEY completion over the masters" {
+	run zcomp "rlock --red" --redlock
+	assert_output --partial -- "--redlock"
+	run zcomp "rlock status --red" --redlock
+	assert_output --partial -- "--redlock"
+	needs_list
+	hold_somekey
+	# -u may be given once per master; every one reaches `rlock list`.
+	run zcomp "rlock status --redlock $(three_masters) so" somekey
+	assert_output --partial "somekey"
+	# The per-master headers of `rlock list --redlock` are not keys.
+	# (zsh lists a match quoted: \==\ master\ 1...)
+	run zcomp "rlock status --redlock $(three_masters) " somekey
+	assert_output --partial "somekey"
+	refute_output --partial "master"
+	run zcomp "rlock --redlock $(three_masters) -k so" somekey
+	assert_output --partial "somekey"
+	# Only --redlock makes `rlock list` read RLOCK_URL as a list.
+	RLOCK_URL="unix://$REDIS_SOCK unix://$REDIS_SOCK unix://$REDIS_SOCK" \
+		run zcomp "rlock status --redlock so" somekey
+	assert_output --partial "somekey"
+}
+
 # ---- fish -------------------------------------------------------------
 
 @test "fish: rlock.fish parses" {
@@ -274,6 +341,26 @@ hold_somekey() {
 	run fcomp "rlock status so"
 	assert_output "somekey"
 	run fcomp "rlock -k so"
+	assert_output "somekey"
+}
+
+@test "fish: --redlock, URL schemes, and KEY completion over the masters" {
+	run fcomp "rlock --red"
+	assert_output "--redlock"
+	run fcomp "rlock list --red"
+	assert_output "--redlock"
+	run fcomp "rlock -u redis+"
+	assert_output "$(printf '%s\n' redis+cluster:// redis+sentinel://)"
+	needs_list
+	hold_somekey
+	run fcomp "rlock status --redlock $(three_masters) so"
+	assert_output "somekey"
+	run fcomp "rlock status --redlock $(three_masters) "
+	assert_output "somekey"
+	run fcomp "rlock --redlock $(three_masters) -k so"
+	assert_output "somekey"
+	RLOCK_URL="unix://$REDIS_SOCK unix://$REDIS_SOCK unix://$REDIS_SOCK" \
+		run fcomp "rlock --redlock -k so"
 	assert_output "somekey"
 }
 
