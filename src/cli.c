@@ -60,7 +60,6 @@ static const char SUB_SHORT[] = ":u:qvh";
 static const struct option SUB_LONG[] = {
 	{ "url", required_argument, NULL, 'u' },
 	{ "redlock", no_argument, NULL, OPT_REDLOCK },
-	{ "redlock", no_argument, NULL, OPT_REDLOCK },
 	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
 	{ "prefix", required_argument, NULL, OPT_PREFIX },
@@ -116,7 +115,8 @@ cli_usage(void)
 "\n"
 "DUR: a number with an optional unit ms, s, m, h (default s).\n"
 "Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH.\n"
-"Exit: COMMAND's status; 75 not obtained; 64 usage; 69 Redis unreachable;\n"
+"Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH,\n"
+"RLOCK_SENTINEL_PASSWORD.\n"
 "76 unusable answer; 77 credentials refused; 70 lease lost; 126/127 exec.\n"
 "See rlock(1).\n", stdout);
 }

@@ -187,8 +187,11 @@ split_retry_ms(void)
 	return 1 + r % SPLIT_RETRY_MAX_MS;
 }
 
-/* Undo a partial grant: on every master, as a timed-out SET may still
- * have been applied on one that did not answer (Redlock's step 3). */
+/* Undo a partial grant on every master still connected, those that
+ * said busy included (Redlock's step 3). One whose answer timed out was
+ * closed (a reset socket) and may still have applied the acquire: that
+ * grant nobody uses lapses with the lease, or is undone by our next
+ * attempt, as acquire and release are idempotent per token. */
 static void
 undo(struct conn *cn, const struct lock_ctx *ctx)
 {
