@@ -73,6 +73,8 @@
 #   cluster_migrate_keys SLOT       GETKEYSINSLOT + MIGRATE ... KEYS until empty
 #   cluster_migrate_end SLOT        SETSLOT NODE on every master; wait until
 #                                   every node agrees on the new owner
+#   cluster_asking PORT CMD...      ASKING then CMD on one connection: read
+#                                   an importing node's keys mid-migration
 #
 # Independent masters (Redlock)
 #   masters_up N            exports MASTERS_PORTS, MASTERS_URLS (space
@@ -743,6 +745,14 @@ cluster_migrate_slot() {
 		cluster_migrate_end "$slot" || return 1
 	# shellcheck disable=SC2034 # for the caller
 	CLUSTER_MIGRATE_FROM=$from CLUSTER_MIGRATE_TO=$to
+}
+
+cluster_asking() {
+	local port=$1
+	shift
+	# One connection (redis-cli reads the lines from stdin): ASKING holds
+	# for the next command only. Words with spaces or quotes not supported.
+	printf '%s\n' ASKING "$*" | topo_cli "$port" | tail -n +2
 }
 
 cluster_migrate_key() {

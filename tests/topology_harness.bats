@@ -152,11 +152,14 @@ replica_has() { [ "$(topo_cli "$1" get "$2")" = "$3" ]; }
 	# Still here: served; missing: ASK to the target.
 	[ "$(topo_cli "$from" get 'rlock:{job}:fence')" = 7 ]
 	assert_equal "$(topo_cli "$from" get 'rlock:{job}:meta')" "ASK $slot 127.0.0.1:$to"
+	# Where a client that follows the ASK writes it.
+	[ "$(cluster_asking "$to" set 'rlock:{job}:meta' m px 60000)" = OK ]
 	cluster_migrate_keys "$slot"
 	assert_equal "$(topo_cli "$from" get 'rlock:{job}:fence')" "ASK $slot 127.0.0.1:$to"
 	[ "$(topo_cli "$to" get 'rlock:{job}:fence')" = "MOVED $slot 127.0.0.1:$from" ]
 	cluster_migrate_end "$slot"
 	[ "$(topo_cli "$to" get 'rlock:{job}:fence')" = 7 ]
+	[ "$(topo_cli "$to" get 'rlock:{job}:meta')" = m ]
 	[ "$(cluster_slot_owner "$slot")" = "$to" ]
 	[ ! -e "$TOPO_DIR/migrating.$slot" ]
 }

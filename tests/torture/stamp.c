@@ -11,6 +11,8 @@
  *
  *	stamp LOG EVENT [ARG]		one event (exit, fault, frozen, ...)
  *	stamp LOG section MS [-i]	a critical section of MS milliseconds
+ *	stamp LOG incr FILE MS [-i]	a section that reads the integer in
+ *					FILE, sleeps MS, writes it back + 1
  *
  * A section writes `start`, sleeps, writes `end`. SIGTERM (rlock's
  * --on-lost, or the kernel's PDEATHSIG when rlock dies) is recorded at
@@ -20,6 +22,13 @@
  * child holds the read end of a pipe whose write end only the section
  * holds, and writes `gone` when the kernel closes it: the moment the
  * section stopped running, whatever ended it.
+ *
+ * incr is the read-increment-write of tests/mx.sh: two sections that
+ * overlap lose an update, which the final count shows even if the
+ * clock did not. `end 0` is written only with the new value in place
+ * (rename), and SIGTERM is held off between the two, so the `end 0`
+ * lines count the increments exactly; a section stopped before that
+ * writes nothing.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -98,11 +107,59 @@ watch(int rfd)
 	_exit(0);
 }
 
+/* The integer in path (0 if there is no file yet), or -1. */
+static long long
+read_count(const char *path)
+{
+	char buf[32], *end;
+	long long v;
+	ssize_t n;
+	int fd;
+
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return errno == ENOENT ? 0 : -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	errno = 0;
+	v = strtoll(buf, &end, 10);
+	if (errno || end == buf || (*end && *end != '\n') || v < 0)
+		return -1;
+	return v;
+}
+
+/* Replace path by v, atomically: a section killed mid-way leaves the old
+ * value, never a torn one. */
 static int
-section(long ms, int ign)
+write_count(const char *path, long long v)
+{
+	char tmp[4096], buf[32];
+	int fd, n, ok;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.%ld", path, (long)getpid()) >=
+	    (int)sizeof(tmp))
+		return -1;
+	n = snprintf(buf, sizeof(buf), "%lld\n", v);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+	    0644)) < 0)
+		return -1;
+	ok = write(fd, buf, (size_t)n) == n;
+	if (close(fd) < 0 || !ok || rename(tmp, path) < 0) {
+		unlink(tmp);
+		return -1;
+	}
+	return 0;
+}
+
+static int
+section(long ms, int ign, const char *count)
 {
 	struct sigaction sa;
 	struct timespec until;
+	sigset_t term, old;
+	long long v = 0;
 	int p[2];
 	pid_t w;
 
@@ -125,6 +182,11 @@ section(long ms, int ign)
 	ignore_term = ign;
 	sigaction(SIGTERM, &sa, NULL);
 	put_event("start", NULL);
+	if (count && (v = read_count(count)) < 0) {
+		fprintf(stderr, "stamp: %s: not a count\n", count);
+		put_event("end", "2");
+		return 2;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &until);
 	until.tv_sec += ms / 1000;
 	until.tv_nsec += (ms % 1000) * 1000000L;
@@ -135,7 +197,20 @@ section(long ms, int ign)
 	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until,
 	    NULL) == EINTR)
 		;
+	if (!count) {
+		put_event("end", "0");
+		return 0;
+	}
+	sigemptyset(&term);
+	sigaddset(&term, SIGTERM);
+	sigprocmask(SIG_BLOCK, &term, &old);
+	if (write_count(count, v + 1) < 0) {
+		perror(count);
+		put_event("end", "2");
+		return 2;
+	}
 	put_event("end", "0");
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	return 0;
 }
 
@@ -146,7 +221,7 @@ main(int argc, char **argv)
 
 	if (argc < 3) {
 		fprintf(stderr, "usage: stamp LOG EVENT [ARG] | "
-		    "stamp LOG section MS [-i]\n");
+		    "stamp LOG section MS [-i] | stamp LOG incr FILE MS [-i]\n");
 		return 2;
 	}
 	if ((e = getenv("RLOCK_FENCE")) != NULL && *e)
@@ -160,7 +235,10 @@ main(int argc, char **argv)
 	}
 	if (strcmp(argv[2], "section") == 0 && argc >= 4)
 		return section(strtol(argv[3], NULL, 10),
-		    argc >= 5 && strcmp(argv[4], "-i") == 0);
+		    argc >= 5 && strcmp(argv[4], "-i") == 0, NULL);
+	if (strcmp(argv[2], "incr") == 0 && argc >= 5)
+		return section(strtol(argv[4], NULL, 10),
+		    argc >= 6 && strcmp(argv[5], "-i") == 0, argv[3]);
 	put_event(argv[2], argc >= 4 ? argv[3] : NULL);
 	return 0;
 }
