@@ -34,7 +34,7 @@ BIN = rlock
 
 .DELETE_ON_ERROR:
 
-.PHONY: all check check-unit check-bats check-docs demo asan valgrind \
+.PHONY: all check check-unit check-bats check-docs check-distributed demo asan valgrind \
 	install uninstall clean deps bench
 
 all: $(BIN)
@@ -78,6 +78,14 @@ check-docs:
 check: deps
 	@$(MAKE) --no-print-directory all $(BUILD)/unit
 	@sh tests/run-all $(CURDIR)/$(BIN) $(CURDIR)/$(BUILD)/unit
+
+# The slower topology runs: tests/mx.sh's mutual-exclusion workload on
+# Sentinel, Cluster and Redlock, quiet and under faults (a few minutes).
+check-distributed: deps all
+	@RLOCK=$(CURDIR)/$(BIN) bats --tap tests/distributed > build/distributed.tap; \
+	st=$$?; cat build/distributed.tap; \
+	echo "$$(grep -c '^ok ' build/distributed.tap) passed, $$(grep -c '^not ok ' build/distributed.tap) failed"; \
+	exit $$st
 
 # AddressSanitizer + UBSan build of everything, then the whole suite.
 SAN_FLAGS = -fsanitize=address,undefined -fno-sanitize-recover=all \
@@ -142,7 +150,7 @@ clean:
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_DIR      = build/fuzz
-FUZZ_TARGETS  = fuzz_url fuzz_dur fuzz_cli fuzz_reply
+FUZZ_TARGETS  = fuzz_url fuzz_dur fuzz_cli fuzz_reply fuzz_redirect
 FUZZ_FLAGS    = -g -O1 -fno-omit-frame-pointer \
 	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 FUZZ_OBJ      = $(LIB_SRC:src/%.c=$(FUZZ_DIR)/%.o) $(FUZZ_DIR)/lua_scripts.o

@@ -263,7 +263,7 @@ conn_command(struct conn *cn, int argc, const char **argv,
 {
 	int64_t start = mono_ms();
 	char host[256];
-	int hops, port, i;
+	int hops, port, i, ask, tries = 0;
 	redisReply *r;
 
 	/* --redlock: a plain command (a read: CONFIG GET, HGETALL of the
@@ -281,11 +281,16 @@ conn_command(struct conn *cn, int argc, const char **argv,
 			set_err(cn, RL_EXIT_UNAVAILABLE, "not connected");
 		return NULL;
 	}
-	for (hops = 0;; hops++) {
-		if (cn->c == NULL && hops > 0 && conn_reopen(cn) != 0)
+	/* Redirects are counted; TRYAGAIN (a migration between its key
+	 * moves and its final SETSLOT) is waited out, within the timeout. */
+	for (hops = 0, ask = 0;;) {
+		if (cn->c == NULL && !ask && (hops > 0 || tries > 0) &&
+		    conn_reopen(cn) != 0)
 			return NULL;
-		if ((r = command_once(cn, argc, argv, lens)) == NULL ||
-		    hops == MAX_HOPS)
+		r = ask ? ask_once(cn, host, port, argc, argv, lens) :
+		    command_once(cn, argc, argv, lens);
+		ask = 0;
+		if (r == NULL || hops == MAX_HOPS)
 			return r;
 		switch (topo_classify(cn, r, host, sizeof(host), &port)) {
 		case TOPO_NONE:
@@ -295,10 +300,15 @@ conn_command(struct conn *cn, int argc, const char **argv,
 				return r;
 			freeReplyObject(r);
 			nap_ms(TRYAGAIN_PAUSE_MS);
+			tries++;
 			break;
 		case TOPO_ASK:
+			/* ASK, TRYAGAIN, ASK...: the same migration. */
+			if (mono_ms() - start > cn->cmd_timeout_ms)
+				return r;
 			freeReplyObject(r);
-			return ask_once(cn, host, port, argc, argv, lens);
+			ask = 1;
+			break;
 		case TOPO_MOVED:
 			snprintf(cn->node_host, sizeof(cn->node_host), "%s",
 			    host);
@@ -307,6 +317,7 @@ conn_command(struct conn *cn, int argc, const char **argv,
 		case TOPO_REMASTER:
 			freeReplyObject(r);
 			conn_close(cn);
+			hops++;
 			break;
 		}
 	}
