@@ -1,0 +1,373 @@
+#!/usr/bin/env bats
+# rlock --redlock over independent masters (tests/topology.bash): mutual
+# exclusion while masters are SIGKILLed and come back empty, exit 69 below
+# a majority, fencing tokens that keep increasing across a master's loss,
+# the wake-up on release, status per master, usage errors, and no key
+# left without an expiry. Five masters, plus three for the smaller set.
+# About 15-20 s.
+
+load helper
+load topology
+
+unset TOPO_PASSWORD TOPO_SENTINEL_PASSWORD
+
+setup_file() {
+	# The tests share the masters and look at their whole keyspaces.
+	export BATS_NO_PARALLELIZE_WITHIN_FILE=true
+	export TOPO_DIR=$BATS_FILE_TMPDIR/topo
+	mkdir -p "$TOPO_DIR"
+	masters_up 5
+	export M5_PORTS=$MASTERS_PORTS M5_URLS=$MASTERS_URLS
+	masters_up 3
+	export M3_PORTS=$MASTERS_PORTS M3_URLS=$MASTERS_URLS
+	CLOSED_URL=redis://127.0.0.1:$(topo_free_port)
+	export CLOSED_URL
+}
+
+teardown_file() {
+	topo_down
+}
+
+BG=()
+
+# use N: the masters_* functions and MASTERS_UARGS act on that set.
+use() {
+	if [ "$1" = 5 ]; then
+		MASTERS_PORTS=$M5_PORTS MASTERS_URLS=$M5_URLS
+	else
+		MASTERS_PORTS=$M3_PORTS MASTERS_URLS=$M3_URLS
+	fi
+	masters_uargs
+}
+
+setup() {
+	topo_load
+	T=$BATS_TEST_TMPDIR
+	# A master a previous test killed is back, empty, for this one.
+	local p
+	for p in $M5_PORTS $M3_PORTS; do
+		topo_pid "$p" > /dev/null || topo_restart "$p"
+	done
+	use 5
+}
+
+teardown() {
+	local p left
+	[ -e "$T/go" ] || touch "$T/go"
+	for p in "${BG[@]}"; do
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	for p in "${BG[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
+	[ -n "${BATS_TEST_COMPLETED:-}" ] || topo_logs 5 >&3
+	left=$(keys_without_ttl_on $(live_ports))
+	[ -z "$left" ] || fail "keys without TTL: $left"
+}
+
+# bg ARGS...: run ARGS in the background (fd 3 closed, or bats would wait
+# for it); its PID is $LAST, stopped in teardown if still there.
+bg() {
+	"$@" 3>&- &
+	LAST=$!
+	BG+=("$LAST")
+}
+
+gone() { ! proc_alive "$1"; }
+
+wait_exit() {
+	wait_until 10 gone "$1" || fail "PID $1 still runs"
+	STATUS=0
+	wait "$1" || STATUS=$?
+}
+
+live_ports() {
+	local p
+	for p in $M5_PORTS $M3_PORTS; do
+		topo_pid "$p" > /dev/null && echo "$p"
+	done
+	return 0
+}
+
+keys_without_ttl_on() {
+	local p k
+	for p in "$@"; do
+		topo_cli "$p" --scan | while IFS= read -r k; do
+			[ "$(topo_cli "$p" pttl "$k")" != -1 ] ||
+				printf '%s: %s\n' "$p" "$k"
+		done
+	done
+	return 0
+}
+
+rl() { "$RLOCK" --redlock "${MASTERS_UARGS[@]}" "$@"; }
+nmasters() { wc -w <<< "$MASTERS_PORTS"; }
+
+# KEY is held on at least N masters of the set in use.
+held_on_n() {
+	local p n=0
+	for p in $MASTERS_PORTS; do
+		[ "$(topo_cli "$p" exists "rlock:{$1}" 2>/dev/null)" = 1 ] &&
+			n=$((n + 1))
+	done
+	[ "$n" -ge "$2" ]
+}
+
+count_at_least() { [ "$(cat "$T/count")" -ge "$1" ] 2>/dev/null; }
+
+# Read-sleep-write of a counter; a second holder at once shows up as a
+# failed mkdir. Fences are logged in the order the holders ran.
+CS='d=$1
+mkdir "$d/cs" 2>/dev/null || echo overlap >> "$d/bad"
+v=$(cat "$d/count"); sleep 0.01; echo $((v + 1)) > "$d/count.new"
+mv "$d/count.new" "$d/count" 2>/dev/null
+echo "$RLOCK_FENCE" >> "$d/fences"
+rmdir "$d/cs" 2>/dev/null'
+
+worker() {
+	local w=$1 r st
+	for ((r = 0; r < 15; r++)); do
+		st=0
+		timeout -k 1 60 "$RLOCK" --redlock "${MASTERS_UARGS[@]}" \
+			-k counter -- sh -c "$CS" sh "$T" || st=$?
+		[ "$st" = 0 ] || echo "worker $w, round $r: exit $st" >> "$T/bad"
+	done
+}
+
+@test "redlock: 5 masters, 2 SIGKILLed during the run, exclusion holds" {
+	local w p pids=() at_kill at_back
+	echo 0 > "$T/count"
+	: > "$T/bad"
+	: > "$T/fences"
+	for w in 1 2 3 4 5 6 7 8; do
+		worker "$w" 3>&- &
+		pids+=($!)
+		BG+=($!)
+	done
+	wait_until 20 count_at_least 30 || fail "no progress: $(cat "$T/count")"
+	at_kill=$(cat "$T/count")
+	masters_kill 0
+	masters_kill 1
+	# Back empty while others hold on the three that stayed: two fresh
+	# masters are no majority for anyone.
+	wait_until 20 count_at_least $((at_kill + 30)) ||
+		fail "stuck at $(cat "$T/count") with 2 masters down"
+	at_back=$(cat "$T/count")
+	masters_restart 0
+	masters_restart 1
+	for p in "${pids[@]}"; do
+		wait_until 60 gone "$p" || fail "a worker still runs"
+		wait "$p"
+	done
+	[ ! -s "$T/bad" ] || fail "$(cat "$T/bad")"
+	[ "$(cat "$T/count")" = 120 ] || fail "count $(cat "$T/count")"
+	[ "$at_back" -lt 110 ] || fail "the run was over by the restart ($at_back)"
+	[ "$(wc -l < "$T/fences")" = 120 ]
+	sort -n -u -c "$T/fences" || fail "fences out of order"
+	echo "# killed at $at_kill, restarted at $at_back of 120" >&3
+}
+
+# below_majority N-ARGS...: rlock exits 69 at once, one line naming a
+# master that is down, and COMMAND never runs.
+below_majority() {
+	local t0 el
+	t0=$(now_ms)
+	run -69 --separate-stderr timeout 10 "$RLOCK" --redlock \
+		"${MASTERS_UARGS[@]}" "$@" -k below -- touch "$T/ran"
+	el=$(( $(now_ms) - t0 ))
+	[ ! -e "$T/ran" ] || fail "COMMAND ran"
+	[ -z "$output" ] || fail "stdout: $output"
+	[ "${#stderr_lines[@]}" = 1 ] || fail "stderr: $stderr"
+	[[ $stderr =~ ^rlock:\ .*only\ [0-9]+\ of\ [35]\ masters.*redis://127\.0\.0\.1:($DOWN)[/:\ ] ]] ||
+		fail "stderr: $stderr (want a master of $DOWN)"
+	[ "$el" -lt 3000 ] || fail "took ${el}ms"
+}
+
+@test "redlock: 3 of 5 down: exit 69 at once (and with -w 1s), COMMAND never runs" {
+	masters_kill 2
+	masters_kill 3
+	masters_kill 4
+	DOWN="$(masters_port 2)|$(masters_port 3)|$(masters_port 4)"
+	below_majority
+	[[ $stderr == *"only 2 of 5"* ]] || fail "stderr: $stderr"
+	below_majority -w 1s
+	below_majority -n
+	run -69 --separate-stderr "$RLOCK" status --redlock \
+		"${MASTERS_UARGS[@]}" below
+	# 2 of 3 down.
+	use 3
+	masters_kill 0
+	masters_kill 2
+	DOWN="$(masters_port 0)|$(masters_port 2)"
+	below_majority
+	[[ $stderr == *"only 1 of 3"* ]] || fail "stderr: $stderr"
+	# One of 3 down is still a majority.
+	masters_restart 2
+	run -0 rl -k below -- echo ran
+	[ "$output" = ran ]
+}
+
+# grant: one run of KEY fence; its RLOCK_FENCE appended to $T/fences.
+grant() {
+	rl -k fence -- sh -c 'echo "$RLOCK_FENCE" >> "$1"' sh "$T/fences" ||
+		fail "rlock exit $?"
+}
+
+@test "redlock: RLOCK_FENCE strictly increases over grants, also after a master restarted empty" {
+	local f1 f2
+	: > "$T/fences"
+	grant
+	grant
+	# Masters disagree on the last fence: master 2 is ahead (as if it
+	# had granted while the others were down). A holder's fence is then
+	# master 2's, and the rest of its majority must learn it.
+	f1=$(tail -1 "$T/fences")
+	topo_cli "$(masters_port 2)" set 'rlock:{fence}:fence' \
+		$((f1 + 1000000000)) px 600000 > /dev/null
+	grant
+	f2=$(tail -1 "$T/fences")
+	[ "$f2" -gt $((f1 + 1000000000)) ] || fail "fence $f2 ignores master 2"
+	# Without master 2, the others still give more.
+	masters_kill 2
+	grant
+	grant
+	masters_restart 2
+	grant
+	grant
+	masters_kill 0
+	masters_restart 0
+	grant
+	masters_kill 4
+	grant
+	masters_restart 4
+	grant
+	[ "$(wc -l < "$T/fences")" = 10 ]
+	sort -n -u -c "$T/fences" || fail "fences: $(paste -sd' ' "$T/fences")"
+}
+
+# The waiter listens on KEY's wake channel of N masters.
+listening() {
+	local p n=0
+	for p in $MASTERS_PORTS; do
+		[ "$(topo_cli "$p" pubsub shardnumsub "rlock:{$1}:wake" 2>/dev/null |
+			sed -n 2p)" = 1 ] && n=$((n + 1))
+	done
+	[ "$n" -ge "$2" ]
+}
+
+# handoff DOWN...: a holder (30 s lease), a waiter that listens; the
+# masters DOWN are killed while it waits; the release must wake it.
+handoff() {
+	local t0 el i
+	rm -f "$T/go" "$T/waited"
+	bg rl -l 30s -k wake -- sh -c '
+		until [ -e "$1/go" ]; do sleep 0.02; done' sh "$T"
+	local holder=$LAST
+	wait_until 10 held_on_n wake "$(nmasters)" || fail "holder did not start"
+	bg rl -k wake -- sh -c 'echo "$RLOCK_FENCE" > "$1/waited"' sh "$T"
+	local waiter=$LAST
+	wait_until 10 listening wake "$(nmasters)" || fail "the waiter does not listen"
+	for i in "$@"; do
+		masters_kill "$i"
+	done
+	[ ! -e "$T/waited" ]
+	t0=$(now_ms)
+	touch "$T/go"
+	wait_until 10 test -s "$T/waited" ||
+		fail "the waiter did not run within 10 s of the release"
+	el=$(( $(now_ms) - t0 ))
+	wait_exit "$holder"
+	[ "$STATUS" = 0 ] || fail "holder exit $STATUS"
+	wait_exit "$waiter"
+	[ "$STATUS" = 0 ] || fail "waiter exit $STATUS"
+	echo "# woken ${el}ms after the release (masters down: ${*:-none})" >&3
+}
+
+@test "redlock: a holder and a waiter: the waiter is woken by the release (well before the lease)" {
+	handoff
+	handoff 0 1
+	use 3
+	handoff
+}
+
+@test "redlock: status shows each master's view; exit 0 while held, 1 after" {
+	local i p
+	bg rl -l 30s -k shown -- sh -c '
+		until [ -e "$1/go" ]; do sleep 0.02; done' sh "$T"
+	local holder=$LAST
+	wait_until 10 held_on_n shown 5 || fail "holder did not start"
+	run -0 --separate-stderr "$RLOCK" status --redlock \
+		"${MASTERS_UARGS[@]}" shown
+	[ -z "$stderr" ] || fail "stderr: $stderr"
+	i=0
+	for p in $MASTERS_PORTS; do
+		assert_line "== master $((i + 1)) of 5: redis://127.0.0.1:$p/0"
+		i=$((i + 1))
+	done
+	[ "$(grep -c '^shown: held (mutex)$' <<< "$output")" = 5 ] ||
+		fail "$output"
+	# Two masters down: their sections say so, three still show it held.
+	masters_kill 3
+	masters_kill 4
+	run -0 --separate-stderr "$RLOCK" status --redlock \
+		"${MASTERS_UARGS[@]}" shown
+	[ "$(grep -c '^shown: held (mutex)$' <<< "$output")" = 3 ] ||
+		fail "$output"
+	[ "$(grep -c '^unreachable: ' <<< "$output")" = 2 ] || fail "$output"
+	assert_line "== master 5 of 5: redis://127.0.0.1:$(masters_port 4)/0"
+	# Back empty, and one more lost: held on 2 of 5 is not held.
+	masters_restart 3
+	masters_restart 4
+	masters_kill 2
+	masters_restart 2
+	run -1 --separate-stderr "$RLOCK" status --redlock \
+		"${MASTERS_UARGS[@]}" shown
+	[ "$(grep -c '^shown: held (mutex)$' <<< "$output")" = 2 ] ||
+		fail "$output"
+	[ "$(grep -c '^shown: free$' <<< "$output")" = 3 ] || fail "$output"
+	# Its holder finds out at the latest when it releases.
+	touch "$T/go"
+	wait_exit "$holder"
+	[ "$STATUS" = 70 ] || fail "holder exit $STATUS"
+	run -1 --separate-stderr "$RLOCK" status --redlock \
+		"${MASTERS_UARGS[@]}" shown
+	[ "$(grep -c '^shown: free$' <<< "$output")" = 5 ] || fail "$output"
+	run -0 --separate-stderr "$RLOCK" list --redlock "${MASTERS_UARGS[@]}"
+	[ "$(grep -c '^== master ' <<< "$output")" = 5 ] || fail "$output"
+	! grep -q '^shown' <<< "$output" || fail "$output"
+}
+
+@test "redlock: --fair / --limit / an even number of masters are usage errors (64)" {
+	local c=$CLOSED_URL
+	usage_error 'fair' --redlock -u "$c" -u "$c" -u "$c" --fair -k K true
+	usage_error 'limit' --redlock -u "$c" -u "$c" -u "$c" -N 2 -k K true
+	usage_error 'limit' --redlock -u "$c" -u "$c" -u "$c" --limit 3 -k K true
+	usage_error 'odd number' --redlock -u "$c" -u "$c" -k K true
+	usage_error 'odd number' --redlock -u "$c" -u "$c" -u "$c" -u "$c" -k K true
+	usage_error 'odd number' --redlock -u "$c" -k K true
+	usage_error 'odd number' status --redlock -u "$c" -u "$c" -u "$c" -u "$c" K
+	usage_error 'redis:// or unix://' --redlock -u "$c" -u "$c" \
+		-u "redis+cluster://127.0.0.1:1" -k K true
+	# Live masters change nothing.
+	run -64 rl --fair -k K -- touch "$T/ran"
+	[ ! -e "$T/ran" ]
+}
+
+@test "redlock: nothing without an expiry is left on any master after the runs" {
+	local p k ttl n=0 bad=()
+	for p in $(live_ports); do
+		while IFS= read -r k; do
+			n=$((n + 1))
+			ttl=$(topo_cli "$p" pttl "$k")
+			case $k in
+			*:fence) [ "$ttl" -gt 0 ] && [ "$ttl" -le 604800000 ] ;;
+			# Every lock was released: only wake tokens may remain.
+			*) [ "$ttl" -gt 0 ] && [ "$ttl" -le 30000 ] &&
+				[[ $k != rlock:\{*\} ]] ;;
+			esac || bad+=("$p $k $ttl")
+		done < <(topo_cli "$p" --scan)
+	done
+	[ "${#bad[@]}" = 0 ] || fail "$(printf '%s\n' "${bad[@]}")"
+	[ "$n" -gt 8 ] || fail "only $n keys: the runs left nothing to check"
+	echo "# $n keys on $(live_ports | wc -l) masters" >&3
+}
