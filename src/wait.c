@@ -28,6 +28,7 @@
 #include <stdlib.h>
 
 #include "exitcode.h"
+#include "quorum.h"
 #include "sig.h"
 #include "util.h"
 #include "waitline.h"
@@ -254,6 +255,16 @@ block_sub(struct waiter *w, int64_t until, struct wait_result *res)
 	return WOKE_TIMEOUT;
 }
 
+static int
+subscribed_count(const struct waiter *w)
+{
+	int i, n = 0;
+
+	for (i = 0; i < w->nq; i++)
+		n += w->qsub[i].c != NULL;
+	return n;
+}
+
 /* --redlock: block until a message from any master, `until`, or a
  * signal. */
 static enum woke
@@ -279,6 +290,11 @@ block_quorum(struct waiter *w, int64_t until, struct wait_result *res)
 		for (i = 0; i < w->nq; i++)
 			if (p[1 + i].revents && drain(&w->qsub[i]) == 0)
 				got = 1;
+		/* Most masters gone: try now, as a one-server waiter whose
+		 * server died does, rather than wait out the holder's lease
+		 * to learn the same. */
+		if (!got && subscribed_count(w) < quorum_majority(w->cn))
+			return WOKE_SUB_LOST;
 	}
 	return got ? WOKE_MESSAGE : WOKE_TIMEOUT;
 }

@@ -371,3 +371,25 @@ handoff() {
 	[ "$n" -gt 8 ] || fail "only $n keys: the runs left nothing to check"
 	echo "# $n keys on $(live_ports | wc -l) masters" >&3
 }
+
+# A one-server waiter learns at once that its server died (its BLPOP
+# connection closes); a --redlock waiter must not wait out the holder's
+# 30 s lease to learn that most of its masters did.
+@test "redlock: a waiter whose majority of masters dies exits 69 at once" {
+	local t0 w
+	bg rl -k dies -- sh -c "touch $T/held; until [ -e $T/go ]; do sleep 0.05; done"
+	wait_until 10 test -e "$T/held"
+	bg rl -k dies -- touch "$T/ran"
+	w=$LAST
+	sleep 0.5	# a pause so the waiter is blocked, not an event wait
+	proc_alive "$w" || fail "the waiter did not wait"
+	t0=$(date +%s%N)
+	masters_kill 0
+	masters_kill 1
+	masters_kill 2
+	wait_until 10 gone "$w" || fail "the waiter still waits"
+	echo "# waiter ended $(( ($(date +%s%N) - t0) / 1000000 )) ms after the kills" >&3
+	run wait "$w"
+	[ "$status" = 69 ] || fail "waiter exit $status"
+	[ ! -e "$T/ran" ]
+}
