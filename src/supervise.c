@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * The supervisor. The main thread sleeps in one poll() on the signalfd and
- * the renewal thread's event pipe, with a timeout that is the next lease
- * decision. The lease rule (contract, "Guarantees"): Redis may expire the
- * lock at last_ok + lease, where last_ok is when our last successful extend
- * was *sent*; minus a drift margin that is our deadline. --on-lost term
+ * the renewal thread's event pipe (until that thread starts, the idle
+ * connection), with a timeout that is the next lease decision. The lease
+ * rule (contract, "Guarantees"): Redis may expire the lock at last_ok +
+ * lease, where last_ok is when our last successful extend was *sent*;
+ * minus a drift margin that is our deadline. --on-lost term
  * sends SIGTERM early enough that the SIGKILL --kill-after later still
  * lands before it; if Redis says the lock is not ours, the action is now.
  */
@@ -37,6 +38,7 @@ struct sup {
 	pid_t child;
 	int wstatus;
 	struct renewer rw;
+	int64_t renew_at;		/* thread start due; INT64_MAX: done */
 	enum lost_how lost;
 	int64_t term_at;		/* when SIGTERM went out; 0 not yet */
 	int kill_sent;
@@ -256,22 +258,54 @@ on_signal(struct sup *s, const struct signalfd_siginfo *si)
 }
 
 static void
+start_renewal(struct sup *s)
+{
+	s->renew_at = INT64_MAX;
+	/* Without renewal the lease simply runs out: the deadline logic
+	 * still stops COMMAND in time. */
+	if (renew_start(&s->rw) < 0)
+		msg_warn("cannot start the renewal thread: %s",
+		    strerror(errno));
+}
+
+/*
+ * The renewal thread is started only once half of the first renewal
+ * interval has passed: a COMMAND shorter than that never pays for it,
+ * neither while it starts up nor between its end and the next holder's
+ * start. Until then this loop watches the idle connection in the thread's
+ * stead, and a connection the server dropped starts the thread at once
+ * (it reconnects and verifies the lock right away).
+ */
+static void
 supervise(struct sup *s)
 {
 	struct signalfd_siginfo si;
 	struct pollfd p[2];
-	int64_t next;
+	int64_t next, until;
 	char drain[64];
 
 	p[0] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
-	p[1] = (struct pollfd){ .fd = s->rw.running ? renew_event_fd(&s->rw) :
-	    -1, .events = POLLIN };
+	p[1] = (struct pollfd){ .fd = -1, .events = POLLIN };
 	for (;;) {
 		next = check_lease(s);
+		if (s->renew_at != INT64_MAX) {
+			until = s->renew_at - mono_ms();
+			if (until <= 0)
+				start_renewal(s);
+			else if (next < 0 || until < next)
+				next = until;
+		}
+		if (s->rw.running)
+			p[1].fd = renew_event_fd(&s->rw);
+		else
+			p[1].fd = s->renew_at != INT64_MAX && s->cn->c ?
+			    s->cn->c->fd : -1;
 		if (poll(p, 2, next < 0 || next > 60000 ? 60000 :
 		    (int)next) < 0 && errno != EINTR)
 			break;
-		if (p[1].revents & POLLIN)
+		if (p[1].revents && !s->rw.running)
+			start_renewal(s);
+		else if (p[1].revents & POLLIN)
 			while (read(p[1].fd, drain, sizeof(drain)) > 0)
 				;
 		while (sig_take(s->sigfd, &si) != 0)
@@ -385,21 +419,19 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct conn *cn,
 	if ((st = confirm_grant(&s, &granted)) != 0)
 		return st;
 	export_env(ctx, o->key, res->fence);
+	renew_init(&s.rw, cn, ctx, granted);
+	s.renew_at = granted + ctx->lease_ms / 6;
 	if ((st = spawn(&s)) != 0) {
 		release(&s);
 		return st;
 	}
 	msg_verbose("running COMMAND (pid %ld) with fence %lld",
 	    (long)s.child, (long long)res->fence);
-	if (renew_start(&s.rw, cn, ctx, granted) < 0) {
-		/* Without renewal the lease simply runs out: the deadline
-		 * logic still stops COMMAND in time. */
-		msg_warn("cannot start the renewal thread: %s",
-		    strerror(errno));
-		atomic_store(&s.rw.last_ok, granted);
-	}
 	supervise(&s);
-	renew_stop(&s.rw);
+	/* Release first: the next holder need not wait for our thread to
+	 * end. It can no longer extend (nor touch cn) from here on. */
+	renew_take_conn(&s.rw);
 	release(&s);
+	renew_stop(&s.rw);
 	return exit_status(&s);
 }
