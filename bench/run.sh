@@ -22,7 +22,10 @@ cleanup() {
 	local p
 	for p in $(jobs -p); do kill "$p" 2>/dev/null; done
 	if [ -f "$D/pid" ] && grep -q redis "/proc/$(cat "$D/pid")/cmdline" 2>/dev/null; then
-		kill "$(cat "$D/pid")"
+		p=$(cat "$D/pid")
+		kill "$p"
+		# It writes its last log lines into $D as it exits.
+		for _ in $(seq 200); do [ -d "/proc/$p" ] || break; sleep 0.01; done
 	fi
 	rm -rf "$D"
 }
