@@ -8,7 +8,9 @@ set -u
 RLOCK=$1
 top=$(cd "$(dirname "$0")/.." && pwd)
 B=$top/build
-RUNS=${BENCH_RUNS:-50}
+RUNS=${BENCH_RUNS:-100}
+ROUNDS_10=${BENCH_ROUNDS_10:-60}
+ROUNDS_100=${BENCH_ROUNDS_100:-10}
 BLOCK_S=${BENCH_BLOCK_SECONDS:-10}
 MANY=${BENCH_MANY:-1000}
 D=$(mktemp -d /tmp/rlock-bench.XXXXXX)
@@ -20,7 +22,10 @@ cleanup() {
 	local p
 	for p in $(jobs -p); do kill "$p" 2>/dev/null; done
 	if [ -f "$D/pid" ] && grep -q redis "/proc/$(cat "$D/pid")/cmdline" 2>/dev/null; then
-		kill "$(cat "$D/pid")"
+		p=$(cat "$D/pid")
+		kill "$p"
+		# It writes its last log lines into $D as it exits.
+		for _ in $(seq 200); do [ -d "/proc/$p" ] || break; sleep 0.01; done
 	fi
 	rm -rf "$D"
 }
@@ -54,15 +59,25 @@ commands() { rc info stats | sed -n 's/^total_commands_processed:\([0-9]*\).*/\1
 echo "rlock benchmark ($(nproc) cores, $(redis-server --version | cut -d' ' -f3), unix socket)"
 echo
 
-# 1. Uncontended.
-read -r r50 r90 _ < <("$B/timeit" "$RUNS" "$RLOCK" -k bench-u -- true)
-read -r f50 f90 _ < <("$B/timeit" "$RUNS" flock "$D/flockfile" true)
+# 1. Uncontended: RUNS runs each, in 5 interleaved batches; the median
+# (and p90) of the batches' medians (and p90s).
+for i in 1 2 3 4 5; do
+	"$B/timeit" $((RUNS / 5)) "$RLOCK" -k bench-u -- true >>"$D/u.rlock" || exit 1
+	"$B/timeit" $((RUNS / 5)) flock "$D/flockfile" true >>"$D/u.flock" || exit 1
+done
+med() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+r50=$(cut -d' ' -f1 "$D/u.rlock" | med); r90=$(cut -d' ' -f2 "$D/u.rlock" | med)
+f50=$(cut -d' ' -f1 "$D/u.flock" | med); f90=$(cut -d' ' -f2 "$D/u.flock" | med)
 row "uncontended rlock -k k -- true (median, p90)" "${r50} us, ${r90} us"
 row "uncontended flock FILE true (median, p90)" "${f50} us, ${f90} us"
 row "ratio rlock/flock (median)" "$(awk "BEGIN{printf \"%.2f\", $r50/$f50}")"
 echo
 
-# 2. Hand-off: a gate holder, W waiters each holding 2 ms, then the gate opens.
+# 2. Hand-off: a gate holder, W waiters each holding 2 ms, then the gate
+# opens. A round runs flock, rlock and rlock --fair back to back (in an
+# order that rotates), so a busy moment of a shared machine hits all three
+# alike; each figure is the median over the rounds, each ratio the median
+# of the same-round ratios (handoff.py).
 gate_holder() { # MODE-ARGS...: holds h until $D/go exists
 	rm -f "$D/go"
 	"$@" sh -c "until [ -e '$D/go' ]; do sleep 0.005; done" &
@@ -76,56 +91,73 @@ waiting_rlock() { # W FAIR
 }
 waiting_flock() { [ "$(grep -c -- '->' /proc/locks)" -ge "$1" ]; }
 
-handoff_rlock() { # W FAIR -> prints handoff.py's fields
-	local w=$1 fair=$2 i log=$D/sec.log trace=$D/trace.log pids=""
-	rm -f "$log" "$trace"
+start_rlock_waiters() { # W FAIR OUT: W waiters queued or blocked on h
+	local w=$1 fair=$2 out=$3 i
 	gate_holder "$RLOCK" -k h --
-	until_true 10 key_exists 'rlock:{h}'
+	until_true 10 key_exists 'rlock:{h}' || return 1
 	for i in $(seq "$w"); do
-		RLOCK_TRACE=$trace "$RLOCK" ${fair:+$([ "$fair" = 1 ] && echo --fair)} \
-			-k h -- "$B/section" "$log" 2 "w$i" &
-		pids="$pids $!"
+		RLOCK_TRACE=$out.trace "$RLOCK" $([ "$fair" = 1 ] && echo --fair) \
+			-k h -- "$B/section" "$out.sec" 2 "w$i" &
 	done
-	until_true 60 waiting_rlock "$w" "$fair" || return 1
-	local idle=-
-	if [ "$w" = 100 ]; then
-		local c0 c1
-		c0=$(commands); sleep "$BLOCK_S"; c1=$(commands)
-		# Two of those commands are our own INFO calls.
-		idle=$(awk "BEGIN{printf \"%.3f\", ($c1-$c0-2)/($w*$BLOCK_S)}")
-	fi
-	touch "$D/go"
-	wait $pids
-	wait
-	echo "$(python3 "$top/bench/handoff.py" "$log" "$trace") $idle"
+	until_true 60 waiting_rlock "$w" "$fair"
 }
-handoff_flock() { # W
-	local w=$1 i log=$D/sec.log pids=""
-	rm -f "$log"
+handoff_rlock() { # W FAIR OUT
+	start_rlock_waiters "$@" || return 1
+	touch "$D/go"
+	wait
+}
+handoff_flock() { # W OUT
+	local w=$1 i
 	gate_holder flock "$D/flockfile"
 	sleep 0.1
 	for i in $(seq "$w"); do
-		flock "$D/flockfile" "$B/section" "$log" 2 "w$i" &
-		pids="$pids $!"
+		flock "$D/flockfile" "$B/section" "$2.sec" 2 "w$i" &
 	done
 	until_true 60 waiting_flock "$w" || return 1
 	touch "$D/go"
-	wait $pids
 	wait
-	python3 "$top/bench/handoff.py" "$log"
+}
+# Redis traffic of W idle waiters (FAIR), over BLOCK_S seconds.
+idle_traffic() { # W FAIR
+	local c0 c1
+	start_rlock_waiters "$1" "$2" "$D/idle" || return 1
+	c0=$(commands); sleep "$BLOCK_S"; c1=$(commands)
+	touch "$D/go"
+	wait
+	# One of those is our first INFO: a command is counted once it ran.
+	awk "BEGIN{printf \"%.3f\", ($c1-$c0-1)/($1*$BLOCK_S)}"
 }
 
+mkdir "$D/h"
 for w in 10 100; do
-	read -r fc50 fc99 _ _ fn fo < <(handoff_flock "$w")
-	row "hand-off, $w waiters, flock: command p50/p99" "${fc50} us / ${fc99} us (n=$fn, overlaps=$fo)"
-	for fair in 0 1; do
-		name=$([ $fair = 1 ] && echo "--fair" || echo "plain")
-		read -r c50 c99 l50 l99 n o idle < <(handoff_rlock "$w" "$fair")
-		row "hand-off, $w waiters, rlock $name: lock p50/p99" "${l50} us / ${l99} us"
-		row "hand-off, $w waiters, rlock $name: command p50/p99" "${c50} us / ${c99} us (n=$n, overlaps=$o, $(awk "BEGIN{printf \"%.2f\", $c50/$fc50}")x flock p50)"
-		[ "$idle" != - ] && row "  Redis commands per blocked waiter per second" "$idle (100 waiters, ${BLOCK_S} s)"
+	rounds=$([ "$w" = 10 ] && echo "$ROUNDS_10" || echo "$ROUNDS_100")
+	for r in $(seq "$rounds"); do
+		for k in 0 1 2; do
+			case $(( (r + k) % 3 )) in
+			0) handoff_flock "$w" "$D/h/flock.$w.$r" ;;
+			1) handoff_rlock "$w" 0 "$D/h/plain.$w.$r" ;;
+			2) handoff_rlock "$w" 1 "$D/h/fair.$w.$r" ;;
+			esac || exit 1
+		done
 	done
+	while read -r c c50 c99 l50 l99 n nr o ratio lo hi; do
+		case $c in
+		flock)
+			row "hand-off, $w waiters, flock: command p50/p99" \
+			    "${c50} us / ${c99} us (n=$n, $nr rounds, overlaps=$o)"
+			continue ;;
+		plain) name=plain ;;
+		fair) name=--fair ;;
+		esac
+		row "hand-off, $w waiters, rlock $name: lock p50/p99" "${l50} us / ${l99} us"
+		row "hand-off, $w waiters, rlock $name: command p50/p99" \
+		    "${c50} us / ${c99} us (n=$n, $nr rounds, overlaps=$o)"
+		row "  rlock $name / flock, same round (median, min-max)" \
+		    "${ratio}x (${lo}x-${hi}x)"
+	done < <(python3 "$top/bench/handoff.py" "$D/h" "$w")
 done
+row "Redis commands per blocked waiter per second, plain" "$(idle_traffic 100 0) (100 waiters, ${BLOCK_S} s)"
+row "Redis commands per blocked waiter per second, --fair" "$(idle_traffic 100 1) (100 waiters, ${BLOCK_S} s)"
 echo
 
 # 3. Peak RSS of a holding rlock (after a few renewals of a 300 ms lease).

@@ -25,14 +25,14 @@ clamp(int64_t v, int64_t lo, int64_t hi)
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
-/* Sleep until `until`, the stop pipe, or traffic on our idle socket.
+/* Sleep until `until`, the stop pipe, or traffic on our idle socket fd.
  * Returns 1 stop, 2 socket event, 0 time is up. */
 static int
-nap(struct renewer *rw, int64_t until)
+nap(struct renewer *rw, int fd, int64_t until)
 {
 	struct pollfd p[2] = {
 		{ .fd = rw->stop_pipe[0], .events = POLLIN },
-		{ .fd = conn_fd(rw->cn), .events = POLLIN },
+		{ .fd = fd, .events = POLLIN },
 	};
 	int64_t left;
 	int n;
@@ -59,92 +59,132 @@ notify(struct renewer *rw)
 	(void)!write(rw->event_pipe[1], &b, 1);
 }
 
+/* One renewal after a nap that ended with `why` (nap's 0 or 2); returns
+ * when the next is due, or -1 once Redis says the lock is not ours. */
+static int64_t
+renew_once(struct renewer *rw, int why, int *failing)
+{
+	int64_t lease = rw->ctx->lease_ms, t0;
+	int64_t retry = clamp(lease / 10, RETRY_MIN_MS, RETRY_MAX_MS);
+	int r;
+
+	if (why == 2) {
+		/* The server closed our idle connection, or sent something
+		 * unasked: either way, start afresh. */
+		conn_close(rw->cn);
+		msg_verbose("renewal connection dropped; reconnecting");
+	}
+	/* Behind Sentinel, extend where the master is now: the old one may
+	 * stay writable for seconds after a failover, and extending there
+	 * would keep a lock the new one lets go. */
+	(void)conn_recheck(rw->cn);
+	if (!conn_is_open(rw->cn) && conn_reopen(rw->cn) != 0) {
+		if (!(*failing)++)
+			msg_warn("cannot extend the lease: %s; retrying",
+			    rw->cn->err);
+		return mono_ms() + retry;
+	}
+	t0 = mono_ms();
+	r = lock_extend(rw->cn, rw->ctx);
+	if (r == 1) {
+		atomic_store(&rw->last_ok, t0);
+		if (*failing)
+			msg_warn("lease extended again after %d failed "
+			    "attempt%s", *failing, *failing > 1 ? "s" : "");
+		*failing = 0;
+		notify(rw);
+		return t0 + lease / 3;
+	}
+	if (r == 0) {
+		atomic_store(&rw->not_ours, 1);
+		notify(rw);
+		return -1;
+	}
+	if (!(*failing)++)
+		msg_warn("cannot extend the lease: %s; retrying", rw->cn->err);
+	/* An error reply (READONLY, LOADING...) may mean we talk to the
+	 * wrong server now: reconnect. */
+	conn_close(rw->cn);
+	return mono_ms() + retry;
+}
+
+/*
+ * cn is touched only with mu held, and never once `stopping` is set: the
+ * main thread may then release (or reopen) on it while we still sleep.
+ * The nap polls the socket by its number, read under mu: should the main
+ * thread close or reuse that number meanwhile, the worst is a nap ended
+ * early, and `stopping` is set by then.
+ */
 static void *
 renew_loop(void *arg)
 {
 	struct renewer *rw = arg;
-	int64_t lease = rw->ctx->lease_ms, interval = lease / 3;
-	int64_t retry = clamp(lease / 10, RETRY_MIN_MS, RETRY_MAX_MS);
-	int64_t next = atomic_load(&rw->last_ok) + interval, t0;
-	int failing = 0, r;
+	int64_t next = atomic_load(&rw->last_ok) + rw->ctx->lease_ms / 3;
+	int failing = 0, fd, r;
 
-	for (;;) {
-		r = nap(rw, next);
-		if (r == 1)
+	pthread_mutex_lock(&rw->mu);
+	while (!rw->stopping && next >= 0) {
+		fd = conn_fd(rw->cn);
+		pthread_mutex_unlock(&rw->mu);
+		r = nap(rw, fd, next);
+		pthread_mutex_lock(&rw->mu);
+		if (r == 1 || rw->stopping)
 			break;
-		if (r == 2) {
-			/* The server closed our idle connection, or sent
-			 * something unasked: either way, start afresh. */
-			conn_close(rw->cn);
-			msg_verbose("renewal connection dropped; reconnecting");
-		}
-		/* Behind Sentinel, extend where the master is now: the old
-		 * one may stay writable for seconds after a failover, and
-		 * extending there would keep a lock the new one lets go. */
-		(void)conn_recheck(rw->cn);
-		if (!conn_is_open(rw->cn) && conn_reopen(rw->cn) != 0) {
-			if (!failing++)
-				msg_warn("cannot extend the lease: %s; "
-				    "retrying", rw->cn->err);
-			next = mono_ms() + retry;
-			continue;
-		}
-		t0 = mono_ms();
-		r = lock_extend(rw->cn, rw->ctx);
-		if (r == 1) {
-			atomic_store(&rw->last_ok, t0);
-			if (failing)
-				msg_warn("lease extended again after %d failed "
-				    "attempt%s", failing, failing > 1 ? "s" : "");
-			failing = 0;
-			next = t0 + interval;
-			notify(rw);
-		} else if (r == 0) {
-			atomic_store(&rw->not_ours, 1);
-			notify(rw);
-			break;
-		} else {
-			if (!failing++)
-				msg_warn("cannot extend the lease: %s; "
-				    "retrying", rw->cn->err);
-			/* An error reply (READONLY, LOADING...) may mean we
-			 * talk to the wrong server now: reconnect. */
-			conn_close(rw->cn);
-			next = mono_ms() + retry;
-		}
+		next = renew_once(rw, r, &failing);
 	}
+	pthread_mutex_unlock(&rw->mu);
 	return NULL;
 }
 
-int
-renew_start(struct renewer *rw, struct conn *cn, const struct lock_ctx *ctx,
+void
+renew_init(struct renewer *rw, struct conn *cn, const struct lock_ctx *ctx,
     int64_t granted_at)
 {
-	int64_t lease = ctx->lease_ms, t;
-	int e;
-
 	memset(rw, 0, sizeof(*rw));
+	rw->mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	rw->cn = cn;
 	rw->ctx = ctx;
+	rw->stop_pipe[0] = rw->stop_pipe[1] = -1;
+	rw->event_pipe[0] = rw->event_pipe[1] = -1;
 	atomic_store(&rw->last_ok, granted_at);
-	if (pipe2(rw->stop_pipe, O_CLOEXEC) < 0)
-		return -1;
-	if (pipe2(rw->event_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+}
+
+static void
+close_pipes(struct renewer *rw)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (rw->stop_pipe[i] >= 0)
+			close(rw->stop_pipe[i]);
+		if (rw->event_pipe[i] >= 0)
+			close(rw->event_pipe[i]);
+		rw->stop_pipe[i] = rw->event_pipe[i] = -1;
+	}
+}
+
+int
+renew_start(struct renewer *rw)
+{
+	int64_t t;
+	int e;
+
+	if (rw->running)
+		return 0;
+	if (pipe2(rw->stop_pipe, O_CLOEXEC) < 0 ||
+	    pipe2(rw->event_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
 		e = errno;
-		close(rw->stop_pipe[0]);
-		close(rw->stop_pipe[1]);
+		close_pipes(rw);
 		errno = e;
 		return -1;
 	}
 	/* Each try must end well before the lease does: a fifth of it,
 	 * never more than the user's connect timeout. */
-	t = clamp(lease / 5, RETRY_MIN_MS, cn->cfg->connect_timeout_ms);
-	conn_set_timeouts(cn, t, t);
+	t = clamp(rw->ctx->lease_ms / 5, RETRY_MIN_MS,
+	    rw->cn->cfg->connect_timeout_ms);
+	conn_set_timeouts(rw->cn, t, t);
 	if ((e = pthread_create(&rw->thread, NULL, renew_loop, rw)) != 0) {
-		close(rw->stop_pipe[0]);
-		close(rw->stop_pipe[1]);
-		close(rw->event_pipe[0]);
-		close(rw->event_pipe[1]);
+		close_pipes(rw);
 		errno = e;
 		return -1;
 	}
@@ -153,19 +193,29 @@ renew_start(struct renewer *rw, struct conn *cn, const struct lock_ctx *ctx,
 }
 
 void
-renew_stop(struct renewer *rw)
+renew_take_conn(struct renewer *rw)
 {
 	char b = 1;
 
+	if (!rw->running || rw->stopping)
+		return;
+	/* The byte first: on another core the thread is on its way out
+	 * while the caller already uses cn. */
+	(void)!write(rw->stop_pipe[1], &b, 1);
+	pthread_mutex_lock(&rw->mu);
+	rw->stopping = 1;
+	pthread_mutex_unlock(&rw->mu);
+}
+
+void
+renew_stop(struct renewer *rw)
+{
 	if (!rw->running)
 		return;
-	(void)!write(rw->stop_pipe[1], &b, 1);
+	renew_take_conn(rw);
 	pthread_join(rw->thread, NULL);
 	rw->running = 0;
-	close(rw->stop_pipe[0]);
-	close(rw->stop_pipe[1]);
-	close(rw->event_pipe[0]);
-	close(rw->event_pipe[1]);
+	close_pipes(rw);
 }
 
 int

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The renewal thread: extends the lease every lease/3 on its own
+ * The renewal thread: extends the lease every lease/3 on the holder's
  * connection, reconnecting and retrying on errors, and tells the main
  * thread through a pipe when Redis says the lock is no longer ours. It
  * never exits the process and never decides what to do about a loss.
@@ -17,23 +17,40 @@
 
 struct renewer {
 	pthread_t thread;
-	struct conn *cn;		/* the thread's until renew_stop */
+	pthread_mutex_t mu;		/* held while the thread uses cn */
+	struct conn *cn;		/* the thread's while running */
 	const struct lock_ctx *ctx;
 	int stop_pipe[2];
 	int event_pipe[2];		/* read end: renew_event_fd */
 	_Atomic int64_t last_ok;	/* mono ms: start of the last good extend */
 	_Atomic int not_ours;		/* Redis said: someone else's lock */
-	int running;
+	int stopping;			/* under mu: cn is the caller's again */
+	int running;			/* started, not yet joined */
 };
 
 /*
- * Start renewing ctx's lease on cn (which the thread owns until
- * renew_stop), counting from granted_at. Returns 0 or -1 (errno).
+ * Prepare to renew ctx's lease on cn, counting from granted_at, without
+ * a thread yet: last_ok and not_ours are valid from here on, and
+ * renew_stop is harmless.
  */
-int renew_start(struct renewer *rw, struct conn *cn,
+void renew_init(struct renewer *rw, struct conn *cn,
     const struct lock_ctx *ctx, int64_t granted_at);
 
-/* Stop and join the thread; cn is the caller's again. Idempotent. */
+/*
+ * Start the thread; cn is its own until renew_take_conn. The first extend
+ * is due at last_ok + lease/3 however late this is called. Returns 0 or
+ * -1 (errno).
+ */
+int renew_start(struct renewer *rw);
+
+/*
+ * Make cn the caller's again at once: waits only for an extend in flight,
+ * and the thread never touches cn (nor extends) after this returns. The
+ * thread then ends by itself; renew_stop joins it. Idempotent.
+ */
+void renew_take_conn(struct renewer *rw);
+
+/* Take cn back and join the thread. Idempotent. */
 void renew_stop(struct renewer *rw);
 
 /* Readable when the renewal state changed (a byte to drain). */

@@ -359,3 +359,20 @@ stalled_redis() {
 		fail "$(cat "$T/err")"
 	assert_clean
 }
+
+@test "Redis restarted before the renewal thread starts: still noticed at once" {
+	local t0 dt
+	# The thread starts at lease/6 = 10 s, its first extend is due at
+	# 20 s; until then the supervisor watches the idle connection itself.
+	start_holder -l 60s --on-lost term -k "$K" -- sh "$T/term-exit.sh"
+	t0=$(now_ms)
+	redis_restart main || fail "restart failed"
+	[ "$(rcli exists "$L")" = 0 ]
+	wait_ms 5000 test -s "$T/term" || fail "no SIGTERM within 5s"
+	dt=$(( $(cat "$T/term") - t0 ))
+	echo "# restart to SIGTERM: ${dt}ms" >&3
+	reap "$HOLDER" 3000
+	[ "$RC" = 70 ]
+	assert_one_lost_line 'Redis says another client holds or removed it'
+	assert_clean
+}
