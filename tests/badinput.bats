@@ -103,12 +103,13 @@ socat_start() {
 	SOCAT_PG=$pg
 }
 
-# fails STATUS GLOB ARGS...: rlock ARGS exits STATUS within 20 s, COMMAND
-# (which should print) did not run, and stderr is one line "rlock: "GLOB.
+# fails STATUS GLOB ARGS...: rlock ARGS exits STATUS within 20 s (scaled),
+# COMMAND (which should print) did not run, and stderr is one line
+# "rlock: "GLOB.
 fails() {
 	local st=$1 pat=$2
 	shift 2
-	run -"$st" --separate-stderr timeout 20 "$RLOCK" "$@"
+	run -"$st" --separate-stderr timeout "$(tf 20)" "$RLOCK" "$@"
 	[ -z "$output" ] || fail "stdout: $output"
 	[ "${#stderr_lines[@]}" -eq 1 ] || fail "stderr: $stderr"
 	# shellcheck disable=SC2053 # $pat is a glob on purpose
@@ -435,7 +436,7 @@ bad_dur() {
 	# script has written (the -N script first trims expired holders, which
 	# needs none) it lets the rest through: -N may get the lock. Either
 	# way, one clear outcome and nothing left without a TTL.
-	run --separate-stderr timeout 20 "$RLOCK" -N 2 -k oom -- echo ran
+	run --separate-stderr timeout "$(tf 20)" "$RLOCK" -N 2 -k oom -- echo ran
 	if [ "$status" -eq 0 ]; then
 		[ "$output" = ran ] && [ -z "$stderr" ]
 	else
@@ -470,8 +471,8 @@ bad_dur() {
 	# garbage (76) or a closed connection (69), but one line, at once.
 	port=$(free_port)
 	socat_start "$port" "SYSTEM:echo HTTP/1.1 400 Bad Request"
-	run --separate-stderr timeout 20 "$RLOCK" -u "redis://127.0.0.1:$port" \
-		-k http -- echo must-not-run
+	run --separate-stderr timeout "$(tf 20)" "$RLOCK" \
+		-u "redis://127.0.0.1:$port" -k http -- echo must-not-run
 	[ "$status" -eq 76 ] || [ "$status" -eq 69 ] || fail "status $status"
 	[ -z "$output" ]
 	[ "${#stderr_lines[@]}" -eq 1 ] || fail "stderr: $stderr"
@@ -479,28 +480,31 @@ bad_dur() {
 }
 
 @test "bad input: server answers slowly (stopped proxy) -> 69 in --connect-timeout" {
-	local port t0 el
+	local port t0 el ct
 	port=$(free_port)
 	socat_start "$port" "TCP:127.0.0.1:$MAIN_PORT"
 	local url=redis://127.0.0.1:$port
-	run -0 "$RLOCK" --connect-timeout 1 -u "$url" -k slow -- echo ran
+	ct=$(tf 1)
+	run -0 "$RLOCK" --connect-timeout "$ct" -u "$url" -k slow -- echo ran
 	[ "$output" = ran ]
 	kill -STOP -- "-$SOCAT_PG"
 	t0=$(now_ms)
-	fails 69 "cannot reach $url/0: PING: no answer within 1000ms; check -u or RLOCK_URL" \
-		--connect-timeout 1 -u "$url" -k slow -- echo must-not-run
+	fails 69 "cannot reach $url/0: PING: no answer within $(tf_ms 1000)ms; check -u or RLOCK_URL" \
+		--connect-timeout "$ct" -u "$url" -k slow -- echo must-not-run
 	el=$(( $(now_ms) - t0 ))
-	[ "$el" -ge 900 ] || fail "gave up after ${el}ms"
-	[ "$el" -lt 3000 ] || fail "took ${el}ms for --connect-timeout 1"
+	[ "$el" -ge "$(tf_ms 900)" ] || fail "gave up after ${el}ms"
+	[ "$el" -lt "$(tf_ms 3000)" ] ||
+		fail "took ${el}ms for --connect-timeout $ct"
 	# Waiting for the lock (-w) does not stretch the connect timeout.
 	t0=$(now_ms)
-	fails 69 "cannot reach $url/0: PING: no answer within 1000ms*" \
-		--connect-timeout 1 -w 10 -u "$url" -k slow -- echo must-not-run
+	fails 69 "cannot reach $url/0: PING: no answer within $(tf_ms 1000)ms*" \
+		--connect-timeout "$ct" -w "$(tf 10)" -u "$url" -k slow -- \
+		echo must-not-run
 	el=$(( $(now_ms) - t0 ))
-	[ "$el" -lt 3000 ] || fail "took ${el}ms with -w 10"
+	[ "$el" -lt "$(tf_ms 3000)" ] || fail "took ${el}ms with -w $(tf 10)"
 	kill -CONT -- "-$SOCAT_PG"
 	# Awake, the proxy delivers what was queued: nothing that takes a lock.
-	run -0 "$RLOCK" --connect-timeout 1 -u "$url" -k slow -- echo ran
+	run -0 "$RLOCK" --connect-timeout "$ct" -u "$url" -k slow -- echo ran
 	no_lock slow
 }
 

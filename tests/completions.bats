@@ -56,18 +56,18 @@ fcomp() {
 
 # zcomp LINE WORD...: press TAB after LINE in an interactive zsh (in a
 # pty) with our completion loaded, until every WORD shows up in the
-# listing (5 s at most); prints what the screen showed.
+# listing (5 s, scaled, at most); prints what the screen showed.
 zcomp() {
 	local zd=$BATS_TEST_TMPDIR/zdot
 	mkdir -p "$zd"
-	ZD=$zd FP=$COMP_DIR zsh -f -c '
+	ZD=$zd FP=$COMP_DIR LIMIT=$(( $(tf_ms 5000) / 1000 )) zsh -f -c '
 		zmodload zsh/zpty || exit 1
 		zpty z zsh -f -i
 		zpty -w z "PS1=\"> \"; fpath=(\$FP \$fpath); autoload -U compinit; compinit -u -d \$ZD/dump; zstyle \":completion:*\" menu no; LISTMAX=1000"
 		zpty -n -w z "$1"$'"'"'\t'"'"'
 		shift
 		out= SECONDS=0
-		while (( SECONDS < 5 )); do
+		while (( SECONDS < LIMIT )); do
 			zpty -r -t z chunk && out+=$chunk || sleep 0.05
 			all=1
 			for w in "$@"; do [[ $out == *$w* ]] || all=0; done
@@ -250,7 +250,7 @@ three_masters() {
 	assert_success
 	assert_output ""
 	[ -z "$stderr" ]
-	[ $(( $(now_ms) - t0 )) -lt 3000 ]
+	[ $(( $(now_ms) - t0 )) -lt "$(tf_ms 3000)" ]
 }
 
 # ---- zsh --------------------------------------------------------------

@@ -76,21 +76,22 @@ gone() { # PID: exited (a zombie counts as gone)
 	start_holder busy
 	local t0 el
 	t0=$(now_ms)
-	run -75 --separate-stderr "$RLOCK" -w 0.5 -k busy -- echo must-not-run
+	run -75 --separate-stderr "$RLOCK" -w "$(tf 0.5)" -k busy -- \
+		echo must-not-run
 	el=$(( $(now_ms) - t0 ))
 	[ -z "$output" ]
 	[ "${#stderr_lines[@]}" -eq 1 ]
-	[[ $stderr == "rlock: 'busy' is still held by $(id -un)@$(hostname) (pid $HOLDER: sleep 60) after --timeout 500ms" ]]
-	[ "$el" -ge 450 ] || fail "gave up after ${el}ms"
-	[ "$el" -lt 2500 ] || fail "gave up after ${el}ms"
+	[[ $stderr == "rlock: 'busy' is still held by $(id -un)@$(hostname) (pid $HOLDER: sleep 60) after --timeout $(dur_text "$(tf_ms 500)")" ]]
+	[ "$el" -ge "$(tf_ms 450)" ] || fail "gave up after ${el}ms"
+	[ "$el" -lt "$(tf_ms 2500)" ] || fail "gave up after ${el}ms"
 	held busy
 }
 
 @test "a waiter wakes promptly when the holder releases, and gets it" {
 	local T=$BATS_TEST_TMPDIR w t_end started
 	start_holder wake
-	"$RLOCK" -v -w 20 -k wake -- sh -c 'date +%s%N > "$1"' sh "$T/started" \
-		3>&- >/dev/null 2>"$T/waiter.err" &
+	"$RLOCK" -v -w "$(tf 20)" -k wake -- sh -c 'date +%s%N > "$1"' sh \
+		"$T/started" 3>&- >/dev/null 2>"$T/waiter.err" &
 	w=$!
 	# Really waiting (a lease of 30 s left), well before the release.
 	wait_until 5 grep -q "waiting for 'wake'" "$T/waiter.err" ||
@@ -98,19 +99,21 @@ gone() { # PID: exited (a zombie counts as gone)
 	[ ! -e "$T/started" ]
 	stop_holder
 	t_end=$(now_ms)
-	run -0 timeout 10 sh -c "while kill -0 $w 2>/dev/null; do sleep 0.02; done"
+	run -0 timeout "$(tf 10)" sh -c \
+		"while kill -0 $w 2>/dev/null; do sleep 0.02; done"
 	wait "$w" || fail "waiter exited $?: $(cat "$T/waiter.err")"
 	started=$(( $(cat "$T/started") / 1000000 ))
 	# About a second, loosely: a lost wake-up waits out the 30 s lease
 	# (or the 20 s --timeout).
-	[ $((started - t_end)) -lt 1500 ] ||
+	[ $((started - t_end)) -lt "$(tf_ms 1500)" ] ||
 		fail "COMMAND started $((started - t_end))ms after the release"
 }
 
 @test "a SIGKILLed holder's lock is free after its lease, not before" {
 	local T=$BATS_TEST_TMPDIR child t_kill el
-	"$RLOCK" -l 1s -k crash -- sh -c 'echo $$ > "$1"; exec sleep 60' sh \
-		"$T/child" 3>&- >/dev/null 2>&1 &
+	"$RLOCK" -l "$(tf 1)" -k crash -- \
+		sh -c 'echo $$ > "$1"; exec sleep 60' sh "$T/child" \
+		3>&- >/dev/null 2>&1 &
 	HOLDER=$!
 	wait_until 5 held crash
 	wait_until 5 test -s "$T/child"
@@ -120,11 +123,12 @@ gone() { # PID: exited (a zombie counts as gone)
 	wait "$HOLDER" || true
 	HOLDER=
 	held crash	# the lease still runs
-	run -0 --separate-stderr timeout 10 "$RLOCK" -w 5 -k crash -- echo got
+	run -0 --separate-stderr timeout "$(tf 10)" "$RLOCK" -w "$(tf 5)" \
+		-k crash -- echo got
 	el=$(( $(now_ms) - t_kill ))
 	[ "$output" = got ]
-	[ "$el" -ge 300 ] || fail "got a live lease after ${el}ms"
-	[ "$el" -lt 3000 ] || fail "waited ${el}ms for a 1 s lease"
+	[ "$el" -ge "$(tf_ms 300)" ] || fail "got a live lease after ${el}ms"
+	[ "$el" -lt "$(tf_ms 3000)" ] || fail "waited ${el}ms for a 1 s lease"
 	# COMMAND did not outlive its guard.
 	wait_until 3 gone "$child" || fail "COMMAND $child still runs"
 }
@@ -133,7 +137,7 @@ gone() { # PID: exited (a zombie counts as gone)
 worker() {
 	local dir=$1 rounds=$2 r
 	for ((r = 0; r < rounds; r++)); do
-		timeout 60 "$RLOCK" -w 50 -k counter -- sh -c '
+		timeout "$(tf 60)" "$RLOCK" -w "$(tf 50)" -k counter -- sh -c '
 			n=$(cat "$1"); sleep 0.01; echo $((n + 1)) > "$1"
 			echo "$RLOCK_FENCE" >> "$2"' sh "$dir/count" \
 			"$dir/fences" || { echo "round $r: $?" >> "$dir/errors"; return 1; }
@@ -169,17 +173,18 @@ commands() {
 	local before after t0 el
 	before=$(commands)
 	t0=$(now_ms)
-	run -75 --separate-stderr "$RLOCK" -w 2 -k foreign -- echo must-not-run
+	run -75 --separate-stderr "$RLOCK" -w "$(tf 2)" -k foreign -- \
+		echo must-not-run
 	el=$(( $(now_ms) - t0 ))
 	after=$(commands)
 	[ -z "$output" ]
-	[ "$stderr" = "rlock: 'foreign' is still held by another client after --timeout 2.0s" ]
-	[ "$el" -ge 1900 ] || fail "gave up after ${el}ms"
-	[ "$el" -lt 4000 ] || fail "gave up after ${el}ms"
+	[ "$stderr" = "rlock: 'foreign' is still held by another client after --timeout $(dur_text "$(tf_ms 2000)")" ]
+	[ "$el" -ge "$(tf_ms 1900)" ] || fail "gave up after ${el}ms"
+	[ "$el" -lt "$(tf_ms 4000)" ] || fail "gave up after ${el}ms"
 	# A few attempts a second at most: each is one script of about
 	# eight commands (Redis counts those too); a busy loop makes
-	# thousands.
-	[ $((after - before)) -lt 100 ] ||
+	# thousands. (Fewer than 100 in 2 s: as many more as -w is longer.)
+	[ $((after - before)) -lt "$(tf_ms 100)" ] ||
 		fail "$((after - before)) commands in ${el}ms"
 	# The foreign key is left alone.
 	[ "$(rcli get 'rlock:{foreign}')" = not-rlock ]

@@ -6,7 +6,56 @@ load '/usr/lib/bats/bats-support/load.bash'
 load '/usr/lib/bats/bats-assert/load.bash'
 
 : "${RLOCK:?set RLOCK to the rlock binary}"
-BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-90}
+
+# Under `make valgrind` every rlock takes about a second more to start and
+# is several times slower at whatever it does. The durations tests wait for,
+# bound or give rlock (a lease, a timeout) are scaled by TIME_FACTOR: 1, or
+# 5 under valgrind; the environment may set it (a number, fraction allowed).
+# Within a test they scale together, so a window stays the same fraction
+# of the lease or timeout it is measured against.
+if [ -z "${TIME_FACTOR:-}" ]; then
+	TIME_FACTOR=1
+	[ -z "${RLOCK_UNDER_VALGRIND:-}" ] || TIME_FACTOR=5
+fi
+if ! [[ $TIME_FACTOR =~ ^[0-9]*\.?[0-9]+$ && $TIME_FACTOR =~ [1-9] ]]; then
+	echo "TIME_FACTOR must be a positive number, not '$TIME_FACTOR'" >&2
+	exit 1
+fi
+
+# _milli DECIMAL: DECIMAL (2, 0.25, .5) in thousandths, rounded down.
+_milli() {
+	local i=${1%%.*} f=000
+	[[ $1 != *.* ]] || f=${1#*.}000
+	echo $(( 10#${i:-0} * 1000 + 10#${f:0:3} ))
+}
+TF_MILLI=$(_milli "$TIME_FACTOR")
+
+# tf_ms MS: MS (a whole number) scaled by TIME_FACTOR, in whole ms.
+tf_ms() { echo $(( ($1 * TF_MILLI + 500) / 1000 )); }
+
+# tf SECONDS: SECONDS (fraction allowed) scaled, in seconds, as timeout(1),
+# sleep(1) and rlock's DUR take them: tf 0.3 is 0.3, or 1.5 under valgrind.
+tf() {
+	local ms s
+	ms=$(tf_ms "$(_milli "$1")")
+	s=$(printf '%d.%03d' $((ms / 1000)) $((ms % 1000)))
+	s=${s%0}
+	s=${s%0}
+	s=${s%0}
+	echo "${s%.}"
+}
+
+# dur_text MS: a duration of less than a minute as rlock's messages give
+# it (500ms, 2.5s), for messages about a scaled one.
+dur_text() {
+	if [ "$1" -lt 1000 ]; then
+		echo "${1}ms"
+	else
+		echo "$(($1 / 1000)).$(($1 % 1000 / 100))s"
+	fi
+}
+
+BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-$(tf 90)}
 # The environment of the developer's shell must not leak into tests.
 unset RLOCK_URL REDIS_URL RLOCK_PASSWORD REDISCLI_AUTH RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE
 
@@ -68,17 +117,14 @@ redis_stop() { redis_stop_dir "$BATS_FILE_TMPDIR/${1:-main}"; }
 rcli() { redis-cli -s "$REDIS_SOCK" "$@"; }
 
 # wait_until SECONDS COMMAND...: poll COMMAND every 20 ms until it succeeds;
-# fail after SECONDS. The only way tests wait for something to happen.
+# fail after SECONDS (fraction allowed) times TIME_FACTOR. The only way
+# tests wait for something to happen.
 wait_until() {
-	local limit=$1 end secs frac
+	local end
+	end=$(( $(now_ms) + $(tf_ms "$(_milli "$1")") ))
 	shift
-	# SECONDS may have a fraction (0.5): whole seconds and milliseconds.
-	secs=${limit%%.*}
-	frac=0
-	case $limit in *.*) frac=${limit#*.}000; frac=$((10#${frac:0:3})) ;; esac
-	end=$(( $(date +%s%N) / 1000000 + ${secs:-0} * 1000 + frac ))
 	until "$@"; do
-		[ "$(( $(date +%s%N) / 1000000 ))" -lt "$end" ] || return 1
+		[ "$(now_ms)" -lt "$end" ] || return 1
 		sleep 0.02
 	done
 }
@@ -140,10 +186,10 @@ proc_alive() {
 	[ "${st%% *}" != Z ]
 }
 
-# wait_ms MS COMMAND...: like wait_until, in milliseconds, polling every
-# 10 ms (wait_until takes whole seconds only).
+# wait_ms MS COMMAND...: like wait_until (MS scaled too), in milliseconds,
+# polling every 10 ms.
 wait_ms() {
-	local end=$(( $(now_ms) + $1 ))
+	local end=$(( $(now_ms) + $(tf_ms "$1") ))
 	shift
 	until "$@"; do
 		[ "$(now_ms)" -lt "$end" ] || return 1
@@ -160,8 +206,9 @@ fi
 # Under `make valgrind` $RLOCK is a memcheck wrapper: valgrind adds its own
 # variables to COMMAND's environment, keeps fds of its own open, and its
 # command line (what ps shows) is not the one rlock scrubs.
+under_valgrind() { [ -n "${RLOCK_UNDER_VALGRIND:-}" ]; }
 skip_under_valgrind() {
-	[ -z "${RLOCK_UNDER_VALGRIND:-}" ] || skip "valgrind's own env, fds and argv"
+	! under_valgrind || skip "valgrind's own env, fds and argv"
 }
 
 # usage_error REGEX RLOCK-ARGS...: rlock exits 64 with exactly two lines on

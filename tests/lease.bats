@@ -2,7 +2,9 @@
 # The lease: renewal while COMMAND runs, and what happens when it is lost
 # (key deleted or taken over, Redis restarted without its data, Redis
 # stalled), for each --on-lost action. Timings are checked as windows
-# measured from the event that caused the loss.
+# measured from the event that caused the loss; leases, windows and waits
+# all scale by TIME_FACTOR (helper.bash), so a window keeps its place
+# within the lease.
 
 load helper
 
@@ -81,9 +83,10 @@ reap() {
 
 proc_gone() { ! proc_alive "$1"; }
 
-# death_ms PID MS: print when PID was first seen gone (ms), or fail.
+# death_ms PID MS: print when PID was first seen gone (ms), or fail after
+# MS (scaled).
 death_ms() {
-	local end=$(( $(now_ms) + $2 ))
+	local end=$(( $(now_ms) + $(tf_ms "$2") ))
 	while proc_alive "$1"; do
 		[ "$(now_ms)" -lt "$end" ] || return 1
 		sleep 0.005
@@ -91,13 +94,14 @@ death_ms() {
 	now_ms
 }
 
-# pttl_in LO HI: the lock's PTTL is in [LO, HI]; sets PTTL, and EXP: when
-# the key expires, in ms of the wall clock (Redis runs on this machine).
+# pttl_in LO HI: the lock's PTTL is in [LO, HI] (ms, scaled); sets PTTL,
+# and EXP: when the key expires, in ms of the wall clock (Redis runs on
+# this machine).
 pttl_in() {
 	local r
 	r=$(rcli eval "local t = redis.call('TIME')
 	    return {redis.call('PTTL', KEYS[1]), t[1], t[2]}" 1 "$L")
-	set -- "$1" "$2" $r
+	set -- "$(tf_ms "$1")" "$(tf_ms "$2")" $r
 	PTTL=$3
 	EXP=$(( $4 * 1000 + $5 / 1000 + PTTL ))
 	[ "$PTTL" -ge "$1" ] && [ "$PTTL" -le "$2" ]
@@ -130,12 +134,12 @@ assert_one_lost_line() {
 	local start n=0
 	cat > "$T/cmd.sh" <<-'EOF'
 	echo $$ > "$T/cmd.pid"
-	sleep 3
+	sleep "$1"
 	EOF
-	start_holder -l 1s -k "$K" -- sh "$T/cmd.sh"
+	start_holder -l "$(tf 1)" -k "$K" -- sh "$T/cmd.sh" "$(tf 3)"
 	start=$(now_ms)
 	# 2.4 s is more than two leases: only renewal keeps the key.
-	while [ $(( $(now_ms) - start )) -lt 2400 ]; do
+	while [ $(( $(now_ms) - start )) -lt "$(tf_ms 2400)" ]; do
 		run -75 "$RLOCK" -n -k "$K" true
 		PTTL=$(rcli pttl "$L")
 		[ "$PTTL" -gt 0 ] ||
@@ -155,15 +159,15 @@ assert_one_lost_line() {
 
 @test "lease lost by DEL: SIGTERM at once, exit 70, one message" {
 	local t0 dt
-	start_holder -l 1s --on-lost term -k "$K" -- sh "$T/term-exit.sh"
+	start_holder -l "$(tf 1)" --on-lost term -k "$K" -- sh "$T/term-exit.sh"
 	# Just after an extend: the deadline is far, only "not ours" acts.
 	wait_ms 3000 pttl_in 900 1000
 	t0=$(now_ms)
 	rcli del "$L" > /dev/null
-	wait_ms 1500 test -s "$T/term" || fail "no SIGTERM within 1.5s"
+	wait_ms 1500 test -s "$T/term" || fail "no SIGTERM within 1.5s (scaled)"
 	dt=$(( $(cat "$T/term") - t0 ))
 	echo "# DEL to SIGTERM: ${dt}ms" >&3
-	[ "$dt" -lt 800 ] || fail "SIGTERM ${dt}ms after DEL"
+	[ "$dt" -lt "$(tf_ms 800)" ] || fail "SIGTERM ${dt}ms after DEL"
 	reap "$HOLDER" 3000
 	[ "$RC" = 70 ]
 	assert_one_lost_line 'Redis says another client holds or removed it'
@@ -172,24 +176,24 @@ assert_one_lost_line() {
 }
 
 @test "lease taken over by another client: exit 70, its key survives" {
-	start_holder -l 1s -k "$K" -- sh "$T/term-exit.sh"
+	start_holder -l "$(tf 1)" -k "$K" -- sh "$T/term-exit.sh"
 	wait_ms 3000 pttl_in 900 1000
-	rcli set "$L" other px 30000 > /dev/null
+	rcli set "$L" other px "$(tf_ms 30000)" > /dev/null
 	reap "$HOLDER" 3000
 	[ "$RC" = 70 ]
 	[ -s "$T/term" ]
 	assert_one_lost_line 'Redis says another client holds or removed it'
 	[ "$(rcli get "$L")" = other ]
-	[ "$(rcli pttl "$L")" -gt 25000 ]
+	[ "$(rcli pttl "$L")" -gt "$(tf_ms 25000)" ]
 	assert_clean
 }
 
 @test "taken over just before COMMAND ends: release keeps the other's key" {
 	# The takeover lands between two extends and COMMAND ends at once, so
 	# rlock learns it at release: compare-and-delete must spare it.
-	start_holder -l 1s -k "$K" -- sh "$T/until-go.sh"
+	start_holder -l "$(tf 1)" -k "$K" -- sh "$T/until-go.sh"
 	wait_ms 3000 pttl_in 950 1000
-	rcli set "$L" other px 30000 > /dev/null
+	rcli set "$L" other px "$(tf_ms 30000)" > /dev/null
 	touch "$T/go"
 	reap "$HOLDER" 3000
 	[ "$(rcli get "$L")" = other ]
@@ -202,12 +206,14 @@ assert_one_lost_line() {
 
 @test "--on-lost kill: a COMMAND that ignores SIGTERM is killed, exit 70" {
 	local t0 td
-	start_holder -l 1s --on-lost kill -k "$K" -- sh "$T/term-ignore.sh"
+	start_holder -l "$(tf 1)" --on-lost kill -k "$K" -- \
+	    sh "$T/term-ignore.sh"
 	wait_ms 3000 pttl_in 900 1000
 	t0=$(now_ms)
 	rcli del "$L" > /dev/null
-	td=$(death_ms "$CMD" 2000) || fail "COMMAND alive 2s after DEL"
-	[ $((td - t0)) -lt 800 ] || fail "killed $((td - t0))ms after DEL"
+	td=$(death_ms "$CMD" 2000) || fail "COMMAND alive 2s (scaled) after DEL"
+	[ $((td - t0)) -lt "$(tf_ms 800)" ] ||
+		fail "killed $((td - t0))ms after DEL"
 	reap "$HOLDER" 3000
 	[ "$RC" = 70 ]
 	[ ! -e "$T/term" ] || fail "kill sent SIGTERM"
@@ -217,16 +223,18 @@ assert_one_lost_line() {
 
 @test "--on-lost term --kill-after 0.3: SIGKILL follows an ignored SIGTERM" {
 	local tt td
-	start_holder -l 1s --on-lost term --kill-after 0.3 -k "$K" -- \
-	    sh "$T/term-ignore.sh"
+	start_holder -l "$(tf 1)" --on-lost term --kill-after "$(tf 0.3)" \
+	    -k "$K" -- sh "$T/term-ignore.sh"
 	wait_ms 3000 pttl_in 900 1000
 	rcli del "$L" > /dev/null
 	wait_ms 1500 test -s "$T/term" || fail "no SIGTERM"
 	td=$(death_ms "$CMD" 3000) || fail "COMMAND survived"
 	tt=$(head -n 1 "$T/term")
 	echo "# SIGTERM to death: $((td - tt))ms" >&3
-	[ $((td - tt)) -ge 200 ] || fail "SIGKILL after $((td - tt))ms"
-	[ $((td - tt)) -lt 1500 ] || fail "SIGKILL after $((td - tt))ms"
+	[ $((td - tt)) -ge "$(tf_ms 200)" ] ||
+		fail "SIGKILL after $((td - tt))ms"
+	[ $((td - tt)) -lt "$(tf_ms 1500)" ] ||
+		fail "SIGKILL after $((td - tt))ms"
 	reap "$HOLDER" 3000
 	[ "$RC" = 70 ]
 	assert_one_lost_line 'Redis says another client holds or removed it; sending SIGTERM'
@@ -236,14 +244,14 @@ assert_one_lost_line() {
 
 @test "--on-lost ignore: COMMAND runs to its end, then exit 70" {
 	local t0
-	start_holder -l 1s --on-lost ignore -k "$K" -- sh "$T/until-go.sh"
+	start_holder -l "$(tf 1)" --on-lost ignore -k "$K" -- sh "$T/until-go.sh"
 	wait_ms 3000 pttl_in 900 1000
 	t0=$(now_ms)
 	rcli del "$L" > /dev/null
 	wait_ms 1500 grep -q 'lost the lock' "$T/err" || fail "no warning"
 	grep -q -- '--on-lost ignore' "$T/err"
 	# Past the old lease's end: still running, and rlock waits for it.
-	sleep_until $((t0 + 1200))
+	sleep_until $((t0 + $(tf_ms 1200)))
 	proc_alive "$CMD" || fail "COMMAND was stopped"
 	proc_alive "$HOLDER"
 	[ ! -e "$T/term" ]
@@ -257,22 +265,22 @@ assert_one_lost_line() {
 
 @test "Redis restarted without its data: noticed within a reconnect, exit 70" {
 	local t0 t1 dt
-	start_holder -l 2s --on-lost term -k "$K" -- sh "$T/term-exit.sh"
+	start_holder -l "$(tf 2)" --on-lost term -k "$K" -- sh "$T/term-exit.sh"
 	# Just after an extend: the next one is 600+ ms away.
 	wait_ms 3000 pttl_in 1900 2000
 	t0=$(now_ms)
 	redis_restart main || fail "restart failed"
 	t1=$(now_ms)
 	[ "$(rcli exists "$L")" = 0 ]
-	wait_ms 2000 test -s "$T/term" || fail "no SIGTERM within 2s"
+	wait_ms 2000 test -s "$T/term" || fail "no SIGTERM within 2s (scaled)"
 	dt=$(( $(cat "$T/term") - t0 ))
 	echo "# restart took $((t1 - t0))ms; restart to SIGTERM: ${dt}ms" >&3
 	# Retries come every lease/10 = 200 ms once the connection dropped.
-	[ $((dt + t0 - t1)) -lt 450 ] ||
+	[ $((dt + t0 - t1)) -lt "$(tf_ms 450)" ] ||
 		fail "SIGTERM $((dt + t0 - t1))ms after Redis was back"
 	# lease/3 is 667 ms: waiting for the next extend would be too late
 	# (when the restart itself was quick enough to tell).
-	[ $((t1 - t0)) -ge 300 ] || [ "$dt" -lt 600 ] ||
+	[ $((t1 - t0)) -ge "$(tf_ms 300)" ] || [ "$dt" -lt "$(tf_ms 600)" ] ||
 		fail "SIGTERM ${dt}ms after the restart began"
 	reap "$HOLDER" 3000
 	[ "$RC" = 70 ]
@@ -284,7 +292,8 @@ assert_one_lost_line() {
 # that COMMAND (which ignores SIGTERM) got SIGTERM, then died before the
 # key could expire in Redis. Sets TS (stop), EXP (expiry), TT, TD.
 stalled_redis() {
-	start_holder -l 1s --kill-after "$1" -k "$K" -- sh "$T/term-ignore.sh"
+	start_holder -l "$(tf 1)" --kill-after "$1" -k "$K" -- \
+	    sh "$T/term-ignore.sh"
 	# Late in the period: the last extend is ~250 ms old, so a deadline
 	# counted from the stall instead of from it is visibly too late.
 	wait_ms 3000 pttl_in 690 780
@@ -292,15 +301,16 @@ stalled_redis() {
 	TS=$(now_ms)
 	TD=$(death_ms "$CMD" 3000) || TD=
 	redis_cont
-	[ -n "$TD" ] || fail "COMMAND alive 3s after Redis stopped"
+	[ -n "$TD" ] || fail "COMMAND alive 3s (scaled) after Redis stopped"
 	[ -s "$T/term" ] || fail "no SIGTERM before SIGKILL"
 	TT=$(head -n 1 "$T/term")
 	echo "# stall to SIGTERM $((TT - TS))ms, to death $((TD - TS))ms," \
 	    "expiry at $((EXP - TS))ms" >&3
 	[ "$TT" -ge "$TS" ] || fail "SIGTERM $((TS - TT))ms before the stall"
-	[ "$TD" -le $((EXP + 150)) ] ||
+	[ "$TD" -le $((EXP + $(tf_ms 150))) ] ||
 		fail "COMMAND died $((TD - EXP))ms after the key expired"
-	[ $((TD - TS)) -lt 1000 ] || fail "died $((TD - TS))ms after the stall"
+	[ $((TD - TS)) -lt "$(tf_ms 1000)" ] ||
+		fail "died $((TD - TS))ms after the stall"
 	reap "$HOLDER" 15000
 	[ "$RC" = 70 ]
 	assert_one_lost_line 'the lease could not be extended in time'
@@ -308,31 +318,33 @@ stalled_redis() {
 }
 
 @test "Redis stalled: SIGTERM, then SIGKILL before the lease ends; exit 70" {
-	stalled_redis 0.2
+	stalled_redis "$(tf 0.2)"
 	# --kill-after 0.2 fits: SIGTERM about 200 ms before the SIGKILL.
-	[ $((TD - TT)) -ge 120 ] || fail "grace $((TD - TT))ms"
+	[ $((TD - TT)) -ge "$(tf_ms 120)" ] || fail "grace $((TD - TT))ms"
 	assert_clean
 }
 
 @test "Redis stalled: a --kill-after longer than the lease is shortened" {
-	stalled_redis 10s
+	stalled_redis "$(tf 10)"
 	# Shortened to (lease - drift) / 2 = 494 ms, not dropped.
-	[ $((TD - TT)) -ge 300 ] || fail "grace $((TD - TT))ms"
+	[ $((TD - TT)) -ge "$(tf_ms 300)" ] || fail "grace $((TD - TT))ms"
 	assert_clean
 }
 
 @test "stalled, then restarted empty: learning 'not ours' keeps the SIGKILL on time" {
 	local ts exp td
-	start_holder -l 1s --kill-after 10s -k "$K" -- sh "$T/term-ignore.sh"
+	start_holder -l "$(tf 1)" --kill-after "$(tf 10)" -k "$K" -- \
+	    sh "$T/term-ignore.sh"
 	wait_ms 3000 pttl_in 690 780
 	kill -STOP "$(redis_pid)"
 	ts=$(now_ms)
 	exp=$EXP
 	wait_ms 1500 test -s "$T/term" || fail "no SIGTERM"
 	redis_restart -9 main || fail "restart failed"
-	td=$(death_ms "$CMD" 3000) || fail "COMMAND alive 3s after the stall"
+	td=$(death_ms "$CMD" 3000) ||
+		fail "COMMAND alive 3s (scaled) after the stall"
 	echo "# stall to death $((td - ts))ms, expiry at $((exp - ts))ms" >&3
-	[ "$td" -le $((exp + 150)) ] ||
+	[ "$td" -le $((exp + $(tf_ms 150))) ] ||
 		fail "COMMAND died $((td - exp))ms after the lease ended"
 	reap "$HOLDER" 5000
 	[ "$RC" = 70 ]
@@ -342,7 +354,8 @@ stalled_redis() {
 
 @test "Redis silent as COMMAND ends: release gives up after one --connect-timeout" {
 	local t0 dt
-	start_holder -l 10s --connect-timeout 1s -k "$K" -- sh "$T/until-go.sh"
+	start_holder -l "$(tf 10)" --connect-timeout "$(tf 1)" -k "$K" -- \
+	    sh "$T/until-go.sh"
 	kill -STOP "$(redis_pid)"
 	t0=$(now_ms)
 	touch "$T/go"
@@ -352,7 +365,8 @@ stalled_redis() {
 	echo "# COMMAND's end to rlock's exit: ${dt}ms" >&3
 	[ "$RC" = 0 ] || fail "status $RC: $(cat "$T/err")"
 	[ -s "$T/finished" ]
-	[ "$dt" -ge 900 ] && [ "$dt" -lt 1800 ] || fail "exit after ${dt}ms"
+	[ "$dt" -ge "$(tf_ms 900)" ] && [ "$dt" -lt "$(tf_ms 1800)" ] ||
+		fail "exit after ${dt}ms"
 	# One line, saying what failed (and that the lease cleans up).
 	[ "$(wc -l < "$T/err")" = 1 ] || fail "$(cat "$T/err")"
 	grep -q "^rlock: .*could not release '$K'.*expires" "$T/err" ||

@@ -170,35 +170,35 @@ list_fds='cd /proc/$$/fd && for f in *; do echo "$f $(readlink "$f")"; done'
 }
 
 @test "nested rlock of the same KEY runs at once (re-entrant)" {
-	run -0 --separate-stderr timeout 10 "$RLOCK" -k re -- \
+	run -0 --separate-stderr timeout "$(tf 10)" "$RLOCK" -k re -- \
 		"$RLOCK" -k re -- echo inner
 	[ "$output" = inner ]
 	[ -z "$stderr" ]
-	run -5 --separate-stderr timeout 10 "$RLOCK" -k re -- \
+	run -5 --separate-stderr timeout "$(tf 10)" "$RLOCK" -k re -- \
 		"$RLOCK" -n -k re -- sh -c 'echo inner-n; exit 5'
 	[ "$output" = inner-n ]
 	[ -z "$stderr" ]
 	# Through a shell and a grandchild, with -c.
-	run -0 timeout 10 "$RLOCK" -k re -c \
+	run -0 timeout "$(tf 10)" "$RLOCK" -k re -c \
 		"sh -c '\"$RLOCK\" -n -k re -c \"echo deep\"'"
 	[ "$output" = deep ]
 	assert_free re
 }
 
 @test "the nested run neither releases nor shortens the outer lock" {
-	run -0 timeout 10 "$RLOCK" -l 30s -k re2 -- sh -c '
+	run -0 timeout "$(tf 10)" "$RLOCK" -l "$(tf 30)" -k re2 -- sh -c '
 		"$1" -n -l 1s -k re2 -- true || exit 9
 		redis-cli -s "$REDIS_SOCK" get "rlock:{re2}"
 		echo "$RLOCK_TOKEN"
 		redis-cli -s "$REDIS_SOCK" pttl "rlock:{re2}"' sh "$RLOCK"
 	[ "${lines[0]}" = "${lines[1]}" ]
-	[ "${lines[2]}" -gt 20000 ]
+	[ "${lines[2]}" -gt "$(tf_ms 20000)" ]
 	assert_free re2
 }
 
 @test "a nested rlock of another KEY does not bypass its holder" {
 	rcli set 'rlock:{other}' someone px 30000 >/dev/null
-	run -75 --separate-stderr timeout 10 "$RLOCK" -k outer -- \
+	run -75 --separate-stderr timeout "$(tf 10)" "$RLOCK" -k outer -- \
 		"$RLOCK" -n -k other -- echo must-not-run
 	[ -z "$output" ]
 	[[ $stderr == "rlock: 'other' is held by "* ]]
@@ -206,13 +206,13 @@ list_fds='cd /proc/$$/fd && for f in *; do echo "$f $(readlink "$f")"; done'
 }
 
 @test "same KEY under another --prefix: a lock of its own, released" {
-	run -0 --separate-stderr timeout 10 "$RLOCK" -k pk -- sh -c '
+	run -0 --separate-stderr timeout "$(tf 10)" "$RLOCK" -k pk -- sh -c '
 		outer=$RLOCK_TOKEN
-		"$1" --prefix other: -l 1s -k pk -- sh -c "
+		"$1" --prefix other: -l "$2" -k pk -- sh -c "
 			[ \"\$RLOCK_TOKEN\" != \"$outer\" ] || echo same-token
-			sleep 1.5
+			sleep $3
 			redis-cli -s \"\$REDIS_SOCK\" get \"other:{pk}\"
-			echo \"\$RLOCK_TOKEN\""' sh "$RLOCK"
+			echo \"\$RLOCK_TOKEN\""' sh "$RLOCK" "$(tf 1)" "$(tf 1.5)"
 	[ -z "$stderr" ]
 	[ "${#lines[@]}" -eq 2 ] || fail "$output"
 	# Renewed past its 1 s lease, so supervised, not just exec'd.
@@ -224,12 +224,12 @@ list_fds='cd /proc/$$/fd && for f in *; do echo "$f $(readlink "$f")"; done'
 }
 
 @test "a forged RLOCK_TOKEN does not bypass the holder" {
-	run -75 --separate-stderr timeout 10 "$RLOCK" -k forged -- sh -c '
+	run -75 --separate-stderr timeout "$(tf 10)" "$RLOCK" -k forged -- sh -c '
 		RLOCK_TOKEN=$(cat /proc/sys/kernel/random/uuid) \
 		"$1" -n -k forged -- echo must-not-run' sh "$RLOCK"
 	[ -z "$output" ]
 	[[ $stderr == "rlock: 'forged' is held by "* ]]
-	run -75 timeout 10 "$RLOCK" -k forged -- sh -c '
+	run -75 timeout "$(tf 10)" "$RLOCK" -k forged -- sh -c '
 		RLOCK_TOKEN=not-a-uuid "$1" -n -k forged -- echo must-not-run' \
 		sh "$RLOCK"
 }
@@ -270,7 +270,7 @@ list_fds='cd /proc/$$/fd && for f in *; do echo "$f $(readlink "$f")"; done'
 	run -1 "$RLOCK" -k ttl -- false
 	run -127 "$RLOCK" -k ttl -- no-such-command-$$
 	run -137 "$RLOCK" -k ttl -- sh -c 'kill -9 $$'
-	run -0 timeout 10 "$RLOCK" -k ttl -- "$RLOCK" -k ttl -- true
+	run -0 timeout "$(tf 10)" "$RLOCK" -k ttl -- "$RLOCK" -k ttl -- true
 	rcli set 'rlock:{ttl2}' someone px 5000 >/dev/null
 	run -75 "$RLOCK" -n -k ttl2 -- true
 	run -75 "$RLOCK" -w 0.2 -k ttl2 -- true

@@ -74,8 +74,8 @@ reap() {
 	wait "$1" || RC=$?
 }
 
-death_ms() { # PID MS
-	local end=$(( $(now_ms) + $2 ))
+death_ms() { # PID MS (scaled)
+	local end=$(( $(now_ms) + $(tf_ms "$2") ))
 	while proc_alive "$1"; do
 		[ "$(now_ms)" -lt "$end" ] || return 1
 		sleep 0.005
@@ -128,7 +128,8 @@ forwarded() {
 	t1=$(now_ms)
 	[ "$RC" = 42 ] || fail "SIG$sig: status $RC: $(cat "$T/err")"
 	[ "$(cat "$T/marker")" = "got $sig" ] || fail "SIG$sig not forwarded"
-	[ $((t1 - t0)) -lt 1000 ] || fail "SIG$sig: exit after $((t1 - t0))ms"
+	[ $((t1 - t0)) -lt "$(tf_ms 1000)" ] ||
+		fail "SIG$sig: exit after $((t1 - t0))ms"
 	assert_released
 }
 
@@ -177,12 +178,12 @@ forwarded() {
 	while [ ! -e "$T/go" ]; do sleep 0.02; done
 	exit 7
 	EOF
-	bg_rlock -l 1s -k "$K" -- sh "$T/slow.sh"
+	bg_rlock -l "$(tf 1)" -k "$K" -- sh "$T/slow.sh"
 	wait_cmd
 	kill -TERM "$BG"
 	wait_ms 2000 test -s "$T/marker" || fail "SIGTERM not forwarded"
 	# Past a whole lease: rlock still waits for COMMAND and renews.
-	sleep 1.2
+	sleep "$(tf 1.2)"
 	proc_alive "$BG" || fail "rlock ended before COMMAND"
 	[ "$(rcli pttl "$L")" -gt 0 ]
 	touch "$T/go"
@@ -206,7 +207,7 @@ forwarded() {
 		t1=$(now_ms)
 		[ "$RC" = $((128 + $(signum "$sig"))) ] ||
 			fail "SIG$sig: status $RC: $(cat "$T/err")"
-		[ $((t1 - t0)) -lt 1000 ] ||
+		[ $((t1 - t0)) -lt "$(tf_ms 1000)" ] ||
 			fail "SIG$sig: exit after $((t1 - t0))ms"
 		[ ! -e "$T/ran" ] || fail "COMMAND ran after SIG$sig"
 		waiting 0 || fail "still waiting in Redis after SIG$sig"
@@ -230,8 +231,8 @@ waiting() {
 	    grep -cE ' flags=[a-zA-Z]*b| sub=[1-9]| psub=[1-9]| ssub=[1-9]')" = "$1" ]
 }
 
-# sigkilled ACTION SCRIPT: SIGKILL an rlock -l 1s --on-lost ACTION that
-# runs SCRIPT, while a second rlock waits for the key. Unless ACTION is
+# sigkilled ACTION SCRIPT: SIGKILL an rlock -l 1s (scaled) --on-lost ACTION
+# that runs SCRIPT, while a second rlock waits for the key. Unless ACTION is
 # ignore, COMMAND must die at once. Sets T0 (the SIGKILL), TD (COMMAND's
 # death), TEXP (key seen gone), ORPHAN, and leaves the second in $BG.
 sigkilled() {
@@ -241,11 +242,11 @@ sigkilled() {
 	st=$(cut -d' ' -f3 /proc/"$o"/stat 2>/dev/null)
 	if [ -n "$st" ] && [ "$st" != Z ]; then echo "$o" > "$T/overlap"; fi
 	EOF
-	bg_rlock -l 1s --on-lost "$1" -k "$K" -- sh -c "$2"
+	bg_rlock -l "$(tf 1)" --on-lost "$1" -k "$K" -- sh -c "$2"
 	HOLDER=$BG
 	wait_cmd
 	ORPHAN=$CMD
-	"$RLOCK" -l 1s -k "$K" -- sh "$T/second.sh" > "$T/out2" \
+	"$RLOCK" -l "$(tf 1)" -k "$K" -- sh "$T/second.sh" > "$T/out2" \
 	    2> "$T/err2" 3>&- &
 	BG=$!
 	PIDS+=("$BG")
@@ -254,18 +255,20 @@ sigkilled() {
 	kill -KILL "$HOLDER"
 	# No more than the lease left: nothing renews it now.
 	P=$(rcli pttl "$L")
-	[ "$P" -gt 0 ] && [ "$P" -le 1000 ] || fail "PTTL $P after SIGKILL"
+	[ "$P" -gt 0 ] && [ "$P" -le "$(tf_ms 1000)" ] ||
+		fail "PTTL $P after SIGKILL"
 	TD=
 	if [ "$1" != ignore ]; then
 		TD=$(death_ms "$ORPHAN" 3000) || fail "orphan alive 3s after"
 		echo "# $1: SIGKILL of rlock to orphan's death $((TD - T0))ms" >&3
-		[ $((TD - T0)) -lt 500 ] ||
+		[ $((TD - T0)) -lt "$(tf_ms 500)" ] ||
 			fail "orphan died $((TD - T0))ms after rlock"
 	fi
 	wait_ms 3000 key_gone || fail "key still there 3s after SIGKILL"
 	TEXP=$(now_ms)
 	echo "# $1: SIGKILL to key gone $((TEXP - T0))ms" >&3
-	[ $((TEXP - T0)) -le 1500 ] || fail "expired $((TEXP - T0))ms after"
+	[ $((TEXP - T0)) -le "$(tf_ms 1500)" ] ||
+		fail "expired $((TEXP - T0))ms after"
 }
 
 @test "SIGKILLed rlock (--on-lost term): COMMAND gets SIGTERM at once" {
@@ -276,7 +279,7 @@ sigkilled() {
 	[ ! -e "$T/overlap" ] || fail "two holders ran at once"
 	t2=$(cat "$T/second")
 	[ "$t2" -ge "$TD" ] || fail "second started before the orphan died"
-	[ $((t2 - T0)) -lt 2000 ]
+	[ $((t2 - T0)) -lt "$(tf_ms 2000)" ]
 }
 
 @test "SIGKILLed rlock (--on-lost kill): COMMAND gets SIGKILL at once" {
@@ -306,7 +309,7 @@ sigkilled() {
 }
 
 @test "COMMAND writing to a closed pipe dies of SIGPIPE: yes | head -1" {
-	run -0 timeout 10 bash -c \
+	run -0 timeout "$(tf 10)" bash -c \
 	    '"$RLOCK" -k "$1" -- yes | head -n 1; echo "rlock ${PIPESTATUS[0]}"' \
 	    _ "$K"
 	assert_output $'y\nrlock 141'
@@ -347,10 +350,19 @@ sigkilled() {
 	exit 5;
 	EOF2
 	# ^C makes the kernel signal the whole foreground group, COMMAND
-	# included: rlock must not send it a second one.
-	run -5 timeout 20 bash -c '( sleep 0.5; printf "\003"; sleep 4 ) |
+	# included: rlock must not send it a second one. It is typed once
+	# COMMAND runs with its traps set (it wrote $T/tty); the terminal's
+	# input stays open until COMMAND got both signals, and a while more.
+	run -5 timeout "$(tf 20)" bash -c '(
+	    end=$((SECONDS + $2))
+	    until [ -s "$T/tty" ] || [ $SECONDS -ge $end ]; do sleep 0.05; done
+	    printf "\003"
+	    until grep -qs usr1 "$T/marker" || [ $SECONDS -ge $end ]; do
+	        sleep 0.05
+	    done
+	    sleep "$3" ) |
 	    script -qefc "exec $RLOCK -v -k $1 -- perl $T/tty.pl" /dev/null' \
-	    _ "$K"
+	    _ "$K" $(( $(tf_ms 10000) / 1000 )) "$(tf 1)"
 	grep -q '^/dev/pts/' "$T/tty" || fail "stdin is $(cat "$T/tty")"
 	[ "$(cat "$T/marker")" = $'int\nusr1' ] ||
 		fail "signals: $(cat "$T/marker")"

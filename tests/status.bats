@@ -366,24 +366,24 @@ fake_meta() {
 }
 
 @test "release --force: a waiter gets the lock at once, not at lease end" {
-	bg_rlock -k rel-w -l 20s -- sleep 30
+	bg_rlock -k rel-w -l "$(tf 20)" -- sleep 30
 	wait_until 5 held rel-w
-	bg_rlock -w 5 -k rel-w -- touch "$BATS_TEST_TMPDIR/got"
+	bg_rlock -w "$(tf 5)" -k rel-w -- touch "$BATS_TEST_TMPDIR/got"
 	waiter=$BG
 	wait_until 5 blocked rel-w
 	t0=$(now_ms)
 	run -0 "$RLOCK" release --force rel-w
 	wait_until 5 test -e "$BATS_TEST_TMPDIR/got"
 	t1=$(now_ms)
-	[ $((t1 - t0)) -lt 2000 ]
+	[ $((t1 - t0)) -lt "$(tf_ms 2000)" ]
 	wait_status "$waiter"
 	[ "$STATUS" = 0 ]
 }
 
 @test "release --force: the live head of the --fair queue is woken" {
-	bg_rlock -k rel-f -l 20s -- sleep 30
+	bg_rlock -k rel-f -l "$(tf 20)" -- sleep 30
 	wait_until 5 held rel-f
-	bg_rlock --fair -w 10 -k rel-f -- touch "$BATS_TEST_TMPDIR/got"
+	bg_rlock --fair -w "$(tf 10)" -k rel-f -- touch "$BATS_TEST_TMPDIR/got"
 	waiter=$BG
 	wait_until 5 queued rel-f 1
 	# A dead waiter ahead of it must not stall the hand-off.
@@ -392,7 +392,7 @@ fake_meta() {
 	run -0 "$RLOCK" release --force rel-f
 	wait_until 5 test -e "$BATS_TEST_TMPDIR/got"
 	t1=$(now_ms)
-	[ $((t1 - t0)) -lt 2000 ]
+	[ $((t1 - t0)) -lt "$(tf_ms 2000)" ]
 	wait_status "$waiter"
 	[ "$STATUS" = 0 ]
 }

@@ -216,12 +216,14 @@ refused() {
 @test "nothing listening: 69 at once, one line" {
 	local t0 el
 	t0=$(now_ms)
+	# The default --connect-timeout, scaled as the bound is: "at once"
+	# is well within it.
 	run -69 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$CLOSED_PORT" \
-		-k down -- echo must-not-run
+		--connect-timeout "$(tf 5)" -k down -- echo must-not-run
 	el=$(( $(now_ms) - t0 ))
 	[ -z "$output" ]
 	[ "$stderr" = "rlock: cannot reach redis://127.0.0.1:$CLOSED_PORT/0: Connection refused; check -u or RLOCK_URL" ]
-	[ "$el" -lt 2000 ] || fail "took ${el}ms"
+	[ "$el" -lt "$(tf_ms 2000)" ] || fail "took ${el}ms"
 	run -69 --separate-stderr "$RLOCK" -u "unix://$BATS_TEST_TMPDIR/none.sock" \
 		-k down -- echo must-not-run
 	[ "${#stderr_lines[@]}" -eq 1 ]
@@ -232,20 +234,21 @@ refused() {
 	[[ $stderr != *wrongpw* ]]
 }
 
-# silent ARGS...: against the stopped server, --connect-timeout 0.5 gives
-# 69 in about half a second (not a multiple of it).
+# silent ARGS...: against the stopped server, --connect-timeout 0.5 (scaled)
+# gives 69 in about that time (not a multiple of it).
 silent() {
 	local t0 el
 	t0=$(now_ms)
-	run -69 --separate-stderr timeout 20 "$RLOCK" --connect-timeout 0.5 \
-		"$@" -k silent -- echo must-not-run
+	run -69 --separate-stderr timeout "$(tf 20)" "$RLOCK" \
+		--connect-timeout "$(tf 0.5)" "$@" -k silent -- echo must-not-run
 	el=$(( $(now_ms) - t0 ))
 	[ -z "$output" ] || fail "COMMAND ran"
 	[ "${#stderr_lines[@]}" -eq 1 ] || fail "stderr: $stderr"
-	[[ $stderr == "rlock: cannot reach "*"no answer within 500ms"* ]] ||
+	[[ $stderr == "rlock: cannot reach "*"no answer within $(tf_ms 500)ms"* ]] ||
 		fail "stderr: $stderr"
-	[ "$el" -ge 450 ] || fail "gave up after ${el}ms"
-	[ "$el" -lt 1400 ] || fail "took ${el}ms for --connect-timeout 0.5"
+	[ "$el" -ge "$(tf_ms 450)" ] || fail "gave up after ${el}ms"
+	[ "$el" -lt "$(tf_ms 1400)" ] ||
+		fail "took ${el}ms for --connect-timeout $(tf 0.5)"
 }
 
 @test "--connect-timeout on a server that accepts but never answers: 69" {
@@ -253,11 +256,11 @@ silent() {
 	silent -u "redis://127.0.0.1:$SILENT_PORT"
 	silent -u "redis://127.0.0.1:$SILENT_PORT/3"
 	silent -u "redis://:pw@127.0.0.1:$SILENT_PORT"
-	silent -w 5 -u "redis://127.0.0.1:$SILENT_PORT"
+	silent -w "$(tf 5)" -u "redis://127.0.0.1:$SILENT_PORT"
 	kill -CONT "$(cat "$SILENT_PIDFILE")"
 	# Awake again, the same server works.
-	run -0 "$RLOCK" --connect-timeout 0.5 -u "redis://127.0.0.1:$SILENT_PORT" \
-		-k silent -- true
+	run -0 "$RLOCK" --connect-timeout "$(tf 0.5)" \
+		-u "redis://127.0.0.1:$SILENT_PORT" -k silent -- true
 }
 
 @test "ps and /proc/PID/cmdline do not show the password" {

@@ -147,7 +147,7 @@ ran_is() { [ -e "$T/order" ] && [ "$(wc -l < "$T/order")" = "$1" ]; }
 	[ "$RC" = 0 ] || fail "B: status $RC: $(cat "$T/b.err")"
 	[ ! -e "$T/a.start" ] || fail "the killed waiter's COMMAND ran"
 	[ "$(cat "$T/order")" = b ]
-	[ $(( $(start_of b) - end )) -lt 2000 ] ||
+	[ $(( $(start_of b) - end )) -lt $(tf_ms 2000) ] ||
 		fail "B started $(( $(start_of b) - end ))ms after the holder"
 	run rcli --scan --pattern "$L:w:*"
 	assert_output ''
@@ -185,7 +185,7 @@ ran_is() { [ -e "$T/order" ] && [ "$(wc -l < "$T/order")" = "$1" ]; }
 	[ "$(cat "$T/order")" = "$(printf '%s\n' a b)" ] ||
 		fail "order: $(tr '\n' ' ' < "$T/order")"
 	# A's hand-off, not a lapse of D's heartbeat key (up to 6 s).
-	[ $(( $(start_of b) - $(start_of a) )) -lt 2000 ] ||
+	[ $(( $(start_of b) - $(start_of a) )) -lt $(tf_ms 2000) ] ||
 		fail "B started $(( $(start_of b) - $(start_of a) ))ms after A"
 }
 
@@ -238,7 +238,7 @@ ran_is() { [ -e "$T/order" ] && [ "$(wc -l < "$T/order")" = "$1" ]; }
 	reap "$b" 3000
 	[ "$RC" = 0 ] || fail "B: status $RC: $(cat "$T/b.err")"
 	[ ! -e "$T/a.start" ] || fail "the killed waiter's COMMAND ran"
-	[ $(( $(start_of b) - t0 )) -lt 2000 ] ||
+	[ $(( $(start_of b) - t0 )) -lt $(tf_ms 2000) ] ||
 		fail "B started $(( $(start_of b) - t0 ))ms after the kill"
 	run rcli --scan --pattern "$L:w:*"
 	assert_output ''
@@ -280,7 +280,8 @@ ran_is() { [ -e "$T/order" ] && [ "$(wc -l < "$T/order")" = "$1" ]; }
 @test "--fair -w: a waiter that gives up leaves the queue at once, exits 75" {
 	local a b ta q
 	holder
-	bg a --fair -w 1 -k "$K" -- sh "$T/mark.sh" a
+	# Long enough for B to start and queue behind it.
+	bg a --fair -w "$(tf 1)" -k "$K" -- sh "$T/mark.sh" a
 	a=$BG
 	wait_until 5 qlen_is 1 || fail "A not queued"
 	ta=$(rcli lindex "$L:q" 0)
@@ -301,9 +302,12 @@ ran_is() { [ -e "$T/order" ] && [ "$(wc -l < "$T/order")" = "$1" ]; }
 	end_holder
 	reap "$b" 3000
 	[ "$RC" = 0 ] || fail "B: status $RC: $(cat "$T/b.err")"
-	[ $(( $(start_of b) - $(cat "$T/hold.end") )) -lt 1000 ] ||
+	[ $(( $(start_of b) - $(cat "$T/hold.end") )) -lt "$(tf_ms 1000)" ] ||
 		fail "B started $(( $(start_of b) - $(cat "$T/hold.end") ))ms late"
 }
+
+# fresh_beat TOKEN: the :w key of TOKEN was set less than 300 ms ago.
+fresh_beat() { [ "$(rcli pttl "$L:w:$1")" -ge 5700 ]; }
 
 @test "plain waiters do not jump ahead of a live --fair queue" {
 	local a b p ta
@@ -319,7 +323,9 @@ ran_is() { [ -e "$T/order" ] && [ "$(wc -l < "$T/order")" = "$1" ]; }
 	p=$BG
 	wait_until 5 blocked_is 1 || fail "plain waiter not blocked"
 	# Freeze the head: the lock is free, the queue's head alive but slow
-	# to take its turn — the moment of a hand-off, held open.
+	# to take its turn — the moment of a hand-off, held open. Just after
+	# a heartbeat, so its :w key (6 s, not scaled) outlives what follows.
+	wait_until 5 fresh_beat "$ta" || fail "A's :w key is not refreshed"
 	kill -STOP "$a"
 	end_holder
 	! exists "$L" || fail "lock still held after the holder ended"
@@ -347,8 +353,9 @@ ran_is() { [ -e "$T/order" ] && [ "$(wc -l < "$T/order")" = "$1" ]; }
 	L="rlock:{$S}"
 	echo 0 > "$T/cur"
 	echo 0 > "$T/max"
-	# job.sh: count ourselves in (under flock), note the maximum, hold
-	# until 3 were seen together (at most 1 s) and a while more, count out.
+	# job.sh ROUNDS SECONDS: count ourselves in (under flock), note the
+	# maximum, hold until 3 were seen together (at most ROUNDS x 20 ms)
+	# and SECONDS more, count out.
 	cat > "$T/job.sh" <<-'EOF'
 	exec 9> "$T/c.lock"
 	flock 9
@@ -358,17 +365,18 @@ ran_is() { [ -e "$T/order" ] && [ "$(wc -l < "$T/order")" = "$1" ]; }
 	echo ran >> "$T/ran"
 	flock -u 9
 	i=0
-	while [ "$(cat "$T/max")" -lt 3 ] && [ $i -lt 50 ]; do
+	while [ "$(cat "$T/max")" -lt 3 ] && [ $i -lt "$1" ]; do
 		sleep 0.02
 		i=$((i + 1))
 	done
-	sleep 0.3
+	sleep "$2"
 	flock 9
 	echo $(( $(cat "$T/cur") - 1 )) > "$T/cur"
 	flock -u 9
 	EOF
 	for i in 1 2 3 4 5 6 7 8; do
-		bg "j$i" -N 3 -k "$S" -- sh "$T/job.sh"
+		bg "j$i" -N 3 -k "$S" -- sh "$T/job.sh" \
+		    $(( $(tf_ms 1000) / 20 )) "$(tf 0.3)"
 		pids+=("$BG")
 	done
 	for i in 0 1 2 3 4 5 6 7; do
@@ -419,10 +427,10 @@ refused() {
 		    echo \$\$ > \"\$T/$1.pid\";
 		    while [ ! -e \"\$T/go.$1\" ]; do sleep 0.02; done"
 	}
-	bg x -N 2 -l 1s -k "$S" -- sh -c "$(fence x)"
+	bg x -N 2 -l "$(tf 1)" -k "$S" -- sh -c "$(fence x)"
 	x=$BG
 	wait_ms 5000 test -s "$T/x.pid" || fail "X did not start"
-	bg y -N 2 -l 1s -k "$S" -- sh -c "$(fence y)"
+	bg y -N 2 -l "$(tf 1)" -k "$S" -- sh -c "$(fence y)"
 	y=$BG
 	wait_ms 5000 test -s "$T/y.pid" || fail "Y did not start"
 	run -75 "$RLOCK" -n -N 2 -k "$S" -- true
@@ -433,9 +441,10 @@ refused() {
 	kill -KILL "$x"
 	wait_ms 4000 test -s "$T/z.pid" || fail "Z did not get X's slot"
 	dt=$(( $(now_ms) - t0 ))
-	# X's lease had between ~0.6 and 1 s to run when it died.
-	[ "$dt" -ge 400 ] || fail "Z got in ${dt}ms after the kill: too soon"
-	[ "$dt" -le 2500 ] || fail "Z got in ${dt}ms after the kill"
+	# X's lease had between ~0.6 and 1 s (scaled) to run when it died.
+	[ "$dt" -ge "$(tf_ms 400)" ] ||
+		fail "Z got in ${dt}ms after the kill: too soon"
+	[ "$dt" -le "$(tf_ms 2500)" ] || fail "Z got in ${dt}ms after the kill"
 	grep -q "lease ran out" "$T/z.err" || fail "$(cat "$T/z.err")"
 	touch "$T/go.y" "$T/go.z"
 	reap "$y" 3000
@@ -461,7 +470,8 @@ refused() {
 	holder
 	# stdin not a terminal: script gives the pty no size, so the line is
 	# not cut to the width of whatever terminal runs the tests.
-	timeout 10 script -eqfc "$RLOCK --fair -k $K -- echo CMD-OUTPUT" \
+	timeout "$(tf 10)" \
+		script -eqfc "$RLOCK --fair -k $K -- echo CMD-OUTPUT" \
 		/dev/null < /dev/null > "$T/pty" 2>&1 3>&- &
 	w=$!
 	PIDS+=("$w")
@@ -494,9 +504,9 @@ refused() {
 	PIDS+=("$w")
 	wait_until 5 qlen_is 1 || fail "not queued"
 	# -q on a terminal: gives up after 1.2 s (a line is drawn at once and
-	# redrawn every second), quietly.
-	run -75 timeout 10 script -eqfc "$RLOCK -q -w 1.2 -k $K -- true" \
-		/dev/null < /dev/null
+	# redrawn every second, not scaled), quietly.
+	run -75 timeout "$(tf 10)" \
+		script -eqfc "$RLOCK -q -w 1.2 -k $K -- true" /dev/null < /dev/null
 	[ -z "$output" ] || fail "-q printed: $(printf '%s' "$output" | cat -v)"
 	end_holder
 	reap "$w" 5000
@@ -536,24 +546,25 @@ refused() {
 		fail "only $(wc -l < "$T/order") of 10 ran"
 	first=$(cat "$T"/w*.start | sort -n | head -1)
 	last=$(cat "$T"/w*.start | sort -n | tail -1)
-	[ $(( first - $(cat "$T/hold.end") )) -lt 1000 ] ||
+	[ $(( first - $(cat "$T/hold.end") )) -lt "$(tf_ms 1000)" ] ||
 		fail "first waiter $(( first - $(cat "$T/hold.end") ))ms late"
 	# Each later hand-off is a release waking the next one, not a poll.
-	[ $(( last - first )) -lt 3000 ] ||
+	[ $(( last - first )) -lt "$(tf_ms 3000)" ] ||
 		fail "10 hand-offs took $(( last - first ))ms"
 }
 
 @test "a waiter on a SIGKILLed holder gets the lock soon after its lease" {
 	local t0 dt
-	holder -l 1s
+	holder -l "$(tf 1)"
 	bg w -v -k "$K" -- sh "$T/mark.sh" w
 	wait_until 5 blocked_is 1 || fail "waiter not blocked"
 	t0=$(now_ms)
 	kill -KILL "$HOLDER"
 	wait_ms 5000 test -s "$T/w.start" || fail "waiter did not get the lock"
 	dt=$(( $(start_of w) - t0 ))
-	[ "$dt" -ge 400 ] || fail "got in ${dt}ms after the kill: before the lease"
-	[ "$dt" -le 2500 ] || fail "got in ${dt}ms after the kill"
+	[ "$dt" -ge "$(tf_ms 400)" ] ||
+		fail "got in ${dt}ms after the kill: before the lease"
+	[ "$dt" -le "$(tf_ms 2500)" ] || fail "got in ${dt}ms after the kill"
 	reap "$BG" 3000
 	[ "$RC" = 0 ] || fail "status $RC: $(cat "$T/w.err")"
 	grep -q "acquired after .*(the holder's lease ran out)" "$T/w.err" ||
