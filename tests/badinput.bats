@@ -24,7 +24,7 @@ setup_file() {
 	# comes out as 64 with -u pointing there was found before connecting.
 	local p
 	for p in $(seq 1 50); do
-		p=$(( (RANDOM % 20000) + 40000 ))
+		p=$(( (RANDOM % 12000) + 20000 ))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			export CLOSED_PORT=$p CLOSED_URL=redis://127.0.0.1:$p
 			break
@@ -72,11 +72,12 @@ extra_start() {
 	export REDIS_PIDFILE=$MAIN_PIDFILE RLOCK_URL=$MAIN_URL
 }
 
-# free_port: print a loopback port where nothing listens now.
+# free_port: print a loopback port where nothing listens now, below the
+# ephemeral range (32768-60999 here), so no outgoing connection holds it.
 free_port() {
 	local p
 	for p in $(seq 1 50); do
-		p=$(( (RANDOM % 20000) + 40000 ))
+		p=$(( (RANDOM % 12000) + 20000 ))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			echo "$p"
 			return 0
