@@ -28,27 +28,6 @@
 #define MAX_HOPS 5
 #define TRYAGAIN_PAUSE_MS 20
 
-static void
-nap_ms(int64_t ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
-
-	while (nanosleep(&ts, &ts) != 0)
-		;
-}
-
-static struct timeval
-tv_of(int64_t ms)
-{
-	struct timeval tv;
-
-	if (ms < 1)
-		ms = 1;
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	return tv;
-}
-
 static void set_err(struct conn *cn, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -280,22 +280,34 @@ quorum_acquire(struct conn *cn, const struct lock_ctx *ctx,
 	return LOCK_BUSY;
 }
 
+/* op on every connected master (after trying the dropped ones again):
+ * how many said 1 and how many said 0; errors count as neither. */
+static void
+tally(struct conn *cn, const struct lock_ctx *ctx,
+    int (*op)(struct conn *, const struct lock_ctx *), int *yes, int *no)
+{
+	int i, r;
+
+	*yes = *no = 0;
+	reconnect_dropped(cn);
+	for (i = 0; i < cn->cfg->npeers; i++) {
+		if (cn->peers[i].c == NULL)
+			continue;
+		r = op(&cn->peers[i], ctx);
+		*yes += r == 1;
+		*no += r == 0;
+	}
+}
+
 int
 quorum_extend(struct conn *cn, const struct lock_ctx *ctx)
 {
-	int i, n = cn->cfg->npeers, ok = 0, lost = 0, r;
+	int ok, lost;
 
-	reconnect_dropped(cn);
-	for (i = 0; i < n; i++) {
-		if (cn->peers[i].c == NULL)
-			continue;
-		r = lock_extend(&cn->peers[i], ctx);
-		ok += r == 1;
-		lost += r == 0;
-	}
+	tally(cn, ctx, lock_extend, &ok, &lost);
 	if (ok >= quorum_majority(cn))
 		return 1;
-	if (lost > n - quorum_majority(cn))
+	if (lost > cn->cfg->npeers - quorum_majority(cn))
 		return 0;
 	say_short(cn, "extend", ok);
 	return -1;
@@ -304,17 +316,10 @@ quorum_extend(struct conn *cn, const struct lock_ctx *ctx)
 int
 quorum_release(struct conn *cn, const struct lock_ctx *ctx)
 {
-	int i, n = cn->cfg->npeers, done = 0, lost = 0, r;
+	int done, lost;
 
-	reconnect_dropped(cn);
-	for (i = 0; i < n; i++) {
-		if (cn->peers[i].c == NULL)
-			continue;
-		r = lock_release(&cn->peers[i], ctx);
-		done += r == 1;
-		lost += r == 0;
-	}
-	if (lost > n - quorum_majority(cn))
+	tally(cn, ctx, lock_release, &done, &lost);
+	if (lost > cn->cfg->npeers - quorum_majority(cn))
 		return 0;
 	if (done + lost < quorum_majority(cn)) {
 		say_short(cn, "release", done + lost);
@@ -326,19 +331,12 @@ quorum_release(struct conn *cn, const struct lock_ctx *ctx)
 int
 quorum_is_ours(struct conn *cn, const struct lock_ctx *ctx)
 {
-	int i, n = cn->cfg->npeers, yes = 0, no = 0, r;
+	int yes, no;
 
-	reconnect_dropped(cn);
-	for (i = 0; i < n; i++) {
-		if (cn->peers[i].c == NULL)
-			continue;
-		r = lock_is_ours(&cn->peers[i], ctx);
-		yes += r == 1;
-		no += r == 0;
-	}
+	tally(cn, ctx, lock_is_ours, &yes, &no);
 	if (yes >= quorum_majority(cn))
 		return 1;
-	if (no > n - quorum_majority(cn))
+	if (no > cn->cfg->npeers - quorum_majority(cn))
 		return 0;
 	say_short(cn, "re-entry check", yes + no);
 	return -1;

@@ -29,25 +29,6 @@
 #define ROLE_RETRY_MS 100
 
 static void
-nap_ms(int64_t ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
-
-	while (nanosleep(&ts, &ts) != 0)
-		;
-}
-
-static struct timeval
-tv_of(int64_t ms)
-{
-	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
-
-	if (ms < 1)
-		tv.tv_usec = 1000;
-	return tv;
-}
-
-static void
 sentinel_drop(struct conn *cn)
 {
 	if (cn->sentinel) {

@@ -141,6 +141,27 @@ mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+void
+nap_ms(int64_t ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+struct timeval
+tv_of(int64_t ms)
+{
+	struct timeval tv;
+
+	if (ms < 1)
+		ms = 1;
+	tv.tv_sec = ms / 1000;
+	tv.tv_usec = (ms % 1000) * 1000;
+	return tv;
+}
+
 /* The attribute lets clang check the callers' formats, not only gcc. */
 static void vmsg(const char *prefix, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));

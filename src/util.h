@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/time.h>
 #include <stdio.h>
 
 /* Upper bound of any duration we accept: ten years, far from overflow. */
@@ -29,6 +30,12 @@ int int_parse(const char *s, long long min, long long max, long long *out);
 
 /* Milliseconds on CLOCK_MONOTONIC. */
 int64_t mono_ms(void);
+
+/* Sleep ms milliseconds, through EINTR. */
+void nap_ms(int64_t ms);
+
+/* ms as a struct timeval for hiredis, at least 1 ms (0 means "none"). */
+struct timeval tv_of(int64_t ms);
 
 enum msg_level { MSG_QUIET = -1, MSG_NORMAL = 0, MSG_VERBOSE = 1 };
 extern int msg_level;

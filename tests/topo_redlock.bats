@@ -65,37 +65,11 @@ teardown() {
 	[ -z "$left" ] || fail "keys without TTL: $left"
 }
 
-# bg ARGS...: run ARGS in the background (fd 3 closed, or bats would wait
-# for it); its PID is $LAST, stopped in teardown if still there.
-bg() {
-	"$@" 3>&- &
-	LAST=$!
-	BG+=("$LAST")
-}
-
-gone() { ! proc_alive "$1"; }
-
-wait_exit() {
-	wait_until 10 gone "$1" || fail "PID $1 still runs"
-	STATUS=0
-	wait "$1" || STATUS=$?
-}
 
 live_ports() {
 	local p
 	for p in $M5_PORTS $M3_PORTS; do
 		topo_pid "$p" > /dev/null && echo "$p"
-	done
-	return 0
-}
-
-keys_without_ttl_on() {
-	local p k
-	for p in "$@"; do
-		topo_cli "$p" --scan | while IFS= read -r k; do
-			[ "$(topo_cli "$p" pttl "$k")" != -1 ] ||
-				printf '%s: %s\n' "$p" "$k"
-		done
 	done
 	return 0
 }

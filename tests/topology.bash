@@ -821,3 +821,35 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	cat "$TOPO_DIR"/*.env 2>/dev/null
 	true
 fi
+
+# ------------------------------------------------------- for the tests
+# (topo_*.bats; they need helper.bash's wait_until and proc_alive.)
+
+# keys_without_ttl_on PORT...: "PORT: KEY" for every key without an expiry.
+keys_without_ttl_on() {
+	local p k
+	for p in "$@"; do
+		topo_cli "$p" --scan | while IFS= read -r k; do
+			[ "$(topo_cli "$p" pttl "$k")" != -1 ] ||
+				printf '%s: %s\n' "$p" "$k"
+		done
+	done
+	return 0
+}
+
+# bg ARGS...: run ARGS in the background (fd 3 closed, or bats would wait
+# for it); its PID is $LAST, in BG for the teardown to stop.
+bg() {
+	"$@" 3>&- &
+	LAST=$!
+	BG+=("$LAST")
+}
+
+gone() { ! proc_alive "$1"; }
+
+# wait_exit PID: wait (at most 10 s) for a background job; sets $STATUS.
+wait_exit() {
+	wait_until 10 gone "$1" || fail "PID $1 still runs"
+	STATUS=0
+	wait "$1" || STATUS=$?
+}
