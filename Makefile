@@ -3,7 +3,8 @@
 # Variables you may override:
 #   CC, CFLAGS (default -O2 -g), LDFLAGS, PREFIX (/usr/local), DESTDIR,
 #   BINDIR, MANDIR, BASHCOMPDIR, ZSHCOMPDIR, FISHCOMPDIR.
-# Targets: all, check, demo, asan, install, uninstall, clean, bench.
+# Targets: all, check, demo, asan, valgrind, check-distributed, torture,
+# fuzz, bench, bench-topo, install, uninstall, clean.
 
 CC       ?= cc
 CFLAGS   ?= -O2 -g
@@ -35,7 +36,7 @@ BIN = rlock
 .DELETE_ON_ERROR:
 
 .PHONY: all check check-unit check-bats check-docs check-distributed demo asan valgrind \
-	install uninstall clean deps bench
+	install uninstall clean deps bench bench-topo
 
 all: $(BIN)
 
@@ -125,6 +126,10 @@ demo: deps all
 
 bench: deps all
 	bash bench/run.sh $(CURDIR)/$(BIN)
+
+# The same figures on Sentinel, Cluster and Redlock, next to one node.
+bench-topo: deps all
+	bash bench/topo.sh $(CURDIR)/$(BIN)
 
 install: $(BIN)
 	install -D -m 755 $(BIN) $(DESTDIR)$(BINDIR)/rlock
