@@ -329,6 +329,9 @@ handoff() {
 
 @test "redlock: nothing without an expiry is left on any master after the runs" {
 	local p k ttl n=0 bad=()
+	# Our own grant, so there is something to check however long ago the
+	# other tests ran (their wake tokens expire after 5 s).
+	rl -k ttlcheck -- true || fail "rlock exit $?"
 	for p in $(live_ports); do
 		while IFS= read -r k; do
 			n=$((n + 1))
@@ -342,7 +345,7 @@ handoff() {
 		done < <(topo_cli "$p" --scan)
 	done
 	[ "${#bad[@]}" = 0 ] || fail "$(printf '%s\n' "${bad[@]}")"
-	[ "$n" -gt 8 ] || fail "only $n keys: the runs left nothing to check"
+	[ "$n" -ge 5 ] || fail "only $n keys: the runs left nothing to check"
 	echo "# $n keys on $(live_ports | wc -l) masters" >&3
 }
 
