@@ -27,7 +27,6 @@ cleanup() {
 trap cleanup EXIT
 
 row() { printf '%-44s %s\n' "$1" "$2"; }
-held() { "$RLOCK" status "$@" >/dev/null 2>&1; }
 
 until_true() { # SECONDS CMD...
 	local end=$((SECONDS + $1))
@@ -38,25 +37,42 @@ until_true() { # SECONDS CMD...
 	done
 }
 
-# bench NAME RLOCK-CONNECTION-ARGS...: one table row pair per topology.
-bench() {
-	local name=$1 log=$TOPO_DIR/sec.log trace=$TOPO_DIR/trace.log i pids=""
+# One hand-off round of W waiters behind a gate holder, for handoff.py:
+# CONF.W.1.sec (and .trace for rlock) in $R. flock's round is the ratio's
+# baseline, run next to each topology's.
+round() { # CONF HOLD-PREFIX...
+	local conf=$1 i pids=""
 	shift
-	read -r u50 u90 _ < <("$B/timeit" "$RUNS" "$RLOCK" "$@" -k bench-u -- true)
-	row "$name: uncontended (median, p90)" "${u50} us, ${u90} us"
-	rm -f "$log" "$trace" "$TOPO_DIR/go"
-	"$RLOCK" "$@" -k h -- sh -c "until [ -e '$TOPO_DIR/go' ]; do sleep 0.005; done" &
-	until_true 10 held "$@" h || return 1
+	rm -f "$TOPO_DIR/go"
+	"$@" sh -c "until [ -e '$TOPO_DIR/go' ]; do sleep 0.005; done" &
+	sleep 0.3
 	for i in $(seq "$W"); do
-		RLOCK_TRACE=$trace "$RLOCK" "$@" -k h -- "$B/section" "$log" 2 "w$i" &
+		RLOCK_TRACE=$R/$conf.$W.1.trace "$@" "$B/section" \
+			"$R/$conf.$W.1.sec" 2 "w$i" &
 		pids="$pids $!"
 	done
-	# Blocked by now: each has tried once and found h held.
+	# Blocked by now: each has tried once and found the gate held.
 	sleep 1.5
 	touch "$TOPO_DIR/go"
 	wait $pids
-	read -r c50 c99 l50 l99 n o < <(python3 "$top/bench/handoff.py" "$log" "$trace")
-	row "$name: hand-off, $W waiters, command p50/p99" "${c50} us / ${c99} us (n=$n, overlaps=$o)"
+	wait
+}
+
+# bench NAME RLOCK-CONNECTION-ARGS...: one block of rows per topology.
+bench() {
+	local name=$1 line
+	shift
+	read -r u50 u90 _ < <("$B/timeit" "$RUNS" "$RLOCK" "$@" -k bench-u -- true)
+	row "$name: uncontended (median, p90)" "${u50} us, ${u90} us"
+	R=$TOPO_DIR/rounds
+	rm -rf "$R"
+	mkdir -p "$R"
+	round flock flock "$TOPO_DIR/flockfile"
+	round plain "$RLOCK" "$@" -k h --
+	line=$(python3 "$top/bench/handoff.py" "$R" "$W" | grep '^plain ')
+	read -r _ c50 c99 l50 l99 n _ o ratio _ _ <<< "$line"
+	[ -n "${ratio:-}" ] || { echo "bench: no hand-off figures" >&2; exit 1; }
+	row "$name: hand-off, $W waiters, command p50/p99" "${c50} us / ${c99} us (n=$n, overlaps=$o, ${ratio}x flock)"
 	row "$name: hand-off, $W waiters, lock p50/p99" "${l50} us / ${l99} us"
 }
 
