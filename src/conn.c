@@ -231,8 +231,7 @@ ask_once(struct conn *cn, const char *host, int port, int argc,
 	freeReplyObject(r);
 	r = command_once(cn, argc, argv, lens);
 	conn_close(cn);
-	memcpy(cn->node_host, home, sizeof(home));
-	cn->node_port = home_port;
+	conn_set_node(cn, home, home_port);
 	return r;
 }
 
@@ -289,9 +288,7 @@ conn_command(struct conn *cn, int argc, const char **argv,
 			ask = 1;
 			break;
 		case TOPO_MOVED:
-			snprintf(cn->node_host, sizeof(cn->node_host), "%s",
-			    host);
-			cn->node_port = port;
+			conn_set_node(cn, host, port);
 			/* FALLTHROUGH */
 		case TOPO_REMASTER:
 			freeReplyObject(r);
@@ -302,6 +299,13 @@ conn_command(struct conn *cn, int argc, const char **argv,
 	}
 }
 
+void
+conn_set_node(struct conn *cn, const char *host, int port)
+{
+	snprintf(cn->node_host, sizeof(cn->node_host), "%s", host);
+	cn->node_port = port;
+}
+
 int
 conn_take_redirect(struct conn *cn, const redisReply *r)
 {
@@ -310,8 +314,7 @@ conn_take_redirect(struct conn *cn, const redisReply *r)
 
 	switch (topo_classify(cn, r, host, sizeof(host), &port)) {
 	case TOPO_MOVED:
-		snprintf(cn->node_host, sizeof(cn->node_host), "%s", host);
-		cn->node_port = port;
+		conn_set_node(cn, host, port);
 		/* FALLTHROUGH */
 	case TOPO_REMASTER:
 	case TOPO_TRYAGAIN:
@@ -492,8 +495,7 @@ conn_init_like(struct conn *dst, const struct conn *src, int64_t connect_ms,
 {
 	memset(dst, 0, sizeof(*dst));
 	dst->cfg = src->cfg;
-	memcpy(dst->node_host, src->node_host, sizeof(dst->node_host));
-	dst->node_port = src->node_port;
+	conn_set_node(dst, src->node_host, src->node_port);
 	dst->sentinel_at = src->sentinel_at;
 	dst->connect_timeout_ms = connect_ms;
 	dst->cmd_timeout_ms = cmd_ms;

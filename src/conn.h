@@ -84,6 +84,9 @@ int conn_fd(const struct conn *cn);
  */
 int conn_take_redirect(struct conn *cn, const redisReply *r);
 
+/* Talk to host:port from the next (re)connect on (Sentinel, Cluster). */
+void conn_set_node(struct conn *cn, const char *host, int port);
+
 /* For topo.c: connect to host:port (NULL host: cfg's endpoint) and do
  * the handshake by the deadline (mono ms). 0, or a status with cn->err. */
 int conn_connect_node(struct conn *cn, const char *host, int port,

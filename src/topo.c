@@ -192,8 +192,7 @@ open_sentinel(struct conn *cn, int64_t deadline)
 		if ((st = sentinel_ask(cn, deadline, host, sizeof(host),
 		    &port)) != 0)
 			return st;
-		snprintf(cn->node_host, sizeof(cn->node_host), "%s", host);
-		cn->node_port = port;
+		conn_set_node(cn, host, port);
 		st = conn_connect_node(cn, host, port, deadline);
 		if (st == 0) {
 			if (is_master(cn))
@@ -230,9 +229,8 @@ open_cluster(struct conn *cn, int64_t deadline)
 		st = conn_connect_node(cn, ep->seeds[i].host,
 		    ep->seeds[i].port, deadline);
 		if (st == 0) {
-			snprintf(cn->node_host, sizeof(cn->node_host), "%s",
-			    ep->seeds[i].host);
-			cn->node_port = ep->seeds[i].port;
+			conn_set_node(cn, ep->seeds[i].host,
+			    ep->seeds[i].port);
 			return 0;
 		}
 		if (!conn_status_transient(st))
@@ -325,8 +323,7 @@ topo_recheck(struct conn *cn)
 	    "%s:%d)", host, port, cn->cfg->ep.master_name, cn->node_host,
 	    cn->node_port);
 	conn_close(cn);
-	snprintf(cn->node_host, sizeof(cn->node_host), "%s", host);
-	cn->node_port = port;
+	conn_set_node(cn, host, port);
 	return 1;
 }
 

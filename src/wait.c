@@ -230,70 +230,40 @@ stop_signal(struct waiter *w, struct wait_result *res)
 	return res->signo != 0 && res->signo != SIGCHLD;
 }
 
-/* --fair: block until our wake message, `until`, or a signal. */
+/*
+ * Block until a message on any of the n subscriptions, `until`, or a
+ * signal: a --fair waiter's own channel (n = 1), or P{KEY}:wake on every
+ * --redlock master. When fewer than `need` subscriptions are left alive,
+ * try now, as a waiter whose server died must, rather than wait out the
+ * holder's lease to learn the same.
+ */
 static enum woke
-block_sub(struct waiter *w, int64_t until, struct wait_result *res)
-{
-	struct pollfd p[2] = {
-		{ .fd = w->sigfd, .events = POLLIN },
-		{ .fd = w->sub.c->fd, .events = POLLIN },
-	};
-	int64_t left;
-	int n;
-
-	while ((left = until - mono_ms()) > 0) {
-		n = poll(p, 2, (int)(left > 60000 ? 60000 : left));
-		if (n < 0 && errno != EINTR)
-			return WOKE_SUB_LOST;
-		if (n <= 0)
-			continue;
-		if ((p[0].revents & POLLIN) && stop_signal(w, res))
-			return WOKE_SIGNAL;
-		if (p[1].revents)
-			return drain(&w->sub) < 0 ? WOKE_SUB_LOST : WOKE_MESSAGE;
-	}
-	return WOKE_TIMEOUT;
-}
-
-static int
-subscribed_count(const struct waiter *w)
-{
-	int i, n = 0;
-
-	for (i = 0; i < w->nq; i++)
-		n += w->qsub[i].c != NULL;
-	return n;
-}
-
-/* --redlock: block until a message from any master, `until`, or a
- * signal. */
-static enum woke
-block_quorum(struct waiter *w, int64_t until, struct wait_result *res)
+block_subs(struct waiter *w, struct conn *subs, int n, int need,
+    int64_t until, struct wait_result *res)
 {
 	struct pollfd p[1 + REDLOCK_MAX_PEERS];
 	int64_t left;
-	int i, n, got = 0;
+	int i, r, got = 0, alive;
 
 	p[0] = (struct pollfd){ .fd = w->sigfd, .events = POLLIN };
 	while ((left = until - mono_ms()) > 0 && !got) {
-		for (i = 0; i < w->nq; i++)
-			p[1 + i] = (struct pollfd){ .fd = conn_fd(&w->qsub[i]),
+		for (i = 0; i < n; i++)
+			p[1 + i] = (struct pollfd){ .fd = conn_fd(&subs[i]),
 			    .events = POLLIN };
-		n = poll(p, (nfds_t)(1 + w->nq), (int)(left > 60000 ? 60000 :
+		r = poll(p, (nfds_t)(1 + n), (int)(left > 60000 ? 60000 :
 		    left));
-		if (n < 0 && errno != EINTR)
+		if (r < 0 && errno != EINTR)
 			return WOKE_SUB_LOST;
-		if (n <= 0)
+		if (r <= 0)
 			continue;
 		if ((p[0].revents & POLLIN) && stop_signal(w, res))
 			return WOKE_SIGNAL;
-		for (i = 0; i < w->nq; i++)
-			if (p[1 + i].revents && drain(&w->qsub[i]) == 0)
+		for (i = 0, alive = 0; i < n; i++) {
+			if (p[1 + i].revents && drain(&subs[i]) == 0)
 				got = 1;
-		/* Most masters gone: try now, as a one-server waiter whose
-		 * server died does, rather than wait out the holder's lease
-		 * to learn the same. */
-		if (!got && subscribed_count(w) < quorum_majority(w->cn))
+			alive += subs[i].c != NULL;
+		}
+		if (!got && alive < need)
 			return WOKE_SUB_LOST;
 	}
 	return got ? WOKE_MESSAGE : WOKE_TIMEOUT;
@@ -391,8 +361,13 @@ sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
 		if (w->cn->cfg->ep.kind == EP_SENTINEL &&
 		    mono_ms() + SENTINEL_RECHECK_MS < until)
 			until = mono_ms() + SENTINEL_RECHECK_MS;
-		why = w->nq ? block_quorum(w, until, res) : w->ctx->fair ?
-		    block_sub(w, until, res) : block_pop(w, until, res);
+		if (w->nq)
+			why = block_subs(w, w->qsub, w->nq,
+			    quorum_majority(w->cn), until, res);
+		else if (w->ctx->fair)
+			why = block_subs(w, &w->sub, 1, 1, until, res);
+		else
+			why = block_pop(w, until, res);
 		if (why != WOKE_TIMEOUT)
 			return why;
 		/* A failover: releases happen on the new master now. */
