@@ -11,26 +11,28 @@
 
 #include "util.h"
 
-void
+int
 guard_eviction(struct conn *cn)
 {
 	const char *argv[3] = { "CONFIG", "GET", "maxmemory-policy" };
 	size_t lens[3] = { 6, 3, 16 };
 	redisReply *r, *v;
-	int i;
+	int i, warned = 0;
 
-	for (i = 0; cn->peers && i < cn->cfg->npeers; i++)
+	/* --redlock: the first master that may evict is worth the line. */
+	for (i = 0; cn->peers && i < cn->cfg->npeers && !warned; i++)
 		if (cn->peers[i].c != NULL)
-			guard_eviction(&cn->peers[i]);
+			warned = guard_eviction(&cn->peers[i]);
 	if (cn->cfg->npeers)
-		return;
+		return warned;
 	if ((r = conn_command(cn, 3, argv, lens)) == NULL)
-		return;
+		return 0;
 	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
 	    (v = r->element[1])->type == REDIS_REPLY_STRING &&
-	    strcmp(v->str, "noeviction") != 0)
+	    strcmp(v->str, "noeviction") != 0 && ++warned)
 		msg_warn("the server's maxmemory-policy is %s: under memory "
 		    "pressure Redis may evict lock keys and grant a lock "
 		    "twice; set maxmemory-policy noeviction", v->str);
 	freeReplyObject(r);
+	return warned;
 }

@@ -12,7 +12,9 @@
  * Warn (once, on stderr) if the server may evict our keys: any
  * maxmemory-policy but noeviction. A server that refuses CONFIG (ACL,
  * renamed command, managed Redis) is not asked again and not reported.
+ * With --redlock, one line for the first master that may evict. Returns
+ * 1 if it warned.
  */
-void guard_eviction(struct conn *cn);
+int guard_eviction(struct conn *cn);
 
 #endif

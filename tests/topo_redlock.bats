@@ -370,3 +370,17 @@ handoff() {
 	[ "$status" = 69 ] || fail "waiter exit $status"
 	[ ! -e "$T/ran" ]
 }
+
+@test "redlock: masters that may evict keys: the warning comes once" {
+	local p
+	for p in $MASTERS_PORTS; do
+		topo_cli "$p" config set maxmemory-policy allkeys-lru > /dev/null
+	done
+	run --separate-stderr rl -k evict -- true
+	for p in $MASTERS_PORTS; do
+		topo_cli "$p" config set maxmemory-policy noeviction > /dev/null
+	done
+	[ "$status" = 0 ] || fail "exit $status: $stderr"
+	[ "$(grep -c 'maxmemory-policy is allkeys-lru' <<< "$stderr")" = 1 ] ||
+		fail "stderr: $stderr"
+}
