@@ -9,9 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <hiredis/hiredis.h>
-
 #include "cli.h"
+#include "conn.h"
 #include "exitcode.h"
 #include "report.h"
 #include "run.h"
@@ -21,8 +20,7 @@
 static int
 version(void)
 {
-	printf("rlock %s (hiredis %d.%d.%d)\n", RLOCK_VERSION, HIREDIS_MAJOR,
-	    HIREDIS_MINOR, HIREDIS_PATCH);
+	printf("rlock %s (%s)\n", RLOCK_VERSION, conn_library());
 	return 0;
 }
 

@@ -413,10 +413,6 @@ url_redacted(const struct endpoint *ep, char *buf, size_t len)
 		redacted_multi(ep, user, stars, at, buf, len);
 		return;
 	}
-	if (ep->kind == EP_QUORUM) {
-		snprintf(buf, len, "%d masters (--redlock)", ep->npeers);
-		return;
-	}
 	printable(where, strlen(where), place, sizeof(place));
 	if (ep->kind == EP_UNIX) {
 		snprintf(buf, len, "unix://%s%s%s%s?db=%d", user, stars, at,

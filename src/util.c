@@ -150,18 +150,6 @@ nap_ms(int64_t ms)
 		;
 }
 
-struct timeval
-tv_of(int64_t ms)
-{
-	struct timeval tv;
-
-	if (ms < 1)
-		ms = 1;
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	return tv;
-}
-
 /* The attribute lets clang check the callers' formats, not only gcc. */
 static void vmsg(const char *prefix, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
@@ -214,7 +202,7 @@ msg_verbose(const char *fmt, ...)
 	va_end(ap);
 }
 
-static void
+void
 oom(void)
 {
 	static const char m[] = "rlock: out of memory\n";

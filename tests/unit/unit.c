@@ -17,7 +17,8 @@
 #include "cli.h"
 #include "conn.h"
 #include "exitcode.h"
-#include "topo.h"
+#include "reply.h"
+#include "server.h"
 #include "url.h"
 #include "util.h"
 
@@ -423,11 +424,11 @@ test_redirect(void)
 		const char *host;
 		int port;
 	} rows[] = {
-		{ "MOVED 1264 127.0.0.1:7501", TOPO_MOVED, 1264, "127.0.0.1",
+		{ "MOVED 1264 127.0.0.1:7501", SERVER_MOVED, 1264, "127.0.0.1",
 		    7501 },
-		{ "ASK 7629 10.0.0.2:7002", TOPO_ASK, 7629, "10.0.0.2", 7002 },
-		{ "MOVED 12 :7001", TOPO_MOVED, 12, "", 7001 },
-		{ "MOVED 3 ::1:7000", TOPO_MOVED, 3, "::1", 7000 },
+		{ "ASK 7629 10.0.0.2:7002", SERVER_ASK, 7629, "10.0.0.2", 7002 },
+		{ "MOVED 12 :7001", SERVER_MOVED, 12, "", 7001 },
+		{ "MOVED 3 ::1:7000", SERVER_MOVED, 3, "::1", 7000 },
 		{ "MOVED 1264", -1, 0, NULL, 0 },
 		{ "MOVED 1 h:0", -1, 0, NULL, 0 },
 		{ "MOVED 1 h:99999", -1, 0, NULL, 0 },
@@ -444,7 +445,7 @@ test_redirect(void)
 		host[0] = '\0';
 		slot = -1;
 		port = 0;
-		t = topo_parse_redirect(rows[i].err, &slot, host,
+		t = server_parse_redirect(rows[i].err, &slot, host,
 		    sizeof(host), &port);
 		if (rows[i].kind < 0)
 			CHECK(t == -1, "redirect '%s' refused (got %d)",
@@ -661,19 +662,19 @@ test_reply_status(void)
 	size_t i;
 
 	for (i = 0; i < sizeof(REPLY_ROWS) / sizeof(REPLY_ROWS[0]); i++) {
-		redisReply r;
+		struct reply r;
 
 		memset(&r, 0, sizeof(r));
-		r.type = REDIS_REPLY_ERROR;
+		r.type = REPLY_ERROR;
 		r.str = (char *)REPLY_ROWS[i].reply;
 		r.len = strlen(r.str);
-		CHECK(conn_reply_status(&r) == REPLY_ROWS[i].status,
-		    "conn_reply_status '%.30s' = %d", r.str,
+		CHECK(reply_status(&r) == REPLY_ROWS[i].status,
+		    "reply_status '%.30s' = %d", r.str,
 		    REPLY_ROWS[i].status);
 	}
-	CHECK(conn_status_transient(RL_EXIT_UNAVAILABLE) &&
-	    !conn_status_transient(RL_EXIT_PROTOCOL) &&
-	    !conn_status_transient(RL_EXIT_NOPERM),
+	CHECK(failure_transient(RL_EXIT_UNAVAILABLE) &&
+	    !failure_transient(RL_EXIT_PROTOCOL) &&
+	    !failure_transient(RL_EXIT_NOPERM),
 	    "only 69 is worth a retry on a new connection");
 }
 
