@@ -205,32 +205,20 @@ static int
 op_is_ours(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct server *cn = srv(l);
-	const char *argv[3] = { "GET", ctx->k.lock, NULL };
-	size_t lens[3] = { 3, ctx->k.lock_len, 0 };
-	struct reply *r;
-	int ours;
+	const struct lock_keys *k = &ctx->k;
+	struct args a = { .n = 0 };
+	char lim[24];
+	long long v;
 
-	if (ctx->limit > 1) {
-		argv[0] = "ZSCORE";
-		argv[1] = ctx->k.sem;
-		argv[2] = ctx->token;
-		lens[0] = 6;
-		lens[1] = ctx->k.sem_len;
-		lens[2] = strlen(ctx->token);
-	}
-	if ((r = server_command(cn, ctx->limit > 1 ? 3 : 2, argv, lens)) == NULL)
+	snprintf(lim, sizeof(lim), "%ld", ctx->limit);
+	arg(&a, k->lock, k->lock_len);
+	arg(&a, k->sem, k->sem_len);
+	arg_str(&a, ctx->token);
+	arg_str(&a, lim);
+	if (int_reply(cn, "re-entry check", script_run(cn, &lua_is_ours, 2, 2,
+	    a.v, a.len), &v) < 0)
 		return -1;
-	if (r->type == REPLY_NIL) {
-		ours = 0;
-	} else if (r->type == REPLY_STRING) {
-		ours = ctx->limit > 1 || (r->len == strlen(ctx->token) &&
-		    memcmp(r->str, ctx->token, r->len) == 0);
-	} else {
-		ours = -1;
-		server_fail_reply(cn, "re-entry check", r);
-	}
-	reply_free(r);
-	return ours;
+	return v == 1;
 }
 
 static int
