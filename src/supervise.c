@@ -31,6 +31,9 @@
 
 enum lost_how { HELD, LOST_NOT_OURS, LOST_UNRENEWED };
 
+/* After a failed poll() (ENOMEM), the next try: short against any lease. */
+#define POLL_RETRY_MS 10
+
 struct sup {
 	const struct rlock_opts *o;
 	struct lock_ctx *ctx;
@@ -294,6 +297,7 @@ supervise(struct sup *s)
 	struct signalfd_siginfo si;
 	struct pollfd p[2];
 	int64_t next, until;
+	int poll_failed = 0;
 	char drain[64];
 
 	p[0] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
@@ -313,8 +317,15 @@ supervise(struct sup *s)
 			p[1].fd = s->renew_at != INT64_MAX ?
 			    lock_watch_fd(s->l) : -1;
 		if (poll(p, 2, next < 0 || next > 60000 ? 60000 :
-		    (int)next) < 0 && errno != EINTR)
-			break;
+		    (int)next) < 0 && errno != EINTR) {
+			/* ENOMEM: the kernel could not track the fds this
+			 * once. Leaving the loop would drop the deadline and
+			 * the forwarding; try again shortly instead. */
+			if (!poll_failed++)
+				msg_warn("poll: %s; retrying", strerror(errno));
+			nap_ms(POLL_RETRY_MS);
+			continue;
+		}
 		if (p[1].revents && !s->rw.running)
 			start_renewal(s);
 		else if (p[1].revents & POLLIN)
@@ -324,8 +335,6 @@ supervise(struct sup *s)
 			if (on_signal(s, &si))
 				return;
 	}
-	while (waitpid(s->child, &s->wstatus, 0) < 0 && errno == EINTR)
-		;
 }
 
 static void
