@@ -24,6 +24,12 @@ lock_new(const struct lock_cfg *cfg)
 	return l;
 }
 
+struct lock *
+lock_new_like(const struct lock *l)
+{
+	return lock_new(l->cfg);
+}
+
 void
 lock_cfg_free(struct lock_cfg *cfg)
 {

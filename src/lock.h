@@ -35,6 +35,9 @@ void lock_cfg_free(struct lock_cfg *cfg);
 struct lock *lock_new(const struct lock_cfg *cfg);
 void lock_free(struct lock *l);
 
+/* Another closed lock on the same servers (its own connections). */
+struct lock *lock_new_like(const struct lock *l);
+
 /*
  * Connect what is not connected (--redlock: every master; a majority
  * will do) within --connect-timeout. 0, or an exit status (69, 76, 77)

@@ -129,15 +129,17 @@ spawn(struct sup *s)
 	int p[2];
 	pid_t parent = getpid();
 
+	/* The OS refusing us a pipe or a process is not COMMAND's fault:
+	 * 71, not 126 (not executable). */
 	if (pipe2(p, O_CLOEXEC) < 0) {
-		msg_err("pipe: %s", strerror(errno));
-		return RL_EXIT_EXEC_NOEXEC;
+		msg_err("cannot run COMMAND: pipe: %s", strerror(errno));
+		return RL_EXIT_OSERR;
 	}
 	if ((s->child = fork()) < 0) {
-		msg_err("cannot fork: %s", strerror(errno));
+		msg_err("cannot run COMMAND: fork: %s", strerror(errno));
 		close(p[0]);
 		close(p[1]);
-		return RL_EXIT_EXEC_NOEXEC;
+		return RL_EXIT_OSERR;
 	}
 	if (s->child == 0) {
 		close(p[0]);
@@ -373,6 +375,32 @@ release(struct sup *s)
 	}
 }
 
+/*
+ * Out of memory while holding (in any thread): COMMAND must not outlive
+ * its guard, nor the lock outlive COMMAND. Unless --on-lost ignore,
+ * COMMAND is killed and reaped, then the lock released on a connection
+ * of our own (oom() freed a reserve for this), then rlock exits 71.
+ */
+static struct sup *oom_sup;
+
+static void
+oom_release(void)
+{
+	struct sup *s = oom_sup;
+	struct lock *l;
+
+	if (s == NULL || lost_signal(s->o->on_lost) == 0)
+		return;
+	if (s->child > 0) {
+		kill(s->child, SIGKILL);
+		while (waitpid(s->child, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	l = lock_new_like(s->l);
+	if (lock_open(l) == 0 && lock_release(l, s->ctx) == 1)
+		msg_err("released '%s' after killing COMMAND", s->key);
+}
+
 static int
 exit_status(const struct sup *s)
 {
@@ -446,6 +474,8 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	}
 	msg_verbose("running COMMAND (pid %ld) with fence %lld",
 	    (long)s.child, (long long)res->fence);
+	oom_sup = &s;
+	oom_on(oom_release);
 	supervise(&s);
 	if ((e = exec_settle(&s)) != 0)
 		st = exec_failed(o, e);
@@ -454,5 +484,7 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	renew_take_conn(&s.rw);
 	release(&s);
 	renew_stop(&s.rw);
+	oom_on(NULL);
+	oom_sup = NULL;
 	return e != 0 ? st : exit_status(&s);
 }

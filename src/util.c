@@ -202,13 +202,35 @@ msg_verbose(const char *fmt, ...)
 	va_end(ap);
 }
 
+static void (*oom_hook)(void);
+static void *oom_reserve;
+
+void
+oom_on(void (*hook)(void))
+{
+	/* Room for the hook's own allocations once malloc fails. */
+	if (hook != NULL && oom_reserve == NULL)
+		oom_reserve = malloc(256 * 1024);
+	if (hook == NULL) {
+		free(oom_reserve);
+		oom_reserve = NULL;
+	}
+	oom_hook = hook;
+}
+
 void
 oom(void)
 {
 	static const char m[] = "rlock: out of memory\n";
+	void (*hook)(void) = oom_hook;
 
-	fputs(m, stderr);
-	_exit(RL_EXIT_UNAVAILABLE);
+	(void)!write(STDERR_FILENO, m, sizeof(m) - 1);
+	oom_hook = NULL;
+	free(oom_reserve);
+	oom_reserve = NULL;
+	if (hook != NULL)
+		hook();
+	_exit(RL_EXIT_OSERR);
 }
 
 void *

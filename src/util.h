@@ -43,8 +43,13 @@ void msg_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void msg_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void msg_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
-/* Out of memory: one line, then exit. */
+/*
+ * Out of memory: one line, then exit 71. A holder registers a hook that
+ * stops COMMAND and releases the lock first (the hook may allocate: a
+ * reserve is freed for it); oom_on(NULL) removes it.
+ */
 void oom(void) __attribute__((noreturn));
+void oom_on(void (*hook)(void));
 
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
