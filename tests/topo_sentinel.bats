@@ -55,6 +55,14 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	! master_has 'rlock:{s1}'
 }
 
+@test "sentinel: COMMAND inherits neither the master's nor a sentinel's socket" {
+	# The connection to a sentinel stays open for the re-checks while
+	# COMMAND runs: it must be close-on-exec as the master's is.
+	run -0 "$RLOCK" -u "$SENTINEL_URL" -k sfd -- sh -c \
+		'for f in /proc/$$/fd/*; do readlink "$f"; done'
+	[[ $output != *socket:* ]] || fail "socket inherited: $output"
+}
+
 @test "sentinel: an unknown master name is 76, no sentinel answering is 69" {
 	local url=${SENTINEL_URL%/*}/nosuchmaster
 	run -76 "$RLOCK" -u "$url" -k s2 -- true
