@@ -114,10 +114,11 @@ cli_usage(void)
 "release --force KEY.\n"
 "\n"
 "DUR: a number with an optional unit ms, s, m, h (default s).\n"
-"Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH.\n"
 "Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH,\n"
-"RLOCK_SENTINEL_PASSWORD.\n"
-"76 unusable answer; 77 credentials refused; 70 lease lost; 126/127 exec.\n"
+"  RLOCK_SENTINEL_PASSWORD.\n"
+"Exit status: COMMAND's; 75 not obtained (-E); 64 usage; 69 unreachable;\n"
+"  70 lease lost; 76 unusable answer; 77 credentials refused;\n"
+"  126/127 COMMAND not executable/not found; 128+N signal N.\n"
 "See rlock(1).\n", stdout);
 }
 

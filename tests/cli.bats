@@ -40,6 +40,20 @@ teardown_file() {
 	[[ ${lines[0]} == Usage:* ]]
 }
 
+@test "--help: each paragraph once, no line left over from an edit" {
+	run -0 --separate-stderr "$RLOCK" --help
+	local h
+	for h in Usage: Options: Environment: 'Exit status:' DUR: \
+	    Subcommands:; do
+		[ "$(grep -c "^$h" <<< "$output")" = 1 ] || fail "$h not once"
+	done
+	# A line of its own opens with a word or an option, never a number
+	# (the exit statuses continue the "Exit status:" line).
+	! grep -n '^[0-9]' <<< "$output" || fail "a dangling line"
+	[ "$(grep -c '' <<< "$output")" -le 60 ]
+	! grep -n '.\{81\}' <<< "$output" || fail "a line over 80 columns"
+}
+
 @test "--help wins over a bad URL and a missing key" {
 	RLOCK_URL=http://nowhere run -0 --separate-stderr "$RLOCK" --help
 	[[ ${lines[0]} == Usage:* ]]
