@@ -254,9 +254,7 @@ candidate(struct found *f, const char *prefix, const char *pat,
 		return;
 	if (f->n == f->cap) {
 		f->cap = f->cap ? 2 * f->cap : 64;
-		f->v = realloc(f->v, f->cap * sizeof(*f->v));
-		if (f->v == NULL)
-			abort();
+		f->v = xrealloc(f->v, f->cap * sizeof(*f->v));
 	}
 	memset(&f->v[f->n], 0, sizeof(f->v[0]));
 	f->v[f->n].key = xstrndup(key, kl);
