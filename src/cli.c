@@ -117,8 +117,9 @@ cli_usage(void)
 "Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH,\n"
 "  RLOCK_SENTINEL_PASSWORD.\n"
 "Exit status: COMMAND's; 75 not obtained (-E); 64 usage; 69 unreachable;\n"
-"  70 lease lost; 76 unusable answer; 77 credentials refused;\n"
-"  126/127 COMMAND not executable/not found; 128+N signal N.\n"
+"  70 lease lost; 71 system failure; 76 unusable answer;\n"
+"  77 credentials refused; 126/127 COMMAND not executable/not found;\n"
+"  128+N signal N.\n"
 "See rlock(1).\n", stdout);
 }
 

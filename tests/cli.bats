@@ -218,3 +218,19 @@ connections() {
 	run -0 "$RLOCK" -k k -- true
 	[ "$(connections)" -gt $((after + 1)) ]
 }
+
+# The system refusing rlock what it needs at start (here signalfd, failed
+# by a preloaded stub) is an OS failure: one line, 71 (EX_OSERR).
+@test "signalfd refused: one rlock: line, exit 71" {
+	local shim=$BATS_TEST_TMPDIR/nosignalfd.so
+	printf '%s\n' '#include <errno.h>' '#include <signal.h>' \
+	    'int signalfd(int fd, const sigset_t *m, int fl)' \
+	    '{ (void)fd; (void)m; (void)fl; errno = EMFILE; return -1; }' \
+	    > "$BATS_TEST_TMPDIR/nosignalfd.c"
+	cc -shared -fPIC -o "$shim" "$BATS_TEST_TMPDIR/nosignalfd.c"
+	# ASan wants its runtime first; the stub only replaces signalfd.
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+	    LD_PRELOAD=$shim run -71 --separate-stderr "$RLOCK" -k k -- true
+	[ -z "$output" ]
+	[ "$stderr" = "rlock: cannot set up signal handling: Too many open files" ]
+}
