@@ -10,7 +10,7 @@ setup_file() {
 	# fails with 69, so a 64 proves the usage error came first.
 	local p
 	for p in $(seq 1 50); do
-		p=$(( (RANDOM % 20000) + 40000 ))
+		p=$(own_port $(( (RANDOM % 20000) + 40000 )))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			export CLOSED_URL=redis://127.0.0.1:$p
 			return 0
