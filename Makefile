@@ -36,15 +36,30 @@ BIN = rlock
 .DELETE_ON_ERROR:
 
 .PHONY: all check check-unit check-bats check-docs check-distributed demo asan valgrind \
-	install uninstall clean deps bench bench-topo
+	install uninstall clean deps bench bench-topo hiredis-match
 
 all: $(BIN)
 
 $(BIN): $(BUILD)/main.o $(LIB_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
 
-$(BUILD)/%.o: src/%.c $(BUILD)/lua_scripts.h | $(BUILD)
+$(BUILD)/%.o: src/%.c $(BUILD)/lua_scripts.h | $(BUILD) hiredis-match
 	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
+
+# The hiredis header the compiler finds must be the library's version: a
+# hiredis 1.x .pc adds only -I.../include/hiredis, so <hiredis/hiredis.h>
+# can still come from another copy (Debian's 0.14 in /usr/include), and
+# the binary then fails every connection. Checked on every build, before
+# compiling, with the flags the objects get; no .pc, no check.
+HIREDIS_PROBE = '\#include <hiredis/hiredis.h>\nrlock_hiredis HIREDIS_MAJOR HIREDIS_MINOR HIREDIS_PATCH\n'
+hiredis-match:
+	@lib=$$(pkg-config --modversion hiredis 2>/dev/null) || exit 0; \
+	hdr=$$(printf $(HIREDIS_PROBE) | $(CC) $(filter-out -MMD -MP,$(RL_CFLAGS)) \
+		$(PKG_CFLAGS) $(CFLAGS) -E -P -x c - 2>/dev/null | \
+		sed -n 's/^rlock_hiredis \([0-9]*\) \([0-9]*\) \([0-9]*\)$$/\1.\2.\3/p'); \
+	[ "$$hdr" = "$$lib" ] || { echo "rlock: hiredis: the header is \
+	$${hdr:-not found} but pkg-config's library is $$lib: put its include \
+	directory's parent first (CFLAGS=-I.../include)" >&2; exit 1; }
 
 $(BUILD)/lua_scripts.o: $(BUILD)/lua_scripts.c
 	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
