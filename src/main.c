@@ -55,8 +55,8 @@ main(int argc, char **argv)
 	hold_closed_std_fds();
 	/* Before any thread exists, so every thread inherits the mask. */
 	if ((sigfd = sig_setup()) < 0) {
-		perror("rlock: signalfd");
-		return RL_EXIT_UNAVAILABLE;
+		msg_err("cannot set up signal handling: %s", strerror(errno));
+		return RL_EXIT_OSERR;
 	}
 	if ((st = cli_parse(argc, argv, &o)) != 0) {
 		cli_free(&o);

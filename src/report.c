@@ -58,6 +58,7 @@
 
 #include "config.h"
 #include "exitcode.h"
+#include "glob.h"
 #include "lock.h"
 #include "lua_scripts.h"
 #include "report_view.h"
@@ -96,129 +97,6 @@ status_main(const struct rlock_opts *o, struct server *cn)
 	return st;
 }
 
-/*
- * The class at p ("[...]") as Redis's glob reads it: *hit tells whether
- * c is in it; returns the bytes it spans, 0 if it is not closed.
- */
-static size_t
-glob_class(const char *p, size_t n, unsigned char c, int *hit)
-{
-	size_t i = 1;
-	int neg = 0;
-
-	*hit = 0;
-	if (i < n && p[i] == '^')
-		neg = 1, i++;
-	for (; i < n && p[i] != ']'; i++) {
-		if (p[i] == '\\' && i + 1 < n) {
-			i++;
-			*hit |= (unsigned char)p[i] == c;
-		} else if (i + 2 < n && p[i + 1] == '-') {
-			unsigned char a = p[i], b = p[i + 2], t;
-
-			if (a > b)
-				t = a, a = b, b = t;
-			*hit |= c >= a && c <= b;
-			i += 2;
-		} else {
-			*hit |= (unsigned char)p[i] == c;
-		}
-	}
-	if (i >= n)
-		return 0;
-	if (neg)
-		*hit = !*hit;
-	return i + 1;
-}
-
-/* Redis's glob (KEYS, SCAN MATCH) over any bytes: * ? [...] [^...] \x. */
-static int
-glob_match(const char *p, size_t pn, const char *s, size_t sn)
-{
-	size_t span;
-	int hit;
-
-	for (; pn > 0; p++, pn--) {
-		switch (*p) {
-		case '*':
-			while (pn > 1 && p[1] == '*')
-				p++, pn--;
-			for (;; s++, sn--) {
-				if (glob_match(p + 1, pn - 1, s, sn))
-					return 1;
-				if (sn == 0)
-					return 0;
-			}
-		case '?':
-			if (sn == 0)
-				return 0;
-			break;
-		case '[':
-			if (sn == 0 || (span = glob_class(p, pn,
-			    (unsigned char)*s, &hit)) == 0 || !hit)
-				return 0;
-			p += span - 1, pn -= span - 1;
-			break;
-		case '\\':
-			if (pn >= 2)
-				p++, pn--;
-			/* FALLTHROUGH */
-		default:
-			if (sn == 0 || *p != *s)
-				return 0;
-			break;
-		}
-		s++, sn--;
-	}
-	return sn == 0;
-}
-
-/*
- * A PATTERN is spliced into SCAN MATCH as P{PATTERN}*: an unclosed class
- * or a trailing backslash would swallow the "}*" after it.
- */
-static int
-glob_valid(const char *p, size_t n)
-{
-	size_t i = 0, span;
-	int hit;
-
-	while (i < n) {
-		if (p[i] == '\\') {
-			if (i + 1 >= n)
-				return 0;
-			i += 2;
-		} else if (p[i] == '[') {
-			if ((span = glob_class(p + i, n - i, 0, &hit)) == 0)
-				return 0;
-			i += span;
-		} else {
-			i++;
-		}
-	}
-	return 1;
-}
-
-/* SCAN MATCH for P{PATTERN}*: the prefix is literal, glob chars escaped. */
-static char *
-scan_match(const char *prefix, const char *pat, size_t *len)
-{
-	size_t pl = strlen(prefix), tl = strlen(pat), o = 0, i;
-	char *m = xmalloc(2 * pl + tl + 4);
-
-	for (i = 0; i < pl; i++) {
-		if (strchr("*?[]\\{}^-", prefix[i]) != NULL)
-			m[o++] = '\\';
-		m[o++] = prefix[i];
-	}
-	m[o++] = '{';
-	memcpy(m + o, pat, tl);
-	o += tl;
-	memcpy(m + o, "}*", 3);
-	*len = o + 2;
-	return m;
-}
-
 struct found {
 	struct view *v;
 	size_t n, cap;
@@ -252,9 +130,7 @@ candidate(struct found *f, const char *prefix, const char *pat,
 		return;
 	if (f->n == f->cap) {
 		f->cap = f->cap ? 2 * f->cap : 64;
-		f->v = realloc(f->v, f->cap * sizeof(*f->v));
-		if (f->v == NULL)
-			abort();
+		f->v = xrealloc(f->v, f->cap * sizeof(*f->v));
 	}
 	memset(&f->v[f->n], 0, sizeof(f->v[0]));
 	f->v[f->n].key = xstrndup(key, kl);
@@ -270,7 +146,7 @@ scan_all(struct server *cn, const char *prefix, const char *pat,
 	const char *argv[6] = { "SCAN", cursor, "MATCH", NULL, "COUNT",
 	    SCAN_COUNT };
 	size_t lens[6] = { 4, 0, 5, 0, 5, strlen(SCAN_COUNT) }, i;
-	char *match = scan_match(prefix, pat, &lens[3]);
+	char *match = glob_scan_match(prefix, pat, &lens[3]);
 	const struct reply *c, *e;
 	struct reply *r;
 	int st = -1;

@@ -59,6 +59,8 @@ pct_decode(const char *s, size_t n)
 	*o = '\0';
 	return out;
 bad:
+	/* What was decoded so far may be part of a password. */
+	explicit_bzero(out, n + 1);
 	free(out);
 	return NULL;
 }
@@ -367,7 +369,8 @@ url_free(struct endpoint *ep)
 	free(ep->path);
 	free(ep->user);
 	if (ep->pass) {
-		memset(ep->pass, 0, strlen(ep->pass));
+		/* explicit_bzero: a memset before free may be dropped. */
+		explicit_bzero(ep->pass, strlen(ep->pass));
 		free(ep->pass);
 	}
 	memset(ep, 0, sizeof(*ep));

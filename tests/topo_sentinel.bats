@@ -11,10 +11,14 @@ load topology
 BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-90}
 
 setup_file() {
-	command -v redis-sentinel >/dev/null ||
-		skip "redis-sentinel is not installed"
 	export TOPO_DIR=$BATS_FILE_TMPDIR/topo
 	mkdir -p "$TOPO_DIR"
+	# Missing fails, not skips: .ci/deps installs it. After TOPO_DIR:
+	# teardown_file's topo_down needs it, or bats loses this failure.
+	command -v redis-sentinel >/dev/null || {
+		echo "redis-sentinel is not installed (.ci/deps installs it)" >&2
+		return 1
+	}
 	sentinel_up
 }
 
