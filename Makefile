@@ -148,8 +148,13 @@ valgrind: deps all $(BUILD)/unit
 demo: deps all
 	sh tests/demo.sh $(CURDIR)/$(BIN)
 
+# Every figure of issue 13's table in one run (about 5 minutes), each next
+# to what runs beside it: flock(1), the seed protocol (bench/seed.c), one
+# node. BASE=/path/to/old/rlock adds that binary as a column in the same
+# rounds; SHORT=1 is a quick try with rough figures; ONLY="cpu rss" runs
+# only those sections (see bench/run.sh).
 bench: deps all
-	bash bench/run.sh $(CURDIR)/$(BIN)
+	BASE="$(BASE)" bash bench/run.sh $(CURDIR)/$(BIN)
 
 # The same figures on Sentinel, Cluster and Redlock, next to one node.
 bench-topo: deps all
