@@ -5,12 +5,12 @@
  * calls we are looking at). Each stamp is "EVENT NS PID" on
  * CLOCK_MONOTONIC, appended to $PHASES_LOG by one write(2), so a child's
  * stamps survive its exec and lines of several processes do not mix.
- * $BENCH_T0 (set by `rounds -t`) is when the driver forked the run.
+ * $BENCH_T0 (set by `rounds -p`) is when the driver forked the run.
  *
  * Stamped: main's start (after the dynamic linker and the libraries'
  * constructors), connect(2) to a unix or TCP socket, the first write and
  * the first read after it on a connected socket (one round trip),
- * getpwuid(3) in and out, fork(2) in the parent, execvp(3) in the child,
+ * getpwuid(3) in and out, fork(2) called, execvp(3) in the child,
  * waitpid(2) returning, exit. Only the bench loads it; the figures come
  * from bench/phases.py.
  */
@@ -152,16 +152,14 @@ getpwuid(uid_t uid)
 	return pw;
 }
 
+/* Not the parent's return: it races with the child's stamps. vfork is
+ * not wrapped at all (a wrapper's frame would be returned from twice):
+ * its child's exec stamp marks it. */
 pid_t
 fork(void)
 {
-	pid_t p;
-
 	stamp("fork");
-	p = NEXT(fork)();
-	if (p > 0)
-		stamp("forked");
-	return p;
+	return NEXT(fork)();
 }
 
 int

@@ -166,23 +166,33 @@ sec_uncontended() {
 	cols=(flock "$D/flockfile" true ::: "$B/seed" "$SOCK" bench-s true \
 		::: "$RLOCK" -k bench-u -- true)
 	[ -z "$BASE" ] || cols+=(::: "$BASE" -k bench-o -- true)
-	"$B/rounds" "$PAIRS" "${cols[@]}" > "$D/u.txt" || exit 1
+	"$B/rounds" -u "$D/u" "$PAIRS" "${cols[@]}" > "$D/u.txt" || exit 1
 	mapfile -t vf < <(python3 "$top/bench/pairs.py" "$D/u.txt" 0)
 	mapfile -t vs < <(python3 "$top/bench/pairs.py" "$D/u.txt" 1)
+	mapfile -t vc < <(python3 "$top/bench/pairs.py" "$D/u.cpu" 0)
+	mapfile -t vp < <(python3 "$top/bench/pairs.py" "$D/u.flt" 0)
 	names=("flock F true" "seed protocol around true" "rlock -k k -- true" "old rlock -k k -- true")
 	for i in "${!vf[@]}"; do
 		read -r _ p50 p90 ratio lo hi n <<< "${vf[$i]}"
 		read -r _ _ _ sratio _ _ _ <<< "${vs[$i]}"
+		read -r _ c50 _ cratio _ _ _ <<< "${vc[$i]}"
+		read -r _ f50 _ fratio _ _ _ <<< "${vp[$i]}"
 		case $i in
 		0) row "${names[0]} (median, p90)" "$p50 us, $p90 us" ;;
 		*) row "${names[$i]} (median, p90)" \
 		    "$p50 us, $p90 us; $(x "$ratio") flock ($lo-$hi), $(x "$sratio") seed" ;;
 		esac
-		[ "$i" = 2 ] && summary "uncontended rlock -k k -- true / flock F true ($n pairs)" \
+		row "  CPU time; minor page faults (with COMMAND's)" \
+		    "$c50 us ($(x "$cratio")); $f50 ($(x "$fratio"))"
+		case $i in
+		1) summary "  the seed protocol around true, for scale" "$(x "$ratio")" "" ;;
+		2) summary "uncontended rlock -k k -- true / flock F true ($n pairs)" \
 		    "$(x "$ratio")" "<= 1.10x"
-		[ "$i" = 3 ] && summary "  old rlock" "$(x "$ratio")" ""
-		[ "$i" = 1 ] && summary "  the seed protocol around true, for scale" "$(x "$ratio")" ""
+		   summary "  the same, CPU time (user + system)" "$(x "$cratio")" "" ;;
+		3) summary "  old rlock" "$(x "$ratio") (CPU $(x "$cratio"))" "" ;;
+		esac
 	done
+	[ -n "${USER:-}${LOGNAME:-}" ] || echo "  (USER and LOGNAME unset: rlock asks NSS for the holder's name, as it does not in a login session)"
 
 	# Where the time goes: bench/phases.c stamps, a run's own and its
 	# COMMAND's, in runs of their own (the shim costs a little itself).
