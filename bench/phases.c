@@ -2,9 +2,10 @@
 /*
  * phases.so: an LD_PRELOAD shim that stamps where a run's wall time goes,
  * without ptrace (strace -T slows every system call by far more than the
- * calls we are looking at). Each stamp is "EVENT NS PID" on
- * CLOCK_MONOTONIC, appended to $PHASES_LOG by one write(2), so a child's
- * stamps survive its exec and lines of several processes do not mix.
+ * calls we are looking at). Each stamp is "EVENT NS PID MINFLT" (time on
+ * CLOCK_MONOTONIC, the process's minor page faults so far), appended to
+ * $PHASES_LOG by one write(2), so a child's stamps survive its exec and
+ * lines of several processes do not mix.
  * $BENCH_T0 (set by `rounds -p`) is when the driver forked the run.
  *
  * Stamped: main's start (after the dynamic linker and the libraries'
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -37,6 +39,7 @@ static void
 emit(const char *event, long long ns)
 {
 	static int fd = -2;
+	struct rusage ru;
 	char line[128];
 	const char *path;
 	int n;
@@ -48,8 +51,10 @@ emit(const char *event, long long ns)
 	}
 	if (fd < 0)
 		return;
-	n = snprintf(line, sizeof(line), "%s %lld %ld\n", event, ns,
-	    (long)getpid());
+	if (getrusage(RUSAGE_SELF, &ru) < 0)
+		ru.ru_minflt = 0;
+	n = snprintf(line, sizeof(line), "%s %lld %ld %ld\n", event, ns,
+	    (long)getpid(), ru.ru_minflt);
 	(void)!syscall(SYS_write, fd, line, (size_t)n);
 }
 

@@ -13,7 +13,9 @@ exit stamp: exit handlers, the kernel's teardown, waking the driver.
 
 Prints, per NAME, the median of each interval over the runs, in us, and
 the median wall time; the intervals' medians need not add up to it
-exactly.
+exactly. Beside each, the median of the minor page faults the process
+that stamped its end took since its previous stamp (its fork, for its
+first).
 """
 import sys
 from collections import OrderedDict
@@ -29,8 +31,8 @@ def pct(xs, p):
 def runs(path):
     out, cur, t0 = [], None, None
     for line in open(path):
-        ev, ns, pid = line.split()
-        ns, pid = int(ns), int(pid)
+        ev, ns, pid, flt = line.split()
+        ns, pid, flt = int(ns), int(pid), int(flt)
         if ev == 't0':
             if ns != t0:
                 t0 = ns
@@ -38,21 +40,25 @@ def runs(path):
                 out.append(cur)
             continue
         if cur is not None:
-            cur['ev'].append((ns, ev, pid))
+            cur['ev'].append((ns, ev, pid, flt))
     return out
 
 
 def intervals(run, wall_us):
     seen, prev, prev_ns, res = {}, 't0', run['t0'], []
-    for ns, ev, pid in sorted(run['ev']):
+    faults = {}  # pid -> faults at its last stamp
+    for ns, ev, pid, flt in sorted(run['ev']):
         name = ev if pid == run['top'] else 'child-' + ev
-        # the child's stamps before its exec come from rlock's code
         seen[name] = seen.get(name, 0) + 1
         label = name + (str(seen[name]) if name in ('send', 'recv') else '')
-        res.append(('%s -> %s' % (prev, label), (ns - prev_ns) / 1000.0))
+        # A process's first stamp counts from its fork (an exec keeps
+        # the count).
+        res.append(('%s -> %s' % (prev, label), (ns - prev_ns) / 1000.0,
+                    flt - faults.get(pid, 0)))
+        faults[pid] = flt
         prev, prev_ns = label, ns
     end = run['t0'] + wall_us * 1000
-    res.append(('%s -> end' % prev, (end - prev_ns) / 1000.0))
+    res.append(('%s -> end' % prev, (end - prev_ns) / 1000.0, 0))
     return res
 
 
@@ -68,13 +74,15 @@ def main():
     for j, run in enumerate(rs):
         r, k = divmod(j, n)
         c = (r + k) % n
-        for label, us in intervals(run, walls[r][c]):
-            per[c].setdefault(label, []).append(us)
+        for label, us, flt in intervals(run, walls[r][c]):
+            per[c].setdefault(label, []).append((us, flt))
     for c, name in enumerate(names):
         print('%s: wall %.0f us (median of %d)' % (
             name, pct([w[c] for w in walls], 50), len(walls)))
+        print('  %-36s %7s %7s' % ('interval', 'us', 'faults'))
         for label, xs in per[c].items():
-            print('  %-36s %7.0f' % (label, pct(xs, 50)))
+            print('  %-36s %7.0f %7d' % (label, pct([x[0] for x in xs], 50),
+                                        pct([x[1] for x in xs], 50)))
 
 
 main()
