@@ -106,9 +106,17 @@ declare -A TOP RT
 "$RLOCK" -k warm -- true && "$B/seed" "$SOCK" warm true || exit 1
 [ -z "$BASE" ] || "$BASE" -k warm -- true || exit 1
 
+# A login session, cron and systemd's User= set USER; without it rlock
+# asks NSS for the holder's name (getpwuid): not the usual case.
+if [ -z "${USER:-}${LOGNAME:-}" ]; then
+	USER=$(id -un)
+	export USER
+	USER_NOTE="USER was unset: set to $USER, as a login session would"
+fi
 echo "rlock benchmark: $(nproc) cores, Redis $(redis-server --version | cut -d' ' -f3 | cut -d= -f2), unix socket"
 echo "rlock: $RLOCK${BASE:+; old: $BASE}; $(uptime)"
 [ "$S" = 1 ] && echo "SHORT=1: few rounds; rough figures"
+[ -z "${USER_NOTE:-}" ] || echo "$USER_NOTE"
 
 # ------------------------------------------------------------ waiters
 gate_holder() { # MODE-ARGS...: holds until $D/go exists
@@ -192,7 +200,6 @@ sec_uncontended() {
 		3) summary "  old rlock" "$(x "$ratio") (CPU $(x "$cratio"))" "" ;;
 		esac
 	done
-	[ -n "${USER:-}${LOGNAME:-}" ] || echo "  (USER and LOGNAME unset: rlock asks NSS for the holder's name, as it does not in a login session)"
 
 	# Where the time goes: bench/phases.c stamps, a run's own and its
 	# COMMAND's, in runs of their own (the shim costs a little itself).
@@ -352,9 +359,10 @@ sec_rss() {
 	for _ in $(seq "$RSS_ROUNDS"); do
 		"$RLOCK" -l 300ms -k rss -- sleep 1.5 & rp=$!
 		flock "$D/rssfile" sleep 1.5 & fp=$!
+		env -u USER -u LOGNAME "$RLOCK" -l 300ms -k rss-n -- sleep 1.5 & np=$!
 		[ -z "$BASE" ] || { "$BASE" -l 300ms -k rss-o -- sleep 1.5 & op=$!; }
 		sleep 1.2
-		echo "$(hwm "$fp") $(hwm "$rp") ${BASE:+$(hwm "$op")}" >> "$D/rss.txt"
+		echo "$(hwm "$fp") $(hwm "$rp") $(hwm "$np") ${BASE:+$(hwm "$op")}" >> "$D/rss.txt"
 		wait
 	done
 	mapfile -t vr < <(python3 "$top/bench/pairs.py" "$D/rss.txt" 0)
@@ -363,8 +371,11 @@ sec_rss() {
 	row "flock" "$f50 kB"
 	row "rlock" "$r50 kB ($(x "$ratio") flock)"
 	summary "peak RSS of a holding rlock / a holding flock's" "$(x "$ratio") ($r50 / $f50 kB)" "<= 1.10x"
+	read -r _ n50 _ ratio _ <<< "${vr[2]}"
+	row "rlock, USER and LOGNAME unset (NSS asked)" "$n50 kB ($(x "$ratio") flock)"
+	summary "  with USER and LOGNAME unset (NSS asked)" "$(x "$ratio") ($n50 kB)" ""
 	if [ -n "$BASE" ]; then
-		read -r _ o50 _ ratio _ <<< "${vr[2]}"
+		read -r _ o50 _ ratio _ <<< "${vr[3]}"
 		row "old rlock" "$o50 kB ($(x "$ratio") flock)"
 		summary "  old rlock" "$(x "$ratio") ($o50 kB)" ""
 	fi
