@@ -38,20 +38,12 @@ D=$(mktemp -d /tmp/rlock-bench.XXXXXX)
 export TOPO_DIR=$D/topo
 
 if [ -n "$BASE" ]; then
-	BASE=$(command -v "$BASE") || { echo "bench: no BASE binary" >&2; exit 1; }
+	if ! BASE=$(command -v "$BASE"); then
+		echo "bench: no BASE binary" >&2
+		exit 1
+	fi
+	BASE=$(readlink -f "$BASE")
 fi
-build() { # OUT SRC [CC-ARGS...]
-	local out=$1 src=$2
-	shift 2
-	cc -O2 -Wall -Wextra -o "$B/$out" "$top/bench/$src" "$@" || exit 1
-}
-build section section.c
-build rounds rounds.c
-build load load.c
-build seed seed.c $(pkg-config --cflags hiredis 2>/dev/null) \
-	$(pkg-config --libs hiredis 2>/dev/null || echo -lhiredis)
-build phases.so phases.c -shared -fPIC -ldl
-
 cleanup() {
 	local p
 	for p in $(jobs -p); do kill "$p" 2>/dev/null; done
@@ -65,6 +57,17 @@ cleanup() {
 	rm -rf "$D"
 }
 trap cleanup EXIT
+build() { # OUT SRC [CC-ARGS...]
+	local out=$1 src=$2
+	shift 2
+	cc -O2 -Wall -Wextra -o "$B/$out" "$top/bench/$src" "$@" || exit 1
+}
+build section section.c
+build rounds rounds.c
+build load load.c
+build seed seed.c $(pkg-config --cflags hiredis 2>/dev/null) \
+	$(pkg-config --libs hiredis 2>/dev/null || echo -lhiredis)
+build phases.so phases.c -shared -fPIC -ldl
 # shellcheck source=../tests/topology.bash
 . "$top/tests/topology.bash"
 # 1000 waiters hold 2000 connections: Redis sizes maxclients by our limit.
@@ -95,9 +98,9 @@ blocked() { rc info clients | sed -n 's/^blocked_clients:\([0-9]*\).*/\1/p'; }
 commands() { rc info stats | sed -n 's/^total_commands_processed:\([0-9]*\).*/\1/p'; }
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
 section() { echo; echo "== $1 (load average $(loadavg))"; }
-# The summary table, filled as the figures come: FIGURE MEASURED TARGET.
-SUMMARY=()
-summary() { SUMMARY+=("$(printf '%-62s %-30s %s' "$1" "$2" "$3")"); }
+# The figures of the closing table, by key; "old:KEY" for BASE's.
+declare -A FIG
+fig() { FIG[$1]=$2; } # KEY VALUE
 x() { echo "${1}x"; }
 
 declare -A TOP RT
@@ -193,11 +196,9 @@ sec_uncontended() {
 		row "  CPU time; minor page faults (with COMMAND's)" \
 		    "$c50 us ($(x "$cratio")); $f50 ($(x "$fratio"))"
 		case $i in
-		1) summary "  the seed protocol around true, for scale" "$(x "$ratio")" "" ;;
-		2) summary "uncontended rlock -k k -- true / flock F true ($n pairs)" \
-		    "$(x "$ratio")" "<= 1.10x"
-		   summary "  the same, CPU time (user + system)" "$(x "$cratio")" "" ;;
-		3) summary "  old rlock" "$(x "$ratio") (CPU $(x "$cratio"))" "" ;;
+		1) fig seed-unc "$(x "$ratio")" ;;
+		2) fig unc "$(x "$ratio")"; fig unc-cpu "$(x "$cratio")"; PAIRS_N=$n ;;
+		3) fig old:unc "$(x "$ratio")"; fig old:unc-cpu "$(x "$cratio")" ;;
 		esac
 	done
 
@@ -234,8 +235,9 @@ sec_roundtrips() {
 	rtrips "rlock -k k -- true" "$RLOCK" -k bench-u -- true
 	rtrips "seed protocol" "$B/seed" "$SOCK" bench-s true
 	[ -z "$BASE" ] || rtrips "old rlock" "$BASE" -k bench-o -- true
-	summary "round trips per uncontended run (client side)" \
-	    "${RT[rlock -k k -- true]:-n/a}${BASE:+ (old ${RT[old rlock]:-n/a})}" "2"
+	fig rtt "${RT[rlock -k k -- true]:-n/a}"
+	fig old:rtt "${RT[old rlock]:-n/a}"
+	fig seed-rtt "${RT[seed protocol]:-n/a}"
 }
 
 # ------------------------------------------------------------ Redis CPU
@@ -255,10 +257,10 @@ sec_cpu() {
 		*) row "$name: commandstats usec; Redis process CPU" \
 		    "$t us ($(x "$tr") seed); $c us ($(x "$cr") seed)" ;;
 		esac
-		[ "$name" = rlock ] && summary "Redis CPU per uncontended cycle / seed's (commandstats, top-level)" \
-		    "$(x "$tr") ($t / $(awk "BEGIN{printf \"%.1f\", $t/$tr}") us)" "<= 1.5x"
-		[ "$name" = rlock ] && summary "  the same, Redis process CPU (rusage)" "$(x "$cr")" ""
-		[ "$name" = old ] && summary "  old rlock (commandstats; rusage)" "$(x "$tr"); $(x "$cr")" ""
+		case $name in
+		rlock) fig cpu "$(x "$tr")"; fig cpu-rusage "$(x "$cr")" ;;
+		old) fig old:cpu "$(x "$tr")"; fig old:cpu-rusage "$(x "$cr")" ;;
+		esac
 	done < <(python3 "$top/bench/cpu.py" "$SOCK" "$CPU_CYCLES" "$CPU_ROUNDS" seed "${ccols[@]}")
 }
 
@@ -271,10 +273,9 @@ sec_throughput() {
 		row "$name: cycles/s; Redis CPU used; cycles per Redis CPU-second" \
 		    "$rate; $util core; $percpu ($(x "$ratio") seed, $failed failed)"
 		case $name in
-		rlock) summary "lock cycles/s per Redis core through rlock, $CLIENTS clients" \
-		    "$percpu ($(x "$ratio") seed's)" "reported" ;;
-		seed) summary "  the seed protocol" "$percpu" "" ;;
-		old) summary "  old rlock" "$percpu ($(x "$ratio") seed's)" "" ;;
+		rlock) fig tput "$percpu ($(x "$ratio"))" ;;
+		seed) fig seed-tput "$percpu" ;;
+		old) fig old:tput "$percpu ($(x "$ratio"))" ;;
 		esac
 	done < <(python3 "$top/bench/tput.py" "$SOCK" "$TPUT_MS" "$CLIENTS" "$TPUT_ROUNDS" seed "${tcols[@]}")
 	echo "  (on a small machine the clients' processes, not Redis, set cycles/s;"
@@ -316,9 +317,15 @@ sec_handoff() {
 			    "${c50} us / ${c99} us (n=$n, $nr rounds, overlaps=$o)"
 			row "  $name / flock, same round (median, min-max)" \
 			    "$(x "$ratio") ($(x "$lo")-$(x "$hi"))"
-			summary "$([ "${c#old}" = "$c" ] || echo "  old: ")command-level hand-off / flock's, $w waiters, ${name#old }" \
-			    "$(x "$ratio")" "$([ "${c#old}" = "$c" ] && echo "<= 1.10x")"
-		done < <(python3 "$top/bench/handoff.py" "$D/h" "$w" flock)
+			if [ "${c#old}" = "$c" ]; then
+				fig "ho-$w-$c" "$(x "$ratio")"
+			else
+				fig "old:ho-$w-${c#old}" "$(x "$ratio")"
+			fi
+		done < <(python3 "$top/bench/handoff.py" "$D/h" "$w" flock |
+			awk -v order="${confs[*]}" 'BEGIN { n = split(order, o, " ")
+			    for (i = 1; i <= n; i++) rank[o[i]] = i }
+			    { print rank[$1], $0 }' | sort -n | cut -d' ' -f2-)
 	done
 }
 
@@ -341,11 +348,11 @@ sec_idle() {
 	row "rlock, plain" "$v"
 	v=$(idle_traffic "$RLOCK" 100 1) || exit 1
 	row "rlock --fair" "$v"
-	summary "Redis commands per blocked --fair waiter per second" "$v" "<= 0.05"
+	fig idle "$v"
 	if [ -n "$BASE" ]; then
 		v=$(idle_traffic "$BASE" 100 1) || exit 1
 		row "old rlock --fair" "$v"
-		summary "  old rlock" "$v" ""
+		fig old:idle "$v"
 	fi
 }
 
@@ -370,14 +377,15 @@ sec_rss() {
 	read -r _ r50 _ ratio _ <<< "${vr[1]}"
 	row "flock" "$f50 kB"
 	row "rlock" "$r50 kB ($(x "$ratio") flock)"
-	summary "peak RSS of a holding rlock / a holding flock's" "$(x "$ratio") ($r50 / $f50 kB)" "<= 1.10x"
+	fig rss "$(x "$ratio") ($r50 kB)"
+	fig flock-rss "$f50 kB"
 	read -r _ n50 _ ratio _ <<< "${vr[2]}"
 	row "rlock, USER and LOGNAME unset (NSS asked)" "$n50 kB ($(x "$ratio") flock)"
-	summary "  with USER and LOGNAME unset (NSS asked)" "$(x "$ratio") ($n50 kB)" ""
+	fig rss-nouser "$(x "$ratio") ($n50 kB)"
 	if [ -n "$BASE" ]; then
 		read -r _ o50 _ ratio _ <<< "${vr[3]}"
 		row "old rlock" "$o50 kB ($(x "$ratio") flock)"
-		summary "  old rlock" "$(x "$ratio") ($o50 kB)" ""
+		fig old:rss "$(x "$ratio") ($o50 kB)"
 	fi
 }
 
@@ -391,7 +399,10 @@ sec_redlock() {
 	one=(-u "${urls[0]}")
 	five=(--redlock "${MASTERS_UARGS[@]}")
 	m0() { topo_cli "$(masters_port 0)" "$@"; }
-	m0_waiting() { m0 client list | grep -c -E 'flags=[^ ]*[Pb]'; }
+	m0_held() { [ "$(m0 exists 'rlock:{h}')" = 1 ]; }
+	m0_waiting() { # N
+		[ "$(m0 client list | grep -c -E 'flags=[^ ]*[Pb]')" -ge "$1" ]
+	}
 	rcols=("$RLOCK" "${one[@]}" -k bench-u -- true ::: "$RLOCK" "${five[@]}" -k bench-u -- true)
 	[ -z "$BASE" ] || rcols+=(::: "$BASE" "${one[@]}" -k bench-o -- true \
 		::: "$BASE" "${five[@]}" -k bench-o -- true)
@@ -401,12 +412,12 @@ sec_redlock() {
 	read -r _ r50 r90 ratio lo hi n <<< "${vr[1]}"
 	row "uncontended, one node (median, p90)" "$o50 us, $o90 us"
 	row "uncontended, 5 masters (median, p90)" "$r50 us, $r90 us; $(x "$ratio") one node ($lo-$hi)"
-	summary "Redlock 5 masters: uncontended run / one node's ($n pairs)" "$(x "$ratio")" "<= 1.3x"
+	fig rl-unc "$(x "$ratio")"
 	if [ -n "$BASE" ]; then
 		mapfile -t vr < <(python3 "$top/bench/pairs.py" "$D/rl.txt" 2)
 		read -r _ r50 _ ratio _ <<< "${vr[3]}"
 		row "old: uncontended, 5 masters / old one node" "$r50 us; $(x "$ratio")"
-		summary "  old rlock" "$(x "$ratio")" ""
+		fig old:rl-unc "$(x "$ratio")"
 	fi
 
 	# A waiter waits subscribed (P) or blocked (b) on each master: all W
@@ -417,12 +428,12 @@ sec_redlock() {
 		shift 3
 		rm -f "$D/go"
 		"$bin" "$@" -k h -- sh -c "until [ -e '$D/go' ]; do sleep 0.005; done" &
-		until_true 10 eval '[ "$(m0 exists "rlock:{h}")" = 1 ]' || return 1
+		until_true 10 m0_held || return 1
 		for i in $(seq "$w"); do
 			RLOCK_TRACE=$out.trace "$bin" "$@" -k h -- "$B/section" \
 				"$out.sec" 2 "w$i" &
 		done
-		until_true 60 eval '[ "$(m0_waiting)" -ge "$w" ]' || return 1
+		until_true 60 m0_waiting "$w" || return 1
 		sleep 0.2
 		touch "$D/go"
 		wait
@@ -450,9 +461,8 @@ sec_redlock() {
 		row "hand-off, 10 waiters, $c: command p50/p99" \
 		    "$c50 us / $c99 us (n=$n, $nr rounds, overlaps=$o)"
 		case $c in
-		five) summary "Redlock 5 masters: lock-level hand-off p50 / one node's" "$(x "$lratio") (p50 $l50 us)" "<= 1.5x"
-		      summary "Redlock 5 masters: lock-level hand-off p99" "$l99 us" "< 5000 us" ;;
-		oldfive) summary "  old rlock: p50 / one node's; p99" "$(x "$lratio"); $l99 us" "" ;;
+		five) fig rl-p50 "$(x "$lratio") ($l50 us)"; fig rl-p99 "$l99 us" ;;
+		oldfive) fig old:rl-p50 "$(x "$lratio") ($l50 us)"; fig old:rl-p99 "$l99 us" ;;
 		esac
 	done
 	topo_down >/dev/null 2>&1
@@ -509,7 +519,31 @@ sec_many() {
 for sec in ${ONLY:-uncontended roundtrips cpu throughput handoff idle rss redlock many}; do
 	"sec_$sec"
 done
+# Issue 13's table: each figure as measured, BASE's beside it.
+trow() { # LABEL KEY TARGET
+	printf '%-50s %-18s' "$1" "${FIG[$2]:--}"
+	[ -z "$BASE" ] || printf ' %-18s' "${FIG[old:$2]:--}"
+	printf ' %s\n' "$3"
+}
 echo
 echo "== issue 13's table (load average now $(loadavg))"
-printf '%-62s %-30s %s\n' figure measured target
-printf '%s\n' "${SUMMARY[@]}"
+printf '%-50s %-18s' figure rlock
+[ -z "$BASE" ] || printf ' %-18s' old
+printf ' %s\n' target
+trow "uncontended run / flock's (${PAIRS_N:-?} pairs)" unc "<= 1.10x"
+trow "  the same, CPU time" unc-cpu ""
+trow "  seed protocol around true / flock's" seed-unc ""
+for w in 10 100; do
+	trow "command-level hand-off / flock's, $w waiters" "ho-$w-plain" "<= 1.10x"
+	trow "  the same, --fair" "ho-$w-fair" "<= 1.10x"
+done
+trow "round trips per uncontended run (seed: ${FIG[seed-rtt]:-?})" rtt "2"
+trow "Redis CPU per cycle / seed's (commandstats)" cpu "<= 1.5x"
+trow "  the same, Redis process CPU (rusage)" cpu-rusage ""
+trow "cycles per Redis CPU-second, $CLIENTS clients (x seed)" tput "seed: ${FIG[seed-tput]:-?}"
+trow "Redis commands per blocked --fair waiter per s" idle "<= 0.05"
+trow "peak RSS / flock's (${FIG[flock-rss]:-?})" rss "<= 1.10x"
+trow "  the same, USER and LOGNAME unset" rss-nouser ""
+trow "Redlock 5 masters: lock-level hand-off p50 / one's" rl-p50 "<= 1.5x"
+trow "Redlock 5 masters: lock-level hand-off p99" rl-p99 "< 5000 us"
+trow "Redlock 5 masters: uncontended run / one node's" rl-unc "<= 1.3x"
