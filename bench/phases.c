@@ -9,11 +9,11 @@
  * $BENCH_T0 (set by `rounds -p`) is when the driver forked the run.
  *
  * Stamped: main's start (after the dynamic linker and the libraries'
- * constructors), connect(2) to a unix or TCP socket, the first write and
- * the first read after it on a connected socket (one round trip),
- * getpwuid(3) in and out, fork(2) called, execvp(3) in the child,
- * waitpid(2) returning, exit. Only the bench loads it; the figures come
- * from bench/phases.py.
+ * constructors), connect(2) to a unix or TCP socket, the first write or
+ * send and the first read or recv after it on a connected socket (one
+ * round trip), getpwuid(3) in and out, fork(2) called, execvp(3) in the
+ * child, waitpid(2) returning, exit. Only the bench loads it; the figures
+ * come from bench/phases.py.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -124,13 +124,28 @@ close(int fd)
 	return NEXT(close)(fd);
 }
 
-ssize_t
-write(int fd, const void *buf, size_t n)
+static void
+sent(int fd)
 {
 	if (fd >= 0 && fd < MAXFD && sockstate[fd] == 1) {
 		sockstate[fd] = 2;
 		stamp("send");
 	}
+}
+
+static void
+received(int fd, ssize_t r)
+{
+	if (r > 0 && fd >= 0 && fd < MAXFD && sockstate[fd] == 2) {
+		sockstate[fd] = 1;
+		stamp("recv");
+	}
+}
+
+ssize_t
+write(int fd, const void *buf, size_t n)
+{
+	sent(fd);
 	return syscall(SYS_write, fd, buf, n);
 }
 
@@ -139,10 +154,23 @@ read(int fd, void *buf, size_t n)
 {
 	ssize_t r = syscall(SYS_read, fd, buf, n);
 
-	if (r > 0 && fd >= 0 && fd < MAXFD && sockstate[fd] == 2) {
-		sockstate[fd] = 1;
-		stamp("recv");
-	}
+	received(fd, r);
+	return r;
+}
+
+ssize_t
+send(int fd, const void *buf, size_t n, int flags)
+{
+	sent(fd);
+	return NEXT(send)(fd, buf, n, flags);
+}
+
+ssize_t
+recv(int fd, void *buf, size_t n, int flags)
+{
+	ssize_t r = NEXT(recv)(fd, buf, n, flags);
+
+	received(fd, r);
 	return r;
 }
 
