@@ -21,14 +21,14 @@ RL_CFLAGS = -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
 	-Wstrict-prototypes -Wmissing-prototypes -Wwrite-strings -Wformat=2 \
 	-Wvla -Wpointer-arith -Wno-missing-field-initializers \
 	-Isrc -I$(BUILD) -MMD -MP
-PKG_CFLAGS := $(shell pkg-config --cflags hiredis uuid 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs hiredis uuid 2>/dev/null || echo -lhiredis -luuid)
+PKG_CFLAGS := $(shell pkg-config --cflags hiredis uuid openssl 2>/dev/null)
+PKG_LIBS   := $(shell pkg-config --libs hiredis uuid openssl 2>/dev/null || echo -lhiredis -luuid -lssl -lcrypto)
 LIBS = $(PKG_LIBS) -pthread
 
 BUILD ?= build
 LUA   = $(sort $(wildcard src/lua/*.lua))
 LIB_SRC = src/cli.c src/conn.c src/guard.c src/lock.c src/renew.c src/report.c \
-	src/report_view.c src/run.c src/script.c src/quorum.c src/sig.c src/supervise.c src/topo.c src/url.c \
+	src/report_view.c src/run.c src/script.c src/quorum.c src/sig.c src/supervise.c src/tls.c src/topo.c src/url.c \
 	src/util.c src/wait.c src/waitline.c
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
 BIN = rlock

@@ -16,13 +16,14 @@
 #include "report.h"
 #include "run.h"
 #include "sig.h"
+#include "tls.h"
 #include "util.h"
 
 static int
 version(void)
 {
-	printf("rlock %s (hiredis %d.%d.%d)\n", RLOCK_VERSION, HIREDIS_MAJOR,
-	    HIREDIS_MINOR, HIREDIS_PATCH);
+	printf("rlock %s (hiredis %d.%d.%d, %s)\n", RLOCK_VERSION,
+	    HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH, tls_library());
 	return 0;
 }
 
@@ -52,6 +53,7 @@ int
 main(int argc, char **argv)
 {
 	struct rlock_opts o;
+	char err[512];
 	int sigfd, st;
 
 	hold_closed_std_fds();
@@ -61,6 +63,15 @@ main(int argc, char **argv)
 		return RL_EXIT_UNAVAILABLE;
 	}
 	if ((st = cli_parse(argc, argv, &o)) != 0) {
+		cli_free(&o);
+		return st;
+	}
+	/* Before any connection and any thread: a certificate or key that
+	 * cannot be used is the user's to fix, like a bad option. */
+	if ((o.mode == MODE_RUN || o.mode == MODE_STATUS || o.mode ==
+	    MODE_LIST || o.mode == MODE_RELEASE) && o.tls.on &&
+	    (st = tls_setup(&o.tls, err, sizeof(err))) != 0) {
+		msg_err("%s", err);
 		cli_free(&o);
 		return st;
 	}
@@ -78,6 +89,7 @@ main(int argc, char **argv)
 		st = report_main(&o);
 		break;
 	}
+	tls_teardown();
 	cli_free(&o);
 	close(sigfd);
 	return st;

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * redis://, unix://, redis+sentinel:// and redis+cluster:// URLs to a
- * struct endpoint, with percent-decoding and a
- * redacted form for messages. No I/O, no exit.
+ * redis://, unix://, redis+sentinel:// and redis+cluster:// URLs (and
+ * rediss://, rediss+sentinel://, rediss+cluster://: the same over TLS) to
+ * a struct endpoint, with percent-decoding and a redacted form for
+ * messages. No I/O, no exit.
  */
 #ifndef RLOCK_URL_H
 #define RLOCK_URL_H
@@ -30,6 +31,7 @@ struct endpoint {
 	int nseeds;
 	char *master_name;	/* EP_SENTINEL */
 	int npeers;		/* EP_QUORUM: how many masters */
+	int tls;		/* rediss*: every connection over TLS */
 };
 
 /*
@@ -40,7 +42,8 @@ int url_parse(const char *url, struct endpoint *ep, const char **why);
 
 void url_free(struct endpoint *ep);
 
-/* "redis://user:***@host:port/db" or "unix:///path?db=N" for messages. */
+/* "redis://user:***@host:port/db" (rediss:// with tls) or
+ * "unix:///path?db=N" for messages. */
 void url_redacted(const struct endpoint *ep, char *buf, size_t len);
 
 /*
