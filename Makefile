@@ -27,7 +27,7 @@ LIBS = $(PKG_LIBS) -pthread
 
 BUILD ?= build
 LUA   = $(sort $(wildcard src/lua/*.lua))
-LIB_SRC = src/cli.c src/conn.c src/guard.c src/lock.c src/renew.c src/report.c \
+LIB_SRC = src/acl.c src/cli.c src/conn.c src/guard.c src/lock.c src/renew.c src/report.c \
 	src/report_view.c src/run.c src/script.c src/quorum.c src/sig.c src/supervise.c src/tls.c src/topo.c src/url.c \
 	src/util.c src/wait.c src/waitline.c
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
@@ -49,10 +49,17 @@ $(BUILD)/%.o: src/%.c $(BUILD)/lua_scripts.h | $(BUILD)
 $(BUILD)/lua_scripts.o: $(BUILD)/lua_scripts.c
 	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h: $(LUA) src/lua/lib/queue.lua \
+# The prelude in front of every script: acl.lua's checks, then queue.lua
+# (which may use them).
+LUA_LIB = src/lua/lib/acl.lua src/lua/lib/queue.lua
+
+$(BUILD)/prelude.lua: $(LUA_LIB) | $(BUILD)
+	cat $(LUA_LIB) > $@
+
+$(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h: $(LUA) $(BUILD)/prelude.lua \
 		src/embed-lua.sh | $(BUILD)
 	sh src/embed-lua.sh $(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h \
-		src/lua/lib/queue.lua $(LUA)
+		$(BUILD)/prelude.lua $(LUA)
 
 $(BUILD):
 	mkdir -p $(BUILD)

@@ -19,6 +19,7 @@
 #include <sys/time.h>
 #include <time.h>
 
+#include "acl.h"
 #include "exitcode.h"
 #include "quorum.h"
 #include "topo.h"
@@ -53,6 +54,8 @@ conn_reply_status(const redisReply *r)
 {
 	const char *s = r->str ? r->str : "";
 
+	if (acl_is_refusal(s))
+		return RL_EXIT_NOPERM;
 	if (starts(s, "NOAUTH") || starts(s, "WRONGPASS") ||
 	    starts(s, "NOPERM") || starts(s, "ERR invalid password") ||
 	    starts(s, "ERR invalid username-password") ||
@@ -95,7 +98,12 @@ conn_fail_reply(struct conn *cn, const char *what, const redisReply *r)
 	char text[160];
 
 	cn->own_error = 0;
-	if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "RLOCK_", 6) == 0 &&
+	if (r->type == REDIS_REPLY_ERROR && acl_is_refusal(r->str)) {
+		/* The permission it lacks, in words (acl.c). */
+		acl_explain(r->str, text, sizeof(text));
+		set_err(cn, RL_EXIT_NOPERM, "%s: %s", what, text);
+	} else if (r->type == REDIS_REPLY_ERROR &&
+	    strncmp(r->str, "RLOCK_", 6) == 0 &&
 	    strchr(r->str, ' ')) {
 		/* Our own scripts' refusals are sentences for the user. */
 		printable(strchr(r->str, ' ') + 1, strlen(strchr(r->str, ' ') +

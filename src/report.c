@@ -56,6 +56,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "acl.h"
 #include "conn.h"
 #include "exitcode.h"
 #include "lock.h"
@@ -602,6 +603,7 @@ report_main(const struct rlock_opts *o)
 
 	if ((st = check_args(o)) != 0 || (st = run_conn_cfg(o, &cfg)) != 0)
 		return st;
+	acl_set_prefix(o->prefix);
 	if ((st = conn_open(&cn, &cfg, cfg.connect_timeout_ms)) != 0) {
 		run_report_conn_error(&cfg, st, cn.err);
 		goto out;

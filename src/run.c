@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acl.h"
 #include "conn.h"
 #include "exitcode.h"
 #include "guard.h"
@@ -111,8 +112,6 @@ static const struct {
 	const char *answer;
 	const char *todo;
 } HINTS[] = {
-	{ "NOPERM", "give that user the permission Redis names (ACL SETUSER; "
-	    "rlock needs +@scripting and its --prefix keys and channels)" },
 	{ "READONLY", "that server is a read-only replica; point -u at the "
 	    "primary" },
 	{ "OOM", "the server is out of memory; free some, or raise its "
@@ -147,9 +146,12 @@ void
 run_report_conn_error(const struct conn_cfg *cfg, int status,
     const char *err)
 {
-	const char *todo = hint_for(err);
+	const struct endpoint *ep = cfg->npeers ? &cfg->peers[0].ep : &cfg->ep;
+	const char *todo = acl_cure(err, ep->user);
 	char url[300];
 
+	if (todo == NULL)
+		todo = hint_for(err);
 	url_redacted(&cfg->ep, url, sizeof(url));
 	switch (status) {
 	case RL_EXIT_UNAVAILABLE:
@@ -235,6 +237,10 @@ acquire_and_run(struct rlock_opts *o, struct conn *cn, int sigfd)
 
 	lock_ctx_init(&ctx, o->prefix, o->key, o->lease_ms, o->limit, o->fair,
 	    NULL, cli_command_line(o));
+	/* What the wait will run besides the scripts: acquire.lua checks
+	 * the ACL allows it before taking the lock. */
+	if (o->wait_ms != 0)
+		ctx.acl_needs = o->redlock ? "s" : o->fair ? "f" : "w";
 	switch (wait_lock(cn, &ctx, o->wait_ms, sigfd, &res)) {
 	case WAIT_GRANTED:
 		break;
@@ -283,6 +289,7 @@ run_mode(struct rlock_opts *o, int sigfd)
 
 	if ((st = run_conn_cfg(o, &cfg)) != 0)
 		return st;
+	acl_set_prefix(o->prefix);
 	if ((st = conn_open(&cn, &cfg, cfg.connect_timeout_ms)) != 0) {
 		run_report_conn_error(&cfg, st, cn.err);
 		goto out;

@@ -417,11 +417,12 @@ bad_dur() {
 
 @test "bad input: ACL user without EVAL/EVALSHA -> 77 NOPERM" {
 	local url=unix://noeval:pw@$AUTH_SOCK
-	fails 77 "unix://noeval:***@$AUTH_SOCK?db=0 refused us: *NOPERM*'eval*'*; give that user the permission Redis names (ACL SETUSER*" \
+	fails 77 "unix://noeval:***@$AUTH_SOCK?db=0 refused us: acquire: the ACL user lacks +evalsha, for EVALSHA; add it: ACL SETUSER noeval +evalsha (every permission rlock needs: \"A Redis user for rlock\" in rlock(1))" \
 		-u "$url" -k acl -- echo must-not-run
-	fails 77 "*NOPERM*'eval*ACL SETUSER*" -u "$url" -n -k acl -- \
-		echo must-not-run
-	fails 77 "*NOPERM*'eval*ACL SETUSER*" -u "$url" status acl
+	fails 77 "*lacks +evalsha*ACL SETUSER noeval +evalsha*" -u "$url" -n \
+		-k acl -- echo must-not-run
+	fails 77 "*lacks +evalsha*ACL SETUSER noeval +evalsha*" -u "$url" \
+		status acl
 	[[ $stderr != *"check the user and password"* ]]
 	REDISCLI_AUTH=pw no_lock acl "$AUTH_SOCK"
 }

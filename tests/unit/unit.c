@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "acl.h"
 #include "cli.h"
 #include "conn.h"
 #include "exitcode.h"
@@ -682,6 +683,17 @@ static const struct { const char *reply; int status; } REPLY_ROWS[] = {
 	{ "ERR unknown command 'EVALSHA'", RL_EXIT_PROTOCOL },
 	{ "ERR DB index is out of range", RL_EXIT_PROTOCOL },
 	{ "", RL_EXIT_PROTOCOL },
+	/* ACL refusals inside scripts: Redis 7's words, Redis 6's, ours. */
+	{ "ERR The user executing the script can't run this command or "
+	    "subcommand script: 3b0b, on @user_script:25.", RL_EXIT_NOPERM },
+	{ "ERR The user executing the script can't publish to the channel "
+	    "mentioned in the command script: c8fd, on @user_script:1.",
+	    RL_EXIT_NOPERM },
+	{ "ERR Error running script (call to f_1): @user_script:9: NOPERM "
+	    "this user has no permissions to run the 'publish' command",
+	    RL_EXIT_NOPERM },
+	{ "RLOCK_NOPERM +spublish", RL_EXIT_NOPERM },
+	{ "RLOCK_MODE the key is in use as a mutex", RL_EXIT_PROTOCOL },
 };
 
 static void
@@ -1226,6 +1238,83 @@ test_cli_command_line(void)
 	free_argv(av);
 }
 
+/* ---------------------------------------------------------------- ACL */
+
+/* A refusal in Redis's or our scripts' words -> the line and its cure. */
+static const struct {
+	const char *err, *prefix, *user;
+	const char *line;	/* NULL: not a refusal */
+	const char *cure;	/* NULL: none */
+} ACL_ROWS[] = {
+	{ "NOPERM this user has no permissions to run the 'blpop' command",
+	    "rlock:", "app", "the ACL user lacks +blpop, for BLPOP",
+	    "add it: ACL SETUSER app +blpop (" },
+	{ "NOPERM this user has no permissions to run the 'cluster|slots' "
+	    "command", "rlock:", "app", "the ACL user lacks +cluster|slots, "
+	    "for CLUSTER|SLOTS", "ACL SETUSER app +cluster|slots (" },
+	{ "NOPERM this user has no permissions to access one of the keys "
+	    "used as arguments", "jobs:", NULL, "the ACL user lacks ~jobs:*, "
+	    "for rlock's keys", "add it: ACL SETUSER default ~jobs:* (" },
+	{ "NOPERM this user has no permissions to access one of the channels "
+	    "used as arguments", "rlock:", "app", "the ACL user lacks "
+	    "&rlock:*, for rlock's channels", "ACL SETUSER app &rlock:* (" },
+	{ "RLOCK_NOPERM +spublish", "rlock:", "app", "the ACL user lacks "
+	    "+spublish, for SPUBLISH", "add it: ACL SETUSER app +spublish (" },
+	{ "RLOCK_NOPERM ~ rlock:{a b}:tok BLPOP", "rlock:", "app",
+	    "the ACL user lacks ~rlock:*, for BLPOP on key rlock:{a b}:tok",
+	    "add it: ACL SETUSER app ~rlock:* (" },
+	{ "RLOCK_NOPERM & rlock:{k\n}:wake SPUBLISH", "rlock:", "a\nb",
+	    "the ACL user lacks &rlock:* or +spublish, for SPUBLISH on "
+	    "channel rlock:{k\\x0a}:wake", "add them: ACL SETUSER a\\x0ab "
+	    "&rlock:* +spublish (" },
+	{ "ERR The user executing the script can't run this command or "
+	    "subcommand script: 3b0b, on @user_script:25.", "rlock:", "app",
+	    "the ACL user lacks a command one of rlock's scripts runs",
+	    "see \"A Redis user for rlock\" in rlock(1)" },
+	{ "ERR The user executing the script can't access at least one of the "
+	    "keys mentioned in the command arguments script: 1, on "
+	    "@user_script:1.", "rlock:", "app", "the ACL user lacks ~rlock:*",
+	    "ACL SETUSER app ~rlock:*" },
+	{ "ERR Error running script (call to f_1): @user_script:9: NOPERM "
+	    "this user has no permissions to run the 'publish' command",
+	    "rlock:", "app", "the ACL user lacks +publish, for PUBLISH",
+	    "ACL SETUSER app +publish (" },
+	{ "WRONGPASS invalid username-password pair", "rlock:", "app", NULL,
+	    NULL },
+	{ "RLOCK_MODE the key is in use as a mutex", "rlock:", "app", NULL,
+	    NULL },
+	{ "ERR unknown command 'SPUBLISH'", "rlock:", "app", NULL, NULL },
+};
+
+static void
+test_acl(void)
+{
+	char line[512], err[600];
+	const char *cure;
+	size_t i;
+
+	for (i = 0; i < sizeof(ACL_ROWS) / sizeof(ACL_ROWS[0]); i++) {
+		acl_set_prefix(ACL_ROWS[i].prefix);
+		if (ACL_ROWS[i].line == NULL) {
+			CHECK(!acl_is_refusal(ACL_ROWS[i].err),
+			    "acl: '%.40s' is no refusal", ACL_ROWS[i].err);
+			continue;
+		}
+		acl_explain(ACL_ROWS[i].err, line, sizeof(line));
+		snprintf(err, sizeof(err), "acquire: %s", line);
+		cure = acl_cure(err, ACL_ROWS[i].user);
+		CHECK(acl_is_refusal(ACL_ROWS[i].err) &&
+		    strncmp(line, ACL_ROWS[i].line, strlen(ACL_ROWS[i].line)) ==
+		    0 && cure && strstr(cure, ACL_ROWS[i].cure) &&
+		    !strchr(line, '\n') && !strchr(cure, '\n'),
+		    "acl row %zu -> '%s'; '%s'", i, line,
+		    cure ? cure : "(none)");
+	}
+	CHECK(acl_cure("acquire: Redis answered: WRONGTYPE", "app") == NULL,
+	    "acl: no cure for what is not a refusal");
+	acl_set_prefix("rlock:");
+}
+
 /* ---------------------------------------------------------------- TLS */
 
 /* --tls and its files from argv and the environment. */
@@ -1541,6 +1630,7 @@ main(void)
 	test_cli_env();
 	test_cli_password_file();
 	test_cli_command_line();
+	test_acl();
 	test_cli_tls();
 	test_tls_setup();
 	test_tls_handshake();
