@@ -27,24 +27,41 @@ LIBS = $(PKG_LIBS) -pthread
 
 BUILD ?= build
 LUA   = $(sort $(wildcard src/lua/*.lua))
-LIB_SRC = src/acl.c src/cli.c src/conn.c src/guard.c src/lock.c src/renew.c src/report.c \
-	src/report_view.c src/run.c src/script.c src/quorum.c src/sig.c src/supervise.c src/tls.c src/topo.c src/url.c \
-	src/util.c src/wait.c src/waitline.c
+LIB_SRC = src/acl.c src/cli.c src/config.c src/conn.c src/glob.c src/guard.c \
+	src/keys.c src/lock.c src/quorum.c src/renew.c src/reply.c \
+	src/report.c src/report_view.c src/run.c src/script.c src/server.c \
+	src/sig.c src/single.c src/supervise.c src/tls.c src/url.c src/util.c \
+	src/wait.c src/waitline.c src/wake.c
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
 BIN = rlock
 
 .DELETE_ON_ERROR:
 
 .PHONY: all check check-unit check-bats check-docs check-distributed demo asan valgrind \
-	install uninstall clean deps bench bench-topo
+	install uninstall clean deps bench bench-topo hiredis-match
 
 all: $(BIN)
 
 $(BIN): $(BUILD)/main.o $(LIB_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
 
-$(BUILD)/%.o: src/%.c $(BUILD)/lua_scripts.h | $(BUILD)
+$(BUILD)/%.o: src/%.c $(BUILD)/lua_scripts.h | $(BUILD) hiredis-match
 	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
+
+# The hiredis header the compiler finds must be the library's version: a
+# hiredis 1.x .pc adds only -I.../include/hiredis, so <hiredis/hiredis.h>
+# can still come from another copy (Debian's 0.14 in /usr/include), and
+# the binary then fails every connection. Checked on every build, before
+# compiling, with the flags the objects get; no .pc, no check.
+HIREDIS_PROBE = '\#include <hiredis/hiredis.h>\nrlock_hiredis HIREDIS_MAJOR HIREDIS_MINOR HIREDIS_PATCH\n'
+hiredis-match:
+	@lib=$$(pkg-config --modversion hiredis 2>/dev/null) || exit 0; \
+	hdr=$$(printf $(HIREDIS_PROBE) | $(CC) $(filter-out -MMD -MP,$(RL_CFLAGS)) \
+		$(PKG_CFLAGS) $(CFLAGS) -E -P -x c - 2>/dev/null | \
+		sed -n 's/^rlock_hiredis \([0-9]*\) \([0-9]*\) \([0-9]*\)$$/\1.\2.\3/p'); \
+	[ "$$hdr" = "$$lib" ] || { echo "rlock: hiredis: the header is \
+	$${hdr:-not found} but pkg-config's library is $$lib: put its include \
+	directory's parent first (CFLAGS=-I.../include)" >&2; exit 1; }
 
 $(BUILD)/lua_scripts.o: $(BUILD)/lua_scripts.c
 	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
@@ -77,7 +94,7 @@ check-unit: $(BUILD)/unit
 	$(BUILD)/unit
 
 check-bats: $(BIN)
-	RLOCK=$(CURDIR)/$(BIN) sh tests/run-bats
+	RLOCK=$(CURDIR)/$(BIN) bash tests/run-bats
 
 check-docs:
 	sh tests/check-docs
@@ -89,10 +106,17 @@ check: deps
 
 # The slower topology runs: tests/mx.sh's mutual-exclusion workload on
 # Sentinel, Cluster and Redlock, quiet and under faults (a few minutes).
+# tests/run-bats holds each file to its plan (a missing result is a
+# failure); no plan at all means run-bats itself stopped.
 check-distributed: deps all
-	@RLOCK=$(CURDIR)/$(BIN) bats --tap tests/distributed > build/distributed.tap; \
+	@RLOCK=$(CURDIR)/$(BIN) bash tests/run-bats tests/distributed/*.bats \
+		> build/distributed.tap; \
 	st=$$?; cat build/distributed.tap; \
-	echo "$$(grep -c '^ok ' build/distributed.tap) passed, $$(grep -c '^not ok ' build/distributed.tap) failed"; \
+	bad=$$(grep -c '^not ok ' build/distributed.tap); \
+	grep -q '^1\.\.[1-9]' build/distributed.tap || { \
+		echo "# no plan: tests/run-bats stopped early"; \
+		bad=$$((bad + 1)); st=1; }; \
+	echo "$$(grep -c '^ok ' build/distributed.tap) passed, $$bad failed"; \
 	exit $$st
 
 # AddressSanitizer + UBSan build of everything, then the whole suite.

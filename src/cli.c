@@ -27,15 +27,6 @@ enum {
 	OPT_TLS_SNI, OPT_TLS_INSECURE
 };
 
-/* In both tables: TLS goes with every connection, in every mode. */
-#define TLS_LONG_OPTIONS \
-	{ "tls", no_argument, NULL, OPT_TLS }, \
-	{ "tls-cacert", required_argument, NULL, OPT_TLS_CACERT }, \
-	{ "tls-cacertdir", required_argument, NULL, OPT_TLS_CACERTDIR }, \
-	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT }, \
-	{ "tls-key", required_argument, NULL, OPT_TLS_KEY }, \
-	{ "tls-sni", required_argument, NULL, OPT_TLS_SNI }, \
-	{ "tls-insecure", no_argument, NULL, OPT_TLS_INSECURE }
 
 /*
  * "+": stop at COMMAND. ":": getopt stays silent and returns ':' for a
@@ -59,7 +50,13 @@ static const struct option RUN_LONG[] = {
 	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
 	{ "prefix", required_argument, NULL, OPT_PREFIX },
-	TLS_LONG_OPTIONS,
+	{ "tls", no_argument, NULL, OPT_TLS },
+	{ "tls-cacert", required_argument, NULL, OPT_TLS_CACERT },
+	{ "tls-cacertdir", required_argument, NULL, OPT_TLS_CACERTDIR },
+	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
+	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
+	{ "tls-sni", required_argument, NULL, OPT_TLS_SNI },
+	{ "tls-insecure", no_argument, NULL, OPT_TLS_INSECURE },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -76,7 +73,13 @@ static const struct option SUB_LONG[] = {
 	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
 	{ "prefix", required_argument, NULL, OPT_PREFIX },
-	TLS_LONG_OPTIONS,
+	{ "tls", no_argument, NULL, OPT_TLS },
+	{ "tls-cacert", required_argument, NULL, OPT_TLS_CACERT },
+	{ "tls-cacertdir", required_argument, NULL, OPT_TLS_CACERTDIR },
+	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
+	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
+	{ "tls-sni", required_argument, NULL, OPT_TLS_SNI },
+	{ "tls-insecure", no_argument, NULL, OPT_TLS_INSECURE },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "json", no_argument, NULL, OPT_JSON },
@@ -138,8 +141,11 @@ cli_usage(void)
 "\n"
 "DUR: a number with an optional unit ms, s, m, h (default s).\n"
 "Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH,\n"
-"RLOCK_SENTINEL_PASSWORD, RLOCK_TLS_CACERT, RLOCK_TLS_CERT, RLOCK_TLS_KEY.\n"
-"76 unusable answer; 77 credentials refused; 70 lease lost; 126/127 exec.\n"
+"  RLOCK_SENTINEL_PASSWORD, RLOCK_TLS_CACERT, RLOCK_TLS_CERT, RLOCK_TLS_KEY.\n"
+"Exit status: COMMAND's; 75 not obtained (-E); 64 usage; 69 unreachable;\n"
+"  70 lease lost; 71 system failure; 76 unusable answer;\n"
+"  77 credentials or permission refused; 126/127 COMMAND not\n"
+"  executable/not found; 128+N signal N.\n"
 "See rlock(1).\n", stdout);
 }
 
@@ -210,6 +216,20 @@ getopt_error(int c, char **argv, int before, const struct option *longopts,
 }
 
 /*
+ * Free a string that may hold a password (a URL or the password itself),
+ * zeroed first: explicit_bzero, since the compiler may drop a memset
+ * before free.
+ */
+static void
+scrub_free(char *s)
+{
+	if (s == NULL)
+		return;
+	explicit_bzero(s, strlen(s));
+	free(s);
+}
+
+/*
  * Keep a copy of URL for ourselves and overwrite the password in argv, so
  * ps(1) and /proc/PID/cmdline no longer show it.
  */
@@ -218,7 +238,7 @@ take_url(struct rlock_opts *o, char *arg)
 {
 	size_t off, len;
 
-	free(o->url);
+	scrub_free(o->url);
 	o->url = xstrdup(arg);
 	if (o->nurls < REDLOCK_MAX + 1) {
 		o->urls = xrealloc(o->urls, (size_t)(o->nurls + 1) *
@@ -259,10 +279,10 @@ read_password_file(struct rlock_opts *o, const char *path)
 	fclose(f);
 	n = strcspn(buf, "\r\n");
 	buf[n] = '\0';
-	free(o->password);
+	scrub_free(o->password);
 	o->password = xstrdup(buf);
 	o->password_from_file = 1;
-	memset(buf, 0, sizeof(buf));
+	explicit_bzero(buf, sizeof(buf));
 	return 0;
 }
 
@@ -551,6 +571,7 @@ redlock_urls(struct rlock_opts *o)
 {
 	const char *u = getenv("RLOCK_URL"), *from = "-u";
 	char *copy, *tok, *save = NULL;
+	size_t n;
 	int i, st;
 
 	if (o->nurls == 0) {
@@ -562,6 +583,7 @@ redlock_urls(struct rlock_opts *o)
 			return usage_error("--redlock needs the URLs of its "
 			    "masters: -u URL for each (or RLOCK_URL='URL "
 			    "URL URL')");
+		n = strlen(u);
 		copy = xstrdup(u);
 		for (tok = strtok_r(copy, " \t\n", &save); tok &&
 		    o->nurls <= REDLOCK_MAX; tok = strtok_r(NULL, " \t\n",
@@ -570,6 +592,8 @@ redlock_urls(struct rlock_opts *o)
 			    sizeof(*o->urls));
 			o->urls[o->nurls++] = xstrdup(tok);
 		}
+		/* strtok_r cut it with NULs: zero its whole length. */
+		explicit_bzero(copy, n);
 		free(copy);
 	}
 	if (o->nurls < 3 || o->nurls % 2 == 0 || o->nurls > REDLOCK_MAX)
@@ -580,7 +604,7 @@ redlock_urls(struct rlock_opts *o)
 		return usage_error("%s does not go with --redlock", o->fair ?
 		    "--fair" : "--limit");
 	for (i = 0; i < o->nurls; i++) {
-		free(o->url);
+		scrub_free(o->url);
 		o->url = xstrdup(o->urls[i]);
 		if ((st = check_url(o, from)) != 0)
 			return st;
@@ -696,18 +720,13 @@ cli_free(struct rlock_opts *o)
 {
 	int i;
 
-	for (i = 0; i < o->nurls; i++) {
-		memset(o->urls[i], 0, strlen(o->urls[i]));
-		free(o->urls[i]);
-	}
+	for (i = 0; i < o->nurls; i++)
+		scrub_free(o->urls[i]);
 	free(o->urls);
 	o->urls = NULL;
 	o->nurls = 0;
-	free(o->url);
-	if (o->password) {
-		memset(o->password, 0, strlen(o->password));
-		free(o->password);
-	}
+	scrub_free(o->url);
+	scrub_free(o->password);
 	o->url = o->password = NULL;
 }
 

@@ -150,18 +150,6 @@ nap_ms(int64_t ms)
 		;
 }
 
-struct timeval
-tv_of(int64_t ms)
-{
-	struct timeval tv;
-
-	if (ms < 1)
-		ms = 1;
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	return tv;
-}
-
 /* The attribute lets clang check the callers' formats, not only gcc. */
 static void vmsg(const char *prefix, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
@@ -214,13 +202,35 @@ msg_verbose(const char *fmt, ...)
 	va_end(ap);
 }
 
-static void
+static void (*oom_hook)(void);
+static void *oom_reserve;
+
+void
+oom_on(void (*hook)(void))
+{
+	/* Room for the hook's own allocations once malloc fails. */
+	if (hook != NULL && oom_reserve == NULL)
+		oom_reserve = malloc(256 * 1024);
+	if (hook == NULL) {
+		free(oom_reserve);
+		oom_reserve = NULL;
+	}
+	oom_hook = hook;
+}
+
+void
 oom(void)
 {
 	static const char m[] = "rlock: out of memory\n";
+	void (*hook)(void) = oom_hook;
 
-	fputs(m, stderr);
-	_exit(RL_EXIT_UNAVAILABLE);
+	(void)!write(STDERR_FILENO, m, sizeof(m) - 1);
+	oom_hook = NULL;
+	free(oom_reserve);
+	oom_reserve = NULL;
+	if (hook != NULL)
+		hook();
+	_exit(RL_EXIT_OSERR);
 }
 
 void *

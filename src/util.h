@@ -34,8 +34,6 @@ int64_t mono_ms(void);
 /* Sleep ms milliseconds, through EINTR. */
 void nap_ms(int64_t ms);
 
-/* ms as a struct timeval for hiredis, at least 1 ms (0 means "none"). */
-struct timeval tv_of(int64_t ms);
 
 enum msg_level { MSG_QUIET = -1, MSG_NORMAL = 0, MSG_VERBOSE = 1 };
 extern int msg_level;
@@ -44,6 +42,14 @@ extern int msg_level;
 void msg_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void msg_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void msg_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Out of memory: one line, then exit 71. A holder registers a hook that
+ * stops COMMAND and releases the lock first (the hook may allocate: a
+ * reserve is freed for it); oom_on(NULL) removes it.
+ */
+void oom(void) __attribute__((noreturn));
+void oom_on(void (*hook)(void));
 
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);

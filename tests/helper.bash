@@ -59,6 +59,16 @@ BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-$(tf 90)}
 # The environment of the developer's shell must not leak into tests.
 unset RLOCK_URL REDIS_URL RLOCK_PASSWORD REDISCLI_AUTH RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE
 
+# own_port N: N moved into this file's class of ports. tests/run-bats
+# gives each of its parallel workers the ports P with
+# P % RLOCK_TEST_PORTS_MOD == RLOCK_TEST_PORTS_REM, so a port picked here
+# (for a server, or to stay closed) is one no other file running at the
+# same time picks.
+own_port() {
+	local m=${RLOCK_TEST_PORTS_MOD:-1}
+	echo $(( $1 - $1 % m + ${RLOCK_TEST_PORTS_REM:-0} ))
+}
+
 # redis_start NAME [redis-server args...]: start a server in
 # $BATS_FILE_TMPDIR/NAME; sets and exports REDIS_SOCK, REDIS_PORT,
 # REDIS_PIDFILE and RLOCK_URL (the unix socket).
@@ -68,7 +78,7 @@ redis_start() {
 	dir=$BATS_FILE_TMPDIR/$name
 	mkdir -p "$dir"
 	for try in 1 2 3 4 5 6 7 8 9 10; do
-		port=$(( (RANDOM << 1 | RANDOM & 1) % 30000 + 20000 ))
+		port=$(own_port $(( (RANDOM << 1 | RANDOM & 1) % 30000 + 20000 )))
 		rm -f "$dir/pid" "$dir/log"
 		redis-server --port "$port" --bind 127.0.0.1 \
 			--unixsocket "$dir/redis.sock" --unixsocketperm 700 \

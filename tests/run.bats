@@ -283,3 +283,20 @@ list_fds='cd /proc/$$/fd && for f in *; do echo "$f $(readlink "$f")"; done'
 	[ "$output" = 1 ]
 	assert_free ttl
 }
+
+@test "a nested -N run does not re-enter an expired slot of its token" {
+	# A slot of the inherited token whose score (its lease end) is past:
+	# extend.lua would call it lost, so it is not held, and the nested
+	# run must take a slot of its own.
+	local tok
+	tok=$(cat /proc/sys/kernel/random/uuid)
+	rcli ZADD 'rlock:{semre}:sem' 1000 "$tok" >/dev/null
+	rcli SET 'rlock:{semre}:limit' 2 PX 60000 >/dev/null
+	rcli PEXPIRE 'rlock:{semre}:sem' 60000 >/dev/null
+	run -0 timeout "$(tf 10)" env RLOCK_KEY=semre RLOCK_TOKEN="$tok" \
+		"$RLOCK" -N 2 -k semre -- sh -c \
+		'redis-cli -s "$1" ZRANGE "rlock:{semre}:sem" 0 -1' sh "$REDIS_SOCK"
+	# Its own slot, not the expired one.
+	[ -n "$output" ]
+	[[ $output != *"$tok"* ]]
+}

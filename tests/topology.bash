@@ -134,6 +134,9 @@ topo_free_port() {
 	for _ in $(seq 1 100); do
 		# 20000..44999: above most fixed services, and port+10000 fits.
 		p=$(( (RANDOM << 15 | RANDOM) % 25000 + 20000 ))
+		# This worker's class of ports under tests/run-bats (see
+		# own_port in helper.bash); the class keeps port+10000 in it.
+		p=$(( p - p % ${RLOCK_TEST_PORTS_MOD:-1} + ${RLOCK_TEST_PORTS_REM:-0} ))
 		[ -e "$(_topo_dir "$p")" ] && continue
 		_topo_port_free "$p" || continue
 		[ "$bus" = 1 ] && ! _topo_port_free $((p + 10000)) && continue

@@ -14,10 +14,14 @@ BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-60}
 unset REDISCLI_AUTH TOPO_PASSWORD TOPO_SENTINEL_PASSWORD
 
 setup_file() {
-	command -v redis-sentinel >/dev/null ||
-		skip "redis-sentinel is not installed"
 	export TOPO_DIR=$BATS_FILE_TMPDIR/topo
 	mkdir -p "$TOPO_DIR"
+	# Missing fails, not skips: .ci/deps installs it. After TOPO_DIR:
+	# teardown_file's topo_down needs it, or bats loses this failure.
+	command -v redis-sentinel >/dev/null || {
+		echo "redis-sentinel is not installed (.ci/deps installs it)" >&2
+		return 1
+	}
 }
 
 teardown_file() {

@@ -20,7 +20,7 @@ setup_file() {
 	export REDIS_SOCK=$MAIN_SOCK REDIS_PORT=$MAIN_PORT RLOCK_URL=$MAIN_URL
 	local p
 	for p in $(seq 1 50); do
-		p=$(( (RANDOM % 20000) + 40000 ))
+		p=$(own_port $(( (RANDOM % 20000) + 40000 )))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			export CLOSED_PORT=$p
 			break

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a lock is called in Redis and who is asking: every key and channel
+ * name of KEY under --prefix (the layout is at the top of single.c), and
+ * the holder's identity (token, user, host, pid, command line) that the
+ * scripts record. No I/O but the host and user lookups.
+ */
+#ifndef RLOCK_KEYS_H
+#define RLOCK_KEYS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct lock_keys {
+	char *lock, *meta, *fence, *sem, *limit, *queue, *waiter, *tokens;
+	char *waiter_prefix, *wake, *wake_prefix, *my_wake;
+	size_t lock_len, meta_len, fence_len, sem_len, limit_len, queue_len;
+	size_t waiter_len, waiter_prefix_len, wake_len, wake_prefix_len;
+	size_t my_wake_len, tokens_len;
+};
+
+struct lock_ctx {
+	struct lock_keys k;
+	const char *key;	/* KEY as given, for messages; not owned */
+	char token[37];
+	int64_t lease_ms;
+	long limit;		/* 1: mutex; N: semaphore */
+	int fair;
+	char host[256], user[64], pid[24];
+	char *cmdline;		/* owned */
+	char *waiter_info;	/* value of our :w key; owned */
+	/* What else this caller runs while it waits, for acquire.lua's ACL
+	 * check: "w" BLPOP, "f" --fair, "s" --redlock's SSUBSCRIBE; NULL
+	 * none. Not owned. */
+	const char *acl_needs;
+};
+
+/*
+ * Build every key name of KEY under prefix, for a holder with token
+ * (whose meta key differs in -N mode); free with lock_keys_free.
+ */
+void lock_keys_init(struct lock_keys *k, const char *prefix,
+    const char *key, size_t keylen, const char *token, long limit);
+void lock_keys_free(struct lock_keys *k);
+
+/* Fill ctx: keys, a fresh random token (or `token` if not NULL), host,
+ * user, pid, command line (taken over). Free with lock_ctx_free. */
+void lock_ctx_init(struct lock_ctx *ctx, const char *prefix, const char *key,
+    int64_t lease_ms, long limit, int fair, const char *token,
+    char *cmdline);
+void lock_ctx_free(struct lock_ctx *ctx);
+
+/*
+ * Put the five keys every holder-side script starts with (lock, meta, sem,
+ * limit, queue: the KEYS[1..5] of extend, release, force_release, inspect)
+ * into argv/lens; returns how many (LOCK_HOLDER_KEYS).
+ */
+#define LOCK_HOLDER_KEYS 5
+int lock_holder_keys(const struct lock_keys *k, const char **argv,
+    size_t *lens);
+
+#endif
