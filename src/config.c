@@ -9,6 +9,7 @@
 #include "acl.h"
 #include "exitcode.h"
 #include "lease.h"
+#include "tls.h"
 #include "url.h"
 #include "util.h"
 
@@ -121,12 +122,24 @@ config_report(const struct lock_cfg *cfg, const struct failure *f)
 		snprintf(url, sizeof(url), "%d masters (--redlock)", cfg->n);
 	else
 		url_redacted(&cfg->servers[0].ep, url, sizeof(url));
+	/* TLS's lines carry their own cure (tls.c). */
+	if (tls_said(err))
+		todo = NULL;
 	switch (f->status) {
 	case RL_EXIT_UNAVAILABLE:
-		msg_err("cannot reach %s: %s; %s", url, err,
-		    todo ? todo : "check -u or RLOCK_URL");
+		if (tls_said(err))
+			msg_err("cannot reach %s: %s", url, err);
+		else
+			msg_err("cannot reach %s: %s; %s", url, err,
+			    todo ? todo : "check -u or RLOCK_URL");
 		break;
 	case RL_EXIT_NOPERM:
+		if (tls_said(err)) {
+			/* We refused the server (or it our certificate): no
+			 * password to check. */
+			msg_err("%s: %s", url, err);
+			break;
+		}
 		msg_err("%s refused us: %s; %s", url, err, todo ? todo :
 		    "check the user and password (URL, --password-file, "
 		    "RLOCK_PASSWORD)");

@@ -54,6 +54,13 @@ struct tls_session {
 	char err[256];
 };
 
+int
+tls_said(const char *err)
+{
+	return strstr(err, "TLS: ") != NULL ||
+	    strstr(err, TLS_PLAIN_TO_TLS) != NULL;
+}
+
 /* A TLS record starts with its content type: 20..23 (change cipher spec,
  * alert, handshake, application data), then the major version 3. */
 int
@@ -496,9 +503,9 @@ explain_ssl(struct tls_session *s, const char *name, char *err,
 			break;
 		}
 		snprintf(err, errlen, "TLS: the server refused our client "
-		    "certificate (%s); use --tls-cert with one signed by a CA "
-		    "the server trusts (its tls-ca-cert-file), valid now",
-		    ssl_reason());
+		    "certificate (%s); give --tls-cert one that a CA the "
+		    "server trusts (its tls-ca-cert-file) signed, and that is "
+		    "valid now", ssl_reason());
 		return RL_EXIT_NOPERM;
 	case SSL_R_WRONG_VERSION_NUMBER:
 	case SSL_R_PACKET_LENGTH_TOO_LONG:

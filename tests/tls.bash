@@ -85,18 +85,11 @@ tls_redis_start() {
 	tls_certs || return 1
 	dir=$BATS_FILE_TMPDIR/$name
 	mkdir -p "$dir"
+	: > "$dir/args"
+	[ $# = 0 ] || printf '%s\0' "$@" > "$dir/args"
 	for _ in 1 2 3 4 5 6 7 8 9 10; do
-		port=$(( (RANDOM << 1 | RANDOM & 1) % 30000 + 20000 ))
-		rm -f "$dir/pid" "$dir/log"
-		redis-server --port 0 --tls-port "$port" --bind 127.0.0.1 \
-			--tls-cert-file "$TLS_DIR/server.crt" \
-			--tls-key-file "$TLS_DIR/server.key" \
-			--tls-ca-cert-file "$TLS_DIR/ca.crt" \
-			--tls-auth-clients no \
-			--unixsocket "$dir/redis.sock" --unixsocketperm 700 \
-			--save '' --appendonly no --dir "$dir" \
-			--daemonize yes --pidfile "$dir/pid" --logfile "$dir/log" \
-			"$@" || continue
+		port=$(own_port $(( (RANDOM << 1 | RANDOM & 1) % 30000 + 20000 )))
+		_tls_spawn "$dir" "$port" "$@" || continue
 		# A taken port stops the server before its socket appears.
 		if redis_wait_up "$dir/redis.sock"; then
 			echo "$port" > "$dir/port"
@@ -106,6 +99,44 @@ tls_redis_start() {
 	done
 	echo "could not start a TLS redis-server" >&2
 	return 1
+}
+
+# tls_redis_restart [-9] NAME: stop NAME's server (SIGTERM, or SIGKILL:
+# a crash) and start it again on its port with its arguments; its data is
+# gone. Returns when it answers.
+tls_redis_restart() {
+	local sig=TERM dir port pid args=()
+	if [ "$1" = -9 ]; then
+		sig=KILL
+		shift
+	fi
+	dir=$BATS_FILE_TMPDIR/$1
+	port=$(cat "$dir/port")
+	mapfile -d '' args < "$dir/args"
+	pid=$(cat "$dir/pid" 2>/dev/null)
+	if [ -n "$pid" ] && grep -q redis /proc/"$pid"/cmdline 2>/dev/null; then
+		kill -"$sig" "$pid" 2>/dev/null
+		kill -CONT "$pid" 2>/dev/null
+		wait_until 10 eval "! proc_alive $pid" || return 1
+	fi
+	_tls_spawn "$dir" "$port" "${args[@]}" &&
+		redis_wait_up "$dir/redis.sock"
+}
+
+# _tls_spawn DIR PORT ARGS...: start the server of DIR on TLS port PORT.
+_tls_spawn() {
+	local dir=$1 port=$2
+	shift 2
+	rm -f "$dir/pid" "$dir/log"
+	redis-server --port 0 --tls-port "$port" --bind 127.0.0.1 \
+		--tls-cert-file "$TLS_DIR/server.crt" \
+		--tls-key-file "$TLS_DIR/server.key" \
+		--tls-ca-cert-file "$TLS_DIR/ca.crt" \
+		--tls-auth-clients no \
+		--unixsocket "$dir/redis.sock" --unixsocketperm 700 \
+		--save '' --appendonly no --dir "$dir" \
+		--daemonize yes --pidfile "$dir/pid" --logfile "$dir/log" \
+		"$@" 3>&-
 }
 
 # tls_port NAME: the TLS port of NAME's server.
