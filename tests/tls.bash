@@ -6,7 +6,9 @@
 
 # tls_certs: make, once per file, in $TLS_DIR ($BATS_FILE_TMPDIR/pki):
 #   ca.crt ca.key            the test CA (the one rlock is told to trust)
-#   server.crt server.key    for localhost and 127.0.0.1, signed by ca
+#   server.crt server.key    for localhost and 127.0.0.1, signed by ca;
+#                            a client certificate too (the cluster bus
+#                            makes its nodes show one to each other)
 #   wronghost.crt            for wrong.example only (key server.key)
 #   expired.crt              localhost, 127.0.0.1; expired in 2020
 #   client.crt client.key    a client certificate signed by ca
@@ -36,7 +38,7 @@ tls_certs() {
 			-subj /CN=rlock-client
 		}
 		printf '%s\n' 'subjectAltName=DNS:localhost,IP:127.0.0.1' \
-			'extendedKeyUsage=serverAuth' > server.ext
+			'extendedKeyUsage=serverAuth,clientAuth' > server.ext
 		printf '%s\n' 'subjectAltName=DNS:wrong.example' \
 			'extendedKeyUsage=serverAuth' > wrong.ext
 		printf '%s\n' 'extendedKeyUsage=clientAuth' > client.ext
@@ -65,7 +67,7 @@ tls_certs() {
 		commonName = supplied
 		[server]
 		subjectAltName = DNS:localhost,IP:127.0.0.1
-		extendedKeyUsage = serverAuth
+		extendedKeyUsage = serverAuth,clientAuth
 		EOF
 		openssl ca -batch -config ca.cnf -cert ca.crt -keyfile ca.key \
 			-in server.csr -out expired.crt -notext \
