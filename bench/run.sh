@@ -3,7 +3,8 @@
 # Prints one table: uncontended overhead against flock(1), hand-off latency
 # with 10 and 100 waiters (fair and not) against flock's for the same
 # workload, Redis commands per blocked waiter per second, the peak RSS of a
-# holding rlock, and 1000 waiters served exactly once (in order if --fair).
+# holding rlock, 1000 waiters served exactly once (in order if --fair), and
+# TLS against plain TCP (bench/tls.sh).
 set -u
 RLOCK=$1
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -200,3 +201,7 @@ read -r s u o l ms < <(many 1 2>"$D/many.err")
 row "$MANY --fair waiters: served / distinct / in order" "$s / $u / $o (keys left: $l, ${ms} ms, stderr lines: $(wc -l < "$D/many.err"))"
 read -r s u o l ms < <(many 0 2>"$D/many.err")
 row "$MANY plain waiters: served / distinct" "$s / $u (keys left: $l, ${ms} ms, stderr lines: $(wc -l < "$D/many.err"))"
+echo
+
+# 5. TLS against plain TCP, in the same run (bench/tls.sh).
+bash "$top/bench/tls.sh" "$RLOCK" || exit 1

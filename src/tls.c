@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -175,6 +176,27 @@ setup_fail(char *err, size_t errlen, const char *what, int why_too)
 	return RL_EXIT_USAGE;
 }
 
+/* Does dir hold OpenSSL's hash links ("1a2b3c4d.0"), as Debian's
+ * update-ca-certificates makes them? Without them it is no store. */
+static int
+hashed_dir(const char *dir)
+{
+	struct dirent *e;
+	size_t n;
+	DIR *d;
+	int yes = 0;
+
+	if ((d = opendir(dir)) == NULL)
+		return 0;
+	while (!yes && (e = readdir(d)) != NULL) {
+		n = strspn(e->d_name, "0123456789abcdef");
+		yes = n == 8 && e->d_name[8] == '.' &&
+		    e->d_name[9] >= '0' && e->d_name[9] <= '9';
+	}
+	closedir(d);
+	return yes;
+}
+
 /* The CA certificates to verify the server with. */
 static int
 load_cas(const struct tls_cfg *cfg, char *err, size_t errlen)
@@ -194,6 +216,16 @@ load_cas(const struct tls_cfg *cfg, char *err, size_t errlen)
 		closedir(d);
 	}
 	if (cfg->cacert == NULL && cfg->cacertdir == NULL) {
+		/* The store's hashed directory is read lazily, one CA per
+		 * lookup; its bundle file (the same CAs on Debian) is parsed
+		 * whole, some 140 certificates, on every run. */
+		if (getenv(X509_get_default_cert_file_env()) == NULL &&
+		    getenv(X509_get_default_cert_dir_env()) == NULL &&
+		    hashed_dir(X509_get_default_cert_dir()) &&
+		    SSL_CTX_load_verify_dir(tls_ctx,
+		    X509_get_default_cert_dir()) == 1)
+			return 0;
+		ERR_clear_error();
 		if (SSL_CTX_set_default_verify_paths(tls_ctx) != 1)
 			return setup_fail(err, errlen, "cannot load the "
 			    "system CA store", 1);
