@@ -246,11 +246,20 @@ sock_write(struct conn *cn, const void *buf, size_t len, short *want)
 static int
 last_words(struct conn *cn, const char *what)
 {
-	char buf[128];
+	char buf[128], why[256];
 	short want;
 	ssize_t n = sock_read(cn, buf, sizeof(buf) - 1, &want);
 	struct reply r = { .type = REPLY_ERROR };
+	int st;
 
+	/* Over TLS the last words may be an alert: under TLS 1.3 the
+	 * server's verdict on our client certificate, sent just before it
+	 * hung up on the command we were writing. */
+	if (n < 0 && errno == EPROTO && cn->tls) {
+		st = tls_error(cn->tls, why, sizeof(why));
+		failure_set(&cn->fail, st, "%s", why);
+		return 0;
+	}
 	if (n < 2 || buf[0] != '-')
 		return -1;
 	buf[n] = '\0';
@@ -680,15 +689,13 @@ start_tls(struct conn *cn, const char *host, int port, int64_t deadline)
 static void
 maybe_tls_port(struct conn *cn, int64_t deadline)
 {
-	int64_t until = mono_ms() + 1000;
-
 	if (cn->cfg->ep.tls || cn->heard || cn->peer_len == 0 ||
 	    cn->fail.status != RL_EXIT_UNAVAILABLE ||
 	    (cn->last_errno != 0 && cn->last_errno != ECONNRESET &&
 	    cn->last_errno != EPIPE))
 		return;
 	if (tls_probe((const struct sockaddr *)&cn->peer, cn->peer_len,
-	    until < deadline ? until : deadline))
+	    deadline))
 		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s",
 		    TLS_PLAIN_TO_TLS);
 }
