@@ -22,8 +22,11 @@ RL_CFLAGS = -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
 	-Wstrict-prototypes -Wmissing-prototypes -Wwrite-strings -Wformat=2 \
 	-Wvla -Wpointer-arith -Wno-missing-field-initializers \
 	-Isrc -I$(BUILD) -MMD -MP
-PKG_CFLAGS := $(shell pkg-config --cflags hiredis uuid 2>/dev/null)
+PKG_CFLAGS := $(shell pkg-config --cflags hiredis uuid openssl 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs hiredis uuid 2>/dev/null || echo -lhiredis -luuid)
+# OpenSSL stays a shared library: its security fixes must reach rlock
+# with the distribution's updates.
+SSL_LIBS   := $(shell pkg-config --libs openssl 2>/dev/null || echo -lssl -lcrypto)
 # STATIC=1 links hiredis and libuuid into rlock from their .a files
 # (libhiredis-dev and uuid-dev ship them): a run then maps and relocates
 # one shared library (libc) instead of three, 17 page faults fewer of
@@ -37,17 +40,17 @@ PKG_LDIRS := $(patsubst -L%,%,$(filter -L%,$(PKG_LIBS)))
 static_lib = $(if $(PKG_LDIRS),$(firstword $(wildcard $(PKG_LDIRS:%=%/lib$(1).a))),$(wildcard $(shell $(CC) -print-file-name=lib$(1).a)))
 STATIC ?= $(if $(and $(call static_lib,hiredis),$(call static_lib,uuid)),1,0)
 ifeq ($(STATIC),1)
-LIBS = -Wl,-Bstatic $(PKG_LIBS) -Wl,-Bdynamic -pthread
+LIBS = -Wl,-Bstatic $(PKG_LIBS) -Wl,-Bdynamic $(SSL_LIBS) -pthread
 else
-LIBS = $(PKG_LIBS) -pthread
+LIBS = $(PKG_LIBS) $(SSL_LIBS) -pthread
 endif
 
 BUILD ?= build
 LUA   = $(sort $(wildcard src/lua/*.lua))
-LIB_SRC = src/cli.c src/config.c src/conn.c src/glob.c src/guard.c \
+LIB_SRC = src/acl.c src/cli.c src/config.c src/conn.c src/glob.c src/guard.c \
 	src/keys.c src/lock.c src/quorum.c src/renew.c src/reply.c \
 	src/report.c src/report_view.c src/run.c src/script.c src/server.c \
-	src/sig.c src/single.c src/supervise.c src/url.c src/util.c \
+	src/sig.c src/single.c src/supervise.c src/tls.c src/url.c src/util.c \
 	src/wait.c src/waitline.c src/wake.c
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
 BIN = rlock
@@ -83,10 +86,17 @@ hiredis-match:
 $(BUILD)/lua_scripts.o: $(BUILD)/lua_scripts.c
 	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h: $(LUA) src/lua/lib/queue.lua \
+# The prelude in front of every script: acl.lua's checks, then queue.lua
+# (which may use them).
+LUA_LIB = src/lua/lib/acl.lua src/lua/lib/queue.lua
+
+$(BUILD)/prelude.lua: $(LUA_LIB) | $(BUILD)
+	cat $(LUA_LIB) > $@
+
+$(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h: $(LUA) $(BUILD)/prelude.lua \
 		src/embed-lua.sh | $(BUILD)
 	sh src/embed-lua.sh $(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h \
-		src/lua/lib/queue.lua $(LUA)
+		$(BUILD)/prelude.lua $(LUA)
 
 $(BUILD):
 	mkdir -p $(BUILD)

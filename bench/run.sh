@@ -6,6 +6,7 @@
 #                       compare-and-delete EVAL, the least a Redis lock can
 #                       do (wall time, round trips, Redis CPU, throughput)
 #   one node            for Redlock on 5 masters
+#   plain TCP           for TLS (bench/tls.sh, last)
 # BASE=/path/to/old/rlock adds that binary as one more column wherever
 # rlock runs, interleaved in the same rounds (old vs new).
 # SHORT=1: few rounds of everything, to try the script (~1 minute); the
@@ -547,3 +548,6 @@ trow "  the same, USER and LOGNAME unset" rss-nouser ""
 trow "Redlock 5 masters: lock-level hand-off p50 / one's" rl-p50 "<= 1.5x"
 trow "Redlock 5 masters: lock-level hand-off p99" rl-p99 "< 5000 us"
 trow "Redlock 5 masters: uncontended run / one node's" rl-unc "<= 1.3x"
+
+# TLS against plain TCP, in the same run (bench/tls.sh).
+bash "$top/bench/tls.sh" "$RLOCK" || exit 1

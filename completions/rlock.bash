@@ -6,8 +6,8 @@
 
 # Lock names held now: the first column of `rlock list`. Quiet and quick,
 # so a missing or slow Redis never blocks the shell; the connection
-# options already on the line (-u, --prefix, --password-file, --redlock)
-# are used. With --redlock, list prints each master's locks under a header
+# options already on the line (-u, --prefix, --password-file, --redlock,
+# the TLS ones) are used. With --redlock, list prints each master's locks under a header
 # line without a tab: only the lines with one are locks, once each.
 _rlock_keys()
 {
@@ -18,11 +18,14 @@ _rlock_keys()
 	for ((i = 1; i < ${#words[@]}; i++)); do
 		w=${words[i]}
 		case $w in
-		-u|--url|--prefix|--password-file)
+		-u|--url|--prefix|--password-file|--tls-cacert|--tls-cacertdir|\
+		--tls-cert|--tls-key|--tls-sni)
 			conn+=("$w" "${words[i + 1]}")
 			((i++))
 			;;
-		--url=*|--prefix=*|--password-file=*|-u?*|--redlock)
+		--url=*|--prefix=*|--password-file=*|-u?*|--redlock|--tls|\
+		--tls-cacert=*|--tls-cacertdir=*|--tls-cert=*|--tls-key=*|\
+		--tls-sni=*|--tls-insecure)
 			conn+=("$w")
 			;;
 		--)
@@ -89,7 +92,8 @@ _rlock_module()
 			;;
 		-w|--timeout|-l|--lease|-E|--conflict-exit-code|-N|--limit|\
 		-c|--command|--on-lost|--kill-after|-u|--url|--password-file|\
-		--connect-timeout|--prefix)
+		--connect-timeout|--prefix|--tls-cacert|--tls-cacertdir|\
+		--tls-cert|--tls-key|--tls-sni)
 			_rlock_skip_value
 			;;
 		--key=*)
@@ -164,13 +168,19 @@ _rlock_module()
 		;;
 	'-u'|'--url')
 		compopt -o nospace
-		_rlock_reply -W "redis:// unix:// redis+sentinel:// redis+cluster://" \
+		_rlock_reply -W "redis:// rediss:// unix:// redis+sentinel://
+			rediss+sentinel:// redis+cluster:// rediss+cluster://" \
 			-- "$cur"
 		return 0
 		;;
-	'--password-file')
+	'--password-file'|'--tls-cacert'|'--tls-cert'|'--tls-key')
 		compopt -o filenames
 		_rlock_reply -f -- "$cur"
+		return 0
+		;;
+	'--tls-cacertdir')
+		compopt -o filenames
+		_rlock_reply -d -- "$cur"
 		return 0
 		;;
 	'-c'|'--command')
@@ -178,14 +188,15 @@ _rlock_module()
 		_rlock_reply -c -- "$cur"
 		return 0
 		;;
-	'-E'|'--conflict-exit-code'|'-N'|'--limit'|'--prefix'|\
+	'-E'|'--conflict-exit-code'|'-N'|'--limit'|'--prefix'|'--tls-sni'|\
 	'-h'|'--help'|'-V'|'--version')
 		return 0
 		;;
 	esac
 
 	opts="--url --redlock --password-file --connect-timeout --prefix
-		--quiet --verbose --help"
+		--tls --tls-cacert --tls-cacertdir --tls-cert --tls-key --tls-sni
+		--tls-insecure --quiet --verbose --help"
 	case $sub in
 	status|list)
 		case $cur in
@@ -231,6 +242,13 @@ _rlock_module()
 			--password-file
 			--connect-timeout
 			--prefix
+			--tls
+			--tls-cacert
+			--tls-cacertdir
+			--tls-cert
+			--tls-key
+			--tls-sni
+			--tls-insecure
 			--quiet
 			--verbose
 			--help

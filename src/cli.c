@@ -22,8 +22,11 @@
 
 enum {
 	OPT_FAIR = 256, OPT_ON_LOST, OPT_KILL_AFTER, OPT_PASSWORD_FILE,
-	OPT_CONNECT_TIMEOUT, OPT_PREFIX, OPT_JSON, OPT_FORCE, OPT_REDLOCK
+	OPT_CONNECT_TIMEOUT, OPT_PREFIX, OPT_JSON, OPT_FORCE, OPT_REDLOCK,
+	OPT_TLS, OPT_TLS_CACERT, OPT_TLS_CACERTDIR, OPT_TLS_CERT, OPT_TLS_KEY,
+	OPT_TLS_SNI, OPT_TLS_INSECURE
 };
+
 
 /*
  * "+": stop at COMMAND. ":": getopt stays silent and returns ':' for a
@@ -47,6 +50,13 @@ static const struct option RUN_LONG[] = {
 	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
 	{ "prefix", required_argument, NULL, OPT_PREFIX },
+	{ "tls", no_argument, NULL, OPT_TLS },
+	{ "tls-cacert", required_argument, NULL, OPT_TLS_CACERT },
+	{ "tls-cacertdir", required_argument, NULL, OPT_TLS_CACERTDIR },
+	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
+	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
+	{ "tls-sni", required_argument, NULL, OPT_TLS_SNI },
+	{ "tls-insecure", no_argument, NULL, OPT_TLS_INSECURE },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
@@ -63,6 +73,13 @@ static const struct option SUB_LONG[] = {
 	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
 	{ "prefix", required_argument, NULL, OPT_PREFIX },
+	{ "tls", no_argument, NULL, OPT_TLS },
+	{ "tls-cacert", required_argument, NULL, OPT_TLS_CACERT },
+	{ "tls-cacertdir", required_argument, NULL, OPT_TLS_CACERTDIR },
+	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
+	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
+	{ "tls-sni", required_argument, NULL, OPT_TLS_SNI },
+	{ "tls-insecure", no_argument, NULL, OPT_TLS_INSECURE },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "json", no_argument, NULL, OPT_JSON },
@@ -99,12 +116,21 @@ cli_usage(void)
 "  -u, --url URL             redis://[user[:pass]@]host[:port][/db],\n"
 "                            unix:///path/to/socket[?db=N],\n"
 "                            redis+sentinel://host:port[,...]/NAME[/db] or\n"
-"                            redis+cluster://host:port[,...]\n"
+"                            redis+cluster://host:port[,...]; over TLS:\n"
+"                            rediss://, rediss+sentinel://, rediss+cluster://\n"
 "      --redlock             every -u is an independent master (3, 5, ...);\n"
 "                            hold the lock on a majority of them\n"
 "      --password-file FILE  read the Redis password from FILE\n"
 "      --connect-timeout DUR give up on an unreachable Redis after DUR (5s)\n"
 "      --prefix P            prefix of every Redis key (rlock:)\n"
+"      --tls                 TLS even with redis:// URLs\n"
+"      --tls-cacert FILE     CA certificates to verify the server with\n"
+"                            (default: the system store)\n"
+"      --tls-cacertdir DIR   the same, a directory of them\n"
+"      --tls-cert FILE       client certificate (mutual TLS)\n"
+"      --tls-key FILE        its private key (default: in --tls-cert's file)\n"
+"      --tls-sni NAME        server name sent and verified (the URL's host)\n"
+"      --tls-insecure        do not verify the server (warns)\n"
 "  -q, --quiet               fewer messages\n"
 "  -v, --verbose             log what happens\n"
 "  -h, --help                show this help\n"
@@ -115,12 +141,12 @@ cli_usage(void)
 "\n"
 "DUR: a number with an optional unit ms, s, m, h (default s).\n"
 "Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH,\n"
-"  RLOCK_SENTINEL_PASSWORD; USER (or LOGNAME) names the holder when HOME\n"
-"  is that user's.\n"
+"  RLOCK_SENTINEL_PASSWORD, RLOCK_TLS_CACERT, RLOCK_TLS_CERT, RLOCK_TLS_KEY;\n"
+"  USER (or LOGNAME) names the holder when HOME is that user's.\n"
 "Exit status: COMMAND's; 75 not obtained (-E); 64 usage; 69 unreachable;\n"
 "  70 lease lost; 71 system failure; 76 unusable answer;\n"
-"  77 credentials refused; 126/127 COMMAND not executable/not found;\n"
-"  128+N signal N.\n"
+"  77 credentials or permission refused; 126/127 COMMAND not\n"
+"  executable/not found; 128+N signal N.\n"
 "See rlock(1).\n", stdout);
 }
 
@@ -261,11 +287,43 @@ read_password_file(struct rlock_opts *o, const char *path)
 	return 0;
 }
 
+/* --tls and its files. Returns 1 if c was not one of them. */
+static int
+tls_opt(struct rlock_opts *o, int c)
+{
+	switch (c) {
+	case OPT_TLS:
+		o->tls_forced = 1;
+		return 0;
+	case OPT_TLS_CACERT:
+		o->tls.cacert = optarg;
+		return 0;
+	case OPT_TLS_CACERTDIR:
+		o->tls.cacertdir = optarg;
+		return 0;
+	case OPT_TLS_CERT:
+		o->tls.cert = optarg;
+		return 0;
+	case OPT_TLS_KEY:
+		o->tls.key = optarg;
+		return 0;
+	case OPT_TLS_SNI:
+		o->tls.sni = optarg;
+		return 0;
+	case OPT_TLS_INSECURE:
+		o->tls.insecure = 1;
+		return 0;
+	}
+	return 1;
+}
+
 /* Options common to every mode. Returns 1 if c was not one of them. */
 static int
 common_opt(struct rlock_opts *o, int c, int *status)
 {
 	*status = 0;
+	if (tls_opt(o, c) == 0)
+		return 0;
 	switch (c) {
 	case 'u':
 		take_url(o, optarg);
@@ -481,7 +539,7 @@ finish_run(int argc, char **argv, struct rlock_opts *o)
  * blanked in the message as it is in argv.
  */
 static int
-check_url(const struct rlock_opts *o, const char *from)
+check_url(struct rlock_opts *o, const char *from)
 {
 	struct endpoint ep;
 	const char *why = "";
@@ -498,6 +556,8 @@ check_url(const struct rlock_opts *o, const char *from)
 		    why);
 		free(shown);
 	}
+	if (ep.tls)
+		o->tls.on = 1;
 	url_free(&ep);
 	return st;
 }
@@ -550,15 +610,47 @@ redlock_urls(struct rlock_opts *o)
 		if ((st = check_url(o, from)) != 0)
 			return st;
 		if (strncmp(o->url, "redis://", 8) != 0 &&
+		    strncmp(o->url, "rediss://", 9) != 0 &&
 		    strncmp(o->url, "unix://", 7) != 0)
-			return usage_error("--redlock takes one redis:// or "
-			    "unix:// URL per master (URL %d is not)", i + 1);
+			return usage_error("--redlock takes one redis://, "
+			    "rediss:// or unix:// URL per master (URL %d is "
+			    "not)", i + 1);
 	}
 	return 0;
 }
 
+/*
+ * The TLS files a crontab sets once. An option beats its variable; a key
+ * from the environment goes only with a certificate from there too, as a
+ * --tls-cert on the command line is another certificate.
+ */
 static int
-env_fallbacks(struct rlock_opts *o)
+tls_env(struct rlock_opts *o)
+{
+	struct tls_cfg *t = &o->tls;
+	const char *v;
+
+	if (t->cacert == NULL && t->cacertdir == NULL &&
+	    (v = getenv("RLOCK_TLS_CACERT")) && *v)
+		t->cacert = v, t->cacert_src = "RLOCK_TLS_CACERT";
+	if (t->cert == NULL && (v = getenv("RLOCK_TLS_CERT")) && *v)
+		t->cert = v, t->cert_src = "RLOCK_TLS_CERT";
+	if (t->key == NULL && t->cert_src && (v = getenv("RLOCK_TLS_KEY")) &&
+	    *v)
+		t->key = v, t->key_src = "RLOCK_TLS_KEY";
+	if (t->sni && *t->sni == '\0')
+		return usage_error("--tls-sni needs a name");
+	if (o->tls_forced)
+		t->on = 1;
+	if (!t->on && (t->cacert || t->cacertdir || t->cert || t->sni ||
+	    t->insecure))
+		msg_verbose("no TLS (no --tls, no rediss:// URL): the TLS "
+		    "options are not used");
+	return 0;
+}
+
+static int
+url_fallbacks(struct rlock_opts *o)
 {
 	const char *u, *p, *from = "-u";
 
@@ -619,7 +711,9 @@ cli_parse(int argc, char **argv, struct rlock_opts *o)
 	}
 	if (o->mode == MODE_HELP)	/* "status --help" */
 		return 0;
-	return env_fallbacks(o);
+	if ((st = url_fallbacks(o)) != 0)
+		return st;
+	return tls_env(o);
 }
 
 void

@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "tls.h"
+
 #define RLOCK_VERSION "0.1.0"
 #define KEY_MAX_LEN 512
 #define LEASE_MIN_MS 100
@@ -40,6 +42,10 @@ struct rlock_opts {
 	const char *prefix;
 	const char *shell_cmd;		/* -c */
 	char **cmd;			/* COMMAND and ARGs, NULL-terminated */
+	/* TLS: tls.on when --tls or any URL is rediss*; the files from the
+	 * options or else $RLOCK_TLS_CACERT, $RLOCK_TLS_CERT, $RLOCK_TLS_KEY. */
+	struct tls_cfg tls;
+	int tls_forced;			/* --tls: TLS even for redis:// */
 	int json, force;
 	char **args;			/* status keys, list pattern, release key */
 	int nargs;

@@ -6,8 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acl.h"
 #include "exitcode.h"
 #include "lease.h"
+#include "tls.h"
 #include "url.h"
 #include "util.h"
 
@@ -36,6 +38,9 @@ one_cfg(const struct rlock_opts *o, const char *url, struct conn_cfg *cfg)
 		cfg->password = cfg->ep.pass;
 	cfg->sentinel_password = getenv("RLOCK_SENTINEL_PASSWORD");
 	cfg->connect_timeout_ms = o->connect_timeout_ms;
+	/* --tls: every TCP connection; a unix socket stays on this host. */
+	if (o->tls_forced && cfg->ep.kind != EP_UNIX)
+		cfg->ep.tls = 1;
 	return 0;
 }
 
@@ -45,6 +50,7 @@ config_lock(const struct rlock_opts *o, struct lock_cfg *cfg)
 	int i, n = o->redlock ? o->nurls : 1, st;
 
 	memset(cfg, 0, sizeof(*cfg));
+	acl_set_prefix(o->prefix);
 	cfg->redlock = o->redlock;
 	cfg->connect_timeout_ms = o->connect_timeout_ms;
 	cfg->master_timeout_ms = lease_master_timeout_ms(o->lease_ms,
@@ -73,8 +79,6 @@ static const struct {
 	const char *answer;
 	const char *todo;
 } HINTS[] = {
-	{ "NOPERM", "give that user the permission Redis names (ACL SETUSER; "
-	    "rlock needs +@scripting and its --prefix keys and channels)" },
 	{ "READONLY", "that server is a read-only replica; point -u at the "
 	    "primary" },
 	{ "OOM", "the server is out of memory; free some, or raise its "
@@ -108,19 +112,34 @@ hint_for(const char *err)
 void
 config_report(const struct lock_cfg *cfg, const struct failure *f)
 {
-	const char *err = f->why, *todo = hint_for(err);
+	const char *err = f->why, *todo;
 	char url[300];
 
+	/* A refused permission (acl.c) comes with the ACL SETUSER for it. */
+	if ((todo = acl_cure(err, cfg->servers[0].ep.user)) == NULL)
+		todo = hint_for(err);
 	if (cfg->redlock)
 		snprintf(url, sizeof(url), "%d masters (--redlock)", cfg->n);
 	else
 		url_redacted(&cfg->servers[0].ep, url, sizeof(url));
+	/* TLS's lines carry their own cure (tls.c). */
+	if (tls_said(err))
+		todo = NULL;
 	switch (f->status) {
 	case RL_EXIT_UNAVAILABLE:
-		msg_err("cannot reach %s: %s; %s", url, err,
-		    todo ? todo : "check -u or RLOCK_URL");
+		if (tls_said(err))
+			msg_err("cannot reach %s: %s", url, err);
+		else
+			msg_err("cannot reach %s: %s; %s", url, err,
+			    todo ? todo : "check -u or RLOCK_URL");
 		break;
 	case RL_EXIT_NOPERM:
+		if (tls_said(err)) {
+			/* We refused the server (or it our certificate): no
+			 * password to check. */
+			msg_err("%s: %s", url, err);
+			break;
+		}
 		msg_err("%s refused us: %s; %s", url, err, todo ? todo :
 		    "check the user and password (URL, --password-file, "
 		    "RLOCK_PASSWORD)");

@@ -8,6 +8,9 @@
  * timeout that kills the context, SO_RCVTIMEO forgotten on reconnect, no
  * FD_CLOEXEC: REDIS-NOTES section 1), a blocked read can be interrupted
  * by the caller's own poll, and one transport seam serves every caller.
+ * TLS (tls.c) is the same seam with OpenSSL between the socket and the
+ * reader: every read and write goes through sock_read and sock_write, and
+ * decrypted bytes waiting inside OpenSSL count as pending.
  */
 #include "conn.h"
 
@@ -27,6 +30,7 @@
 #include <hiredis/hiredis.h>
 
 #include "exitcode.h"
+#include "tls.h"
 #include "util.h"
 
 #define READ_CHUNK 16384
@@ -34,6 +38,11 @@
 struct conn {
 	const struct conn_cfg *cfg;
 	int fd;				/* -1 while closed */
+	struct tls_session *tls;	/* over TLS: the session on fd */
+	int heard;			/* any byte read on this fd */
+	int last_errno;			/* of the last I/O failure; 0: EOF */
+	struct sockaddr_storage peer;	/* TCP: where fd is connected */
+	socklen_t peer_len;
 	redisReader *reader;
 	struct reply *stash;		/* parsed, not yet handed out */
 	int64_t cmd_timeout_ms;
@@ -99,6 +108,9 @@ conn_timeout(const struct conn *cn)
 static void
 drop(struct conn *cn, int reset)
 {
+	/* Before the close: a healthy session says close_notify. */
+	tls_free(cn->tls);
+	cn->tls = NULL;
 	if (cn->fd >= 0) {
 		if (reset) {
 			struct linger lg = { 1, 0 };
@@ -200,6 +212,32 @@ conn_parse(const char *buf, size_t len, struct reply **out)
 }
 
 /*
+ * The socket's I/O, in the clear or through TLS: as recv(2) and send(2)
+ * on the non-blocking fd (-1 with errno EAGAIN: wait for *want). A TLS
+ * failure is EPROTO, its words in the session (tls_error).
+ */
+static ssize_t
+sock_read(struct conn *cn, void *buf, size_t len, short *want)
+{
+	ssize_t n;
+
+	*want = POLLIN;
+	n = cn->tls ? tls_read(cn->tls, buf, len, want) :
+	    recv(cn->fd, buf, len, 0);
+	if (n > 0)
+		cn->heard = 1;
+	return n;
+}
+
+static ssize_t
+sock_write(struct conn *cn, const void *buf, size_t len, short *want)
+{
+	*want = POLLOUT;
+	return cn->tls ? tls_write(cn->tls, buf, len, want) :
+	    send(cn->fd, buf, len, MSG_NOSIGNAL);
+}
+
+/*
  * A server that turns us away at once (maxclients) writes its error and
  * closes. If that beats our first command, the write fails (EPIPE, or
  * ECONNRESET) with the reason still unread in our socket: read it, as an
@@ -208,10 +246,20 @@ conn_parse(const char *buf, size_t len, struct reply **out)
 static int
 last_words(struct conn *cn, const char *what)
 {
-	char buf[128];
-	ssize_t n = recv(cn->fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+	char buf[128], why[256];
+	short want;
+	ssize_t n = sock_read(cn, buf, sizeof(buf) - 1, &want);
 	struct reply r = { .type = REPLY_ERROR };
+	int st;
 
+	/* Over TLS the last words may be an alert: under TLS 1.3 the
+	 * server's verdict on our client certificate, sent just before it
+	 * hung up on the command we were writing. */
+	if (n < 0 && errno == EPROTO && cn->tls) {
+		st = tls_error(cn->tls, why, sizeof(why));
+		failure_set(&cn->fail, st, "%s", why);
+		return 0;
+	}
 	if (n < 2 || buf[0] != '-')
 		return -1;
 	buf[n] = '\0';
@@ -226,11 +274,20 @@ last_words(struct conn *cn, const char *what)
 static void
 io_failed(struct conn *cn, const char *what, int e)
 {
+	char why[256];
+	int st;
+
+	cn->last_errno = e;
 	if ((e == EPIPE || e == ECONNRESET) && last_words(cn, what) == 0) {
 		drop(cn, 1);
 		return;
 	}
-	if (e == ETIMEDOUT)
+	if (e == EPROTO && cn->tls) {
+		/* Under TLS 1.3 the server's verdict on our client certificate
+		 * comes after the handshake: here, at our first read. */
+		st = tls_error(cn->tls, why, sizeof(why));
+		failure_set(&cn->fail, st, "%s", why);
+	} else if (e == ETIMEDOUT)
 		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s: no answer "
 		    "within %lldms", what, (long long)cn->cmd_timeout_ms);
 	else if (e == 0)
@@ -247,6 +304,14 @@ io_failed(struct conn *cn, const char *what, int e)
 static void
 not_redis(struct conn *cn, const char *what)
 {
+	/* A TLS port may answer plain text with an alert record. */
+	if (cn->tls == NULL && cn->reader && tls_looks_like_tls(
+	    (const unsigned char *)cn->reader->buf, cn->reader->len)) {
+		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s",
+		    TLS_PLAIN_TO_TLS);
+		drop(cn, 1);
+		return;
+	}
 	failure_set(&cn->fail, RL_EXIT_PROTOCOL, "%s: %s (%s)", what,
 	    CONN_NOT_REDIS, cn->reader && cn->reader->errstr[0] ?
 	    cn->reader->errstr : "unreadable reply");
@@ -278,10 +343,11 @@ write_all(struct conn *cn, const char *buf, size_t len, int64_t deadline,
     const char *what)
 {
 	ssize_t n;
+	short want;
 	int w;
 
 	while (len > 0) {
-		n = send(cn->fd, buf, len, MSG_NOSIGNAL);
+		n = sock_write(cn, buf, len, &want);
 		if (n > 0) {
 			buf += n;
 			len -= (size_t)n;
@@ -293,7 +359,7 @@ write_all(struct conn *cn, const char *buf, size_t len, int64_t deadline,
 			io_failed(cn, what, errno);
 			return -1;
 		}
-		if ((w = wait_fd(cn->fd, POLLOUT, deadline)) <= 0) {
+		if ((w = wait_fd(cn->fd, want, deadline)) <= 0) {
 			io_failed(cn, what, w == 0 ? ETIMEDOUT : errno);
 			return -1;
 		}
@@ -335,6 +401,10 @@ conn_pending(struct conn *cn)
 	 * the stash), or as junk that conn_recv will then report. */
 	if (cn->stash != NULL)
 		return 1;
+	/* Decrypted bytes inside OpenSSL: poll() cannot see them. Once
+	 * read into the reader, they count as above. */
+	if (cn->tls && tls_pending(cn->tls))
+		return 1;
 	if (cn->reader == NULL || cn->reader->len <= cn->reader->pos)
 		return 0;
 	return take(cn->reader, &cn->stash) != 0;
@@ -346,6 +416,7 @@ recv_by(struct conn *cn, int64_t deadline, struct reply **out,
 {
 	char buf[READ_CHUNK];
 	ssize_t n;
+	short want;
 	int w;
 
 	*out = NULL;
@@ -368,7 +439,7 @@ recv_by(struct conn *cn, int64_t deadline, struct reply **out,
 			not_redis(cn, what);
 			return -1;
 		}
-		n = recv(cn->fd, buf, sizeof(buf), 0);
+		n = sock_read(cn, buf, sizeof(buf), &want);
 		if (n > 0) {
 			if (redisReaderFeed(cn->reader, buf, (size_t)n) !=
 			    REDIS_OK)
@@ -385,7 +456,7 @@ recv_by(struct conn *cn, int64_t deadline, struct reply **out,
 			io_failed(cn, what, errno);
 			return -1;
 		}
-		if ((w = wait_fd(cn->fd, POLLIN, deadline)) < 0) {
+		if ((w = wait_fd(cn->fd, want, deadline)) < 0) {
 			io_failed(cn, what, errno);
 			return -1;
 		}
@@ -512,8 +583,11 @@ open_tcp(struct conn *cn, const char *host, int port, int64_t deadline,
 	for (a = ai; a != NULL && mono_ms() < deadline; a = a->ai_next) {
 		cn->fd = connect_one(a->ai_family, a->ai_addr, a->ai_addrlen,
 		    deadline);
-		if (cn->fd >= 0)
+		if (cn->fd >= 0) {
+			memcpy(&cn->peer, a->ai_addr, a->ai_addrlen);
+			cn->peer_len = a->ai_addrlen;
 			break;
+		}
 		e = errno;
 	}
 	freeaddrinfo(ai);
@@ -585,6 +659,47 @@ handshake(struct conn *cn, int64_t deadline)
 	return 0;
 }
 
+/*
+ * The TLS handshake on the fresh TCP socket, by the deadline (tls.c);
+ * 0, or its status with the failure recorded (where: "host:port: ").
+ */
+static int
+start_tls(struct conn *cn, const char *host, int port, int64_t deadline)
+{
+	char why[256];
+	int st;
+
+	cn->tls = tls_handshake(cn->fd, host ? host : cn->cfg->ep.host,
+	    deadline, &st, why, sizeof(why));
+	if (cn->tls != NULL)
+		return 0;
+	if (host)
+		failure_set(&cn->fail, st, "%s:%d: %s", host, port, why);
+	else
+		failure_set(&cn->fail, st, "%s", why);
+	return st;
+}
+
+/*
+ * A plain-text connection the server closed or reset at our first
+ * command, before a byte came back, may have reached a TLS port: one
+ * throwaway TLS hello to the same address tells (tls_probe: no command,
+ * no secret), and then the line says so.
+ */
+static void
+maybe_tls_port(struct conn *cn, int64_t deadline)
+{
+	if (cn->cfg->ep.tls || cn->heard || cn->peer_len == 0 ||
+	    cn->fail.status != RL_EXIT_UNAVAILABLE ||
+	    (cn->last_errno != 0 && cn->last_errno != ECONNRESET &&
+	    cn->last_errno != EPIPE))
+		return;
+	if (tls_probe((const struct sockaddr *)&cn->peer, cn->peer_len,
+	    deadline))
+		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s",
+		    TLS_PLAIN_TO_TLS);
+}
+
 int
 conn_connect(struct conn *cn, const char *host, int port, int64_t deadline)
 {
@@ -593,6 +708,9 @@ conn_connect(struct conn *cn, const char *host, int port, int64_t deadline)
 
 	drop(cn, 0);
 	failure_clear(&cn->fail);
+	cn->peer_len = 0;
+	cn->last_errno = 0;
+	cn->heard = 0;
 	if (deadline <= mono_ms())
 		deadline = mono_ms() + 1;
 	if (host == NULL && cn->cfg->ep.kind == EP_UNIX)
@@ -604,6 +722,12 @@ conn_connect(struct conn *cn, const char *host, int port, int64_t deadline)
 		st = open_tcp(cn, host, port, deadline, 1);
 	if (st < 0)
 		return cn->fail.status;
+	/* TLS for TCP only: a unix socket stays on this host. */
+	if (cn->cfg->ep.tls && (host != NULL || cn->cfg->ep.kind != EP_UNIX) &&
+	    (st = start_tls(cn, host, port, deadline)) != 0) {
+		drop(cn, 1);
+		return st;
+	}
 	if ((cn->reader = redisReaderCreate()) == NULL)
 		oom();
 	/* A server that accepts and then stays silent counts against the
@@ -612,7 +736,10 @@ conn_connect(struct conn *cn, const char *host, int port, int64_t deadline)
 	cn->cmd_timeout_ms = cn->cfg->connect_timeout_ms;
 	st = handshake(cn, deadline);
 	cn->cmd_timeout_ms = cmd;
-	if (st != 0)
+	if (st != 0) {
+		maybe_tls_port(cn, deadline);
+		st = cn->fail.status;
 		conn_close(cn);
+	}
 	return st;
 }

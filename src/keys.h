@@ -29,6 +29,10 @@ struct lock_ctx {
 	char host[256], user[64], pid[24];
 	char *cmdline;		/* owned */
 	char *waiter_info;	/* value of our :w key; owned */
+	/* What else this caller runs while it waits, for acquire.lua's ACL
+	 * check: "w" BLPOP, "f" --fair, "s" --redlock's SSUBSCRIBE; NULL
+	 * none. Not owned. */
+	const char *acl_needs;
 };
 
 /*

@@ -15,12 +15,14 @@
 #include "report.h"
 #include "run.h"
 #include "sig.h"
+#include "tls.h"
 #include "util.h"
 
 static int
 version(void)
 {
-	printf("rlock %s (%s)\n", RLOCK_VERSION, conn_library());
+	printf("rlock %s (%s, %s)\n", RLOCK_VERSION, conn_library(),
+	    tls_library());
 	return 0;
 }
 
@@ -50,6 +52,7 @@ int
 main(int argc, char **argv)
 {
 	struct rlock_opts o;
+	char err[512];
 	int sigfd, st;
 
 	hold_closed_std_fds();
@@ -59,6 +62,15 @@ main(int argc, char **argv)
 		return RL_EXIT_OSERR;
 	}
 	if ((st = cli_parse(argc, argv, &o)) != 0) {
+		cli_free(&o);
+		return st;
+	}
+	/* Before any connection and any thread: a certificate or key that
+	 * cannot be used is the user's to fix, like a bad option. */
+	if ((o.mode == MODE_RUN || o.mode == MODE_STATUS || o.mode ==
+	    MODE_LIST || o.mode == MODE_RELEASE) && o.tls.on &&
+	    (st = tls_setup(&o.tls, err, sizeof(err))) != 0) {
+		msg_err("%s", err);
 		cli_free(&o);
 		return st;
 	}
@@ -76,6 +88,7 @@ main(int argc, char **argv)
 		st = report_main(&o);
 		break;
 	}
+	tls_teardown();
 	cli_free(&o);
 	close(sigfd);
 	return st;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "acl.h"
 #include "exitcode.h"
 #include "util.h"
 
@@ -64,6 +65,8 @@ reply_status(const struct reply *r)
 {
 	const char *s = r->str ? r->str : "";
 
+	if (acl_is_refusal(s))
+		return RL_EXIT_NOPERM;
 	if (starts(s, "NOAUTH") || starts(s, "WRONGPASS") ||
 	    starts(s, "NOPERM") || starts(s, "ERR invalid password") ||
 	    starts(s, "ERR invalid username-password") ||
@@ -107,7 +110,12 @@ failure_from_reply(struct failure *f, const char *what,
 	char text[160];
 	const char *sp;
 
-	if (r->type == REPLY_ERROR && strncmp(r->str, "RLOCK_", 6) == 0 &&
+	if (r->type == REPLY_ERROR && acl_is_refusal(r->str)) {
+		/* The permission it lacks, in words (acl.c). */
+		acl_explain(r->str, text, sizeof(text));
+		failure_set(f, RL_EXIT_NOPERM, "%s: %s", what, text);
+	} else if (r->type == REPLY_ERROR &&
+	    strncmp(r->str, "RLOCK_", 6) == 0 &&
 	    (sp = strchr(r->str, ' ')) != NULL) {
 		/* Our own scripts' refusals are sentences for the user. */
 		printable(sp + 1, strlen(sp + 1), text, sizeof(text));

@@ -89,6 +89,10 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 
 	lock_ctx_init(&ctx, o->prefix, o->key, o->lease_ms, o->limit, o->fair,
 	    NULL, cli_command_line(o));
+	/* What the wait will run besides the scripts: acquire.lua checks
+	 * the ACL allows it before taking the lock. */
+	if (o->wait_ms != 0)
+		ctx.acl_needs = o->redlock ? "s" : o->fair ? "f" : "w";
 	switch (wait_lock(l, &ctx, o->wait_ms, sigfd, &res)) {
 	case WAIT_GRANTED:
 		break;

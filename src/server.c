@@ -54,6 +54,8 @@ server_new(const struct conn_cfg *cfg, int64_t connect_ms, int64_t cmd_ms)
 	s->connect_ms = connect_ms;
 	s->cn = conn_new(cfg, cmd_ms);
 	s->sentinel_cfg.ep.kind = EP_TCP;
+	/* rediss+sentinel://: the sentinels over TLS too. */
+	s->sentinel_cfg.ep.tls = cfg->ep.tls;
 	s->sentinel_cfg.password = cfg->sentinel_password;
 	s->sentinel_cfg.connect_timeout_ms = cfg->connect_timeout_ms;
 	return s;

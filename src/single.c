@@ -193,6 +193,7 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 	arg_str(&a, wttl);
 	arg_str(&a, want_holder ? "1" : "0");
 	arg_str(&a, look);
+	arg_str(&a, ctx->acl_needs ? ctx->acl_needs : "");
 	if ((r = script_run(cn, &lua_acquire, 7, a.n - 7, a.v, a.len)) == NULL)
 		return LOCK_ERROR;
 	if ((res = single_parse_acquire(r, fence, busy)) == LOCK_ERROR)

@@ -2,16 +2,16 @@
 /*
  * Grammar (a subset of redis-cli's, plus unix sockets):
  *
- *   redis://[[user][:password]@]host[:port][/db][?db=N]
- *   redis://[[user][:password]@][ipv6]:port[/db]
+ *   redis[s]://[[user][:password]@]host[:port][/db][?db=N]
+ *   redis[s]://[[user][:password]@][ipv6]:port[/db]
  *   unix://[[user][:password]@]/path/to/socket[?db=N]
- *   redis+sentinel://[[user][:password]@]host[:port][,host[:port]...]/NAME[/db]
- *   redis+cluster://[[user][:password]@]host[:port][,host[:port]...][/0]
+ *   redis[s]+sentinel://[[user][:password]@]host[:port][,host[:port]...]/NAME[/db]
+ *   redis[s]+cluster://[[user][:password]@]host[:port][,host[:port]...][/0]
  *
- * user and password are percent-decoded; the userinfo ends at the last
- * '@' (unix: the last "@/"), so a generated password with a bare '/', '?'
- * or '@' still works. rediss:// is refused by name: Debian's hiredis 0.14
- * has no TLS.
+ * The "s" asks for TLS on every connection the URL leads to (sentinels,
+ * the master, every cluster node). user and password are percent-decoded;
+ * the userinfo ends at the last '@' (unix: the last "@/"), so a generated
+ * password with a bare '/', '?' or '@' still works.
  */
 #include "url.h"
 
@@ -333,27 +333,64 @@ parse_multi(const char *rest, struct endpoint *ep, enum endpoint_kind kind,
 	return parse_query(q, end, ep, why);
 }
 
+/* The schemes, longest first where one is a prefix of another. */
+static const struct {
+	const char *name;
+	enum endpoint_kind kind;
+	int tls;
+} SCHEMES[] = {
+	{ "redis+sentinel://", EP_SENTINEL, 0 },
+	{ "rediss+sentinel://", EP_SENTINEL, 1 },
+	{ "redis+cluster://", EP_CLUSTER, 0 },
+	{ "rediss+cluster://", EP_CLUSTER, 1 },
+	{ "redis://", EP_TCP, 0 },
+	{ "rediss://", EP_TCP, 1 },
+	{ "unix://", EP_UNIX, 0 },
+};
+
+/* The scheme of url, or NULL; *rest is what follows "://". */
+static const char *
+scheme_of(const char *url, const char **rest, enum endpoint_kind *kind,
+    int *tls)
+{
+	size_t i, n;
+
+	for (i = 0; i < sizeof(SCHEMES) / sizeof(SCHEMES[0]); i++) {
+		n = strlen(SCHEMES[i].name);
+		if (strncmp(url, SCHEMES[i].name, n) == 0) {
+			*rest = url + n;
+			*kind = SCHEMES[i].kind;
+			*tls = SCHEMES[i].tls;
+			return SCHEMES[i].name;
+		}
+	}
+	return NULL;
+}
+
 int
 url_parse(const char *url, struct endpoint *ep, const char **why)
 {
-	if (strncmp(url, "redis+sentinel://", 17) == 0)
-		return parse_multi(url + 17, ep, EP_SENTINEL, why);
-	if (strncmp(url, "redis+cluster://", 16) == 0)
-		return parse_multi(url + 16, ep, EP_CLUSTER, why);
-	if (strncmp(url, "redis://", 8) == 0)
-		return parse_tcp(url + 8, ep, why);
-	if (strncmp(url, "unix://", 7) == 0)
-		return parse_unix(url + 7, ep, why);
-	if (strncmp(url, "rediss://", 9) == 0) {
-		*why = "rediss:// (TLS) is not supported: this rlock is built "
-		    "with hiredis " "without TLS; run a TLS sidecar such as "
-		    "stunnel on 127.0.0.1 and point -u at it";
+	enum endpoint_kind kind;
+	const char *rest;
+	int tls;
+
+	if (scheme_of(url, &rest, &kind, &tls) == NULL) {
+		*why = "unknown scheme (use redis://host:port/db, "
+		    "rediss://host:port/db (TLS), unix:///path/to/socket, "
+		    "redis+sentinel://host:port/NAME or "
+		    "redis+cluster://host:port)";
 		return -1;
 	}
-	*why = "unknown scheme (use redis://host:port/db, "
-	    "unix:///path/to/socket, redis+sentinel://host:port/NAME or "
-	    "redis+cluster://host:port)";
-	return -1;
+	ep->tls = tls;
+	switch (kind) {
+	case EP_SENTINEL:
+	case EP_CLUSTER:
+		return parse_multi(rest, ep, kind, why);
+	case EP_UNIX:
+		return parse_unix(rest, ep, why);
+	default:
+		return parse_tcp(rest, ep, why);
+	}
 }
 
 void
@@ -384,8 +421,9 @@ redacted_multi(const struct endpoint *ep, const char *user,
 	char one[300];
 	int i;
 
-	off = (size_t)snprintf(buf, len, "%s://%s%s%s", ep->kind ==
-	    EP_SENTINEL ? "redis+sentinel" : "redis+cluster", user, stars, at);
+	off = (size_t)snprintf(buf, len, "%s+%s://%s%s%s", ep->tls ? "rediss" :
+	    "redis", ep->kind == EP_SENTINEL ? "sentinel" : "cluster", user,
+	    stars, at);
 	for (i = 0; i < ep->nseeds && off < len; i++) {
 		printable(ep->seeds[i].host, strlen(ep->seeds[i].host), one,
 		    sizeof(one));
@@ -423,30 +461,22 @@ url_redacted(const struct endpoint *ep, char *buf, size_t len)
 	} else {
 		int v6 = strchr(ep->host, ':') != NULL;
 
-		snprintf(buf, len, "redis://%s%s%s%s%s%s:%d/%d", user, stars,
-		    at, v6 ? "[" : "", place, v6 ? "]" : "", ep->port, ep->db);
+		snprintf(buf, len, "%s://%s%s%s%s%s%s:%d/%d", ep->tls ?
+		    "rediss" : "redis", user, stars, at, v6 ? "[" : "", place,
+		    v6 ? "]" : "", ep->port, ep->db);
 	}
 }
 
 int
 url_password_span(const char *url, size_t *off, size_t *len)
 {
+	enum endpoint_kind kind;
 	const char *rest, *at, *colon;
-	int is_unix = 0;
+	int tls;
 
-	if (strncmp(url, "redis://", 8) == 0)
-		rest = url + 8;
-	else if (strncmp(url, "redis+sentinel://", 17) == 0)
-		rest = url + 17;
-	else if (strncmp(url, "redis+cluster://", 16) == 0)
-		rest = url + 16;
-	else if (strncmp(url, "unix://", 7) == 0)
-		rest = url + 7, is_unix = 1;
-	else if (strncmp(url, "rediss://", 9) == 0)
-		rest = url + 9;
-	else
+	if (scheme_of(url, &rest, &kind, &tls) == NULL)
 		return -1;
-	if ((at = userinfo_end(rest, is_unix)) == NULL)
+	if ((at = userinfo_end(rest, kind == EP_UNIX)) == NULL)
 		return -1;
 	colon = memchr(rest, ':', (size_t)(at - rest));
 	if (colon == NULL || colon + 1 == at)

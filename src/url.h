@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * redis://, unix://, redis+sentinel:// and redis+cluster:// URLs to a
- * struct endpoint, with percent-decoding and a
- * redacted form for messages. No I/O, no exit.
+ * redis://, unix://, redis+sentinel:// and redis+cluster:// URLs (and
+ * rediss://, rediss+sentinel://, rediss+cluster://: the same over TLS) to
+ * a struct endpoint, with percent-decoding and a redacted form for
+ * messages. No I/O, no exit.
  */
 #ifndef RLOCK_URL_H
 #define RLOCK_URL_H
@@ -28,6 +29,7 @@ struct endpoint {
 	struct hostport *seeds;
 	int nseeds;
 	char *master_name;	/* EP_SENTINEL */
+	int tls;		/* rediss*: every connection over TLS */
 };
 
 /*
@@ -38,7 +40,8 @@ int url_parse(const char *url, struct endpoint *ep, const char **why);
 
 void url_free(struct endpoint *ep);
 
-/* "redis://user:***@host:port/db" or "unix:///path?db=N" for messages. */
+/* "redis://user:***@host:port/db" (rediss:// with tls) or
+ * "unix:///path?db=N" for messages. */
 void url_redacted(const struct endpoint *ep, char *buf, size_t len);
 
 /*

@@ -269,12 +269,15 @@ escaped_all_bytes() { # KEY
 	[[ ${stderr_lines[0]} == "rlock: bad Redis URL 'http://x' (RLOCK_URL): unknown scheme"* ]]
 }
 
-@test "bad input: URL rediss:// -> 64, names TLS" {
-	usage_error "bad Redis URL 'rediss://127.0.0.1:6380' \(-u\): .*TLS.*stunnel" \
-		-u rediss://127.0.0.1:6380 -k k -- echo must-not-run
+@test "bad input: bad rediss:// URLs -> 64, password hidden" {
+	usage_error "bad Redis URL 'rediss://127.0.0.1:0' \(-u\): bad port" \
+		-u rediss://127.0.0.1:0 -k k -- echo must-not-run
 	# The password in a rediss:// URL is hidden too.
-	usage_error "'rediss://:\*+@h' \(-u\): .*TLS" -u rediss://:secret@h -k k \
-		-- true
+	usage_error "'rediss://:\*+@h:x' \(-u\): bad port" \
+		-u rediss://:secret@h:x -k k -- true
+	[[ $stderr != *secret* ]]
+	usage_error "'rediss\+cluster://:\*+@a/3' \(-u\): Redis Cluster has only database 0" \
+		-u rediss+cluster://:secret@a/3 -k k -- true
 	[[ $stderr != *secret* ]]
 }
 
@@ -414,11 +417,12 @@ bad_dur() {
 
 @test "bad input: ACL user without EVAL/EVALSHA -> 77 NOPERM" {
 	local url=unix://noeval:pw@$AUTH_SOCK
-	fails 77 "unix://noeval:***@$AUTH_SOCK?db=0 refused us: *NOPERM*'eval*'*; give that user the permission Redis names (ACL SETUSER*" \
+	fails 77 "unix://noeval:***@$AUTH_SOCK?db=0 refused us: acquire: the ACL user lacks +evalsha, for EVALSHA; add it: ACL SETUSER noeval +evalsha (every permission rlock needs: \"A Redis user for rlock\" in rlock(1))" \
 		-u "$url" -k acl -- echo must-not-run
-	fails 77 "*NOPERM*'eval*ACL SETUSER*" -u "$url" -n -k acl -- \
-		echo must-not-run
-	fails 77 "*NOPERM*'eval*ACL SETUSER*" -u "$url" status acl
+	fails 77 "*lacks +evalsha*ACL SETUSER noeval +evalsha*" -u "$url" -n \
+		-k acl -- echo must-not-run
+	fails 77 "*lacks +evalsha*ACL SETUSER noeval +evalsha*" -u "$url" \
+		status acl
 	[[ $stderr != *"check the user and password"* ]]
 	REDISCLI_AUTH=pw no_lock acl "$AUTH_SOCK"
 }

@@ -160,9 +160,72 @@ teardown_file() {
 	[ "${lines[1]}" = 1 ]
 }
 
-@test "rediss:// is refused by name (TLS), as a usage error" {
-	usage_error 'rediss:// \(TLS\) is not supported' \
-		-u rediss://127.0.0.1:6380 -k k -- true
+# tls_file_error MESSAGE RLOCK-ARGS...: 64 and exactly the one line
+# "rlock: MESSAGE" (no Try line: the option was well-formed, its file is
+# not), nothing on stdout, before any connection ($CLOSED_URL, over TLS).
+tls_file_error() {
+	local want=$1
+	shift
+	RLOCK_URL=rediss${CLOSED_URL#redis} run -64 --separate-stderr \
+		"$RLOCK" "$@"
+	[ -z "$output" ] || fail "stdout: $output"
+	[ "${#stderr_lines[@]}" -eq 1 ] || fail "stderr: $stderr"
+	[ "${stderr_lines[0]}" = "rlock: $want" ] ||
+		fail "got: ${stderr_lines[0]} (want rlock: $want)"
+}
+
+@test "TLS files that cannot be used: 64, one line naming the file, before any connection" {
+	local d=$BATS_TEST_TMPDIR
+	printf 'not a certificate\n' > "$d/junk.pem"
+	tls_file_error "cannot read --tls-cacert /nonexistent/ca.pem: No such file or directory" \
+		--tls-cacert /nonexistent/ca.pem -k k -- true
+	tls_file_error "cannot read --tls-cacert $d: Is a directory" \
+		--tls-cacert "$d" -k k -- true
+	tls_file_error "--tls-cacert $d/junk.pem holds no usable CA certificate: no certificate or crl found" \
+		--tls-cacert "$d/junk.pem" -k k -- true
+	tls_file_error "cannot read --tls-cacertdir /nonexistent/certs: No such file or directory" \
+		--tls-cacertdir /nonexistent/certs -k k -- true
+	tls_file_error "cannot read --tls-cert /nonexistent/c.pem: No such file or directory" \
+		--tls-cert /nonexistent/c.pem --tls-key /nonexistent/k.pem -k k -- true
+	tls_file_error "--tls-cert $d/junk.pem holds no usable certificate: no PEM data in it" \
+		--tls-cert "$d/junk.pem" -k k -- true
+	tls_file_error "--tls-key $d/junk.pem without a client certificate: give it with --tls-cert (or RLOCK_TLS_CERT)" \
+		--tls-key "$d/junk.pem" -k k -- true
+	# From the environment, the line names the variable.
+	RLOCK_TLS_CACERT=/nonexistent/ca.pem tls_file_error \
+		"cannot read RLOCK_TLS_CACERT /nonexistent/ca.pem: No such file or directory" \
+		-k k -- true
+	RLOCK_TLS_CERT=/nonexistent/c.pem tls_file_error \
+		"cannot read RLOCK_TLS_CERT /nonexistent/c.pem: No such file or directory" \
+		-k k -- true
+	# The subcommands check them as early, before or after their word.
+	tls_file_error "cannot read --tls-cacert /nonexistent/ca.pem: No such file or directory" \
+		status --tls-cacert /nonexistent/ca.pem K
+	tls_file_error "cannot read --tls-cacert /nonexistent/ca.pem: No such file or directory" \
+		--tls-cacert /nonexistent/ca.pem list
+	tls_file_error "cannot read --tls-cacert /nonexistent/ca.pem: No such file or directory" \
+		release --force --tls-cacert /nonexistent/ca.pem K
+}
+
+@test "--tls turns TLS on for redis://; without it, TLS files are not even read" {
+	RLOCK_URL=$CLOSED_URL run -64 --separate-stderr "$RLOCK" --tls \
+		--tls-cacert /nonexistent/ca.pem -k k -- true
+	[ "$stderr" = "rlock: cannot read --tls-cacert /nonexistent/ca.pem: No such file or directory" ]
+	# A crontab's RLOCK_TLS_* do not get in the way of a plain server.
+	RLOCK_TLS_CACERT=/nonexistent/ca.pem RLOCK_TLS_CERT=/nonexistent/c \
+		run -0 --separate-stderr "$RLOCK" -k plain -- echo ran
+	[ "$output" = ran ]
+	[ -z "$stderr" ]
+}
+
+@test "TLS options: bad forms are usage errors" {
+	usage_error "--tls-sni needs a name" --tls-sni "" -k k -- true
+	usage_error "option '--tls-cert' needs a value" -k k --tls-cert
+	usage_error "option '--tls' takes no value" --tls=yes -k k -- true
+	usage_error "ambiguous option '--tls-c'" --tls-c=x -k k -- true
+	usage_error "--redlock takes one redis://, rediss:// or unix:// URL per master \(URL 2 is not\)" \
+		--redlock -u rediss://a -u rediss+cluster://b -u rediss://c \
+		-k k -- true
 }
 
 @test "bad URL: usage error naming where it came from, password hidden" {

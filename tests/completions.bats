@@ -135,10 +135,13 @@ hold_somekey() {
 
 @test "bash: values of -u, durations and --password-file" {
 	run bcomp "rlock -u "
-	assert_output "$(printf '%s\n' redis:// unix:// redis+sentinel:// \
-		redis+cluster://)"
+	assert_output "$(printf '%s\n' redis:// rediss:// unix:// \
+		redis+sentinel:// rediss+sentinel:// redis+cluster:// \
+		rediss+cluster://)"
 	run bcomp "rlock -u redis+s"
 	assert_output "redis+sentinel://"
+	run bcomp "rlock -u rediss+c"
+	assert_output "rediss+cluster://"
 	run bcomp "rlock -k x -w "
 	assert_line "5m"
 	assert_line "30s"
@@ -147,6 +150,17 @@ hold_somekey() {
 	touch "$BATS_TEST_TMPDIR/pwfile"
 	run bcomp "rlock --password-file $BATS_TEST_TMPDIR/pwf"
 	assert_output "$BATS_TEST_TMPDIR/pwfile"
+	# TLS files, a directory of CAs, and the options after a subcommand.
+	touch "$BATS_TEST_TMPDIR/ca.pem"
+	mkdir -p "$BATS_TEST_TMPDIR/cadir"
+	run bcomp "rlock --tls-cacert $BATS_TEST_TMPDIR/ca"
+	assert_line "$BATS_TEST_TMPDIR/ca.pem"
+	run bcomp "rlock status --tls-cacertdir $BATS_TEST_TMPDIR/ca"
+	assert_output "$BATS_TEST_TMPDIR/cadir"
+	run bcomp "rlock list --tls-i"
+	assert_output "--tls-insecure"
+	run bcomp "rlock --tls-sni x -k "
+	refute_output --partial "x"
 }
 
 @test "bash: subcommands first, and their own options" {

@@ -57,7 +57,8 @@ dur_text() {
 
 BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-$(tf 90)}
 # The environment of the developer's shell must not leak into tests.
-unset RLOCK_URL REDIS_URL RLOCK_PASSWORD REDISCLI_AUTH RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE
+unset RLOCK_URL REDIS_URL RLOCK_PASSWORD REDISCLI_AUTH RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE \
+	RLOCK_TLS_CACERT RLOCK_TLS_CERT RLOCK_TLS_KEY
 
 # own_port N: N moved into this file's class of ports. tests/run-bats
 # gives each of its parallel workers the ports P with

@@ -18,6 +18,13 @@
 #   TOPO_MASTER_NAME        Sentinel master name (mymaster)
 #   TOPO_NODE_TIMEOUT       cluster-node-timeout in ms (2000)
 #   TOPO_WAIT               bound of each wait, in seconds (20)
+#   TOPO_TLS                a directory with ca.crt, server.crt and
+#                           server.key (tests/tls.bash): the nodes started
+#                           from then on speak TLS only (plain port 0, the
+#                           port is the TLS port; replication, the cluster
+#                           bus and the sentinels' links over TLS too),
+#                           topo_cli talks TLS to them, and the URLs are
+#                           rediss://, rediss+sentinel://, rediss+cluster://
 #
 # Common
 #   topo_free_port [BUS]    print a free loopback port; BUS=1: port+10000
@@ -105,9 +112,21 @@ _topo_pass() {
 	cat "$(_topo_dir "$1")/pass" 2>/dev/null || true
 }
 
+# The redis-cli options to reach our node on PORT (TLS, if it speaks it).
+_topo_tls_args() {
+	local d
+	d=$(cat "$(_topo_dir "$1")/tls" 2>/dev/null) || return 0
+	[ -z "$d" ] || printf '%s\n' --tls --cacert "$d/ca.crt"
+}
+
+# The scheme of the URLs of the nodes started now: redis or rediss.
+_topo_scheme() { echo "redis${TOPO_TLS:+s}"; }
+
 topo_cli() {
-	local port=$1 pass
+	local port=$1 pass tls=()
 	shift
+	mapfile -t tls < <(_topo_tls_args "$port")
+	set -- "${tls[@]}" "$@"
 	pass=$(_topo_pass "$port")
 	# REDISCLI_AUTH, not -a: no warning line mixed into the output.
 	if [ -n "$pass" ]; then
@@ -227,10 +246,21 @@ _topo_start() {
 			return 1
 		dir=$(_topo_dir "$port")
 		mkdir -p "$dir" || return 1
+		printf %s "${TOPO_TLS:-}" > "$dir/tls"
 		if [ "$kind" = sentinel ]; then
 			printf %s "${TOPO_SENTINEL_PASSWORD:-}" > "$dir/pass"
 			{
-				printf '%s\n' "port $port" "bind 127.0.0.1" \
+				if [ -n "${TOPO_TLS:-}" ]; then
+					printf '%s\n' "port 0" "tls-port $port" \
+						"tls-cert-file $TOPO_TLS/server.crt" \
+						"tls-key-file $TOPO_TLS/server.key" \
+						"tls-ca-cert-file $TOPO_TLS/ca.crt" \
+						"tls-auth-clients no" \
+						"tls-replication yes"
+				else
+					echo "port $port"
+				fi
+				printf '%s\n' "bind 127.0.0.1" \
 					"daemonize yes" "pidfile $dir/pid" \
 					"logfile $dir/log" "dir $dir"
 				[ -z "${TOPO_SENTINEL_PASSWORD:-}" ] || printf '%s\n' \
@@ -242,7 +272,18 @@ _topo_start() {
 		else
 			printf %s "$pw" > "$dir/pass"
 			{
-				printf '%s\n' redis-server --port "$port" \
+				if [ -n "${TOPO_TLS:-}" ]; then
+					printf '%s\n' redis-server --port 0 \
+						--tls-port "$port" \
+						--tls-cert-file "$TOPO_TLS/server.crt" \
+						--tls-key-file "$TOPO_TLS/server.key" \
+						--tls-ca-cert-file "$TOPO_TLS/ca.crt" \
+						--tls-auth-clients no \
+						--tls-replication yes --tls-cluster yes
+				else
+					printf '%s\n' redis-server --port "$port"
+				fi
+				printf '%s\n' \
 					--bind 127.0.0.1 --dir "$dir" --save '' \
 					--appendonly no --repl-diskless-sync-delay 0 \
 					--daemonize yes --pidfile "$dir/pid" \
@@ -417,7 +458,7 @@ sentinel_up() {
 	done
 	export SENTINEL_NAME=$name SENTINEL_PORTS="${ports[*]}"
 	export SENTINEL_MASTER_PORT=$m SENTINEL_REPLICA_PORT=$r SENTINEL_KILLED=
-	SENTINEL_URL="redis+sentinel://$(_topo_userinfo)127.0.0.1:${ports[0]}"
+	SENTINEL_URL="$(_topo_scheme)+sentinel://$(_topo_userinfo)127.0.0.1:${ports[0]}"
 	SENTINEL_URL+=",127.0.0.1:${ports[1]},127.0.0.1:${ports[2]}/$name"
 	export SENTINEL_URL
 	_topo_save sentinel SENTINEL_NAME SENTINEL_PORTS SENTINEL_MASTER_PORT \
@@ -598,7 +639,7 @@ _cluster_links_up() {
 }
 
 cluster_up() {
-	local replicas=${1:-0} n ports=() hp=() p m=() r=()
+	local replicas=${1:-0} n ports=() hp=() p m=() r=() tls=()
 	n=$(( 3 * (1 + replicas) ))
 	for _ in $(seq 1 "$n"); do
 		p=$(_topo_start bus) || return 1
@@ -607,8 +648,9 @@ cluster_up() {
 	done
 	# redis-cli reads REDISCLI_AUTH in --cluster mode too (and sends
 	# AUTH even when it is empty).
+	mapfile -t tls < <(_topo_tls_args "${ports[0]}")
 	env -u REDISCLI_AUTH ${TOPO_PASSWORD:+REDISCLI_AUTH="$TOPO_PASSWORD"} \
-		timeout -k 1 60 redis-cli --cluster create "${hp[@]}" \
+		timeout -k 1 60 redis-cli "${tls[@]}" --cluster create "${hp[@]}" \
 		--cluster-replicas "$replicas" --cluster-yes \
 		> "$TOPO_DIR/cluster-create.log" 2>&1 || {
 		_topo_err "redis-cli --cluster create failed:" \
@@ -627,7 +669,7 @@ cluster_up() {
 		esac
 	done
 	export CLUSTER_PORTS="${m[*]}" CLUSTER_REPLICA_PORTS="${r[*]}"
-	CLUSTER_URL="redis+cluster://$(_topo_userinfo)"
+	CLUSTER_URL="$(_topo_scheme)+cluster://$(_topo_userinfo)"
 	CLUSTER_URL+=$(printf '127.0.0.1:%s,' "${m[@]}")
 	export CLUSTER_URL=${CLUSTER_URL%,}
 	_topo_save cluster CLUSTER_PORTS CLUSTER_REPLICA_PORTS CLUSTER_URL
@@ -780,7 +822,7 @@ masters_up() {
 	for _ in $(seq 1 "$n"); do
 		p=$(_topo_start server) || return 1
 		ports+=("$p")
-		urls+=("redis://$(_topo_userinfo)127.0.0.1:$p")
+		urls+=("$(_topo_scheme)://$(_topo_userinfo)127.0.0.1:$p")
 	done
 	export MASTERS_PORTS="${ports[*]}" MASTERS_URLS="${urls[*]}"
 	_topo_save masters MASTERS_PORTS MASTERS_URLS

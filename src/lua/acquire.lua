@@ -6,7 +6,12 @@
 -- ARGV[6] cmd  ARGV[7] fence ttl ms  ARGV[8] N  ARGV[9] 1: join the queue
 -- ARGV[10] "P{K}:w:"  ARGV[11] "P{K}:wake:"  ARGV[12] waiter ttl ms
 -- ARGV[13] 1: return the holder's meta when busy  ARGV[14] ms between looks
--- at a queue head that has yet to take a free KEY
+-- at a queue head that has yet to take a free KEY  ARGV[15] what else the
+-- caller runs while it waits: 'w' BLPOP (a plain waiter), 'f' SSUBSCRIBE
+-- and dequeue (a --fair one), 's' SSUBSCRIBE to P{K}:wake (--redlock)
+-- Refused with RLOCK_NOPERM (acl.lua), writing nothing, when the caller's
+-- ACL lacks a permission this script, the holder's extend and release, or
+-- the waiter's commands (ARGV[15]) need.
 -- Returns {1, fence} when the caller holds KEY; else {0, wait ms, queue
 -- position (0 = next, -1 not queued), holder user, host, pid, cmd,
 -- since, server now} where wait is when trying again makes sense (-1:
@@ -15,6 +20,46 @@
 -- retry or a nested run and never shortens its lease; nobody overtakes a
 -- live queue head; fence = max(last + 1, server ms).
 local token, lease, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[8])
+
+-- Everything this KEY's holder and waiter will run, asked before any write.
+local needs = ARGV[15] or ''
+local checks = {{'EVALSHA', 'x', '0'}, {'EVAL', 'x', '0'}, {'TIME'},
+  {'LINDEX', KEYS[6], '0'}, {'EXISTS', ARGV[10] .. 'x'}, {'LPOP', KEYS[6]},
+  {'DEL', ARGV[10] .. 'x'}, {'PTTL', ARGV[10] .. 'x'}, {'GET', KEYS[3]},
+  {'SET', KEYS[3], '1', 'PX', '1'}, {'DEL', KEYS[7]}, {'DEL', KEYS[2]},
+  {'HSET', KEYS[2], 'f', 'v'}, {'PEXPIRE', KEYS[2], '1'},
+  {'HGET', KEYS[2], 'fence'}, {'GET', KEYS[5]}}
+if n == 1 then
+  acl_add(checks, {{'ZCOUNT', KEYS[4], '0', '0'}, {'GET', KEYS[1]},
+    {'PTTL', KEYS[1]}, {'PEXPIRE', KEYS[1], '1'},
+    {'SET', KEYS[1], token, 'PX', '1'}})
+  if ARGV[13] == '1' then acl_add(checks, {{'HMGET', KEYS[2], 'user'}}) end
+else
+  acl_add(checks, {{'EXISTS', KEYS[1]},
+    {'ZREMRANGEBYSCORE', KEYS[4], '0', '0'}, {'ZCARD', KEYS[4]},
+    {'ZSCORE', KEYS[4], token}, {'ZADD', KEYS[4], '1', token},
+    {'ZRANGE', KEYS[4], '0', '0'}, {'SET', KEYS[5], '1'},
+    {'PEXPIRE', KEYS[4], '1'}, {'PEXPIRE', KEYS[5], '1'},
+    {'SPUBLISH', ARGV[11] .. 'x', 'turn'}})
+end
+if ARGV[9] == '1' or string.find(needs, 'f', 1, true) then
+  acl_add(checks, {{'LPOS', KEYS[6], token}, {'RPUSH', KEYS[6], token},
+    {'SET', KEYS[7], 'x', 'PX', '1'}, {'PTTL', KEYS[6]},
+    {'PEXPIRE', KEYS[6], '1'}, {'SSUBSCRIBE', ARGV[11] .. token}})
+  acl_add(checks, acl_dequeue(KEYS[6], KEYS[7], ARGV[10], ARGV[11]))
+end
+if string.find(needs, 'w', 1, true) then
+  acl_add(checks, {{'BLPOP', KEYS[1] .. ':tok', '0'}})
+end
+if string.find(needs, 's', 1, true) then
+  acl_add(checks, {{'SSUBSCRIBE', KEYS[1] .. ':wake'}})
+end
+acl_add(checks, acl_extend(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], n))
+acl_add(checks, acl_release(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6],
+  KEYS[1] .. ':tok', KEYS[1] .. ':wake', ARGV[10], ARGV[11], n))
+local refused = acl_refusal(checks)
+if refused then return refused end
+
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 

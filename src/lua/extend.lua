@@ -1,10 +1,14 @@
 -- extend: renew the lease, but only for the token that holds it.
 -- KEYS[1] lock  KEYS[2] holder meta  KEYS[3] sem  KEYS[4] limit
 -- KEYS[5] queue   ARGV[1] token  ARGV[2] lease ms  ARGV[3] N
--- Returns 1 when extended, 0 when KEY is not ours (any more).
+-- Returns 1 when extended, 0 when KEY is not ours (any more); refused with
+-- RLOCK_NOPERM (acl.lua), writing nothing, when the ACL lacks a permission.
 -- Invariant: never extends a lock held by another token. Also keeps the
 -- --fair queue alive while waiters sleep behind us.
 local token, lease = ARGV[1], tonumber(ARGV[2])
+local refused = acl_refusal(acl_extend(KEYS[1], KEYS[2], KEYS[3], KEYS[4],
+  KEYS[5], tonumber(ARGV[3])))
+if refused then return refused end
 if ARGV[3] == '1' then
   if redis.call('GET', KEYS[1]) ~= token then return 0 end
   redis.call('PEXPIRE', KEYS[1], lease)

@@ -13,6 +13,11 @@
 --   waiters  the first ARGV[3] live waiters, {{user, host, pid, cmd}, ...}
 -- Invariant: writes nothing, so looking never changes a lock's fate (and
 -- works on a replica). Plain EVAL, no shebang flags: Redis < 7 has none.
+local refused = acl_refusal({{'TIME'}, {'GET', KEYS[1]}, {'PTTL', KEYS[1]},
+  {'HMGET', KEYS[2], 'user'}, {'ZRANGEBYSCORE', KEYS[3], '0', '0'},
+  {'GET', KEYS[4]}, {'HMGET', ARGV[1] .. 'x', 'user'}, {'LLEN', KEYS[5]},
+  {'LRANGE', KEYS[5], '0', '0'}, {'GET', ARGV[2] .. 'x'}})
+if refused then return refused end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local FIELDS = {'user', 'host', 'pid', 'cmd', 'since', 'lease', 'fence'}

@@ -2,25 +2,34 @@
 /*
  * Unit tests of the pure parts of rlock: durations, integers, URLs and
  * their redaction, JSON escaping, printable(), Redis's glob, error
- * replies to exit statuses, and cli_parse on argv arrays. Table-driven
- * ({input, expected} rows, as curl's tool1621.c); prints TAP and exits
- * non-zero if any check failed. Links every object of rlock but main.o;
- * no network.
+ * replies to exit statuses, cli_parse on argv arrays, and TLS without a
+ * TLS server (its refusals of bad files; the handshake against fake peers
+ * on loopback). Table-driven ({input, expected} rows, as curl's
+ * tool1621.c); prints TAP and exits non-zero if any check failed. Links
+ * every object of rlock but main.o; no network beyond loopback.
  */
+#include <arpa/inet.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <netinet/in.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "acl.h"
 #include "cli.h"
 #include "conn.h"
 #include "exitcode.h"
 #include "glob.h"
 #include "reply.h"
 #include "server.h"
+#include "tls.h"
 #include "url.h"
 #include "util.h"
 
@@ -232,10 +241,12 @@ struct url_row {
 	const char *why;	/* substring of the reason, when !ok */
 	const char *redacted;	/* url_redacted, when ok */
 	const char *span;	/* what url_password_span covers; NULL none */
+	int tls;		/* rediss */
 };
 
 #define TCP(h, p, d)	.ok = 1, .kind = EP_TCP, .host = (h), .port = (p), \
 			.db = (d)
+#define TLS(h, p, d)	TCP(h, p, d), .tls = 1
 #define UNIX(p, d)	.ok = 1, .kind = EP_UNIX, .path = (p), .db = (d)
 #define BAD(w)		.ok = 0, .why = (w)
 
@@ -319,8 +330,17 @@ static const struct url_row URL_ROWS[] = {
 	{ "http://host", BAD("scheme") },
 	{ "host:6379", BAD("scheme") },
 	{ "", BAD("scheme") },
-	{ "rediss://host:6380", BAD("TLS") },
-	{ "rediss://:pw@host:6380", BAD("TLS"), .span = "pw" },
+	{ "rediss://host:6380", TLS("host", 6380, 0),
+	    .redacted = "rediss://host:6380/0" },
+	{ "rediss://:pw@host:6380/2", TLS("host", 6380, 2), .pass = "pw",
+	    .redacted = "rediss://:***@host:6380/2", .span = "pw" },
+	{ "rediss://u:p@[::1]", TLS("::1", 6379, 0), .user = "u",
+	    .pass = "p", .redacted = "rediss://u:***@[::1]:6379/0",
+	    .span = "p" },
+	{ "rediss://", BAD("no host") },
+	{ "redisss://h", BAD("scheme") },
+	{ "rediss:/h", BAD("scheme") },
+	{ "unixs:///tmp/s", BAD("scheme") },
 	{ "unix://tmp/s", BAD("absolute") },
 	{ "unix://", BAD("") },
 	{ "unix:///", BAD("path") },
@@ -340,7 +360,8 @@ static const struct url_row URL_ROWS[] = {
 	    .span = "p?x" },
 	{ "unix://:a/b@/tmp/s?db=2", UNIX("/tmp/s", 2), .pass = "a/b",
 	    .span = "a/b" },
-	{ "rediss://:a/b@host", BAD("TLS"), .span = "a/b" },
+	{ "rediss://:a/b@host", TLS("host", 6379, 0), .pass = "a/b",
+	    .span = "a/b" },
 };
 
 /* Sentinel and Cluster URLs: several hosts, a master name. */
@@ -360,6 +381,13 @@ static const struct {
 	    NULL, "redis+cluster://a:7001,b:7002", NULL },
 	{ "redis+cluster://u:p@a/0", EP_CLUSTER, 1, 6379, 6379, 0, "a", NULL,
 	    "redis+cluster://u:***@a:6379", NULL },
+	{ "rediss+sentinel://:pw@h1,h2:26380/m", EP_SENTINEL, 2, 26379,
+	    26380, 0, "h1", "m",
+	    "rediss+sentinel://:***@h1:26379,h2:26380/m/0", NULL },
+	{ "rediss+cluster://a:7001,[::1]:7002", EP_CLUSTER, 2, 7001, 7002,
+	    0, "a", NULL, "rediss+cluster://a:7001,[::1]:7002", NULL },
+	{ "rediss+cluster://a/1", 0, 0, 0, 0, 0, NULL, NULL, NULL,
+	    "only database 0" },
 	{ "redis+sentinel://h1:26379", 0, 0, 0, 0, 0, NULL, NULL, NULL,
 	    "master name" },
 	{ "redis+sentinel://h1:26379/", 0, 0, 0, 0, 0, NULL, NULL, NULL,
@@ -467,7 +495,8 @@ check_url_ok(const struct url_row *u, const struct endpoint *ep)
 {
 	char red[512];
 
-	CHECK(ep->kind == u->kind && STREQ(ep->host, u->host) &&
+	CHECK(ep->kind == u->kind && ep->tls == u->tls &&
+	    STREQ(ep->host, u->host) &&
 	    (u->kind == EP_UNIX || ep->port == u->port) &&
 	    STREQ(ep->path, u->path) && ep->db == u->db &&
 	    STREQ(ep->user, u->user) && STREQ(ep->pass, u->pass),
@@ -656,6 +685,17 @@ static const struct { const char *reply; int status; } REPLY_ROWS[] = {
 	{ "ERR unknown command 'EVALSHA'", RL_EXIT_PROTOCOL },
 	{ "ERR DB index is out of range", RL_EXIT_PROTOCOL },
 	{ "", RL_EXIT_PROTOCOL },
+	/* ACL refusals inside scripts: Redis 7's words, Redis 6's, ours. */
+	{ "ERR The user executing the script can't run this command or "
+	    "subcommand script: 3b0b, on @user_script:25.", RL_EXIT_NOPERM },
+	{ "ERR The user executing the script can't publish to the channel "
+	    "mentioned in the command script: c8fd, on @user_script:1.",
+	    RL_EXIT_NOPERM },
+	{ "ERR Error running script (call to f_1): @user_script:9: NOPERM "
+	    "this user has no permissions to run the 'publish' command",
+	    RL_EXIT_NOPERM },
+	{ "RLOCK_NOPERM +spublish", RL_EXIT_NOPERM },
+	{ "RLOCK_MODE the key is in use as a mutex", RL_EXIT_PROTOCOL },
 };
 
 static void
@@ -823,8 +863,22 @@ static const struct cli_row CLI_ROWS[] = {
 	    { "-k", "k", "status" }, OK_RUN, .cmd = "status" },
 	{ "bad URL in -u, password hidden", { "-u", "redis://:pw@h:0",
 	    "-k", "k", "x" }, USAGE("'redis://:**@h:0' (-u): bad port") },
-	{ "rediss:// names TLS", { "-u", "rediss://h", "-k", "k", "x" },
-	    USAGE("TLS") },
+	{ "rediss:// is TLS", { "-u", "rediss://h", "-k", "k", "x" },
+	    OK_RUN },
+	{ "--redlock takes rediss:// masters", { "--redlock", "-u",
+	    "rediss://a", "-u", "rediss://b", "-u", "redis://c", "-k", "k",
+	    "x" }, OK_RUN },
+	{ "--redlock refuses a sentinel master", { "--redlock", "-u",
+	    "rediss://a", "-u", "rediss://b", "-u", "rediss+sentinel://c/m",
+	    "-k", "k", "x" }, USAGE("URL 3 is not") },
+	{ "--tls-sni needs a name", { "--tls-sni", "", "-k", "k", "x" },
+	    USAGE("--tls-sni needs a name") },
+	{ "--tls-cacert needs a value", { "-k", "k", "--tls-cacert" },
+	    USAGE("'--tls-cacert' needs a value") },
+	{ "--tls takes no value", { "--tls=1", "-k", "k", "x" },
+	    USAGE("'--tls' takes no value") },
+	{ "--tls-c is ambiguous", { "--tls-c=x", "-k", "k", "x" },
+	    USAGE("ambiguous option '--tls-c'") },
 	{ "bad URL before a subcommand", { "-u", "http://h", "status",
 	    "a" }, USAGE("scheme") },
 	{ "status --help ignores the URL", { "-u", "http://h", "status",
@@ -1085,7 +1139,7 @@ static const struct env_row {
 	    NULL, "p2" },
 	{ "bad RLOCK_URL is a usage error", "redis://h:x", NULL, NULL,
 	    NULL, 0, NULL, NULL, RL_EXIT_USAGE, "(RLOCK_URL)" },
-	{ "bad REDIS_URL is a usage error", NULL, "rediss://h", NULL,
+	{ "bad REDIS_URL is a usage error", NULL, "http://h", NULL,
 	    NULL, 0, NULL, NULL, RL_EXIT_USAGE, "(REDIS_URL)" },
 	{ "good -u hides bad RLOCK_URL", "redis://h:x", NULL, NULL,
 	    NULL, 1, "redis://cli", NULL },
@@ -1184,6 +1238,373 @@ test_cli_command_line(void)
 	free(s);
 	cli_free(&o);
 	free_argv(av);
+}
+
+/* ---------------------------------------------------------------- ACL */
+
+/* A refusal in Redis's or our scripts' words -> the line and its cure. */
+static const struct {
+	const char *err, *prefix, *user;
+	const char *line;	/* NULL: not a refusal */
+	const char *cure;	/* NULL: none */
+} ACL_ROWS[] = {
+	{ "NOPERM this user has no permissions to run the 'blpop' command",
+	    "rlock:", "app", "the ACL user lacks +blpop, for BLPOP",
+	    "add it: ACL SETUSER app +blpop (" },
+	{ "NOPERM this user has no permissions to run the 'cluster|slots' "
+	    "command", "rlock:", "app", "the ACL user lacks +cluster|slots, "
+	    "for CLUSTER|SLOTS", "ACL SETUSER app +cluster|slots (" },
+	{ "NOPERM this user has no permissions to access one of the keys "
+	    "used as arguments", "jobs:", NULL, "the ACL user lacks ~jobs:*, "
+	    "for rlock's keys", "add it: ACL SETUSER default ~jobs:* (" },
+	{ "NOPERM this user has no permissions to access one of the channels "
+	    "used as arguments", "rlock:", "app", "the ACL user lacks "
+	    "&rlock:*, for rlock's channels", "ACL SETUSER app &rlock:* (" },
+	{ "RLOCK_NOPERM +spublish", "rlock:", "app", "the ACL user lacks "
+	    "+spublish, for SPUBLISH", "add it: ACL SETUSER app +spublish (" },
+	{ "RLOCK_NOPERM ~ rlock:{a b}:tok BLPOP", "rlock:", "app",
+	    "the ACL user lacks ~rlock:*, for BLPOP on key rlock:{a b}:tok",
+	    "add it: ACL SETUSER app ~rlock:* (" },
+	{ "RLOCK_NOPERM & rlock:{k\n}:wake SPUBLISH", "rlock:", "a\nb",
+	    "the ACL user lacks &rlock:* or +spublish, for SPUBLISH on "
+	    "channel rlock:{k\\x0a}:wake", "add them: ACL SETUSER a\\x0ab "
+	    "&rlock:* +spublish (" },
+	{ "ERR The user executing the script can't run this command or "
+	    "subcommand script: 3b0b, on @user_script:25.", "rlock:", "app",
+	    "the ACL user lacks a command one of rlock's scripts runs",
+	    "see \"A Redis user for rlock\" in rlock(1)" },
+	{ "ERR The user executing the script can't access at least one of the "
+	    "keys mentioned in the command arguments script: 1, on "
+	    "@user_script:1.", "rlock:", "app", "the ACL user lacks ~rlock:*",
+	    "ACL SETUSER app ~rlock:*" },
+	{ "ERR Error running script (call to f_1): @user_script:9: NOPERM "
+	    "this user has no permissions to run the 'publish' command",
+	    "rlock:", "app", "the ACL user lacks +publish, for PUBLISH",
+	    "ACL SETUSER app +publish (" },
+	{ "WRONGPASS invalid username-password pair", "rlock:", "app", NULL,
+	    NULL },
+	{ "RLOCK_MODE the key is in use as a mutex", "rlock:", "app", NULL,
+	    NULL },
+	{ "ERR unknown command 'SPUBLISH'", "rlock:", "app", NULL, NULL },
+};
+
+static void
+test_acl(void)
+{
+	char line[512], err[600];
+	const char *cure;
+	size_t i;
+
+	for (i = 0; i < sizeof(ACL_ROWS) / sizeof(ACL_ROWS[0]); i++) {
+		acl_set_prefix(ACL_ROWS[i].prefix);
+		if (ACL_ROWS[i].line == NULL) {
+			CHECK(!acl_is_refusal(ACL_ROWS[i].err),
+			    "acl: '%.40s' is no refusal", ACL_ROWS[i].err);
+			continue;
+		}
+		acl_explain(ACL_ROWS[i].err, line, sizeof(line));
+		snprintf(err, sizeof(err), "acquire: %s", line);
+		cure = acl_cure(err, ACL_ROWS[i].user);
+		CHECK(acl_is_refusal(ACL_ROWS[i].err) &&
+		    strncmp(line, ACL_ROWS[i].line, strlen(ACL_ROWS[i].line)) ==
+		    0 && cure && strstr(cure, ACL_ROWS[i].cure) &&
+		    !strchr(line, '\n') && !strchr(cure, '\n'),
+		    "acl row %zu -> '%s'; '%s'", i, line,
+		    cure ? cure : "(none)");
+	}
+	CHECK(acl_cure("acquire: Redis answered: WRONGTYPE", "app") == NULL,
+	    "acl: no cure for what is not a refusal");
+	acl_set_prefix("rlock:");
+}
+
+/* ---------------------------------------------------------------- TLS */
+
+/* --tls and its files from argv and the environment. */
+static const struct tls_row {
+	const char *name;
+	const char *argv[MAXARGV];
+	const char *env_ca, *env_cert, *env_key;
+	int on, forced, insecure;
+	const char *cacert, *cacert_src, *cert, *cert_src, *key, *key_src;
+	const char *sni;
+} TLS_ROWS[] = {
+	{ "plain redis:// is no TLS", { "-u", "redis://h", "-k", "k", "x" },
+	    .on = 0 },
+	{ "rediss:// turns TLS on", { "-u", "rediss://h", "-k", "k", "x" },
+	    .on = 1 },
+	{ "--tls turns it on for redis://", { "--tls", "-u", "redis://h",
+	    "-k", "k", "x" }, .on = 1, .forced = 1 },
+	{ "rediss+cluster:// turns it on", { "-u", "rediss+cluster://a,b",
+	    "-k", "k", "x" }, .on = 1 },
+	{ "every option", { "-u", "rediss://h", "--tls-cacert", "ca",
+	    "--tls-cert", "c", "--tls-key", "k", "--tls-sni", "n",
+	    "--tls-insecure", "-k", "k", "x" }, .on = 1, .insecure = 1,
+	    .cacert = "ca", .cert = "c", .key = "k", .sni = "n" },
+	{ "the environment's files", { "-u", "rediss://h", "-k", "k", "x" },
+	    "eca", "ecert", "ekey", .on = 1, .cacert = "eca",
+	    .cacert_src = "RLOCK_TLS_CACERT", .cert = "ecert",
+	    .cert_src = "RLOCK_TLS_CERT", .key = "ekey",
+	    .key_src = "RLOCK_TLS_KEY" },
+	{ "options beat the environment", { "-u", "rediss://h",
+	    "--tls-cacert", "ca", "--tls-cert", "c", "-k", "k", "x" },
+	    "eca", "ecert", "ekey", .on = 1, .cacert = "ca", .cert = "c" },
+	{ "--tls-cacertdir beats RLOCK_TLS_CACERT", { "-u", "rediss://h",
+	    "--tls-cacertdir", "d", "-k", "k", "x" }, "eca", .on = 1 },
+	{ "a key from the environment with its certificate only",
+	    { "-u", "rediss://h", "-k", "k", "x" }, NULL, NULL, "ekey",
+	    .on = 1 },
+	{ "after a subcommand", { "status", "--tls", "--tls-cacert", "ca",
+	    "-u", "redis://h", "K" }, .on = 1, .forced = 1, .cacert = "ca" },
+	{ "before a subcommand", { "--tls-insecure", "-u", "rediss://h",
+	    "list" }, .on = 1, .insecure = 1 },
+	{ "--redlock with one rediss:// master", { "--redlock", "-u",
+	    "redis://a", "-u", "redis://b", "-u", "rediss://c", "-k", "k",
+	    "x" }, .on = 1 },
+};
+
+static void
+test_cli_tls(void)
+{
+	char err[4096];
+	size_t i;
+
+	for (i = 0; i < sizeof(TLS_ROWS) / sizeof(TLS_ROWS[0]); i++) {
+		const struct tls_row *r = &TLS_ROWS[i];
+		const struct tls_cfg *t;
+		struct rlock_opts o;
+		char **av;
+		int argc, st;
+
+#define SETENV(n, v)	((v) ? setenv((n), (v), 1) : unsetenv(n))
+		SETENV("RLOCK_TLS_CACERT", r->env_ca);
+		SETENV("RLOCK_TLS_CERT", r->env_cert);
+		SETENV("RLOCK_TLS_KEY", r->env_key);
+#undef SETENV
+		av = make_argv(r->argv, &argc);
+		st = parse_captured(argc, av, &o, err, sizeof(err));
+		t = &o.tls;
+		CHECK(st == 0 && err[0] == '\0' && t->on == r->on &&
+		    o.tls_forced == r->forced && t->insecure == r->insecure &&
+		    STREQ(t->cacert, r->cacert) &&
+		    STREQ(t->cacert_src, r->cacert_src) &&
+		    STREQ(t->cert, r->cert) && STREQ(t->cert_src, r->cert_src) &&
+		    STREQ(t->key, r->key) && STREQ(t->key_src, r->key_src) &&
+		    STREQ(t->sni, r->sni), "cli tls: %s (status %d)", r->name,
+		    st);
+		if (st != 0)
+			DIAG("stderr was: %s", err);
+		cli_free(&o);
+		free_argv(av);
+	}
+	unsetenv("RLOCK_TLS_CACERT");
+	unsetenv("RLOCK_TLS_CERT");
+	unsetenv("RLOCK_TLS_KEY");
+}
+
+/* tls_setup's refusals: 64, one line naming the file and the option. */
+static void
+test_tls_setup(void)
+{
+	static const struct {
+		const char *name;
+		struct tls_cfg cfg;
+		const char *msg;
+	} rows[] = {
+		{ "missing CA file", { .on = 1, .cacert = "/nonexistent/ca" },
+		    "cannot read --tls-cacert /nonexistent/ca: No such file" },
+		{ "CA file that is a directory", { .on = 1, .cacert = "/" },
+		    "cannot read --tls-cacert /: Is a directory" },
+		{ "CA file with no certificate", { .on = 1,
+		    .cacert = "/dev/null" }, "--tls-cacert /dev/null holds no "
+		    "usable CA certificate" },
+		{ "CA file from the environment", { .on = 1,
+		    .cacert = "/nonexistent/ca", .cacert_src =
+		    "RLOCK_TLS_CACERT" }, "cannot read RLOCK_TLS_CACERT "
+		    "/nonexistent/ca" },
+		{ "missing CA directory", { .on = 1,
+		    .cacertdir = "/nonexistent/d" }, "cannot read "
+		    "--tls-cacertdir /nonexistent/d" },
+		{ "missing client certificate", { .on = 1,
+		    .cert = "/nonexistent/c" }, "cannot read --tls-cert "
+		    "/nonexistent/c" },
+		{ "client certificate that is not PEM", { .on = 1,
+		    .cert = "/dev/null" }, "--tls-cert /dev/null holds no "
+		    "usable certificate" },
+		{ "key without certificate", { .on = 1, .key = "/dev/null" },
+		    "--tls-key /dev/null without a client certificate" },
+	};
+	char err[512];
+	size_t i;
+	int st;
+
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		err[0] = '\0';
+		st = tls_setup(&rows[i].cfg, err, sizeof(err));
+		CHECK(st == RL_EXIT_USAGE && strstr(err, rows[i].msg) &&
+		    strchr(err, '\n') == NULL && !tls_ready(), "tls_setup: "
+		    "%s: 64, '%s' (got %d: %s)", rows[i].name, rows[i].msg, st,
+		    err);
+	}
+	CHECK(tls_setup(&(struct tls_cfg){ .on = 1 }, err, sizeof(err)) == 0 &&
+	    tls_ready(), "tls_setup: the system CA store");
+	tls_teardown();
+	CHECK(!tls_ready(), "tls_teardown");
+}
+
+static const struct { const char *bytes; size_t len; int tls; }
+TLS_LOOK_ROWS[] = {
+	{ "\x15\x03\x03\x00\x02", 5, 1 },	/* an alert */
+	{ "\x16\x03\x01", 3, 1 },		/* a handshake */
+	{ "\x16", 1, 1 },
+	{ "-ERR Protocol error", 19, 0 },
+	{ "+PONG", 5, 0 },
+	{ "\x16\x01", 2, 0 },
+	{ "", 0, 0 },
+};
+
+/*
+ * A fake peer on a loopback port, in a child: how it treats each
+ * connection. 's' silent (reads, never answers), 'c' closes at once, 'r'
+ * as a plain Redis (answers "-ERR" to a request that ends in a newline,
+ * silent to our NUL-filled hello), 'a' a TLS alert at once.
+ */
+static pid_t
+fake_peer(char how, struct sockaddr_in *sa)
+{
+	socklen_t len = sizeof(*sa);
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), c;
+	char buf[4096];
+	ssize_t n;
+	pid_t pid;
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (ls < 0 || bind(ls, (struct sockaddr *)sa, len) < 0 ||
+	    listen(ls, 8) < 0 || getsockname(ls, (struct sockaddr *)sa,
+	    &len) < 0)
+		return -1;
+	if ((pid = fork()) != 0) {
+		close(ls);
+		return pid;
+	}
+	alarm(20);
+	while ((c = accept(ls, NULL, NULL)) >= 0) {
+		if (how == 'c') {
+			close(c);
+			continue;
+		}
+		if (how == 'a') {
+			(void)!write(c, "\x15\x03\x03\x00\x02\x02\x28", 7);
+			continue;
+		}
+		if (fork() == 0) {
+			while ((n = read(c, buf, sizeof(buf))) > 0)
+				if (how == 'r' && memchr(buf, '\n', (size_t)n) &&
+				    !memchr(buf, '\0', (size_t)n))
+					(void)!write(c, "-ERR Protocol error\r\n",
+					    21);
+			_exit(0);
+		}
+		close(c);
+	}
+	_exit(0);
+}
+
+/* Connect to the fake peer, non-blocking, and shake hands with it. */
+static int
+handshake_with(char how, int64_t budget, char *err, size_t errlen,
+    int64_t *took)
+{
+	struct sockaddr_in sa;
+	struct tls_session *s;
+	int fd, st = -1;
+	pid_t pid;
+
+	if ((pid = fake_peer(how, &sa)) < 0)
+		return -1;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    fcntl(fd, F_SETFL, O_NONBLOCK) == 0) {
+		*took = mono_ms();
+		s = tls_handshake(fd, "localhost", *took + budget, &st, err,
+		    errlen);
+		*took = mono_ms() - *took;
+		if (s) {
+			tls_free(s);
+			st = 0;
+		}
+	}
+	close(fd);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return st;
+}
+
+static void
+test_tls_handshake(void)
+{
+	static const struct {
+		char how;
+		const char *name, *msg;
+	} rows[] = {
+		{ 'r', "a plain-text Redis port", "(rediss:// or --tls against "
+		    "a plain Redis port); use redis://" },
+		{ 's', "a server that never answers the hello", "no handshake "
+		    "within --connect-timeout" },
+		{ 'c', "a server that closes at once", "closed the "
+		    "connection" },
+	};
+	struct tls_cfg cfg = { .on = 1 };
+	char err[512];
+	int64_t took = 0;
+	size_t i;
+	int st;
+
+	for (i = 0; i < sizeof(TLS_LOOK_ROWS) / sizeof(TLS_LOOK_ROWS[0]);
+	    i++)
+		CHECK(tls_looks_like_tls((const unsigned char *)
+		    TLS_LOOK_ROWS[i].bytes, TLS_LOOK_ROWS[i].len) ==
+		    TLS_LOOK_ROWS[i].tls, "tls_looks_like_tls row %zu", i);
+	if (tls_setup(&cfg, err, sizeof(err)) != 0) {
+		CHECK(0, "tls_setup: %s", err);
+		return;
+	}
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		err[0] = '\0';
+		st = handshake_with(rows[i].how, 600, err, sizeof(err), &took);
+		/* Within the deadline, and not long before it for a server
+		 * that gives no sign (the probe answers at half time). */
+		CHECK(st == RL_EXIT_UNAVAILABLE && strstr(err, rows[i].msg) &&
+		    took <= 600 + 300, "tls_handshake: %s: 69, '%s' within "
+		    "the deadline (got %d after %lldms: %s)", rows[i].name,
+		    rows[i].msg, st, (long long)took, err);
+	}
+	tls_teardown();
+}
+
+/* tls_probe: a TLS alert says TLS; silence, a close or "-ERR" do not. */
+static void
+test_tls_probe(void)
+{
+	static const struct { char how; int yes; } rows[] = {
+		{ 'a', 1 }, { 'r', 0 }, { 'c', 0 }, { 's', 0 },
+	};
+	struct sockaddr_in sa;
+	size_t i;
+	pid_t pid;
+	int yes;
+
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		if ((pid = fake_peer(rows[i].how, &sa)) < 0)
+			continue;
+		yes = tls_probe((struct sockaddr *)&sa, sizeof(sa),
+		    mono_ms() + 300);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		CHECK(yes == rows[i].yes, "tls_probe: peer '%c' is %sTLS",
+		    rows[i].how, rows[i].yes ? "" : "not ");
+	}
 }
 
 /* --------------------------------------------------------------- glob */
@@ -1292,6 +1713,8 @@ main(void)
 	unsetenv("RLOCK_PASSWORD");
 	unsetenv("REDISCLI_AUTH");
 	unsetenv("POSIXLY_CORRECT");
+	/* As rlock does (sig.c): OpenSSL writes to peers that hung up. */
+	signal(SIGPIPE, SIG_IGN);
 	test_dur_parse();
 	test_dur_format();
 	test_int_parse();
@@ -1308,6 +1731,11 @@ main(void)
 	test_cli_env();
 	test_cli_password_file();
 	test_cli_command_line();
+	test_acl();
+	test_cli_tls();
+	test_tls_setup();
+	test_tls_handshake();
+	test_tls_probe();
 	printf("1..%d\n", tests);
 	if (fails)
 		printf("# %d of %d failed\n", fails, tests);

@@ -1,0 +1,239 @@
+#!/usr/bin/env bats
+# Least privilege. The ACL user of "A Redis user for rlock" (README and man
+# page; the line is read from there) runs every mode; a user missing any
+# one of its rules gets 77 and one line naming that rule, before anything
+# is written: never 70, never a release half done, never a waiter left to
+# the lease's end. Redis 7's default for a new user (resetchannels) is the
+# case the issue found: every run exited 70.
+
+load helper
+
+setup_file() {
+	redis_start main
+	local top=$BATS_TEST_DIRNAME/..
+	ACL_RULES=$(sed -n 's/^    ACL SETUSER rlock on >PASSWORD //p' \
+		"$top/README.md")
+	export ACL_RULES
+}
+
+teardown_file() {
+	redis_stop main
+}
+
+setup() {
+	rcli flushall >/dev/null
+	export U="unix://app:pw@$REDIS_SOCK"
+}
+
+teardown() {
+	local p
+	for p in ${BG:-}; do
+		kill "$p" 2>/dev/null
+		wait "$p" 2>/dev/null || true
+	done
+	rcli acl deluser app >/dev/null
+}
+
+held() { [ "$(rcli exists "rlock:{$1}")" = 1 ]; }
+# sh -c "$HOLD" sh FILE: hold until FILE is gone.
+HOLD='while [ -e "$1" ]; do sleep 0.05; done'
+slots() { [ "$(rcli zcard "rlock:{$1}:sem")" = "$2" ]; }
+
+# as_user RULE...: the user app (password pw) with exactly these rules.
+as_user() {
+	rcli acl setuser app reset on '>pw' "$@" >/dev/null
+	[ "$(rcli acl getuser app | head -1)" = flags ] ||
+		fail "ACL SETUSER app $* failed"
+}
+
+# refused RULE-TEXT CMD...: 77, nothing on stdout, and exactly the one line
+# "rlock: URL refused us: WHAT: the ACL user lacks RULE-TEXT, ...; add ..."
+refused() {
+	local rule=$1
+	shift
+	run -77 --separate-stderr "$@"
+	[ -z "$output" ] || fail "stdout: $output"
+	[ "${#stderr_lines[@]}" -eq 1 ] || fail "stderr: $stderr"
+	[[ ${stderr_lines[0]} == "rlock: unix://app:***@$REDIS_SOCK?db=0 refused us: "*": the ACL user lacks $rule, for "*"; add "*": ACL SETUSER app "*' (every permission rlock needs: "A Redis user for rlock" in rlock(1))' ]] ||
+		fail "line: ${stderr_lines[0]} (want the lack of $rule)"
+}
+
+@test "acl: the README and the man page give the same line" {
+	[ -n "$ACL_RULES" ]
+	grep -qF "ACL SETUSER rlock on >PASSWORD $ACL_RULES" \
+		"$BATS_TEST_DIRNAME/../man/rlock.1"
+}
+
+@test "acl: the documented user runs every mode, and nothing more is said" {
+	# shellcheck disable=SC2086
+	as_user $ACL_RULES
+	run -0 --separate-stderr "$RLOCK" -u "$U" -k a -- echo ran
+	assert_output ran
+	[ -z "$stderr" ]
+	# CONFIG (the eviction warning) is not among the rules: with -v, a
+	# line says the policy could not be checked, and nothing else.
+	run -0 --separate-stderr "$RLOCK" -v -u "$U" -k v -- true
+	[[ $stderr == *"cannot check the server's maxmemory-policy (CONFIG GET: NOPERM"* ]]
+	[[ $stderr != *lacks* ]]
+	# A plain waiter (BLPOP), woken by the holder's release; the holders
+	# hold until their file goes.
+	local go=$BATS_TEST_TMPDIR/go
+	touch "$go"
+	"$RLOCK" -u "$U" -k w -- sh -c "$HOLD" sh "$go" & BG=$!
+	wait_until 5 held w
+	run -75 --separate-stderr "$RLOCK" -u "$U" -n -k w -- true
+	[ "$stderr" = "rlock: 'w' is held by another client; not waiting (--nonblock)" ]
+	(sleep "$(tf 0.3)"; rm -f "$go") &
+	run -0 --separate-stderr "$RLOCK" -u "$U" -w "$(tf 10)" -k w -- echo got
+	assert_output got
+	[ -z "$stderr" ]
+	# --fair: subscribed, queued, heartbeating, handed the turn.
+	touch "$go"
+	"$RLOCK" -u "$U" --fair -k f -- sh -c "$HOLD" sh "$go" & BG="$BG $!"
+	wait_until 5 held f
+	(sleep "$(tf 0.3)"; rm -f "$go") &
+	run -0 --separate-stderr "$RLOCK" -u "$U" --fair -w "$(tf 10)" -k f \
+		-- echo fair
+	assert_output fair
+	[ -z "$stderr" ]
+	# -N 2: two holders, a third waits for a slot.
+	touch "$go"
+	"$RLOCK" -u "$U" -N 2 -k n -- sh -c "$HOLD" sh "$go" & BG="$BG $!"
+	"$RLOCK" -u "$U" -N 2 -k n -- sh -c "$HOLD" sh "$go" & BG="$BG $!"
+	wait_until 5 slots n 2
+	(sleep "$(tf 0.3)"; rm -f "$go") &
+	run -0 --separate-stderr "$RLOCK" -u "$U" -N 2 -w "$(tf 10)" -k n \
+		-- echo slot
+	assert_output slot
+	[ -z "$stderr" ]
+	# The operator's subcommands, on a lock held now.
+	"$RLOCK" -u "$U" -k s -- sleep "$(tf 30)" & BG="$BG $!"
+	wait_until 5 held s
+	run -0 --separate-stderr "$RLOCK" -u "$U" status s
+	[[ $output == s:*held* ]]
+	[ -z "$stderr" ]
+	run -0 --separate-stderr "$RLOCK" -u "$U" list
+	[[ $output == s$'\t'* ]]
+	run -0 --separate-stderr "$RLOCK" -u "$U" release --force s
+	[ "$(rcli exists 'rlock:{s}')" = 0 ]
+	[ -z "$(keys_without_ttl)" ]
+}
+
+# Each mode in turn until one fails: its status and lines in $status and
+# $stderr (run's), and in $BEFORE and $AFTER every key and value there
+# was before and after the last one run. Fast: acquire asks for what waiting would need
+# even when the lock is free.
+every_mode() {
+	local args
+	for args in "-k a -- true" "--fair -k b -- true" "-N 2 -k c -- true" \
+	    "status held" "list" "release --force held"; do
+		# Wake tokens of the modes before go: they expire within 5 s.
+		BEFORE=$(dump 1)
+		# shellcheck disable=SC2086
+		run --separate-stderr "$RLOCK" -u "$U" $args
+		[ "$status" = 0 ] || break
+	done
+	AFTER=$(dump 0)
+}
+
+# dump 1|0: every key with its type and a hash of its value, sorted, in
+# one round trip; with 1, wake tokens are deleted first.
+dump() {
+	rcli eval "local r = {}
+		if ARGV[1] == '1' then
+			for _, k in ipairs(redis.call('KEYS', '*:tok')) do
+				redis.call('DEL', k)
+			end
+		end
+		for _, k in ipairs(redis.call('KEYS', '*')) do
+			r[#r + 1] = k .. ' ' .. redis.call('TYPE', k).ok .. ' ' ..
+			    redis.sha1hex(redis.call('DUMP', k))
+		end
+		table.sort(r)
+		return r" 0 "$1"
+}
+
+# without_each FIRST LAST: for the rules FIRST..LAST (from 1) of the line,
+# a user with all the others gets 77 naming it, with nothing written.
+without_each() {
+	local rule others r line nth=0
+	for rule in $ACL_RULES; do
+		case $rule in
+		reset*|-@all) continue ;;
+		esac
+		nth=$((nth + 1))
+		[ "$nth" -ge "$1" ] && [ "$nth" -le "$2" ] || continue
+		others=()
+		for r in $ACL_RULES; do
+			[ "$r" = "$rule" ] || others+=("$r")
+		done
+		rcli flushall >/dev/null
+		# A lock some other client holds, for status, list, release.
+		rcli set 'rlock:{held}' tok px 60000 >/dev/null
+		as_user "${others[@]}"
+		every_mode
+		line=${stderr_lines[0]:-}
+		[ "$status" = 77 ] ||
+			fail "without $rule: status $status ($stderr)"
+		[ "${#stderr_lines[@]}" -eq 1 ] ||
+			fail "without $rule: $stderr"
+		case $rule in
+		'&'*) want="lacks $rule or +spublish, for SPUBLISH" ;;
+		*) want="lacks $rule, for " ;;
+		esac
+		[[ $line == *"refused us: "*": the ACL user $want"* ]] ||
+			fail "without $rule: $line"
+		# Refused before any write, and what is left expires.
+		[ "$BEFORE" = "$AFTER" ] ||
+			fail "without $rule: written: $(diff <(echo "$BEFORE") <(echo "$AFTER"))"
+		[ -z "$(keys_without_ttl)" ]
+	done
+	[ "$nth" -ge "$1" ] || fail "only $nth rules"
+}
+
+@test "acl: without any one of rules 1-12, 77 naming it, nothing written" {
+	without_each 1 12
+}
+
+@test "acl: without any one of rules 13-24, 77 naming it, nothing written" {
+	without_each 13 24
+}
+
+@test "acl: without any one of rules 25 on, 77 naming it, nothing written" {
+	without_each 25 99
+}
+
+@test "acl: Redis 7's default user (resetchannels): 77 naming the channels, not 70; no half release" {
+	as_user '~*' '+@all' resetchannels
+	refused '&rlock:* or +spublish' "$RLOCK" -u "$U" -k k -- echo must-not-run
+	[[ $stderr == *"for SPUBLISH on channel rlock:{k}:wake; add them: ACL SETUSER app &rlock:* +spublish"* ]]
+	# Nothing was taken, so there is nothing to release or to wait for.
+	[ "$(rcli dbsize)" = 0 ]
+	# A waiter with that user, while another client holds the lock, is
+	# told at once rather than left to the holder's lease.
+	"$RLOCK" -k k -- sleep "$(tf 30)" & BG=$!
+	wait_until 5 held k
+	local t0=$(now_ms)
+	refused '&rlock:* or +spublish' "$RLOCK" -u "$U" -k k -- true
+	[ $(( $(now_ms) - t0 )) -lt "$(tf_ms 5000)" ]
+	refused '&rlock:* or +ssubscribe' "$RLOCK" -u "$U" --fair -k k -- true
+	# The holder's lock is untouched.
+	[ "$(rcli exists 'rlock:{k}')" = 1 ]
+	# The channels alone cure it.
+	rcli acl setuser app '&rlock:*' >/dev/null
+	run -0 --separate-stderr "$RLOCK" -u "$U" -k other -- echo ran
+	assert_output ran
+}
+
+@test "acl: a refusal Redis words itself is 77 and named too (BLPOP, SCAN, keys)" {
+	# Not through a script: the commands rlock sends itself.
+	# shellcheck disable=SC2086
+	as_user $ACL_RULES
+	rcli acl setuser app -scan >/dev/null
+	refused '+scan' "$RLOCK" -u "$U" list
+	[[ $stderr == *"refused us: SCAN: the ACL user lacks +scan, for SCAN; add it: ACL SETUSER app +scan"* ]]
+	# Keys outside the prefix: another --prefix than the ACL allows.
+	# shellcheck disable=SC2086
+	as_user $ACL_RULES
+	refused '~other:*' "$RLOCK" -u "$U" --prefix other: -k k -- true
+}

@@ -1,0 +1,84 @@
+#!/usr/bin/env bats
+# Managed Redis services block commands rlock does not need: CONFIG (the
+# eviction warning asks CONFIG GET), KEYS, DEBUG, CLIENT. On a server with
+# all four renamed away every mode works and says nothing more than
+# elsewhere; the blocked CONFIG costs the warning (and a line with -v).
+# Nothing here uses those commands itself.
+
+load helper
+
+setup_file() {
+	redis_start main --maxmemory-policy volatile-lru \
+		--rename-command CONFIG "" --rename-command KEYS "" \
+		--rename-command DEBUG "" --rename-command CLIENT ""
+}
+
+teardown_file() {
+	redis_stop main
+}
+
+teardown() {
+	local p
+	for p in ${BG:-}; do
+		kill "$p" 2>/dev/null
+		wait "$p" 2>/dev/null || true
+	done
+}
+
+held() { [ "$(rcli exists "rlock:{$1}")" = 1 ]; }
+# sh -c "$HOLD" sh FILE: hold until FILE is gone.
+HOLD='while [ -e "$1" ]; do sleep 0.05; done'
+
+@test "managed: the server really lacks CONFIG, KEYS, DEBUG and CLIENT" {
+	local c
+	for c in "config get maxmemory-policy" "keys *" "debug sleep 0" \
+	    "client list"; do
+		# shellcheck disable=SC2086
+		run rcli $c
+		[[ $output == "ERR unknown command"* ]] || fail "$c: $output"
+	done
+}
+
+@test "managed: every mode works and says nothing more" {
+	local go=$BATS_TEST_TMPDIR/go
+	run -0 --separate-stderr "$RLOCK" -k m -- echo ran
+	assert_output ran
+	# The evicting policy cannot be seen, so it cannot be warned about.
+	[ -z "$stderr" ]
+	touch "$go"
+	"$RLOCK" -k w -- sh -c "$HOLD" sh "$go" & BG=$!
+	wait_until 5 held w
+	run -75 --separate-stderr "$RLOCK" -n -k w -- true
+	[[ $stderr == "rlock: 'w' is held by "*"; not waiting (--nonblock)" ]]
+	(sleep "$(tf 0.3)"; rm -f "$go") &
+	run -0 --separate-stderr "$RLOCK" -w "$(tf 10)" -k w -- echo got
+	assert_output got
+	[ -z "$stderr" ]
+	touch "$go"
+	"$RLOCK" --fair -k f -- sh -c "$HOLD" sh "$go" & BG="$BG $!"
+	wait_until 5 held f
+	(sleep "$(tf 0.3)"; rm -f "$go") &
+	run -0 --separate-stderr "$RLOCK" --fair -w "$(tf 10)" -k f -- echo fair
+	assert_output fair
+	[ -z "$stderr" ]
+	run -0 --separate-stderr "$RLOCK" -N 2 -k n -- echo sem
+	assert_output sem
+	[ -z "$stderr" ]
+	touch "$go"
+	"$RLOCK" -k s -- sh -c "$HOLD" sh "$go" & BG="$BG $!"
+	wait_until 5 held s
+	run -0 --separate-stderr "$RLOCK" status s
+	[ -z "$stderr" ]
+	run -0 --separate-stderr "$RLOCK" list
+	[[ $output == s$'\t'* ]]
+	[ -z "$stderr" ]
+	run -0 --separate-stderr "$RLOCK" release --force s
+	[ -z "$stderr" ]
+	rm -f "$go"
+}
+
+@test "managed: with -v, one line says the policy could not be checked" {
+	run -0 --separate-stderr "$RLOCK" -v -k v -- true
+	[ "$(grep -c maxmemory-policy <<< "$stderr")" = 1 ]
+	[[ $stderr == *"rlock: cannot check the server's maxmemory-policy (CONFIG GET: ERR unknown command 'CONFIG'"*"); it must be noeviction"* ]]
+}
