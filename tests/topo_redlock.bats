@@ -320,7 +320,7 @@ handoff() {
 	usage_error 'odd number' --redlock -u "$c" -u "$c" -u "$c" -u "$c" -k K true
 	usage_error 'odd number' --redlock -u "$c" -k K true
 	usage_error 'odd number' status --redlock -u "$c" -u "$c" -u "$c" -u "$c" K
-	usage_error 'redis:// or unix://' --redlock -u "$c" -u "$c" \
+	usage_error 'redis://, rediss:// or unix://' --redlock -u "$c" -u "$c" \
 		-u "redis+cluster://127.0.0.1:1" -k K true
 	# Live masters change nothing.
 	run -64 rl --fair -k K -- touch "$T/ran"
