@@ -236,6 +236,13 @@ read_password_file(struct rlock_opts *o, const char *path)
 		buf[0] = '\0';
 	fclose(f);
 	n = strcspn(buf, "\r\n");
+	/* AUTH "" would only draw a WRONGPASS that points elsewhere. */
+	if (n == 0) {
+		msg_err("--password-file %s %s", shown, buf[0] ? "has an "
+		    "empty first line (the password goes on the first line)" :
+		    "is empty");
+		return RL_EXIT_USAGE;
+	}
 	buf[n] = '\0';
 	free(o->password);
 	o->password = xstrdup(buf);

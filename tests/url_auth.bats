@@ -144,6 +144,21 @@ in_db() {
 	[[ ${stderr_lines[0]} == "rlock: cannot read --password-file $BATS_TEST_TMPDIR/none: No such file or directory" ]]
 }
 
+@test "empty --password-file: 64, saying the file is empty" {
+	local f=$BATS_TEST_TMPDIR/pw
+	: > "$f"
+	chmod 600 "$f"
+	run -64 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$AUTH_PORT" \
+		--password-file "$f" -k a2 -- echo must-not-run
+	[ -z "$output" ]
+	[ "$stderr" = "rlock: --password-file $f is empty" ]
+	# The password is the first line, not the first non-empty one.
+	printf '\ns3cret\n' > "$f"
+	run -64 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$AUTH_PORT" \
+		--password-file "$f" -k a2 -- echo must-not-run
+	[ "$stderr" = "rlock: --password-file $f has an empty first line (the password goes on the first line)" ]
+}
+
 @test "password from RLOCK_PASSWORD, and from REDISCLI_AUTH" {
 	RLOCK_PASSWORD=s3cret run -0 --separate-stderr "$RLOCK" \
 		-u "redis://127.0.0.1:$AUTH_PORT" -k a3 -- sh -c "$held_on_auth"
