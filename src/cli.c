@@ -113,7 +113,7 @@ cli_usage(void)
 "Subcommands: status [--json] KEY..., list [--json] [PATTERN],\n"
 "release --force KEY.\n"
 "\n"
-"DUR: a number with an optional unit ms, s, m, h (default s).\n"
+"DUR: a number with an optional unit ms, s, m, h (default s), at most 87840h.\n"
 "Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH.\n"
 "Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH,\n"
 "RLOCK_SENTINEL_PASSWORD.\n"
@@ -143,8 +143,13 @@ usage_error(const char *fmt, ...)
 static int
 parse_dur_opt(const char *name, const char *arg, int64_t *out)
 {
-	if (dur_parse(arg, out) == 0)
+	int r = dur_parse(arg, out);
+
+	if (r == 0)
 		return 0;
+	if (r == DUR_TOO_LONG)
+		return usage_error("%s: '%s' is too long (at most %s, about ten "
+		    "years)", name, arg, DUR_MAX_TEXT);
 	return usage_error("%s: invalid duration '%s' (use e.g. 500ms, 1.5, "
 	    "30s, 5m, 2h)", name, arg);
 }

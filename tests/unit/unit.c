@@ -49,6 +49,7 @@ check(int cond, const char *fmt, ...)
 				    (b) != NULL && strcmp((a), (b)) == 0)
 
 #define NOPE	INT64_MIN	/* "must be rejected" in a DUR row */
+#define LONG	(INT64_MIN + 1)	/* "too long" in a DUR row */
 
 /* ---------------------------------------------------------------- DUR */
 
@@ -93,11 +94,12 @@ static const struct { const char *in; int64_t ms; } DUR_ROWS[] = {
 	{ "1,5", NOPE },
 	{ "5sec", NOPE },
 	{ "0x10", NOPE },
-	{ "87841h", NOPE },		/* over ten years */
-	{ "99999999999999999h", NOPE },
-	{ "9999999999999999999999999", NOPE },
-	{ "99999999999999999999ms", NOPE },
-	{ "9223372036854775807ms", NOPE },	/* parses, over ten years */
+	{ "87841h", LONG },		/* over ten years */
+	{ "99999999999999999h", LONG },
+	{ "99999999999999999999.5x", NOPE },	/* junk, however long */
+	{ "9999999999999999999999999", LONG },
+	{ "99999999999999999999ms", LONG },
+	{ "9223372036854775807ms", LONG },	/* parses, over ten years */
 };
 
 static void
@@ -112,6 +114,10 @@ test_dur_parse(void)
 		if (DUR_ROWS[i].ms == NOPE)
 			CHECK(r == -1 && got == -42, "dur_parse rejects '%s'",
 			    DUR_ROWS[i].in);
+		else if (DUR_ROWS[i].ms == LONG)
+			CHECK(r == DUR_TOO_LONG && got == -42,
+			    "dur_parse: '%s' is too long (got %d)",
+			    DUR_ROWS[i].in, r);
 		else
 			CHECK(r == 0 && got == DUR_ROWS[i].ms,
 			    "dur_parse '%s' = %lld ms (got %d, %lld)",
