@@ -98,6 +98,22 @@ in_db() {
 	redis-cli -s "$MAIN_SOCK" -n 7 flushdb >/dev/null
 }
 
+@test "/0?db=2: the database given twice is refused (64), not guessed" {
+	local u
+	for u in "redis://127.0.0.1:$MAIN_PORT/0?db=2" \
+	    "redis://127.0.0.1:$MAIN_PORT/2?db=2"; do
+		run -64 --separate-stderr "$RLOCK" -u "$u" -k k -- \
+			echo must-not-run
+		[ -z "$output" ]
+		[ "${stderr_lines[0]}" = "rlock: bad Redis URL '$u' (-u): the database is given twice (/N and ?db=N); give it once" ]
+		RLOCK_URL=$u run -64 --separate-stderr "$RLOCK" status k
+		[[ ${stderr_lines[0]} == *"(RLOCK_URL): the database is given twice"* ]]
+	done
+	# Either one alone still selects it.
+	in_db "redis://127.0.0.1:$MAIN_PORT/?db=6" 6
+	redis-cli -s "$MAIN_SOCK" -n 6 flushdb >/dev/null
+}
+
 @test "a database the server does not have: 76, one line" {
 	run -76 --separate-stderr "$RLOCK" -u "unix://$MAIN_SOCK?db=999" -k k -- \
 		echo must-not-run
