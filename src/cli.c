@@ -528,6 +528,7 @@ redlock_urls(struct rlock_opts *o)
 		}
 		free(copy);
 	}
+	o->url_from = from;
 	if (o->nurls < 3 || o->nurls % 2 == 0 || o->nurls > REDLOCK_MAX)
 		return usage_error("--redlock needs an odd number of "
 		    "independent masters, 3 to %d (got %d%s)", REDLOCK_MAX,
@@ -562,6 +563,7 @@ env_fallbacks(struct rlock_opts *o)
 			o->password = xstrdup(p);
 		return redlock_urls(o);
 	}
+	o->url_from = from;
 	if (o->url == NULL) {
 		if ((u = getenv("RLOCK_URL")) && *u)
 			o->url = xstrdup(u), from = "RLOCK_URL";
@@ -569,6 +571,7 @@ env_fallbacks(struct rlock_opts *o)
 			o->url = xstrdup(u), from = "REDIS_URL";
 		else
 			o->url = xstrdup("redis://127.0.0.1:6379/0");
+		o->url_from = u && *u ? from : NULL;
 	}
 	if (o->password == NULL) {
 		if ((p = getenv("RLOCK_PASSWORD")) && *p)

@@ -31,6 +31,8 @@ struct rlock_opts {
 	enum on_lost on_lost;
 	int64_t kill_after_ms;
 	char *url;			/* owned copy; password still inside */
+	const char *url_from;		/* "-u", "RLOCK_URL", "REDIS_URL" or
+					 * NULL (the default URL) */
 	int redlock;			/* --redlock: every -u is a master */
 	char **urls;			/* with --redlock: all of them, owned */
 	int nurls;

@@ -48,11 +48,27 @@ one_cfg(const struct rlock_opts *o, const char *url, struct conn_cfg *cfg)
 	return 0;
 }
 
+/* Where the URL came from, for "check ..." in the messages. */
+static const char *url_from;
+
+/* What to check when the server is not there, or not Redis. */
+static const char *
+check_url_hint(void)
+{
+	if (url_from == NULL)
+		return "check that Redis runs there, or give -u or RLOCK_URL";
+	if (strcmp(url_from, "-u") == 0)
+		return "check -u";
+	return strcmp(url_from, "RLOCK_URL") == 0 ? "check RLOCK_URL" :
+	    "check REDIS_URL";
+}
+
 int
 run_conn_cfg(const struct rlock_opts *o, struct conn_cfg *cfg)
 {
 	int i, st;
 
+	url_from = o->url_from;
 	if (!o->redlock)
 		return one_cfg(o, o->url, cfg);
 	memset(cfg, 0, sizeof(*cfg));
@@ -114,14 +130,16 @@ static const struct {
 };
 
 static const char *
-hint_for(const char *err)
+hint_for(const char *err, char *buf, size_t len)
 {
 	const char *ans = strstr(err, "Redis answered: ");
 	size_t i;
 
-	if (strstr(err, CONN_NOT_REDIS) != NULL)
-		return "is a Redis server listening there? check -u or "
-		    "RLOCK_URL";
+	if (strstr(err, CONN_NOT_REDIS) != NULL) {
+		snprintf(buf, len, "is a Redis server listening there? %s",
+		    check_url_hint());
+		return buf;
+	}
 	if (ans == NULL)
 		return NULL;
 	ans += strlen("Redis answered: ");
@@ -136,14 +154,14 @@ void
 run_report_conn_error(const struct conn_cfg *cfg, int status,
     const char *err)
 {
-	const char *todo = hint_for(err);
-	char url[300];
+	char url[300], buf[128];
+	const char *todo = hint_for(err, buf, sizeof(buf));
 
 	url_redacted(&cfg->ep, url, sizeof(url));
 	switch (status) {
 	case RL_EXIT_UNAVAILABLE:
 		msg_err("cannot reach %s: %s; %s", url, err,
-		    todo ? todo : "check -u or RLOCK_URL");
+		    todo ? todo : check_url_hint());
 		break;
 	case RL_EXIT_NOPERM:
 		msg_err("%s refused us: %s; %s", url, err, todo ? todo :

@@ -457,7 +457,7 @@ bad_dur() {
 	# the connection a while: rlock must read the garbage, not an EOF.
 	socat_start "$port" \
 		"SYSTEM:read l; echo HTTP/1.1 400 Bad Request; sleep 2"
-	local want="redis://127.0.0.1:$port/0: PING: the answer is not in the Redis protocol (Protocol error, got \"H\" as reply type byte); is a Redis server listening there? check -u or RLOCK_URL"
+	local want="redis://127.0.0.1:$port/0: PING: the answer is not in the Redis protocol (Protocol error, got \"H\" as reply type byte); is a Redis server listening there? check -u"
 	fails 76 "$want" -u "redis://127.0.0.1:$port" -k http -- echo must-not-run
 	fails 76 "*/3: SELECT: the answer is not in the Redis protocol*" \
 		-u "redis://127.0.0.1:$port/3" -k http -- echo must-not-run
@@ -488,7 +488,7 @@ bad_dur() {
 	[ "$output" = ran ]
 	kill -STOP -- "-$SOCAT_PG"
 	t0=$(now_ms)
-	fails 69 "cannot reach $url/0: PING: no answer within $(tf_ms 1000)ms; check -u or RLOCK_URL" \
+	fails 69 "cannot reach $url/0: PING: no answer within $(tf_ms 1000)ms; check -u" \
 		--connect-timeout "$ct" -u "$url" -k slow -- echo must-not-run
 	el=$(( $(now_ms) - t0 ))
 	[ "$el" -ge "$(tf_ms 900)" ] || fail "gave up after ${el}ms"

@@ -253,7 +253,7 @@ refused() {
 		--connect-timeout "$(tf 5)" -k down -- echo must-not-run
 	el=$(( $(now_ms) - t0 ))
 	[ -z "$output" ]
-	[ "$stderr" = "rlock: cannot reach redis://127.0.0.1:$CLOSED_PORT/0: Connection refused; check -u or RLOCK_URL" ]
+	[ "$stderr" = "rlock: cannot reach redis://127.0.0.1:$CLOSED_PORT/0: Connection refused; check -u" ]
 	[ "$el" -lt "$(tf_ms 2000)" ] || fail "took ${el}ms"
 	run -69 --separate-stderr "$RLOCK" -u "unix://$BATS_TEST_TMPDIR/none.sock" \
 		-k down -- echo must-not-run
@@ -263,6 +263,30 @@ refused() {
 	run -69 --separate-stderr "$RLOCK" \
 		-u "redis://:wrongpw@127.0.0.1:$CLOSED_PORT" -k down -- true
 	[[ $stderr != *wrongpw* ]]
+}
+
+@test "unreachable: the message names where the URL came from" {
+	local url=redis://127.0.0.1:$CLOSED_PORT want
+	want="rlock: cannot reach $url/0: Connection refused"
+	run -69 --separate-stderr env -u RLOCK_URL REDIS_URL="$url" "$RLOCK" \
+		-k down -- echo must-not-run
+	[ "$stderr" = "$want; check REDIS_URL" ]
+	# An empty RLOCK_URL counts as unset.
+	RLOCK_URL= REDIS_URL=$url run -69 --separate-stderr "$RLOCK" status down
+	[ "$stderr" = "$want; check REDIS_URL" ]
+	RLOCK_URL=$url REDIS_URL=redis://127.0.0.1:1 run -69 --separate-stderr \
+		"$RLOCK" -k down -- echo must-not-run
+	[ "$stderr" = "$want; check RLOCK_URL" ]
+	REDIS_URL=redis://127.0.0.1:1 run -69 --separate-stderr "$RLOCK" \
+		-u "$url" -k down -- echo must-not-run
+	[ "$stderr" = "$want; check -u" ]
+	# No URL anywhere: the default, and where to give another.
+	run --separate-stderr env -u RLOCK_URL -u REDIS_URL "$RLOCK" \
+		--connect-timeout "$(tf 1)" -k down -- echo must-not-run
+	if [ "$status" = 69 ]; then
+		[[ $stderr == "rlock: cannot reach redis://127.0.0.1:6379/0: "*"; check that Redis runs there, or give -u or RLOCK_URL" ]] ||
+			fail "stderr: $stderr"
+	fi
 }
 
 # silent ARGS...: against the stopped server, --connect-timeout 0.5 (scaled)
