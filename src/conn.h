@@ -15,6 +15,11 @@
 
 #include "url.h"
 
+/* How Redis 7 starts the error of a command its ACL refused inside a
+ * script ("... can't run this command", "... access at least one of the
+ * keys", "... publish to the channel"): NOPERM in all but name. */
+#define SCRIPT_ACL_DENIED "ERR The user executing the script can't"
+
 /* In cn->err when the peer's bytes are not the Redis protocol. */
 #define CONN_NOT_REDIS	"the answer is not in the Redis protocol"
 

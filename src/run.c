@@ -112,12 +112,16 @@ run_conn_cfg_free(struct conn_cfg *cfg)
  * start of Redis's own text (the error code), or on conn.c's words for a
  * peer that does not speak Redis.
  */
+#define NOPERM_TODO "give that user the permission Redis names (ACL " \
+	"SETUSER; rlock needs +@scripting, the commands its scripts call, and " \
+	"its --prefix keys and channels)"
+
 static const struct {
 	const char *answer;
 	const char *todo;
 } HINTS[] = {
-	{ "NOPERM", "give that user the permission Redis names (ACL SETUSER; "
-	    "rlock needs +@scripting and its --prefix keys and channels)" },
+	{ "NOPERM", NOPERM_TODO },
+	{ SCRIPT_ACL_DENIED, NOPERM_TODO },
 	{ "READONLY", "that server is a read-only replica; point -u at the "
 	    "primary" },
 	{ "OOM", "the server is out of memory; free some, or raise its "

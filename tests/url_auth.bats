@@ -244,6 +244,25 @@ refused() {
 		-- echo must-not-run
 }
 
+@test "a read-only ACL user: 77 with the permission hint, not 76" {
+	acli acl setuser ro on '>pw' '~*' '&*' '+@all' '-@write' >/dev/null
+	run -77 --separate-stderr "$RLOCK" \
+		-u "redis://ro:pw@127.0.0.1:$AUTH_PORT" -k ro -- echo must-not-run
+	[ -z "$output" ]
+	[ "${#stderr_lines[@]}" -eq 1 ] || fail "stderr: $stderr"
+	[[ $stderr == "rlock: redis://ro:***@127.0.0.1:$AUTH_PORT/0 refused us: acquire: Redis answered: ERR The user executing the script can't run this command or subcommand; give that user the permission Redis names (ACL SETUSER;"* ]] ||
+		fail "stderr: $stderr"
+	# Nothing was written.
+	[ "$(acli exists "rlock:{ro}" "rlock:{ro}:fence")" = 0 ]
+	# The same for keys it may only read (%R~), refused before the script.
+	acli acl setuser rk on '>pw' '%R~*' '&*' '+@all' >/dev/null
+	run -77 --separate-stderr "$RLOCK" \
+		-u "redis://rk:pw@127.0.0.1:$AUTH_PORT" -k ro -- echo must-not-run
+	[[ $stderr == *"NOPERM"*"; give that user the permission"* ]] ||
+		fail "stderr: $stderr"
+	acli acl deluser ro rk >/dev/null
+}
+
 @test "nothing listening: 69 at once, one line" {
 	local t0 el
 	t0=$(now_ms)

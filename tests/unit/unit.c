@@ -652,6 +652,15 @@ static const struct { const char *reply; int status; } REPLY_ROWS[] = {
 	{ "ERR AUTH <password> called without any password configured for "
 	    "the default user. Are you sure your configuration is correct?",
 	    RL_EXIT_NOPERM },
+	/* Redis 7's words for an ACL refusal inside a script. */
+	{ "ERR The user executing the script can't run this command or "
+	    "subcommand script: 131b5f2e, on @user_script:1.", RL_EXIT_NOPERM },
+	{ "ERR The user executing the script can't access at least one of the "
+	    "keys mentioned in the command arguments", RL_EXIT_NOPERM },
+	{ "ERR The user executing the script can't publish to the channel "
+	    "mentioned in the command", RL_EXIT_NOPERM },
+	{ "ERR Error running script (call to f_1): user_script:1: bad",
+	    RL_EXIT_PROTOCOL },
 	{ "LOADING Redis is loading the dataset in memory",
 	    RL_EXIT_UNAVAILABLE },
 	{ "BUSY Redis is busy running a script.", RL_EXIT_UNAVAILABLE },
