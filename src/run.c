@@ -261,8 +261,7 @@ acquire_and_run(struct rlock_opts *o, struct conn *cn, int sigfd)
 			char key[96];
 
 			printable(o->key, strlen(o->key), key, sizeof(key));
-			msg_err("'%s': %s; every user of a KEY must give the "
-			    "same --limit", key, cn->err);
+			msg_err("'%s': %s", key, cn->err);
 		}
 		else
 			run_report_conn_error(cn->cfg, cn->status, cn->err);

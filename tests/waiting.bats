@@ -419,6 +419,20 @@ refused() {
 	assert_output ''
 }
 
+@test "-N against a key a foreign client holds: 76, saying so (not a --limit mismatch)" {
+	rcli set "$L" foreign-token px 20000 >/dev/null
+	run -76 --separate-stderr "$RLOCK" -N 2 -k "$K" -- touch "$T/ran"
+	[ -z "$output" ]
+	[ "$stderr" = "rlock: '$K': the key is held by a client other than rlock (a plain SET NX lock), which --limit cannot share; only a mutex (no --limit) can wait for it" ]
+	[ ! -e "$T/ran" ] || fail "COMMAND ran"
+	# An rlock mutex holder is still a --limit mismatch.
+	rcli del "$L" >/dev/null
+	holder
+	run -76 --separate-stderr "$RLOCK" -N 2 -k "$K" -- touch "$T/ran"
+	[ "$stderr" = "rlock: '$K': the key is in use as a mutex (without --limit); every user of a KEY must give the same --limit" ]
+	end_holder
+}
+
 @test "-N: a SIGKILLed holder frees its slot when its lease ends; fences increase" {
 	local S=sem$BATS_TEST_NUMBER x y z t0 dt f
 	L="rlock:{$S}"

@@ -18,10 +18,12 @@ local token, lease, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[8])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
+-- RLOCK_ errors are whole sentences for the user (conn.c drops the code).
+local SAME = '; every user of a KEY must give the same --limit'
 if n == 1 then
   if redis.call('ZCOUNT', KEYS[4], now, '+inf') > 0 then
     return redis.error_reply('RLOCK_MODE the key is in use as a semaphore ' ..
-      '(--limit ' .. (redis.call('GET', KEYS[5]) or '?') .. ')')
+      '(--limit ' .. (redis.call('GET', KEYS[5]) or '?') .. ')' .. SAME)
   end
   local cur = redis.call('GET', KEYS[1])
   if cur == token then
@@ -33,14 +35,20 @@ if n == 1 then
   end
 else
   if redis.call('EXISTS', KEYS[1]) == 1 then
+    -- An rlock mutex always has its :meta (same slot as KEYS[1]).
+    if redis.call('EXISTS', KEYS[1] .. ':meta') == 0 then
+      return redis.error_reply('RLOCK_FOREIGN the key is held by a ' ..
+        'client other than rlock (a plain SET NX lock), which --limit ' ..
+        'cannot share; only a mutex (no --limit) can wait for it')
+    end
     return redis.error_reply('RLOCK_MODE the key is in use as a mutex ' ..
-      '(without --limit)')
+      '(without --limit)' .. SAME)
   end
   redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
   local lim = redis.call('GET', KEYS[5])
   if lim and tonumber(lim) ~= n and redis.call('ZCARD', KEYS[4]) > 0 then
     return redis.error_reply('RLOCK_MODE the key is in use as a ' ..
-      'semaphore with --limit ' .. lim)
+      'semaphore with --limit ' .. lim .. SAME)
   end
   local score = redis.call('ZSCORE', KEYS[4], token)
   if score then
