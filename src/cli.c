@@ -636,14 +636,34 @@ cli_free(struct rlock_opts *o)
 	o->url = o->password = NULL;
 }
 
+/*
+ * A 100 KB argv would otherwise be stored in Redis with every grant and
+ * printed whole by status. The cut does not split a UTF-8 sequence.
+ */
+static void
+cut_command_line(char *s)
+{
+	size_t n = strlen(s);
+
+	if (n <= CMDLINE_MAX)
+		return;
+	n = CMDLINE_MAX - 3;
+	while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--;
+	memcpy(s + n, "...", 4);
+}
+
 char *
 cli_command_line(const struct rlock_opts *o)
 {
 	size_t len = 0, i;
 	char *s, *p;
 
-	if (o->shell_cmd)
-		return xstrdup(o->shell_cmd);
+	if (o->shell_cmd) {
+		s = xstrdup(o->shell_cmd);
+		cut_command_line(s);
+		return s;
+	}
 	for (i = 0; o->cmd[i]; i++)
 		len += strlen(o->cmd[i]) + 1;
 	s = p = xmalloc(len + 1);
@@ -657,5 +677,6 @@ cli_command_line(const struct rlock_opts *o)
 	if (p > s)
 		p--;
 	*p = '\0';
+	cut_command_line(s);
 	return s;
 }

@@ -58,7 +58,12 @@ void cli_free(struct rlock_opts *o);
 /* --help text on stdout. */
 void cli_usage(void);
 
-/* "COMMAND ARG ..." or the -c string, for holder metadata; caller frees. */
+/* The command line recorded in Redis (and shown by status) is cut to
+ * this many bytes, the last three "...". */
+#define CMDLINE_MAX 1024
+
+/* "COMMAND ARG ..." or the -c string, at most CMDLINE_MAX bytes, for
+ * holder metadata; caller frees. */
 char *cli_command_line(const struct rlock_opts *o);
 
 #endif

@@ -85,6 +85,21 @@ fake_meta() {
 	[ -z "$stderr" ]
 }
 
+@test "status: a 100 KB command line is stored and shown cut to 1 KiB" {
+	local big cmd
+	big=$(head -c 100000 /dev/zero | tr '\0' a)
+	bg_rlock -k st-long -l 10s -- sh -c 'sleep 30' "$big"
+	wait_until 5 held st-long
+	cmd=$(rcli hget 'rlock:{st-long}:meta' cmd)
+	[ "${#cmd}" = 1024 ] || fail "stored ${#cmd} bytes"
+	[ "$cmd" = "sh -c sleep 30 ${big:0:1006}..." ]
+	run -0 --separate-stderr "$RLOCK" status st-long
+	assert_line --index 2 "  command     $cmd"
+	[ "${#output}" -lt 2000 ] || fail "status printed ${#output} bytes"
+	run -0 "$RLOCK" status --json st-long
+	[ "$(jq -r '.[0].holders[0].command | length' <<< "$output")" = 1024 ]
+}
+
 @test "status --json: one valid document with the documented fields" {
 	bg_rlock -k st-json -l 10s -- sleep 30
 	wait_until 5 held st-json

@@ -1176,6 +1176,45 @@ test_cli_password_file(void)
 	unlink(path);
 }
 
+/*
+ * Cut to CMDLINE_MAX bytes, "..." last, never inside a UTF-8 sequence:
+ * the command line "x " + pad * 'a' + "\xc3\xa9tail" (8 + pad bytes).
+ */
+static void
+test_cli_command_line_cut(void)
+{
+	static const struct { size_t pad, len; const char *end; } rows[] = {
+		{ CMDLINE_MAX - 8, CMDLINE_MAX, "\xc3\xa9tail" },	/* fits */
+		{ CMDLINE_MAX - 7, CMDLINE_MAX, "a\xc3\xa9..." },
+		{ CMDLINE_MAX - 6, CMDLINE_MAX - 1, "aa..." },	/* not in é */
+		{ CMDLINE_MAX - 5, CMDLINE_MAX, "aa..." },
+		{ 100000, CMDLINE_MAX, "aa..." },
+	};
+	struct rlock_opts o;
+	char *argv[3], *s, *big;
+	size_t i, n, e;
+
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		big = xmalloc(rows[i].pad + 7);
+		memset(big, 'a', rows[i].pad);
+		memcpy(big + rows[i].pad, "\xc3\xa9tail", 7);
+		memset(&o, 0, sizeof(o));
+		argv[0] = (char *)"x";
+		argv[1] = big;
+		argv[2] = NULL;
+		o.cmd = argv;
+		s = cli_command_line(&o);
+		n = strlen(s);
+		e = strlen(rows[i].end);
+		CHECK(n == rows[i].len && n >= e &&
+		    strcmp(s + n - e, rows[i].end) == 0,
+		    "cli_command_line, pad %zu: %zu bytes ending '%s' (got %zu)",
+		    rows[i].pad, rows[i].len, rows[i].end, n);
+		free(s);
+		free(big);
+	}
+}
+
 static void
 test_cli_command_line(void)
 {
@@ -1201,6 +1240,7 @@ test_cli_command_line(void)
 	free(s);
 	cli_free(&o);
 	free_argv(av);
+	test_cli_command_line_cut();
 }
 
 int
