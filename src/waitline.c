@@ -14,7 +14,7 @@ waitline_init(struct waitline *wl, const char *key, long limit,
     int64_t start)
 {
 	memset(wl, 0, sizeof(*wl));
-	wl->on = isatty(STDERR_FILENO) && msg_level >= MSG_NORMAL;
+	wl->on = isatty(STDERR_FILENO) && msg_level == MSG_NORMAL;
 	wl->key = key;
 	wl->limit = limit;
 	wl->start = start;
@@ -67,6 +67,15 @@ describe(const struct waitline *wl, int64_t since_reply, char *buf,
 	    wl->limit > 1 ? "" : " left", pos);
 }
 
+/* The same holder (and place) as the last line logged? */
+static int
+same_holder(const struct lock_busy *a, const struct lock_busy *b)
+{
+	return a->position == b->position && a->since_ms == b->since_ms &&
+	    strcmp(a->user, b->user) == 0 && strcmp(a->host, b->host) == 0 &&
+	    strcmp(a->pid, b->pid) == 0 && strcmp(a->cmd, b->cmd) == 0;
+}
+
 void
 waitline_update(struct waitline *wl, const struct lock_busy *b)
 {
@@ -74,7 +83,10 @@ waitline_update(struct waitline *wl, const struct lock_busy *b)
 
 	wl->last = *b;
 	wl->last_at = mono_ms();
-	if (msg_level >= MSG_VERBOSE) {
+	if (msg_level >= MSG_VERBOSE &&
+	    !(wl->logged && same_holder(&wl->logged_as, b))) {
+		wl->logged = 1;
+		wl->logged_as = *b;
 		printable(wl->key, strlen(wl->key), key, sizeof(key));
 		describe(wl, 0, text, sizeof(text));
 		msg_verbose("waiting for '%s': %s", key, text);

@@ -543,6 +543,28 @@ refused() {
 	! grep -q $'[\r\033]' "$T/v.err" || fail "$(cat -v "$T/v.err")"
 }
 
+@test "-v: one 'waiting for' line per holder, on a pipe and on a terminal" {
+	local n
+	holder
+	# A stale wake token (a release before this holder): the waiter tries
+	# again at once and finds the same holder, which -v need not repeat.
+	rcli lpush "$L:tok" 1 >/dev/null
+	rcli pexpire "$L:tok" 5000 >/dev/null
+	run -75 --separate-stderr "$RLOCK" -v -w "$(tf 1.2)" -k "$K" -- true
+	n=$(grep -c "waiting for '$K'" <<< "$stderr")
+	[ "$n" = 1 ] || fail "$n lines: $stderr"
+	# On a terminal -v logs; the line redrawn in place would repeat it.
+	rcli lpush "$L:tok" 1 >/dev/null
+	rcli pexpire "$L:tok" 5000 >/dev/null
+	run -75 timeout "$(tf 10)" script -eqfc \
+		"$RLOCK -v -w $(tf 1.2) -k $K -- true" /dev/null < /dev/null
+	n=$(grep -o "waiting for '$K'" <<< "$output" | wc -l)
+	[ "$n" = 1 ] || fail "$n times: $(printf '%s' "$output" | cat -v)"
+	! grep -q $'\033' <<< "$output" ||
+		fail "line drawn: $(printf '%s' "$output" | cat -v)"
+	end_holder
+}
+
 @test "blocked waiters cost Redis nothing until a release; hand-off is prompt" {
 	local i c0 c1 d first last
 	holder
