@@ -272,6 +272,7 @@ quorum_acquire(struct conn *cn, const struct lock_ctx *ctx,
 	if (!have_busy) {
 		memset(busy, 0, sizeof(*busy));
 		busy->position = -1;
+		busy->lease_left_ms = -2;	/* nobody has a majority */
 	}
 	/* Nobody has a majority (rivals split the masters): all undo, and
 	 * each retries after its own random pause. */

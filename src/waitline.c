@@ -38,7 +38,7 @@ describe(const struct waitline *wl, int64_t since_reply, char *buf,
 {
 	const struct lock_busy *b = &wl->last;
 	char who[700], held[32], left[32], pos[64], cmd[64];
-	int64_t lease_left = b->wait_ms - since_reply;
+	int64_t lease_left = b->lease_left_ms - since_reply;
 
 	if (b->user[0]) {
 		printable(b->cmd, strlen(b->cmd), cmd, sizeof(cmd));
@@ -51,7 +51,7 @@ describe(const struct waitline *wl, int64_t since_reply, char *buf,
 	} else {
 		snprintf(who, sizeof(who), "held by another client");
 	}
-	if (b->wait_ms < 0)
+	if (b->lease_left_ms == -1)
 		snprintf(left, sizeof(left), "no expiry");
 	else
 		dur_format(lease_left, left, sizeof(left));
@@ -62,8 +62,15 @@ describe(const struct waitline *wl, int64_t since_reply, char *buf,
 		ordinal(b->position + 1, nth, sizeof(nth));
 		snprintf(pos, sizeof(pos), "; %s in queue", nth);
 	}
+	/* Free, but not for us: a --fair waiter ahead takes its turn (or,
+	 * --redlock, nobody got a majority). */
+	if (b->lease_left_ms < -1) {
+		snprintf(buf, len, "%s%s", b->position >= 0 ? "free, the turn "
+		    "of the --fair waiter ahead" : "free, trying again", pos);
+		return;
+	}
 	snprintf(buf, len, "%s, %s %s%s%s", who, wl->limit > 1 ?
-	    "next slot free in" : "lease", left, b->wait_ms < 0 ? "" :
+	    "next slot free in" : "lease", left, b->lease_left_ms < 0 ? "" :
 	    wl->limit > 1 ? "" : " left", pos);
 }
 

@@ -543,6 +543,24 @@ refused() {
 	! grep -q $'[\r\033]' "$T/v.err" || fail "$(cat -v "$T/v.err")"
 }
 
+@test "--fair, 2nd in queue: the wait line shows the holder's lease, not the head's heartbeat" {
+	local line left
+	holder -l 30s
+	bg a --fair -k "$K" -- true
+	wait_until 5 qlen_is 1 || fail "A not queued"
+	bg b -v --fair -k "$K" -- true
+	wait_ms 5000 grep -q "2nd in queue" "$T/b.err" ||
+		fail "B: $(cat "$T/b.err")"
+	line=$(grep "2nd in queue" "$T/b.err" | head -1)
+	[[ $line =~ lease\ ([0-9]+)\.[0-9]s\ left\;\ 2nd\ in\ queue$ ]] ||
+		fail "line: $line"
+	left=${BASH_REMATCH[1]}
+	# A 30 s lease taken moments ago; the head's heartbeat key lives 6 s.
+	[ "$left" -ge 20 ] || fail "lease ${left}s left: $line"
+	end_holder
+	reap "$BG" 5000
+}
+
 @test "-v: one 'waiting for' line per holder, on a pipe and on a terminal" {
 	local n
 	holder

@@ -9,8 +9,10 @@
 -- at a queue head that has yet to take a free KEY
 -- Returns {1, fence} when the caller holds KEY; else {0, wait ms, queue
 -- position (0 = next, -1 not queued), holder user, host, pid, cmd,
--- since, server now} where wait is when trying again makes sense (-1:
--- a holder key without expiry).
+-- since, server now, lease left ms} where wait is when trying again makes
+-- sense (-1: a holder key without expiry), and lease left is the holder's
+-- (for -N the soonest to end; -1 no expiry, -2 nobody holds KEY: a --fair
+-- waiter ahead of us is taking its turn).
 -- Invariants: at most N holders; a token already holding is a harmless
 -- retry or a nested run and never shortens its lease; nobody overtakes a
 -- live queue head; fence = max(last + 1, server ms).
@@ -75,6 +77,9 @@ else
   free = redis.call('ZCARD', KEYS[4]) < n
   wait = first[2] and tonumber(first[2]) - now or -2
 end
+-- What a waiter shows as the lease left: wait may become the queue
+-- head's heartbeat below, which is no holder's lease.
+local left = free and -2 or wait
 
 if free and (not head or head == token) then
   local fence = math.max(tonumber(redis.call('GET', KEYS[3]) or '0') + 1,
@@ -139,4 +144,4 @@ if ARGV[13] == '1' and n == 1 then
   m = redis.call('HMGET', KEYS[2], 'user', 'host', 'pid', 'cmd', 'since')
 end
 return {0, wait, pos, m[1] or '', m[2] or '', m[3] or '', m[4] or '',
-  m[5] or '', string.format('%d', now)}
+  m[5] or '', string.format('%d', now), left}
