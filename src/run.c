@@ -237,8 +237,44 @@ not_obtained(const struct rlock_opts *o, struct conn *cn,
 	return o->conflict_exit;
 }
 
+/*
+ * --timeout bounds the whole wait, connecting included: until the lock is
+ * ours, no connect or command may take longer than the wait (a shorter
+ * --connect-timeout still wins). Holding the lock, releasing it and the
+ * renewals have the full --connect-timeout again.
+ */
 static int
-acquire_and_run(struct rlock_opts *o, struct conn *cn, int sigfd)
+wait_bound(const struct rlock_opts *o)
+{
+	return o->wait_ms > 0 && o->wait_ms < o->connect_timeout_ms;
+}
+
+static void
+unbound(const struct rlock_opts *o, struct conn_cfg *cfg, struct conn *cn)
+{
+	if (!wait_bound(o))
+		return;
+	cfg->connect_timeout_ms = o->connect_timeout_ms;
+	conn_set_timeouts(cn, cfg->connect_timeout_ms,
+	    cfg->connect_timeout_ms);
+}
+
+/* A failure within the bound names it: --timeout, not --connect-timeout. */
+static void
+say_bound(const struct rlock_opts *o, struct conn *cn)
+{
+	char d[32];
+	size_t n = strlen(cn->err);
+
+	if (!wait_bound(o) || cn->status != RL_EXIT_UNAVAILABLE)
+		return;
+	dur_format(o->wait_ms, d, sizeof(d));
+	snprintf(cn->err + n, sizeof(cn->err) - n, " (--timeout %s)", d);
+}
+
+static int
+acquire_and_run(struct rlock_opts *o, struct conn_cfg *cfg, struct conn *cn,
+    int sigfd)
 {
 	struct wait_result res;
 	struct lock_ctx ctx;
@@ -248,6 +284,7 @@ acquire_and_run(struct rlock_opts *o, struct conn *cn, int sigfd)
 	    NULL, cli_command_line(o));
 	switch (wait_lock(cn, &ctx, o->wait_ms, sigfd, &res)) {
 	case WAIT_GRANTED:
+		unbound(o, cfg, cn);
 		break;
 	case WAIT_TIMEOUT:
 		st = not_obtained(o, cn, &ctx);
@@ -263,8 +300,10 @@ acquire_and_run(struct rlock_opts *o, struct conn *cn, int sigfd)
 			printable(o->key, strlen(o->key), key, sizeof(key));
 			msg_err("'%s': %s", key, cn->err);
 		}
-		else
+		else {
+			say_bound(o, cn);
 			run_report_conn_error(cn->cfg, cn->status, cn->err);
+		}
 		st = cn->status;
 		goto out;
 	}
@@ -293,13 +332,16 @@ run_mode(struct rlock_opts *o, int sigfd)
 
 	if ((st = run_conn_cfg(o, &cfg)) != 0)
 		return st;
+	if (wait_bound(o))
+		cfg.connect_timeout_ms = o->wait_ms;
 	if ((st = conn_open(&cn, &cfg, cfg.connect_timeout_ms)) != 0) {
+		say_bound(o, &cn);
 		run_report_conn_error(&cfg, st, cn.err);
 		goto out;
 	}
 	guard_eviction(&cn);
 	if (!try_reenter(o, &cn, &st))
-		st = acquire_and_run(o, &cn, sigfd);
+		st = acquire_and_run(o, &cfg, &cn, sigfd);
 out:
 	conn_close(&cn);
 	run_conn_cfg_free(&cfg);

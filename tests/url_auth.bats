@@ -337,6 +337,34 @@ silent() {
 		-u "redis://127.0.0.1:$SILENT_PORT" -k silent -- true
 }
 
+@test "-w bounds connecting too: a silent server costs the -w, not --connect-timeout" {
+	local t0 el w
+	w=$(tf_ms 1000)
+	kill -STOP "$(cat "$SILENT_PIDFILE")"
+	t0=$(now_ms)
+	run -69 --separate-stderr timeout "$(tf 30)" "$RLOCK" \
+		--connect-timeout "$(tf 10)" -w "$(tf 1)" \
+		-u "redis://127.0.0.1:$SILENT_PORT" -k silent -- echo must-not-run
+	el=$(( $(now_ms) - t0 ))
+	kill -CONT "$(cat "$SILENT_PIDFILE")"
+	[ -z "$output" ] || fail "COMMAND ran"
+	[ "$stderr" = "rlock: cannot reach redis://127.0.0.1:$SILENT_PORT/0: PING: no answer within ${w}ms (--timeout $(dur_text "$w")); check -u" ] ||
+		fail "stderr: $stderr"
+	[ "$el" -lt "$(tf_ms 5000)" ] || fail "took ${el}ms for -w $(tf 1)"
+	# A shorter --connect-timeout still wins.
+	kill -STOP "$(cat "$SILENT_PIDFILE")"
+	silent -w "$(tf 3)" -u "redis://127.0.0.1:$SILENT_PORT"
+	kill -CONT "$(cat "$SILENT_PIDFILE")"
+	# Once the lock is held, the full --connect-timeout is back: a release
+	# held up for 1 s by a stalled server still gets through, no warning.
+	run -0 --separate-stderr "$RLOCK" --connect-timeout "$(tf 10)" \
+		-w "$(tf 0.3)" -u "redis://127.0.0.1:$SILENT_PORT" -k silent -- \
+		sh -c 'kill -STOP $1; (sleep "$2"; kill -CONT $1) & exit 0' sh \
+		"$(cat "$SILENT_PIDFILE")" "$(tf 1)"
+	[ -z "$stderr" ] || fail "stderr: $stderr"
+	[ "$(redis-cli -p "$SILENT_PORT" exists "rlock:{silent}")" = 0 ]
+}
+
 @test "ps and /proc/PID/cmdline do not show the password" {
 	skip_under_valgrind
 	"$RLOCK" -u "redis://:s3cret@127.0.0.1:$AUTH_PORT" -k pw -- sleep 5 \
