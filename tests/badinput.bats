@@ -416,7 +416,14 @@ bad_dur() {
 		-u "$url" -k acl -- echo must-not-run
 	fails 77 "*NOPERM*'eval*ACL SETUSER*" -u "$url" -n -k acl -- \
 		echo must-not-run
-	fails 77 "*NOPERM*'eval*ACL SETUSER*" -u "$url" status acl
+	# status reads with EVALSHA_RO, which this user may run.
+	run -1 "$RLOCK" -u "$url" status acl
+	assert_output "acl: free"
+	# Without that too: EVALSHA, refused.
+	redis-cli -s "$AUTH_SOCK" --no-auth-warning -a pw acl setuser noevalro \
+		on '>pw' '~*' '+@all' -eval -evalsha -eval_ro -evalsha_ro >/dev/null
+	fails 77 "*NOPERM*'evalsha'*ACL SETUSER*" \
+		-u "unix://noevalro:pw@$AUTH_SOCK" status acl
 	[[ $stderr != *"check the user and password"* ]]
 	REDISCLI_AUTH=pw no_lock acl "$AUTH_SOCK"
 }

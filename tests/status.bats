@@ -100,6 +100,40 @@ fake_meta() {
 	[ "$(jq -r '.[0].holders[0].command | length' <<< "$output")" = 1024 ]
 }
 
+@test "status and list answer during CLIENT PAUSE WRITE (a read-only script)" {
+	local t0 el
+	bg_rlock -k st-pause -l 20s -- sleep 30
+	wait_until 5 held st-pause
+	rcli client pause "$(tf_ms 8000)" WRITE >/dev/null
+	t0=$(now_ms)
+	run --separate-stderr timeout "$(tf 4)" "$RLOCK" status st-pause
+	el=$(( $(now_ms) - t0 ))
+	rcli client unpause >/dev/null
+	[ "$status" = 0 ] || fail "status $status after ${el}ms: $stderr"
+	assert_line --index 0 "st-pause: held (mutex)"
+	rcli client pause "$(tf_ms 8000)" WRITE >/dev/null
+	run --separate-stderr timeout "$(tf 4)" "$RLOCK" list 'st-pause*'
+	rcli client unpause >/dev/null
+	[ "$status" = 0 ] || fail "list: status $status: $stderr"
+	[[ $output == st-pause$'\t'* ]] || fail "list: $output"
+}
+
+@test "status on a server without EVALSHA_RO (Redis 6): plain EVALSHA" {
+	local dir=$BATS_TEST_TMPDIR/r6
+	AUTH_DIR=$dir	# stopped by teardown
+	mkdir -p "$dir"
+	redis-server --port 0 --unixsocket "$dir/s" --save '' --dir "$dir" \
+		--daemonize yes --pidfile "$dir/pid" --logfile "$dir/log" \
+		--rename-command EVALSHA_RO "" --rename-command EVAL_RO ""
+	redis_wait_up "$dir/s"
+	RLOCK_URL=unix://$dir/s run -0 --separate-stderr "$RLOCK" -k st-r6 -- \
+		"$RLOCK" status st-r6
+	assert_line --index 0 "st-r6: held (mutex)"
+	[ -z "$stderr" ]
+	RLOCK_URL=unix://$dir/s run -1 "$RLOCK" status st-r6
+	assert_output "st-r6: free"
+}
+
 @test "status --json: one valid document with the documented fields" {
 	bg_rlock -k st-json -l 10s -- sleep 30
 	wait_until 5 held st-json

@@ -12,7 +12,9 @@
 --            for liveness, counted as they are)
 --   waiters  the first ARGV[3] live waiters, {{user, host, pid, cmd}, ...}
 -- Invariant: writes nothing, so looking never changes a lock's fate (and
--- works on a replica). Plain EVAL, no shebang flags: Redis < 7 has none.
+-- works on a replica). Run with EVALSHA_RO/EVAL_RO (script.c), which
+-- Redis 7 answers during CLIENT PAUSE WRITE; no shebang flags, as Redis 6
+-- (plain EVALSHA there) cannot compile them.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local FIELDS = {'user', 'host', 'pid', 'cmd', 'since', 'lease', 'fence'}
