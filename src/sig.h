@@ -10,8 +10,9 @@
 #include <signal.h>
 #include <sys/signalfd.h>
 
-/* Block INT TERM HUP QUIT USR1 USR2 CHLD, ignore PIPE; return a signalfd
- * (close-on-exec, non-blocking) or -1. Call before any thread starts. */
+/* Block CHLD and every signal that would end rlock (sig.c), ignore PIPE;
+ * return a signalfd (close-on-exec, non-blocking) or -1. Call before any
+ * thread starts. */
 int sig_setup(void);
 
 /*

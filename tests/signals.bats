@@ -221,6 +221,56 @@ forwarded() {
 	assert_released
 }
 
+# Every other signal whose default action ends a process (the fault
+# signals as sent by kill), and real-time ones: none may kill rlock.
+MORE_SIGS="ALRM VTALRM PROF IO PWR XCPU XFSZ STKFLT SYS TRAP ABRT BUS FPE ILL SEGV RTMIN RTMIN+5 RTMAX"
+
+@test "every other terminating signal (ALRM, real-time...) is forwarded to COMMAND; released" {
+	local sig n
+	for sig in $MORE_SIGS; do
+		n=$(signum "$sig")
+		rm -f "$T/cmd.pid" "$T/marker"
+		bg_rlock -k "$K" -- sh "$T/trap.sh" "$n"
+		wait_cmd
+		kill -"$n" "$BG"
+		reap "$BG" 3000
+		[ "$RC" = 42 ] || fail "SIG$sig: status $RC: $(cat "$T/err")"
+		[ "$(cat "$T/marker")" = "got $n" ] || fail "SIG$sig not forwarded"
+		key_gone || fail "SIG$sig: lock left held"
+	done
+	assert_released
+}
+
+@test "every other terminating signal ends a --fair wait: 128+N, no trace in Redis" {
+	local sig n before
+	bg_rlock -k "$K" -- sh "$T/hold.sh"
+	HOLDER=$BG
+	wait_cmd
+	before=$(our_keys)
+	for sig in $MORE_SIGS; do
+		n=$(signum "$sig")
+		bg_rlock --fair -k "$K" -- sh -c 'touch "$T/ran"'
+		wait_ms 3000 queued 1 || fail "SIG$sig: waiter not queued"
+		kill -"$n" "$BG"
+		reap "$BG" 3000
+		[ "$RC" = $((128 + n)) ] || fail "SIG$sig: status $RC: $(cat "$T/err")"
+		[ ! -e "$T/ran" ] || fail "COMMAND ran after SIG$sig"
+		[ "$(our_keys)" = "$before" ] ||
+			fail "Redis changed after SIG$sig: $(our_keys |
+			    diff <(echo "$before") -)"
+	done
+	touch "$T/go"
+	reap "$HOLDER" 3000
+	[ "$RC" = 0 ]
+	assert_released
+}
+
+# queued N: the --fair queue holds N waiters, each with its :w key.
+queued() {
+	[ "$(rcli llen "$L:q")" = "$1" ] &&
+		[ "$(rcli --scan --pattern "$L:w:*" | wc -l)" = "$1" ]
+}
+
 # This test's keys in Redis (earlier tests' keys expire meanwhile).
 our_keys() { rcli --scan --pattern "$L*" | sort; }
 
