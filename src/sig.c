@@ -9,6 +9,7 @@
 #include "sig.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -72,4 +73,16 @@ sig_restore(void)
 	signal(SIGPIPE, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+int
+sig_foreground(void)
+{
+	int fd = open("/dev/tty", O_RDONLY | O_NOCTTY | O_CLOEXEC), fg;
+
+	if (fd < 0)
+		return 0;	/* no controlling terminal */
+	fg = tcgetpgrp(fd) == getpgrp();
+	close(fd);
+	return fg;
 }

@@ -24,4 +24,8 @@ int sig_take(int fd, struct signalfd_siginfo *si);
 /* In a child before exec: default dispositions and an empty mask. */
 void sig_restore(void);
 
+/* 1 if our process group is the foreground job of our controlling
+ * terminal (the one its ^C and ^\ reach), else 0. */
+int sig_foreground(void);
+
 #endif

@@ -36,6 +36,7 @@ struct sup {
 	struct conn *cn;
 	int sigfd;
 	pid_t child;
+	int own_pgrp;			/* COMMAND leads a process group */
 	int exec_fd;			/* exec's outcome not read yet; else -1 */
 	int exec_errno;			/* exec failed with this; 0 it ran */
 	int wstatus;
@@ -78,10 +79,14 @@ lost_signal(enum on_lost how)
 }
 
 static void
-child_exec(const struct rlock_opts *o, int errfd, pid_t parent)
+child_exec(const struct rlock_opts *o, int errfd, pid_t parent,
+    int own_pgrp)
 {
 	int sig = lost_signal(o->on_lost), e;
 
+	/* Before the signals are unblocked: see spawn(). */
+	if (own_pgrp)
+		(void)setpgid(0, 0);
 	sig_restore();
 	/* If rlock dies, even by SIGKILL, COMMAND must not run on unguarded
 	 * once the lease lapses: the kernel sends it the --on-lost signal. */
@@ -130,6 +135,16 @@ export_env(const struct lock_ctx *ctx, const char *key, int64_t fence)
  * Fork COMMAND; returns 0, or an exit status when it could not be forked.
  * Whether its exec worked is read later (exec_settle): waiting for it here
  * would wake us just as COMMAND starts, to compete with it for a CPU.
+ *
+ * Signals sent to our whole process group (kill -- -PGID, a supervisor
+ * stopping its job) must reach COMMAND once, not once directly and once
+ * more through us. So unless we are the foreground job of a terminal,
+ * COMMAND gets a process group of its own, which such signals do not
+ * reach, and we forward what we get to that whole group (COMMAND and its
+ * children, as the group signal would have reached them). In a
+ * terminal's foreground, COMMAND stays in our group, so it can use the
+ * terminal; there ^C reaches it directly, and on_signal does not forward
+ * a second one.
  */
 static int
 spawn(struct sup *s)
@@ -137,6 +152,7 @@ spawn(struct sup *s)
 	int p[2];
 	pid_t parent = getpid();
 
+	s->own_pgrp = !sig_foreground();
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		msg_err("pipe: %s", strerror(errno));
 		return RL_EXIT_EXEC_NOEXEC;
@@ -149,8 +165,11 @@ spawn(struct sup *s)
 	}
 	if (s->child == 0) {
 		close(p[0]);
-		child_exec(s->o, p[1], parent);
+		child_exec(s->o, p[1], parent, s->own_pgrp);
 	}
+	/* Both sides set it, so it is in place whichever runs first. */
+	if (s->own_pgrp)
+		(void)setpgid(s->child, s->child);
 	close(p[1]);
 	s->exec_fd = p[0];
 	return 0;
@@ -185,6 +204,9 @@ send_child(struct sup *s, int sig)
 	/* A signal for COMMAND must not reach rlock's code in the child
 	 * between fork and exec. */
 	if (exec_settle(s) != 0)
+		return;
+	/* COMMAND may have moved to a group of its own making. */
+	if (s->own_pgrp && kill(-s->child, sig) == 0)
 		return;
 	if (kill(s->child, sig) < 0 && errno != ESRCH)
 		msg_warn("cannot signal COMMAND (pid %ld): %s",
