@@ -45,6 +45,7 @@ struct sup {
 	enum lost_how lost;
 	int64_t term_at;		/* when SIGTERM went out; 0 not yet */
 	int kill_sent;
+	int64_t stall_ms, stall_end;	/* rlock did not run; see stalled() */
 	char key[96];			/* printable, for messages */
 };
 
@@ -213,6 +214,25 @@ send_child(struct sup *s, int sig)
 		    (long)s->child, strerror(errno));
 }
 
+/*
+ * A poll that returns far later than it was asked to means that rlock
+ * itself did not run meanwhile (SIGSTOP, a suspended or overloaded
+ * machine): its renewals were not sent, with Redis reachable all along.
+ * One that kept us from more than a renewal interval is remembered, for
+ * the message if the lease is lost before an extend gets through again.
+ */
+static void
+stalled(struct sup *s, int64_t asked_ms, int64_t took_ms)
+{
+	int64_t late = took_ms - asked_ms;
+
+	if (late < s->ctx->lease_ms / 3 || late < 100)
+		return;
+	if (late > s->stall_ms || s->stall_end < atomic_load(&s->rw.last_ok))
+		s->stall_ms = late;
+	s->stall_end = mono_ms();
+}
+
 static void
 declare_lost(struct sup *s, enum lost_how how)
 {
@@ -220,7 +240,18 @@ declare_lost(struct sup *s, enum lost_how how)
 	const char *why = how == LOST_NOT_OURS ?
 	    "Redis says another client holds or removed it" :
 	    "the lease could not be extended in time (Redis unreachable)";
+	char stop[200], d[32];
 
+	/* Not Redis's fault: say what happened. */
+	if (s->stall_ms > 0 && s->stall_end >= atomic_load(&s->rw.last_ok)) {
+		dur_format(s->stall_ms, d, sizeof(d));
+		snprintf(stop, sizeof(stop), "rlock itself did not run for %s "
+		    "(stopped? a suspended or overloaded machine?), %s", d,
+		    how == LOST_NOT_OURS ? "and the lease ran out meanwhile "
+		    "(Redis says another client holds or removed it)" :
+		    "so the lease could not be extended in time");
+		why = stop;
+	}
 	s->lost = how;
 	if (sig == 0) {
 		msg_err("lost the lock '%s': %s; --on-lost ignore: COMMAND "
@@ -326,8 +357,9 @@ supervise(struct sup *s)
 {
 	struct signalfd_siginfo si;
 	struct pollfd p[2];
-	int64_t next, until;
+	int64_t next, until, t0;
 	char drain[64];
+	int tmo;
 
 	p[0] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
 	p[1] = (struct pollfd){ .fd = -1, .events = POLLIN };
@@ -345,9 +377,11 @@ supervise(struct sup *s)
 		else
 			p[1].fd = s->renew_at != INT64_MAX ?
 			    conn_fd(s->cn) : -1;
-		if (poll(p, 2, next < 0 || next > 60000 ? 60000 :
-		    (int)next) < 0 && errno != EINTR)
+		tmo = next < 0 || next > 60000 ? 60000 : (int)next;
+		t0 = mono_ms();
+		if (poll(p, 2, tmo) < 0 && errno != EINTR)
 			break;
+		stalled(s, tmo, mono_ms() - t0);
 		if (p[1].revents && !s->rw.running)
 			start_renewal(s);
 		else if (p[1].revents & POLLIN)
