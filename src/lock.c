@@ -222,17 +222,18 @@ copy_str(const redisReply *r, char *buf, size_t len)
 	buf[n] = '\0';
 }
 
-/* {0, wait, pos, user, host, pid, cmd, since, now, lease left}; 0 or
- * -1. */
+/* {0, wait, pos, user, host, pid, cmd, since, now, lease left,
+ * foreign}; 0 or -1. */
 static int
 parse_busy(const redisReply *r, struct lock_busy *b)
 {
 	size_t i;
 	char num[24];
 
-	if (r->elements != 10 || r->element[1]->type != REDIS_REPLY_INTEGER ||
+	if (r->elements != 11 || r->element[1]->type != REDIS_REPLY_INTEGER ||
 	    r->element[2]->type != REDIS_REPLY_INTEGER ||
-	    r->element[9]->type != REDIS_REPLY_INTEGER)
+	    r->element[9]->type != REDIS_REPLY_INTEGER ||
+	    r->element[10]->type != REDIS_REPLY_INTEGER)
 		return -1;
 	for (i = 3; i < 9; i++)
 		if (r->element[i]->type != REDIS_REPLY_STRING)
@@ -248,6 +249,7 @@ parse_busy(const redisReply *r, struct lock_busy *b)
 	copy_str(r->element[8], num, sizeof(num));
 	b->now_ms = strtoll(num, NULL, 10);
 	b->lease_left_ms = r->element[9]->integer;
+	b->foreign = r->element[10]->integer == 1;
 	return 0;
 }
 

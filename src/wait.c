@@ -16,7 +16,10 @@
  * a release wakes one process, not a herd, and a token pushed between our
  * try and our BLPOP waits for us. Between attempts the only traffic is a
  * --fair waiter's heartbeat, and the looks of the one next in line while
- * the head has yet to take a free KEY (HANDOFF_LOOK_MS).
+ * the head has yet to take a free KEY (HANDOFF_LOOK_MS). A holder that is
+ * not rlock wakes nobody when it lets go: its plain waiters sleep without
+ * BLPOP and, like the head of a --fair queue, look once a second whether
+ * it is gone (foreign.h).
  */
 #include "wait.h"
 
@@ -28,6 +31,7 @@
 #include <stdlib.h>
 
 #include "exitcode.h"
+#include "foreign.h"
 #include "quorum.h"
 #include "sig.h"
 #include "util.h"
@@ -36,7 +40,8 @@
 /* Wake a little after the holder's lease ends: Redis expires keys on
  * access at the exact millisecond, so a couple of ms cover our rounding. */
 #define EXPIRY_SLACK_MS 3
-/* Holder without expiry (a foreign client's key): back off up to this. */
+/* A holder without expiry that is not foreign (no :meta) cannot be
+ * rlock's either; back off up to this. Foreign ones: FOREIGN_LOOK_MS. */
 #define NO_TTL_BACKOFF_MAX_MS 5000
 #define REDRAW_MS 1000
 /* Behind Sentinel, a waiter asks this often whether the master moved
@@ -56,6 +61,9 @@ struct waiter {
 	int nq;
 	int queued;			/* we are in the --fair queue */
 	int uncertain;			/* an attempt's outcome is unknown */
+	/* A foreign holder (foreign.h): look, not BLPOP. */
+	int look;
+	int64_t busy_at;		/* when the last busy reply came */
 };
 
 enum woke { WOKE_SIGNAL, WOKE_MESSAGE, WOKE_TIMEOUT, WOKE_SUB_LOST };
@@ -194,6 +202,12 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 			w->queued = 1;
 			w->next_beat = mono_ms() + WAITER_BEAT_MS;
 		}
+		/* --- foreign holders: who looks (the --fair head only) --- */
+		if (lr == LOCK_BUSY) {
+			w->busy_at = mono_ms();
+			w->look = busy->foreign && w->nq == 0 &&
+			    (!w->ctx->fair || busy->position <= 0);
+		}
 		if (lr != LOCK_ERROR)
 			return lr;
 		if (conn_is_open(w->cn))	/* an error reply, not I/O */
@@ -217,9 +231,33 @@ retry_at(struct waiter *w, const struct lock_busy *b)
 		if (w->no_ttl_backoff < NO_TTL_BACKOFF_MAX_MS)
 			w->no_ttl_backoff *= 2;
 	}
+	/* A foreign holder's end wakes nobody: try (--redlock) or look
+	 * (still_foreign) again within a second. */
+	if (b->foreign && (!w->ctx->fair || b->position <= 0) &&
+	    (b->wait_ms < 0 || t > FOREIGN_LOOK_MS))
+		t = FOREIGN_LOOK_MS;
 	if (w->deadline != INT64_MAX && now + t > w->deadline)
 		return w->deadline;
 	return now + t;
+}
+
+/*
+ * After a sleep on a foreign holder: 1 when a look finds it still there
+ * (sleep again; the reply's wait is aged for retry_at), 0 when an attempt
+ * is due (gone, rlock's own holder now, the deadline, an error).
+ */
+static int
+still_foreign(struct waiter *w, struct lock_busy *b)
+{
+	int64_t now = mono_ms(), aged = now - w->busy_at;
+
+	if (!w->look || now >= w->deadline || !conn_is_open(w->cn) ||
+	    foreign_look(w->cn, &w->ctx->k) != 1)
+		return 0;
+	if (b->wait_ms >= 0)
+		b->wait_ms = b->wait_ms > aged ? b->wait_ms - aged : 0;
+	w->busy_at = now;
+	return 1;
 }
 
 /* A signal that should end the wait, if one is pending. */
@@ -366,6 +404,8 @@ sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
 			    quorum_majority(w->cn), until, res);
 		else if (w->ctx->fair)
 			why = block_subs(w, &w->sub, 1, 1, until, res);
+		else if (w->look)	/* no BLPOP: one command a look */
+			why = block_subs(w, NULL, 0, 0, until, res);
 		else
 			why = block_pop(w, until, res);
 		if (why != WOKE_TIMEOUT)
@@ -446,7 +486,9 @@ granted(struct waiter *w, int64_t start, enum woke why)
 	close_subs(w);
 	msg_verbose("acquired after %lldms of waiting (%s)",
 		    (long long)(mono_ms() - start), why == WOKE_MESSAGE ?
-		    "woken by a release" : "the holder's lease ran out");
+		    "woken by a release" : w->look ? "a look found the holder, "
+		    "a client other than rlock, gone" :
+		    "the holder's lease ran out");
 	return WAIT_GRANTED;
 }
 
@@ -514,7 +556,9 @@ wait_lock(struct conn *cn, const struct lock_ctx *ctx, int64_t wait_ms,
 		if (mono_ms() >= w.deadline)
 			return give_up(&w, WAIT_TIMEOUT);
 		waitline_update(&w.line, &busy);
-		why = sleep_until(&w, retry_at(&w, &busy), res);
+		do
+			why = sleep_until(&w, retry_at(&w, &busy), res);
+		while (why == WOKE_TIMEOUT && still_foreign(&w, &busy));
 		if (why == WOKE_SIGNAL)
 			return give_up(&w, WAIT_SIGNAL);
 		if (why == WOKE_SUB_LOST)

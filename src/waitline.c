@@ -48,6 +48,8 @@ describe(const struct waitline *wl, int64_t since_reply, char *buf,
 		    b->user, b->host, b->pid, cmd, held);
 	} else if (wl->limit > 1) {
 		snprintf(who, sizeof(who), "all %ld slots taken", wl->limit);
+	} else if (b->foreign) {
+		snprintf(who, sizeof(who), "held by a client other than rlock");
 	} else {
 		snprintf(who, sizeof(who), "held by another client");
 	}

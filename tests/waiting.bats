@@ -583,6 +583,55 @@ refused() {
 	end_holder
 }
 
+# foreign_lock TOKEN: lock $K as redis-py's Lock does (SET NX PX, 30 s).
+foreign_lock() { rcli set "$L" "$1" nx px 30000 >/dev/null; }
+# foreign_release TOKEN: and release it early, as Lock.release() does.
+foreign_release() {
+	rcli eval "if redis.call('get', KEYS[1]) == ARGV[1] then
+	    return redis.call('del', KEYS[1]) else return 0 end" 1 "$L" "$1" \
+	    >/dev/null
+}
+
+# foreign_wait COST RLOCK-ARGS...: two waiters (RLOCK-ARGS) on a foreign
+# lock cost at most COST commands a second each (at the edges of the
+# window, one more; "-": not measured) while it is held, and the first
+# starts within about a second of its early release.
+foreign_wait() {
+	local c0 c1 d win t0 dt cost=$1
+	shift
+	foreign_lock tok1
+	bg w1 "$@" -k "$K" -- sh "$T/mark.sh" w1
+	bg w2 "$@" -k "$K" -- sh "$T/mark.sh" w2
+	sleep "$(tf 1.5)"	# both past their first attempt
+	win=$(tf_ms 4000)
+	c0=$(commands)
+	sleep "$(tf 4)"	# the measuring window, not a wait for an event
+	c1=$(commands)
+	d=$(( c1 - c0 - 1 ))	# the second INFO is counted in c1
+	echo "# $*: $d commands in ${win}ms from 2 waiters on a foreign lock" >&3
+	[ "$cost" = - ] || [ "$d" -le $(( 2 * (cost * win / 1000 + 1) )) ] ||
+		fail "$d commands in ${win}ms from 2 waiters"
+	t0=$(now_ms)
+	foreign_release tok1
+	wait_ms 5000 test -s "$T/w1.start" -o -s "$T/w2.start" ||
+		fail "nobody started 5 s (scaled) after the release"
+	dt=$(( $(cat "$T"/w[12].start 2>/dev/null | sort -n | head -1) - t0 ))
+	echo "# $*: release to the first COMMAND start: ${dt}ms" >&3
+	[ "$dt" -lt "$(tf_ms 2500)" ] || fail "started ${dt}ms after the release"
+	wait_ms 5000 ran_is 2 || fail "the second did not run"
+	[ ! -e "$T/w1.err" ] || [ ! -s "$T/w1.err" ] || fail "$(cat "$T/w1.err")"
+}
+
+@test "a foreign lock (redis-py's) released early: a plain waiter starts within about a second" {
+	foreign_wait 1
+}
+
+@test "a foreign lock (redis-py's) released early: a --fair waiter starts within about a second" {
+	# The cost is the queue's (heartbeats, the one next in line watching
+	# the head's), not the look's: not measured here.
+	foreign_wait - --fair
+}
+
 @test "blocked waiters cost Redis nothing until a release; hand-off is prompt" {
 	local i c0 c1 d first last
 	holder

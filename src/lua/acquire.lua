@@ -9,10 +9,11 @@
 -- at a queue head that has yet to take a free KEY
 -- Returns {1, fence} when the caller holds KEY; else {0, wait ms, queue
 -- position (0 = next, -1 not queued), holder user, host, pid, cmd,
--- since, server now, lease left ms} where wait is when trying again makes
--- sense (-1: a holder key without expiry), and lease left is the holder's
--- (for -N the soonest to end; -1 no expiry, -2 nobody holds KEY: a --fair
--- waiter ahead of us is taking its turn).
+-- since, server now, lease left ms, foreign} where wait is when trying
+-- again makes sense (-1: a holder key without expiry), lease left is the
+-- holder's (for -N the soonest to end; -1 no expiry, -2 nobody holds KEY:
+-- a --fair waiter ahead of us is taking its turn), and foreign is 1 when
+-- the holder is not rlock (KEY without :meta: its release wakes nobody).
 -- Invariants: at most N holders; a token already holding is a harmless
 -- retry or a nested run and never shortens its lease; nobody overtakes a
 -- live queue head; fence = max(last + 1, server ms).
@@ -80,6 +81,10 @@ end
 -- What a waiter shows as the lease left: wait may become the queue
 -- head's heartbeat below, which is no holder's lease.
 local left = free and -2 or wait
+local foreign = 0
+if n == 1 and not free and redis.call('EXISTS', KEYS[2]) == 0 then
+  foreign = 1
+end
 
 if free and (not head or head == token) then
   local fence = math.max(tonumber(redis.call('GET', KEYS[3]) or '0') + 1,
@@ -144,4 +149,4 @@ if ARGV[13] == '1' and n == 1 then
   m = redis.call('HMGET', KEYS[2], 'user', 'host', 'pid', 'cmd', 'since')
 end
 return {0, wait, pos, m[1] or '', m[2] or '', m[3] or '', m[4] or '',
-  m[5] or '', string.format('%d', now), left}
+  m[5] or '', string.format('%d', now), left, foreign}
