@@ -27,7 +27,7 @@ LIBS = $(PKG_LIBS) -pthread
 
 BUILD ?= build
 LUA   = $(sort $(wildcard src/lua/*.lua))
-LIB_SRC = src/cli.c src/conn.c src/foreign.c src/guard.c src/lock.c src/renew.c src/report.c \
+LIB_SRC = src/cli.c src/conn.c src/foreign.c src/guard.c src/keys.c src/lock.c src/renew.c src/report.c \
 	src/report_view.c src/run.c src/script.c src/quorum.c src/sig.c src/supervise.c src/topo.c src/url.c \
 	src/util.c src/wait.c src/waitline.c
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o

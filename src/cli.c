@@ -17,6 +17,7 @@
 
 
 #include "exitcode.h"
+#include "keys.h"
 #include "url.h"
 #include "util.h"
 
@@ -281,6 +282,9 @@ common_opt(struct rlock_opts *o, int c, int *status)
 		return 0;
 	case OPT_PREFIX:
 		o->prefix = optarg;
+		if (keys_bad_prefix(optarg))
+			*status = usage_error("--prefix '%s': a '{}' there would "
+			    "leave every key an empty Cluster hash tag", optarg);
 		return 0;
 	case 'q':
 		msg_level = MSG_QUIET;

@@ -11,7 +11,8 @@
  *    was lost (timeout) can be repeated or undone by a release.
  *
  * Key layout (prefix P, default "rlock:"), all in one Cluster hash slot
- * because they share the "P{KEY}" head:
+ * because they share the "P{KEY}" head (P{\KEY} for a KEY that starts
+ * with '}' or '\': see keys.h):
  *
  *   P{KEY}              string  mutex owner token (UUID)          PX lease
  *   P{KEY}:meta         hash    mutex holder: host pid user cmd since
@@ -49,25 +50,18 @@
 
 #include <uuid/uuid.h>
 
+#include "keys.h"
 #include "lua_scripts.h"
 #include "quorum.h"
 #include "script.h"
 #include "util.h"
 
+/* P{KEY}suffix; a KEY starting with '}' or '\' is marked (keys.h). */
 static char *
 key_name(const char *prefix, const char *key, size_t keylen,
     const char *suffix, size_t *len)
 {
-	size_t pl = strlen(prefix), sl = strlen(suffix);
-	char *s = xmalloc(pl + keylen + sl + 3);
-
-	memcpy(s, prefix, pl);
-	s[pl] = '{';
-	memcpy(s + pl + 1, key, keylen);
-	s[pl + 1 + keylen] = '}';
-	memcpy(s + pl + 2 + keylen, suffix, sl + 1);
-	*len = pl + keylen + sl + 2;
-	return s;
+	return keys_name(prefix, key, keylen, suffix, len);
 }
 
 /* key_name with suffix ":what:" + token (or ":what:" alone). */

@@ -210,7 +210,7 @@ escaped_all_bytes() { # KEY
 		"$RLOCK" -n -k 'a{b}c' -- "$RLOCK" -n -k '}{' -- \
 		"$RLOCK" -n -k "$nl" -- "$RLOCK" -n -k '*' -- sh -c '
 		redis-cli -s "$MAIN_SOCK" exists "rlock:{a}" "rlock:{a{b}c}" \
-			"rlock:{}{}" "rlock:{$2}" "rlock:{*}"
+			"rlock:{\\}{}" "rlock:{$2}" "rlock:{*}"
 		"$RLOCK" status a "a{b}c" "}{" "$2" "*" >/dev/null; echo "$?"
 		"$RLOCK" list --json | jq length
 		"$RLOCK" status "$2" | head -n 1' sh x "$nl"

@@ -146,6 +146,12 @@ teardown_file() {
 		-- true
 }
 
+@test "--prefix with '{}' (an empty Cluster hash tag for every key): 64" {
+	usage_error "--prefix 'a\\{\\}': a '\\{\\}' there would leave every key an empty Cluster hash tag" \
+		--prefix 'a{}' -k k -- true
+	usage_error "--prefix '\\{\\}x'" status --prefix '{}x' k
+}
+
 @test "key of exactly 512 bytes works" {
 	local key
 	key=$(printf 'k%.0s' {1..512})

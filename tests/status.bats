@@ -134,6 +134,31 @@ fake_meta() {
 	assert_output "st-r6: free"
 }
 
+@test "KEYs starting with '}' or '\\': stored as P{\\KEY} (a non-empty hash tag), found by status and list" {
+	local k
+	bg_rlock -k '}x' -l 10s -- sleep 30
+	bg_rlock -k '\y' -l 10s -- sleep 30
+	wait_until 5 held '\}x'
+	wait_until 5 held '\\y'
+	[ "$(rcli exists 'rlock:{}x}')" = 0 ] || fail "unmarked name written"
+	run -0 "$RLOCK" status '}x' '\y'
+	assert_line --index 0 '}x: held (mutex)'
+	assert_line '\\y: held (mutex)'
+	run -0 "$RLOCK" list --json
+	[ "$(jq -r '[.[].key] | sort | join(" ")' <<< "$output")" = '\y }x' ] ||
+		fail "list: $output"
+	for k in '}*' '?x' '[}]x' '\}x'; do
+		run -0 "$RLOCK" list "$k"
+		[[ $output == '}x	'* ]] && [ "${#lines[@]}" = 1 ] ||
+			fail "list '$k': $output"
+	done
+	# A name rlock does not write is no lock of its own.
+	rcli set 'rlock:{}z}' foreign px 10000 >/dev/null
+	run -0 "$RLOCK" list '}*'
+	[ "${#lines[@]}" = 1 ] || fail "list: $output"
+	rcli del 'rlock:{}z}' >/dev/null
+}
+
 @test "status --json: one valid document with the documented fields" {
 	bg_rlock -k st-json -l 10s -- sleep 30
 	wait_until 5 held st-json

@@ -17,6 +17,7 @@
 #include "cli.h"
 #include "conn.h"
 #include "exitcode.h"
+#include "keys.h"
 #include "topo.h"
 #include "url.h"
 #include "util.h"
@@ -1243,6 +1244,68 @@ test_cli_command_line(void)
 	test_cli_command_line_cut();
 }
 
+/* ---------------------------------------------------------------- keys */
+
+/*
+ * KEY -> its name under "rlock:"; every name's Cluster hash tag (first
+ * '{' to the first '}' after it) must be non-empty and end inside P{KEY},
+ * and the name must parse back to KEY.
+ */
+static const struct { const char *key, *name; } KEY_ROWS[] = {
+	{ "deploy", "rlock:{deploy}" },
+	{ "}x", "rlock:{\\}x}" },
+	{ "}", "rlock:{\\}}" },
+	{ "\\y", "rlock:{\\\\y}" },
+	{ "\\}", "rlock:{\\\\}}" },
+	{ "{x", "rlock:{{x}" },
+	{ "x}", "rlock:{x}}" },
+	{ "{}", "rlock:{{}}" },
+	{ "}{", "rlock:{\\}{}" },
+	{ "a\\", "rlock:{a\\}" },
+};
+
+static void
+test_keys(void)
+{
+	const char *back, *b, *e;
+	size_t i, len, kl;
+	char *n, *sem;
+
+	for (i = 0; i < sizeof(KEY_ROWS) / sizeof(KEY_ROWS[0]); i++) {
+		const char *k = KEY_ROWS[i].key;
+
+		n = keys_name("rlock:", k, strlen(k), "", &len);
+		CHECK(strcmp(n, KEY_ROWS[i].name) == 0 && len == strlen(n),
+		    "keys_name '%s' = '%s' (got '%s')", k, KEY_ROWS[i].name,
+		    n);
+		b = strchr(n, '{');
+		e = strchr(b, '}');
+		CHECK(e > b + 1 && (size_t)(e - n) < len,
+		    "'%s': a non-empty hash tag", n);
+		back = keys_parse("rlock:", n, len, "", &kl);
+		CHECK(back && kl == strlen(k) && memcmp(back, k, kl) == 0,
+		    "keys_parse '%s' gives '%s' back", n, k);
+		free(n);
+		sem = keys_name("rlock:", k, strlen(k), ":sem", &len);
+		back = keys_parse("rlock:", sem, len, ":sem", &kl);
+		CHECK(back && kl == strlen(k) && keys_parse("rlock:", sem,
+		    len, "", &kl) == NULL, "'%s' is a :sem name only", sem);
+		free(sem);
+	}
+	/* Names rlock never writes: not a lock of ours. */
+	CHECK(keys_parse("rlock:", "rlock:{}x}", 10, "", &kl) == NULL,
+	    "rlock:{}x} (unmarked '}') is not a lock name");
+	CHECK(keys_parse("rlock:", "rlock:{\\x}", 10, "", &kl) == NULL,
+	    "rlock:{\\x} (a mark before an ordinary KEY) is not");
+	CHECK(keys_parse("rlock:", "rlock:{}", 8, "", &kl) == NULL,
+	    "rlock:{} (empty KEY) is not");
+	CHECK(keys_parse("rlock:", "rlock:{x}:meta", 14, "", &kl) == NULL,
+	    "a helper key is not a lock name");
+	CHECK(keys_bad_prefix("a{}") && keys_bad_prefix("{}") &&
+	    !keys_bad_prefix("rlock:") && !keys_bad_prefix("a{b}") &&
+	    !keys_bad_prefix("a{"), "keys_bad_prefix");
+}
+
 int
 main(void)
 {
@@ -1266,6 +1329,7 @@ main(void)
 	test_cli_env();
 	test_cli_password_file();
 	test_cli_command_line();
+	test_keys();
 	printf("1..%d\n", tests);
 	if (fails)
 		printf("# %d of %d failed\n", fails, tests);
