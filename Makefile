@@ -2,7 +2,8 @@
 #
 # Variables you may override:
 #   CC, CFLAGS (default -O2 -g), LDFLAGS, PREFIX (/usr/local), DESTDIR,
-#   BINDIR, MANDIR, BASHCOMPDIR, ZSHCOMPDIR, FISHCOMPDIR.
+#   BINDIR, MANDIR, BASHCOMPDIR, ZSHCOMPDIR, FISHCOMPDIR,
+#   STATIC (see below).
 # Targets: all, check, demo, asan, valgrind, check-distributed, torture,
 # fuzz, bench, bench-topo, install, uninstall, clean.
 
@@ -23,28 +24,61 @@ RL_CFLAGS = -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
 	-Isrc -I$(BUILD) -MMD -MP
 PKG_CFLAGS := $(shell pkg-config --cflags hiredis uuid 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs hiredis uuid 2>/dev/null || echo -lhiredis -luuid)
+# STATIC=1 links hiredis and libuuid into rlock from their .a files
+# (libhiredis-dev and uuid-dev ship them): a run then maps and relocates
+# one shared library (libc) instead of three, 17 page faults fewer of
+# ~190 (make bench). STATIC=0 links the shared libraries, as a
+# distribution that wants a hiredis update to reach rlock would. The
+# default is 1 when both .a files are where the link would take them:
+# in pkg-config's -L directories when it names any (a hiredis 1.x under
+# /usr/local must not be replaced by Debian's 0.14 .a), else in the
+# compiler's own.
+PKG_LDIRS := $(patsubst -L%,%,$(filter -L%,$(PKG_LIBS)))
+static_lib = $(if $(PKG_LDIRS),$(firstword $(wildcard $(PKG_LDIRS:%=%/lib$(1).a))),$(wildcard $(shell $(CC) -print-file-name=lib$(1).a)))
+STATIC ?= $(if $(and $(call static_lib,hiredis),$(call static_lib,uuid)),1,0)
+ifeq ($(STATIC),1)
+LIBS = -Wl,-Bstatic $(PKG_LIBS) -Wl,-Bdynamic -pthread
+else
 LIBS = $(PKG_LIBS) -pthread
+endif
 
 BUILD ?= build
 LUA   = $(sort $(wildcard src/lua/*.lua))
-LIB_SRC = src/cli.c src/conn.c src/foreign.c src/guard.c src/keys.c src/lock.c src/renew.c src/report.c \
-	src/report_view.c src/run.c src/script.c src/quorum.c src/sig.c src/supervise.c src/topo.c src/url.c \
-	src/util.c src/wait.c src/waitline.c
+LIB_SRC = src/cli.c src/config.c src/conn.c src/foreign.c src/glob.c \
+	src/guard.c src/keys.c src/lock.c src/quorum.c src/renew.c \
+	src/reply.c src/report.c src/report_view.c src/run.c src/script.c \
+	src/server.c src/sig.c src/single.c src/supervise.c src/url.c \
+	src/util.c src/wait.c src/waitline.c src/wake.c
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
 BIN = rlock
 
 .DELETE_ON_ERROR:
 
 .PHONY: all check check-unit check-bats check-docs check-distributed demo asan valgrind \
-	install uninstall clean deps bench bench-topo
+	install uninstall clean deps bench bench-topo hiredis-match
 
 all: $(BIN)
 
 $(BIN): $(BUILD)/main.o $(LIB_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
 
-$(BUILD)/%.o: src/%.c $(BUILD)/lua_scripts.h | $(BUILD)
+$(BUILD)/%.o: src/%.c $(BUILD)/lua_scripts.h | $(BUILD) hiredis-match
 	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
+
+# The hiredis header the compiler finds must be the library's version: a
+# hiredis 1.x .pc adds only -I.../include/hiredis, so <hiredis/hiredis.h>
+# can still come from another copy (Debian's 0.14 in /usr/include), and
+# the binary then fails every connection. Checked on every build, before
+# compiling, with the flags the objects get; no .pc, no check.
+HIREDIS_PROBE = '\#include <hiredis/hiredis.h>\nrlock_hiredis HIREDIS_MAJOR HIREDIS_MINOR HIREDIS_PATCH\n'
+hiredis-match:
+	@lib=$$(pkg-config --modversion hiredis 2>/dev/null) || exit 0; \
+	hdr=$$(printf $(HIREDIS_PROBE) | $(CC) $(filter-out -MMD -MP,$(RL_CFLAGS)) \
+		$(PKG_CFLAGS) $(CFLAGS) -E -P -x c - 2>/dev/null | \
+		sed -n 's/^rlock_hiredis \([0-9]*\) \([0-9]*\) \([0-9]*\)$$/\1.\2.\3/p'); \
+	[ "$$hdr" = "$$lib" ] || { echo "rlock: hiredis: the header is \
+	$${hdr:-not found} but pkg-config's library is $$lib: put its include \
+	directory's parent first (CFLAGS=-I.../include)" >&2; exit 1; }
 
 $(BUILD)/lua_scripts.o: $(BUILD)/lua_scripts.c
 	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
@@ -70,7 +104,7 @@ check-unit: $(BUILD)/unit
 	$(BUILD)/unit
 
 check-bats: $(BIN)
-	RLOCK=$(CURDIR)/$(BIN) sh tests/run-bats
+	RLOCK=$(CURDIR)/$(BIN) bash tests/run-bats
 
 check-docs:
 	sh tests/check-docs
@@ -82,10 +116,17 @@ check: deps
 
 # The slower topology runs: tests/mx.sh's mutual-exclusion workload on
 # Sentinel, Cluster and Redlock, quiet and under faults (a few minutes).
+# tests/run-bats holds each file to its plan (a missing result is a
+# failure); no plan at all means run-bats itself stopped.
 check-distributed: deps all
-	@RLOCK=$(CURDIR)/$(BIN) bats --tap tests/distributed > build/distributed.tap; \
+	@RLOCK=$(CURDIR)/$(BIN) bash tests/run-bats tests/distributed/*.bats \
+		> build/distributed.tap; \
 	st=$$?; cat build/distributed.tap; \
-	echo "$$(grep -c '^ok ' build/distributed.tap) passed, $$(grep -c '^not ok ' build/distributed.tap) failed"; \
+	bad=$$(grep -c '^not ok ' build/distributed.tap); \
+	grep -q '^1\.\.[1-9]' build/distributed.tap || { \
+		echo "# no plan: tests/run-bats stopped early"; \
+		bad=$$((bad + 1)); st=1; }; \
+	echo "$$(grep -c '^ok ' build/distributed.tap) passed, $$bad failed"; \
 	exit $$st
 
 # AddressSanitizer + UBSan build of everything, then the whole suite.
@@ -124,8 +165,13 @@ valgrind: deps all $(BUILD)/unit
 demo: deps all
 	sh tests/demo.sh $(CURDIR)/$(BIN)
 
+# Every figure of issue 13's table in one run (about 5 minutes), each next
+# to what runs beside it: flock(1), the seed protocol (bench/seed.c), one
+# node. BASE=/path/to/old/rlock adds that binary as a column in the same
+# rounds; SHORT=1 is a quick try with rough figures; ONLY="cpu rss" runs
+# only those sections (see bench/run.sh).
 bench: deps all
-	bash bench/run.sh $(CURDIR)/$(BIN)
+	BASE="$(BASE)" bash bench/run.sh $(CURDIR)/$(BIN)
 
 # The same figures on Sentinel, Cluster and Redlock, next to one node.
 bench-topo: deps all

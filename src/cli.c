@@ -116,10 +116,13 @@ cli_usage(void)
 "release --force KEY.\n"
 "\n"
 "DUR: a number with an optional unit ms, s, m, h (default s), at most 87840h.\n"
-"Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH.\n"
 "Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH,\n"
-"RLOCK_SENTINEL_PASSWORD.\n"
-"76 unusable answer; 77 credentials refused; 70 lease lost; 126/127 exec.\n"
+"  RLOCK_SENTINEL_PASSWORD; USER (or LOGNAME) names the holder when HOME\n"
+"  is that user's.\n"
+"Exit status: COMMAND's; 75 not obtained (-E); 64 usage; 69 unreachable;\n"
+"  70 lease lost; 71 system failure; 76 unusable answer;\n"
+"  77 credentials refused; 126/127 COMMAND not executable/not found;\n"
+"  128+N signal N.\n"
 "See rlock(1).\n", stdout);
 }
 
@@ -195,6 +198,20 @@ getopt_error(int c, char **argv, int before, const struct option *longopts,
 }
 
 /*
+ * Free a string that may hold a password (a URL or the password itself),
+ * zeroed first: explicit_bzero, since the compiler may drop a memset
+ * before free.
+ */
+static void
+scrub_free(char *s)
+{
+	if (s == NULL)
+		return;
+	explicit_bzero(s, strlen(s));
+	free(s);
+}
+
+/*
  * Keep a copy of URL for ourselves and overwrite the password in argv, so
  * ps(1) and /proc/PID/cmdline no longer show it.
  */
@@ -203,7 +220,7 @@ take_url(struct rlock_opts *o, char *arg)
 {
 	size_t off, len;
 
-	free(o->url);
+	scrub_free(o->url);
 	o->url = xstrdup(arg);
 	if (o->nurls < REDLOCK_MAX + 1) {
 		o->urls = xrealloc(o->urls, (size_t)(o->nurls + 1) *
@@ -251,10 +268,10 @@ read_password_file(struct rlock_opts *o, const char *path)
 		return RL_EXIT_USAGE;
 	}
 	buf[n] = '\0';
-	free(o->password);
+	scrub_free(o->password);
 	o->password = xstrdup(buf);
 	o->password_from_file = 1;
-	memset(buf, 0, sizeof(buf));
+	explicit_bzero(buf, sizeof(buf));
 	return 0;
 }
 
@@ -512,6 +529,7 @@ redlock_urls(struct rlock_opts *o)
 {
 	const char *u = getenv("RLOCK_URL"), *from = "-u";
 	char *copy, *tok, *save = NULL;
+	size_t n;
 	int i, st;
 
 	if (o->nurls == 0) {
@@ -523,6 +541,7 @@ redlock_urls(struct rlock_opts *o)
 			return usage_error("--redlock needs the URLs of its "
 			    "masters: -u URL for each (or RLOCK_URL='URL "
 			    "URL URL')");
+		n = strlen(u);
 		copy = xstrdup(u);
 		for (tok = strtok_r(copy, " \t\n", &save); tok &&
 		    o->nurls <= REDLOCK_MAX; tok = strtok_r(NULL, " \t\n",
@@ -531,6 +550,8 @@ redlock_urls(struct rlock_opts *o)
 			    sizeof(*o->urls));
 			o->urls[o->nurls++] = xstrdup(tok);
 		}
+		/* strtok_r cut it with NULs: zero its whole length. */
+		explicit_bzero(copy, n);
 		free(copy);
 	}
 	o->url_from = from;
@@ -542,7 +563,7 @@ redlock_urls(struct rlock_opts *o)
 		return usage_error("%s does not go with --redlock", o->fair ?
 		    "--fair" : "--limit");
 	for (i = 0; i < o->nurls; i++) {
-		free(o->url);
+		scrub_free(o->url);
 		o->url = xstrdup(o->urls[i]);
 		if ((st = check_url(o, from)) != 0)
 			return st;
@@ -626,18 +647,13 @@ cli_free(struct rlock_opts *o)
 {
 	int i;
 
-	for (i = 0; i < o->nurls; i++) {
-		memset(o->urls[i], 0, strlen(o->urls[i]));
-		free(o->urls[i]);
-	}
+	for (i = 0; i < o->nurls; i++)
+		scrub_free(o->urls[i]);
 	free(o->urls);
 	o->urls = NULL;
 	o->nurls = 0;
-	free(o->url);
-	if (o->password) {
-		memset(o->password, 0, strlen(o->password));
-		free(o->password);
-	}
+	scrub_free(o->url);
+	scrub_free(o->password);
 	o->url = o->password = NULL;
 }
 

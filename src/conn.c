@@ -1,138 +1,202 @@
 // SPDX-License-Identifier: MIT
 /*
- * hiredis 0.14 rules kept here (see REDIS-NOTES): a context is dead after any
- * error, timeouts included, so it is closed at once; redisConnectWithTimeout
- * sets no read timeout, so redisSetTimeout always follows; 0.14 does not set
- * FD_CLOEXEC, so we do, or COMMAND would inherit the Redis socket.
+ * The transport. We own the socket (non-blocking, close-on-exec from its
+ * creation, so COMMAND never inherits it) and every wait on it is a poll()
+ * with a deadline; hiredis only formats commands and parses replies
+ * (redisFormatCommandArgv, redisReader), which both 0.14 and 1.x have in
+ * the same shape. So none of hiredis 0.14's context traps apply (a
+ * timeout that kills the context, SO_RCVTIMEO forgotten on reconnect, no
+ * FD_CLOEXEC: REDIS-NOTES section 1), a blocked read can be interrupted
+ * by the caller's own poll, and one transport seam serves every caller.
  */
 #include "conn.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/time.h>
-#include <time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
 
 #include "exitcode.h"
-#include "quorum.h"
-#include "topo.h"
 #include "util.h"
 
-/* Redirects followed for one command before its reply is returned. */
-#define MAX_HOPS 5
-#define TRYAGAIN_PAUSE_MS 20
+#define READ_CHUNK 16384
 
-static void set_err(struct conn *cn, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+struct conn {
+	const struct conn_cfg *cfg;
+	int fd;				/* -1 while closed */
+	redisReader *reader;
+	struct reply *stash;		/* parsed, not yet handed out */
+	int64_t cmd_timeout_ms;
+	struct failure fail;
+};
+
+struct conn *
+conn_new(const struct conn_cfg *cfg, int64_t cmd_timeout_ms)
+{
+	struct conn *cn = xcalloc(1, sizeof(*cn));
+
+	cn->cfg = cfg;
+	cn->fd = -1;
+	cn->cmd_timeout_ms = cmd_timeout_ms;
+	return cn;
+}
+
+void
+conn_free(struct conn *cn)
+{
+	if (cn == NULL)
+		return;
+	conn_close(cn);
+	free(cn);
+}
+
+const struct failure *
+conn_failure(const struct conn *cn)
+{
+	return &cn->fail;
+}
+
+int
+conn_fail_reply(struct conn *cn, const char *what, const struct reply *r)
+{
+	return failure_from_reply(&cn->fail, what, r);
+}
+
+int
+conn_is_open(const struct conn *cn)
+{
+	return cn->fd >= 0;
+}
+
+int
+conn_fd(const struct conn *cn)
+{
+	return cn->fd;
+}
+
+void
+conn_set_timeout(struct conn *cn, int64_t cmd_ms)
+{
+	cn->cmd_timeout_ms = cmd_ms;
+}
+
+int64_t
+conn_timeout(const struct conn *cn)
+{
+	return cn->cmd_timeout_ms;
+}
 
 static void
-set_err(struct conn *cn, int status, const char *fmt, ...)
+drop(struct conn *cn, int reset)
 {
-	va_list ap;
+	if (cn->fd >= 0) {
+		if (reset) {
+			struct linger lg = { 1, 0 };
 
-	cn->status = status;
-	va_start(ap, fmt);
-	vsnprintf(cn->err, sizeof(cn->err), fmt, ap);
-	va_end(ap);
-}
-
-static int
-starts(const char *s, const char *prefix)
-{
-	return strncmp(s, prefix, strlen(prefix)) == 0;
-}
-
-int
-conn_reply_status(const redisReply *r)
-{
-	const char *s = r->str ? r->str : "";
-
-	if (starts(s, "NOAUTH") || starts(s, "WRONGPASS") ||
-	    starts(s, "NOPERM") || starts(s, "ERR invalid password") ||
-	    starts(s, "ERR invalid username-password") ||
-	    starts(s, "ERR AUTH <password> called without") ||
-	    starts(s, "ERR Client sent AUTH") ||
-	    starts(s, SCRIPT_ACL_DENIED))
-		return RL_EXIT_NOPERM;
-	if (starts(s, "LOADING") || starts(s, "BUSY") ||
-	    starts(s, "MASTERDOWN") || starts(s, "TRYAGAIN") ||
-	    starts(s, "CLUSTERDOWN") ||
-	    starts(s, "ERR max number of clients"))
-		return RL_EXIT_UNAVAILABLE;
-	return RL_EXIT_PROTOCOL;
-}
-
-int
-conn_status_transient(int status)
-{
-	return status == RL_EXIT_UNAVAILABLE;
-}
-
-/*
- * Redis 7 ends an error raised inside a script with " script: SHA, on
- * @user_script:LINE." The SHA of our own script tells the user nothing
- * and pushes the part that matters out of a one-line message: the length
- * of s without it.
- */
-static size_t
-script_trailer(const char *s, size_t len)
-{
-	const char *t = strstr(s, " script: ");
-
-	if (t != NULL && strstr(t, "@user_script:") != NULL)
-		return (size_t)(t - s);
-	return len;
-}
-
-int
-conn_fail_reply(struct conn *cn, const char *what, const redisReply *r)
-{
-	char text[160];
-
-	cn->own_error = 0;
-	if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "RLOCK_", 6) == 0 &&
-	    strchr(r->str, ' ')) {
-		/* Our own scripts' refusals are sentences for the user. */
-		printable(strchr(r->str, ' ') + 1, strlen(strchr(r->str, ' ') +
-		    1), text, sizeof(text));
-		set_err(cn, RL_EXIT_PROTOCOL, "%s", text);
-		cn->own_error = 1;
-	} else if (r->type == REDIS_REPLY_ERROR) {
-		printable(r->str, script_trailer(r->str, r->len), text,
-		    sizeof(text));
-		set_err(cn, conn_reply_status(r), "%s: Redis answered: %s",
-		    what, text);
-	} else {
-		snprintf(text, sizeof(text), "unexpected reply of type %d",
-		    r->type);
-		set_err(cn, RL_EXIT_PROTOCOL, "%s: %s", what, text);
+			setsockopt(cn->fd, SOL_SOCKET, SO_LINGER, &lg,
+			    sizeof(lg));
+		}
+		close(cn->fd);
+		cn->fd = -1;
 	}
-	return cn->status;
+	if (cn->reader) {
+		redisReaderFree(cn->reader);
+		cn->reader = NULL;
+	}
+	reply_free(cn->stash);
+	cn->stash = NULL;
 }
 
 void
 conn_close(struct conn *cn)
 {
-	if (cn->cfg && cn->cfg->npeers) {
-		quorum_close(cn);
-		return;
-	}
-	topo_close(cn);
-	if (cn->c == NULL)
-		return;
-	if (cn->c->err && cn->c->fd >= 0) {
-		struct linger lg = { 1, 0 };
+	drop(cn, cn->fail.status != 0);
+}
 
-		setsockopt(cn->c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+/* hiredis's reply to ours; NULL for a kind RESP2 does not have. */
+static struct reply *
+convert(const redisReply *h)
+{
+	struct reply *r;
+	size_t i;
+
+	if (h->type < REDIS_REPLY_STRING || h->type > REDIS_REPLY_ERROR)
+		return NULL;
+	r = xcalloc(1, sizeof(*r));
+	r->type = (enum reply_type)h->type;
+	switch (r->type) {
+	case REPLY_INTEGER:
+		r->integer = h->integer;
+		break;
+	case REPLY_ARRAY:
+		r->element = xcalloc(h->elements ? h->elements : 1,
+		    sizeof(*r->element));
+		for (i = 0; i < h->elements; i++) {
+			if ((r->element[i] = convert(h->element[i])) == NULL) {
+				reply_free(r);
+				return NULL;
+			}
+			r->elements = i + 1;
+		}
+		break;
+	case REPLY_NIL:
+		break;
+	default:
+		r->len = h->len;
+		r->str = xmalloc(h->len + 1);
+		memcpy(r->str, h->str, h->len);
+		r->str[h->len] = '\0';
+		break;
 	}
-	redisFree(cn->c);
-	cn->c = NULL;
+	return r;
+}
+
+/* A complete reply from the reader: 1 with *out, 0 none yet, -1 junk. */
+static int
+take(redisReader *rd, struct reply **out)
+{
+	void *h = NULL;
+
+	if (redisReaderGetReply(rd, &h) != REDIS_OK)
+		return -1;
+	if (h == NULL)
+		return 0;
+	*out = convert(h);
+	freeReplyObject(h);
+	return *out ? 1 : -1;
+}
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+const char *
+conn_library(void)
+{
+	return "hiredis " STR(HIREDIS_MAJOR) "." STR(HIREDIS_MINOR) "."
+	    STR(HIREDIS_PATCH);
+}
+
+int
+conn_parse(const char *buf, size_t len, struct reply **out)
+{
+	redisReader *rd = redisReaderCreate();
+	int r;
+
+	if (rd == NULL)
+		return -1;
+	r = redisReaderFeed(rd, buf, len) == REDIS_OK ? take(rd, out) : -1;
+	redisReaderFree(rd);
+	return r;
 }
 
 /*
@@ -142,245 +206,351 @@ conn_close(struct conn *cn)
  * error reply, rather than report a bare "Broken pipe". 0 if there was one.
  */
 static int
-last_words(struct conn *cn, char *buf, size_t len)
+last_words(struct conn *cn, const char *what)
 {
-	ssize_t n = recv(cn->c->fd, buf, len - 1, MSG_DONTWAIT);
+	char buf[128];
+	ssize_t n = recv(cn->fd, buf, sizeof(buf) - 1, MSG_DONTWAIT);
+	struct reply r = { .type = REPLY_ERROR };
 
 	if (n < 2 || buf[0] != '-')
 		return -1;
 	buf[n] = '\0';
 	buf[strcspn(buf, "\r\n")] = '\0';
+	r.str = buf + 1;
+	r.len = strlen(r.str);
+	failure_from_reply(&cn->fail, what, &r);
 	return 0;
 }
 
-/* Mark cn failed after an I/O error on cn->c, closing the dead context. */
+/* The I/O of `what` failed with errno e (0: the peer closed). */
 static void
-io_failed(struct conn *cn, const char *what, int saved_errno)
+io_failed(struct conn *cn, const char *what, int e)
 {
-	const char *why = cn->c->errstr;
-	char buf[128];
-
-	if (cn->c->err == REDIS_ERR_IO && (saved_errno == EPIPE ||
-	    saved_errno == ECONNRESET) && last_words(cn, buf,
-	    sizeof(buf)) == 0) {
-		redisReply r = { .type = REDIS_REPLY_ERROR };
-
-		r.str = buf + 1;
-		r.len = strlen(r.str);
-		conn_fail_reply(cn, what, &r);
-		conn_close(cn);
+	if ((e == EPIPE || e == ECONNRESET) && last_words(cn, what) == 0) {
+		drop(cn, 1);
 		return;
 	}
-	if (cn->c->err == REDIS_ERR_IO &&
-	    (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK)) {
-		snprintf(buf, sizeof(buf), "no answer within %lldms",
-		    (long long)cn->cmd_timeout_ms);
-		why = buf;
-	} else if (cn->c->err == REDIS_ERR_EOF) {
-		why = "the server closed the connection";
-	} else if (cn->c->err == REDIS_ERR_PROTOCOL) {
-		/* Something answered, so it is reachable; but it is not
-		 * Redis (an HTTP server, a wrong port): 76, not 69. */
-		set_err(cn, RL_EXIT_PROTOCOL, "%s: %s (%s)", what,
-		    CONN_NOT_REDIS, why);
-		conn_close(cn);
-		return;
-	}
-	set_err(cn, RL_EXIT_UNAVAILABLE, "%s: %s", what, why);
-	conn_close(cn);
+	if (e == ETIMEDOUT)
+		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s: no answer "
+		    "within %lldms", what, (long long)cn->cmd_timeout_ms);
+	else if (e == 0)
+		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s: the server "
+		    "closed the connection", what);
+	else
+		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s: %s", what,
+		    strerror(e));
+	drop(cn, 1);
 }
 
-static redisReply *
-command_once(struct conn *cn, int argc, const char **argv,
-    const size_t *lens)
+/* Something answered, so it is reachable; but it is not Redis (an HTTP
+ * server, a wrong port): 76, not 69. */
+static void
+not_redis(struct conn *cn, const char *what)
 {
-	redisReply *r;
-
-	if (cn->c == NULL) {
-		if (cn->err[0] == '\0')
-			set_err(cn, RL_EXIT_UNAVAILABLE, "not connected");
-		return NULL;
-	}
-	errno = 0;
-	r = redisCommandArgv(cn->c, argc, argv, lens);
-	if (r == NULL) {
-		io_failed(cn, argv[0], errno);
-		return NULL;
-	}
-	return r;
+	failure_set(&cn->fail, RL_EXIT_PROTOCOL, "%s: %s (%s)", what,
+	    CONN_NOT_REDIS, cn->reader && cn->reader->errstr[0] ?
+	    cn->reader->errstr : "unreadable reply");
+	drop(cn, 1);
 }
 
-/* ASKING then the command, once, on the node a migration names; then
- * back home (the slot's owner) for the next command. */
-static redisReply *
-ask_once(struct conn *cn, const char *host, int port, int argc,
-    const char **argv, const size_t *lens)
+/* Wait for ev on the socket until deadline: 1 ready, 0 time is up, -1
+ * errno. */
+static int
+wait_fd(int fd, short ev, int64_t deadline)
 {
-	const char *asking[1] = { "ASKING" };
-	size_t alen[1] = { 6 };
-	char home[sizeof(cn->node_host)];
-	int home_port = cn->node_port;
-	redisReply *r;
+	struct pollfd p = { .fd = fd, .events = ev };
+	int64_t left;
+	int n;
 
-	memcpy(home, cn->node_host, sizeof(home));
-	conn_close(cn);
-	if (conn_connect_node(cn, host, port, mono_ms() +
-	    cn->connect_timeout_ms) != 0)
-		return NULL;
-	if ((r = command_once(cn, 1, asking, alen)) == NULL)
-		return NULL;
-	freeReplyObject(r);
-	r = command_once(cn, argc, argv, lens);
-	conn_close(cn);
-	conn_set_node(cn, home, home_port);
-	return r;
+	for (;;) {
+		if ((left = deadline - mono_ms()) <= 0)
+			return 0;
+		n = poll(&p, 1, (int)(left > 60000 ? 60000 : left));
+		if (n > 0)
+			return 1;
+		if (n < 0 && errno != EINTR)
+			return -1;
+	}
 }
 
-redisReply *
-conn_command(struct conn *cn, int argc, const char **argv,
-    const size_t *lens)
+static int
+write_all(struct conn *cn, const char *buf, size_t len, int64_t deadline,
+    const char *what)
 {
-	int64_t start = mono_ms();
-	char host[256];
-	int hops, port, i, ask, tries = 0;
-	redisReply *r;
+	ssize_t n;
+	int w;
 
-	/* --redlock: a plain command (a read: CONFIG GET, HGETALL of the
-	 * holder) asks the first master that answers. */
-	for (i = 0; cn->peers && i < cn->cfg->npeers; i++) {
-		if (cn->peers[i].c == NULL)
+	while (len > 0) {
+		n = send(cn->fd, buf, len, MSG_NOSIGNAL);
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
 			continue;
-		if ((r = conn_command(&cn->peers[i], argc, argv, lens)))
-			return r;
-		cn->status = cn->peers[i].status;
-		memcpy(cn->err, cn->peers[i].err, sizeof(cn->err));
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+			io_failed(cn, what, errno);
+			return -1;
+		}
+		if ((w = wait_fd(cn->fd, POLLOUT, deadline)) <= 0) {
+			io_failed(cn, what, w == 0 ? ETIMEDOUT : errno);
+			return -1;
+		}
 	}
-	if (cn->cfg && cn->cfg->npeers) {
-		if (cn->err[0] == '\0')
-			set_err(cn, RL_EXIT_UNAVAILABLE, "not connected");
-		return NULL;
+	return 0;
+}
+
+static int
+send_by(struct conn *cn, int argc, const char **argv, const size_t *lens,
+    int64_t deadline)
+{
+	char *cmd = NULL;
+	int len, st;
+
+	if (cn->fd < 0) {
+		if (cn->fail.status == 0)
+			failure_set(&cn->fail, RL_EXIT_UNAVAILABLE,
+			    "not connected");
+		return -1;
 	}
-	/* Redirects are counted; TRYAGAIN (a migration between its key
-	 * moves and its final SETSLOT) is waited out, within the timeout. */
-	for (hops = 0, ask = 0;;) {
-		if (cn->c == NULL && !ask && (hops > 0 || tries > 0) &&
-		    conn_reopen(cn) != 0)
-			return NULL;
-		r = ask ? ask_once(cn, host, port, argc, argv, lens) :
-		    command_once(cn, argc, argv, lens);
-		ask = 0;
-		if (r == NULL || hops == MAX_HOPS)
-			return r;
-		switch (topo_classify(cn, r, host, sizeof(host), &port)) {
-		case TOPO_NONE:
-			return r;
-		case TOPO_TRYAGAIN:
-			if (mono_ms() - start > cn->cmd_timeout_ms)
-				return r;
-			freeReplyObject(r);
-			nap_ms(TRYAGAIN_PAUSE_MS);
-			tries++;
-			break;
-		case TOPO_ASK:
-			/* ASK, TRYAGAIN, ASK...: the same migration. */
-			if (mono_ms() - start > cn->cmd_timeout_ms)
-				return r;
-			freeReplyObject(r);
-			ask = 1;
-			break;
-		case TOPO_MOVED:
-			conn_set_node(cn, host, port);
-			/* FALLTHROUGH */
-		case TOPO_REMASTER:
-			freeReplyObject(r);
-			conn_close(cn);
-			hops++;
-			break;
+	failure_clear(&cn->fail);
+	if ((len = redisFormatCommandArgv(&cmd, argc, argv, lens)) < 0)
+		oom();
+	st = write_all(cn, cmd, (size_t)len, deadline, argv[0]);
+	redisFreeCommand(cmd);
+	return st;
+}
+
+int
+conn_send(struct conn *cn, int argc, const char **argv, const size_t *lens)
+{
+	return send_by(cn, argc, argv, lens, mono_ms() + cn->cmd_timeout_ms);
+}
+
+int
+conn_pending(struct conn *cn)
+{
+	/* Bytes the reader holds count only as a whole reply (parsed into
+	 * the stash), or as junk that conn_recv will then report. */
+	if (cn->stash != NULL)
+		return 1;
+	if (cn->reader == NULL || cn->reader->len <= cn->reader->pos)
+		return 0;
+	return take(cn->reader, &cn->stash) != 0;
+}
+
+static int
+recv_by(struct conn *cn, int64_t deadline, struct reply **out,
+    const char *what, int timeout_fails)
+{
+	char buf[READ_CHUNK];
+	ssize_t n;
+	int w;
+
+	*out = NULL;
+	if (cn->fd < 0) {
+		if (cn->fail.status == 0)
+			failure_set(&cn->fail, RL_EXIT_UNAVAILABLE,
+			    "not connected");
+		return -1;
+	}
+	for (;;) {
+		if (cn->stash) {
+			*out = cn->stash;
+			cn->stash = NULL;
+			return 1;
+		}
+		switch (take(cn->reader, out)) {
+		case 1:
+			return 1;
+		case -1:
+			not_redis(cn, what);
+			return -1;
+		}
+		n = recv(cn->fd, buf, sizeof(buf), 0);
+		if (n > 0) {
+			if (redisReaderFeed(cn->reader, buf, (size_t)n) !=
+			    REDIS_OK)
+				oom();
+			continue;
+		}
+		if (n == 0) {
+			io_failed(cn, what, 0);
+			return -1;
+		}
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN && errno != EWOULDBLOCK) {
+			io_failed(cn, what, errno);
+			return -1;
+		}
+		if ((w = wait_fd(cn->fd, POLLIN, deadline)) < 0) {
+			io_failed(cn, what, errno);
+			return -1;
+		}
+		if (w == 0 && !timeout_fails)
+			return 0;
+		if (w == 0) {
+			io_failed(cn, what, ETIMEDOUT);
+			return -1;
 		}
 	}
 }
 
-void
-conn_set_node(struct conn *cn, const char *host, int port)
-{
-	snprintf(cn->node_host, sizeof(cn->node_host), "%s", host);
-	cn->node_port = port;
-}
-
 int
-conn_take_redirect(struct conn *cn, const redisReply *r)
+conn_recv(struct conn *cn, int64_t deadline, struct reply **out)
 {
-	char host[256];
-	int port;
-
-	switch (topo_classify(cn, r, host, sizeof(host), &port)) {
-	case TOPO_MOVED:
-		conn_set_node(cn, host, port);
-		/* FALLTHROUGH */
-	case TOPO_REMASTER:
-	case TOPO_TRYAGAIN:
-	case TOPO_ASK:
-		conn_close(cn);
-		return 1;
-	default:
-		return 0;
-	}
+	return recv_by(cn, deadline, out, "reply", 0);
 }
 
-static redisContext *
-connect_raw(const struct endpoint *ep, const char *host, int port,
-    int64_t timeout_ms)
+static struct reply *
+command_by(struct conn *cn, int argc, const char **argv, const size_t *lens,
+    int64_t deadline)
 {
-	struct timeval tv = tv_of(timeout_ms);
+	struct reply *r;
 
-	if (host != NULL)
-		return redisConnectWithTimeout(host, port, tv);
-	if (ep->kind == EP_UNIX)
-		return redisConnectUnixWithTimeout(ep->path, tv);
-	return redisConnectWithTimeout(ep->host, ep->port, tv);
+	if (send_by(cn, argc, argv, lens, deadline) < 0)
+		return NULL;
+	if (recv_by(cn, deadline, &r, argv[0], 1) < 0)
+		return NULL;
+	return r;
+}
+
+struct reply *
+conn_command(struct conn *cn, int argc, const char **argv,
+    const size_t *lens)
+{
+	return command_by(cn, argc, argv, lens, mono_ms() +
+	    cn->cmd_timeout_ms);
+}
+
+static void
+tune_tcp(int fd)
+{
+	int one = 1, idle = 15, intvl = 5, cnt = 3;
+
+	/* One small command per round trip: Nagle would only delay it. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	/* A peer that vanished (a cut network) shows within ~30 s even on
+	 * an idle connection; our own timeouts cover the rest. */
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+}
+
+/* Start a non-blocking connect and wait for it: the fd, or -1 (errno). */
+static int
+connect_one(int family, const struct sockaddr *sa, socklen_t salen,
+    int64_t deadline)
+{
+	int fd, e, w;
+	socklen_t el = sizeof(e);
+
+	fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, sa, salen) == 0)
+		return fd;
+	if (errno != EINPROGRESS && errno != EAGAIN)
+		goto fail;
+	if ((w = wait_fd(fd, POLLOUT, deadline)) <= 0) {
+		if (w == 0)
+			errno = ETIMEDOUT;
+		goto fail;
+	}
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) < 0)
+		goto fail;
+	if (e == 0)
+		return fd;
+	errno = e;
+fail:
+	e = errno;
+	close(fd);
+	errno = e;
+	return -1;
 }
 
 static int
-tune_socket(struct conn *cn)
+open_unix(struct conn *cn, const char *path, int64_t deadline)
 {
-	int fl = fcntl(cn->c->fd, F_GETFD);
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 
-	if (fl < 0 || fcntl(cn->c->fd, F_SETFD, fl | FD_CLOEXEC) < 0) {
-		set_err(cn, RL_EXIT_UNAVAILABLE, "fcntl: %s",
+	if (strlen(path) >= sizeof(sun.sun_path)) {
+		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "socket path too "
+		    "long");
+		return -1;
+	}
+	memcpy(sun.sun_path, path, strlen(path) + 1);
+	if ((cn->fd = connect_one(AF_UNIX, (struct sockaddr *)&sun,
+	    sizeof(sun), deadline)) < 0) {
+		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s",
 		    strerror(errno));
 		return -1;
 	}
-	if (cn->cfg->ep.kind != EP_UNIX)
-		redisEnableKeepAlive(cn->c);
 	return 0;
 }
 
-/* One handshake command; 0, or its exit status with cn->err set. */
+/* Every address of host in turn, within the one deadline. */
 static int
-ask(struct conn *cn, const char *what, int argc, const char **argv)
+open_tcp(struct conn *cn, const char *host, int port, int64_t deadline,
+    int say_where)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+	    .ai_socktype = SOCK_STREAM }, *ai, *a;
+	char ps[16];
+	int g, e = ETIMEDOUT;
+
+	snprintf(ps, sizeof(ps), "%d", port);
+	if ((g = getaddrinfo(host, ps, &hints, &ai)) != 0) {
+		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s%s%s",
+		    say_where ? host : "", say_where ? ": " : "",
+		    g == EAI_SYSTEM ? strerror(errno) : gai_strerror(g));
+		return -1;
+	}
+	for (a = ai; a != NULL && mono_ms() < deadline; a = a->ai_next) {
+		cn->fd = connect_one(a->ai_family, a->ai_addr, a->ai_addrlen,
+		    deadline);
+		if (cn->fd >= 0)
+			break;
+		e = errno;
+	}
+	freeaddrinfo(ai);
+	if (cn->fd < 0) {
+		if (say_where)
+			failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s:%d: %s",
+			    host, port, strerror(e));
+		else
+			failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s",
+			    strerror(e));
+		return -1;
+	}
+	tune_tcp(cn->fd);
+	return 0;
+}
+
+/* One handshake command by the deadline; 0, or its exit status. */
+static int
+ask(struct conn *cn, const char *what, int argc, const char **argv,
+    int64_t deadline)
 {
 	size_t lens[3];
-	redisReply *r;
+	struct reply *r;
 	int i;
 
 	for (i = 0; i < argc; i++)
 		lens[i] = strlen(argv[i]);
-	if ((r = conn_command(cn, argc, argv, lens)) == NULL)
-		return cn->status;
-	if (r->type == REDIS_REPLY_ERROR)
-		conn_fail_reply(cn, what, r);
-	freeReplyObject(r);
-	return cn->status;
+	if ((r = command_by(cn, argc, argv, lens, deadline)) == NULL)
+		return cn->fail.status;
+	if (r->type == REPLY_ERROR)
+		failure_from_reply(&cn->fail, what, r);
+	reply_free(r);
+	return cn->fail.status;
 }
 
-/*
- * AUTH [user] pass, then SELECT db, all within the connect deadline. With
- * neither, a PING: a server that accepts but never answers (stopped, hung,
- * a wrong port behind a proxy) must cost one --connect-timeout here, not
- * one per later retry of whatever command comes first.
- */
 static int
-handshake(struct conn *cn)
+handshake(struct conn *cn, int64_t deadline)
 {
 	const struct endpoint *ep = &cn->cfg->ep;
 	const char *argv[3];
@@ -392,152 +562,61 @@ handshake(struct conn *cn)
 		if (ep->user)
 			argv[argc++] = ep->user;
 		argv[argc++] = cn->cfg->password;
-		if (ask(cn, "authentication failed", argc, argv) != 0) {
+		if (ask(cn, "authentication failed", argc, argv,
+		    deadline) != 0) {
 			/* Any error answer to AUTH is a refusal; a peer that
-			 * is not Redis (cn->c closed) stays 76. */
-			if (cn->status == RL_EXIT_PROTOCOL && cn->c != NULL)
-				cn->status = RL_EXIT_NOPERM;
-			return cn->status;
+			 * is not Redis (cn closed) stays 76. */
+			if (cn->fail.status == RL_EXIT_PROTOCOL && cn->fd >= 0)
+				cn->fail.status = RL_EXIT_NOPERM;
+			return cn->fail.status;
 		}
 	}
 	if (ep->db != 0) {
 		snprintf(dbs, sizeof(dbs), "%d", ep->db);
 		argv[0] = "SELECT";
 		argv[1] = dbs;
-		return ask(cn, "cannot select the database", 2, argv);
+		return ask(cn, "cannot select the database", 2, argv,
+		    deadline);
 	}
 	if (argc == 0) {
 		argv[0] = "PING";
-		return ask(cn, "PING", 1, argv);
+		return ask(cn, "PING", 1, argv, deadline);
 	}
 	return 0;
 }
 
 int
-conn_connect_node(struct conn *cn, const char *host, int port,
-    int64_t deadline)
+conn_connect(struct conn *cn, const char *host, int port, int64_t deadline)
 {
-	int64_t cmd_timeout_ms = cn->cmd_timeout_ms, left;
+	int64_t cmd = cn->cmd_timeout_ms, shown = cn->cfg->connect_timeout_ms;
 	int st;
 
-	if ((left = deadline - mono_ms()) < 1)
-		left = 1;
-	cn->status = 0;
-	cn->err[0] = '\0';
-	cn->c = connect_raw(&cn->cfg->ep, host, port, left);
-	if (cn->c == NULL) {
-		set_err(cn, RL_EXIT_UNAVAILABLE, "out of memory");
-		return cn->status;
-	}
-	if (cn->c->err) {
-		if (host)
-			set_err(cn, RL_EXIT_UNAVAILABLE, "%s:%d: %s", host,
-			    port, cn->c->errstr);
-		else
-			set_err(cn, RL_EXIT_UNAVAILABLE, "%s", cn->c->errstr);
-		redisFree(cn->c);
-		cn->c = NULL;
-		return cn->status;
-	}
-	if (tune_socket(cn) < 0) {
-		conn_close(cn);
-		return cn->status;
-	}
+	drop(cn, 0);
+	failure_clear(&cn->fail);
+	if (deadline <= mono_ms())
+		deadline = mono_ms() + 1;
+	/* A deadline well short of --connect-timeout (-w bounds the wait)
+	 * is the time the message names, to the 10 ms. */
+	if (deadline - mono_ms() + 50 < shown)
+		shown = (deadline - mono_ms() + 5) / 10 * 10;
+	if (host == NULL && cn->cfg->ep.kind == EP_UNIX)
+		st = open_unix(cn, cn->cfg->ep.path, deadline);
+	else if (host == NULL)
+		st = open_tcp(cn, cn->cfg->ep.host, cn->cfg->ep.port, deadline,
+		    0);
+	else
+		st = open_tcp(cn, host, port, deadline, 1);
+	if (st < 0)
+		return cn->fail.status;
+	if ((cn->reader = redisReaderCreate()) == NULL)
+		oom();
 	/* A server that accepts and then stays silent counts against the
-	 * same connect timeout, not against a fresh command timeout. */
-	left = deadline - mono_ms();
-	redisSetTimeout(cn->c, tv_of(left));
-	cn->cmd_timeout_ms = cn->connect_timeout_ms;	/* for messages */
-	st = handshake(cn);
-	cn->cmd_timeout_ms = cmd_timeout_ms;
-	if (st != 0) {
+	 * same connect timeout, not a fresh command timeout; the message
+	 * names the connect timeout. */
+	cn->cmd_timeout_ms = shown;
+	st = handshake(cn, deadline);
+	cn->cmd_timeout_ms = cmd;
+	if (st != 0)
 		conn_close(cn);
-		return st;
-	}
-	redisSetTimeout(cn->c, tv_of(cmd_timeout_ms));
-	return 0;
-}
-
-static int
-open_within(struct conn *cn, int64_t connect_ms, int64_t cmd_timeout_ms)
-{
-	cn->cmd_timeout_ms = cmd_timeout_ms;
-	cn->connect_timeout_ms = connect_ms;
-	cn->status = 0;
-	cn->err[0] = '\0';
-	if (cn->cfg->npeers)
-		return quorum_reopen(cn);
-	return topo_open(cn, mono_ms() + connect_ms);
-}
-
-int
-conn_open(struct conn *cn, const struct conn_cfg *cfg,
-    int64_t cmd_timeout_ms)
-{
-	memset(cn, 0, sizeof(*cn));
-	cn->cfg = cfg;
-	return open_within(cn, cfg->connect_timeout_ms, cmd_timeout_ms);
-}
-
-int
-conn_reopen(struct conn *cn)
-{
-	/* A quorum keeps the masters that still answer. */
-	if (cn->cfg->npeers)
-		return open_within(cn, cn->connect_timeout_ms,
-		    cn->cmd_timeout_ms);
-	conn_close(cn);
-	return open_within(cn, cn->connect_timeout_ms, cn->cmd_timeout_ms);
-}
-
-void
-conn_init_like(struct conn *dst, const struct conn *src, int64_t connect_ms,
-    int64_t cmd_ms)
-{
-	memset(dst, 0, sizeof(*dst));
-	dst->cfg = src->cfg;
-	conn_set_node(dst, src->node_host, src->node_port);
-	dst->sentinel_at = src->sentinel_at;
-	dst->connect_timeout_ms = connect_ms;
-	dst->cmd_timeout_ms = cmd_ms;
-}
-
-int
-conn_recheck(struct conn *cn)
-{
-	char err[sizeof(cn->err)];
-	int status = cn->status, moved;
-
-	memcpy(err, cn->err, sizeof(err));
-	moved = topo_recheck(cn);
-	memcpy(cn->err, err, sizeof(err));
-	cn->status = status;
-	return moved;
-}
-
-int
-conn_is_open(const struct conn *cn)
-{
-	if (cn->cfg && cn->cfg->npeers)
-		return quorum_is_open(cn);
-	return cn->c != NULL;
-}
-
-int
-conn_fd(const struct conn *cn)
-{
-	return cn->c ? cn->c->fd : -1;
-}
-
-void
-conn_set_timeouts(struct conn *cn, int64_t connect_ms, int64_t cmd_ms)
-{
-	if (cn->cfg && cn->cfg->npeers) {
-		quorum_set_timeouts(cn, connect_ms, cmd_ms);
-		return;
-	}
-	cn->connect_timeout_ms = connect_ms;
-	cn->cmd_timeout_ms = cmd_ms;
-	if (cn->c)
-		redisSetTimeout(cn->c, tv_of(cmd_ms));
+	return st;
 }

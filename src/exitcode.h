@@ -12,6 +12,7 @@
 #define RL_EXIT_USAGE		64	/* EX_USAGE */
 #define RL_EXIT_UNAVAILABLE	69	/* EX_UNAVAILABLE: Redis unreachable */
 #define RL_EXIT_LEASE_LOST	70	/* EX_SOFTWARE, meaning lease lost */
+#define RL_EXIT_OSERR		71	/* EX_OSERR: fork, pipe, memory refused */
 #define RL_EXIT_IOERR		74	/* EX_IOERR: cannot write stdout (status, list) */
 #define RL_EXIT_NOT_OBTAINED	75	/* EX_TEMPFAIL; -E overrides */
 #define RL_EXIT_PROTOCOL	76	/* EX_PROTOCOL: unusable answer */

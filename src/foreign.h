@@ -9,17 +9,18 @@
 #ifndef RLOCK_FOREIGN_H
 #define RLOCK_FOREIGN_H
 
-#include "conn.h"
-#include "lock.h"
+#include "keys.h"
+#include "server.h"
 
 /* How often a waiter on a foreign holder looks. */
 #define FOREIGN_LOOK_MS 1000
 
 /*
- * Is KEY still held by a client other than rlock? 1 yes (P{KEY} without
- * its :meta); 0 no: free, or held by rlock now (an attempt will tell);
- * -1 on an error (in cn), for which an attempt is as good a next step.
+ * Is KEY still held by a client other than rlock, on s? 1 yes (P{KEY}
+ * without its :meta); 0 no: free, or held by rlock now (an attempt will
+ * tell); -1 on a failure (recorded in s), for which an attempt is as good
+ * a next step.
  */
-int foreign_look(struct conn *cn, const struct lock_keys *k);
+int foreign_look(struct server *s, const struct lock_keys *k);
 
 #endif

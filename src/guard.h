@@ -6,7 +6,7 @@
 #ifndef RLOCK_GUARD_H
 #define RLOCK_GUARD_H
 
-#include "conn.h"
+#include "lock.h"
 
 /*
  * Warn (once, on stderr) if the server may evict our keys: any
@@ -15,6 +15,6 @@
  * With --redlock, one line for the first master that may evict. Returns
  * 1 if it warned.
  */
-int guard_eviction(struct conn *cn);
+int guard_eviction(struct lock *l);
 
 #endif

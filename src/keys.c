@@ -1,8 +1,16 @@
 // SPDX-License-Identifier: MIT
-/* Lock names; see keys.h. */
+/*
+ * The names of a lock's keys and channels, and who holds: see keys.h and
+ * the key layout at the top of single.c.
+ */
 #include "keys.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <uuid/uuid.h>
 
 #include "util.h"
 
@@ -63,4 +71,116 @@ keys_bad_prefix(const char *prefix)
 	const char *b = strchr(prefix, '{');
 
 	return b != NULL && b[1] == '}';
+}
+
+/* P{KEY}suffix; a KEY starting with '}' or '\' is marked (keys.h). */
+static char *
+key_name(const char *prefix, const char *key, size_t keylen,
+    const char *suffix, size_t *len)
+{
+	return keys_name(prefix, key, keylen, suffix, len);
+}
+
+/* key_name with suffix ":what:" + token (or ":what:" alone). */
+static char *
+token_key(const char *prefix, const char *key, size_t keylen,
+    const char *what, const char *token, size_t *len)
+{
+	char suffix[64];
+
+	snprintf(suffix, sizeof(suffix), ":%s:%s", what, token ? token : "");
+	return key_name(prefix, key, keylen, suffix, len);
+}
+
+void
+lock_keys_init(struct lock_keys *k, const char *prefix, const char *key,
+    size_t keylen, const char *token, long limit)
+{
+	const char *tok = token ? token : "";
+
+	k->lock = key_name(prefix, key, keylen, "", &k->lock_len);
+	if (limit == 1)
+		k->meta = key_name(prefix, key, keylen, ":meta", &k->meta_len);
+	else
+		k->meta = token_key(prefix, key, keylen, "meta", tok,
+		    &k->meta_len);
+	k->fence = key_name(prefix, key, keylen, ":fence", &k->fence_len);
+	k->sem = key_name(prefix, key, keylen, ":sem", &k->sem_len);
+	k->limit = key_name(prefix, key, keylen, ":limit", &k->limit_len);
+	k->queue = key_name(prefix, key, keylen, ":q", &k->queue_len);
+	k->waiter = token_key(prefix, key, keylen, "w", tok, &k->waiter_len);
+	k->waiter_prefix = token_key(prefix, key, keylen, "w", NULL,
+	    &k->waiter_prefix_len);
+	k->wake = key_name(prefix, key, keylen, ":wake", &k->wake_len);
+	k->tokens = key_name(prefix, key, keylen, ":tok", &k->tokens_len);
+	k->wake_prefix = token_key(prefix, key, keylen, "wake", NULL,
+	    &k->wake_prefix_len);
+	k->my_wake = token_key(prefix, key, keylen, "wake", tok,
+	    &k->my_wake_len);
+}
+
+void
+lock_keys_free(struct lock_keys *k)
+{
+	char **all[] = { &k->lock, &k->meta, &k->fence, &k->sem, &k->limit,
+	    &k->queue, &k->waiter, &k->waiter_prefix, &k->wake,
+	    &k->wake_prefix, &k->my_wake, &k->tokens };
+	size_t i;
+
+	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		free(*all[i]);
+	memset(k, 0, sizeof(*k));
+}
+
+void
+lock_ctx_init(struct lock_ctx *ctx, const char *prefix, const char *key,
+    int64_t lease_ms, long limit, int fair, const char *token,
+    char *cmdline)
+{
+	size_t n;
+	uuid_t u;
+
+	memset(ctx, 0, sizeof(*ctx));
+	if (token) {
+		snprintf(ctx->token, sizeof(ctx->token), "%s", token);
+	} else {
+		/* uuid_generate_random reads getrandom(): a CSPRNG. */
+		uuid_generate_random(u);
+		uuid_unparse_lower(u, ctx->token);
+	}
+	lock_keys_init(&ctx->k, prefix, key, strlen(key), ctx->token, limit);
+	ctx->key = key;
+	ctx->lease_ms = lease_ms;
+	ctx->limit = limit;
+	ctx->fair = fair;
+	if (gethostname(ctx->host, sizeof(ctx->host) - 1) < 0)
+		snprintf(ctx->host, sizeof(ctx->host), "unknown");
+	user_name(ctx->user, sizeof(ctx->user));
+	snprintf(ctx->pid, sizeof(ctx->pid), "%ld", (long)getpid());
+	ctx->cmdline = cmdline;
+	n = strlen(ctx->user) + strlen(ctx->host) + strlen(ctx->pid) +
+	    strlen(cmdline) + 4;
+	ctx->waiter_info = xmalloc(n);
+	snprintf(ctx->waiter_info, n, "%s\x1f%s\x1f%s\x1f%s", ctx->user,
+	    ctx->host, ctx->pid, cmdline);
+}
+
+void
+lock_ctx_free(struct lock_ctx *ctx)
+{
+	lock_keys_free(&ctx->k);
+	free(ctx->cmdline);
+	free(ctx->waiter_info);
+	ctx->cmdline = ctx->waiter_info = NULL;
+}
+
+int
+lock_holder_keys(const struct lock_keys *k, const char **argv, size_t *lens)
+{
+	argv[0] = k->lock, lens[0] = k->lock_len;
+	argv[1] = k->meta, lens[1] = k->meta_len;
+	argv[2] = k->sem, lens[2] = k->sem_len;
+	argv[3] = k->limit, lens[3] = k->limit_len;
+	argv[4] = k->queue, lens[4] = k->queue_len;
+	return LOCK_HOLDER_KEYS;
 }

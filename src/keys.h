@@ -1,21 +1,63 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Redis names of a lock, and back. Every name of KEY starts P{KEY}: the
- * Cluster hash tag {KEY} puts them all in one slot. But Redis reads the
- * tag from the first '{' to the first '}' after it, and an empty tag is no
- * tag: a KEY that starts with '}' would make "P{}...", each name hashed
- * whole, its scripts refused with CROSSSLOT. Such a KEY is marked with a
- * '\' after the '{' (P{\}x}, tag "\"); so is a KEY that starts with '\'
- * itself (P{\\y}), so that no two KEYs share a name. Every other KEY is
- * P{KEY} as it stands.
+ * What a lock is called in Redis and who is asking: every key and channel
+ * name of KEY under --prefix (the layout is at the top of single.c), and
+ * the holder's identity (token, user, host, pid, command line) that the
+ * scripts record. No I/O but the host and user lookups.
  */
 #ifndef RLOCK_KEYS_H
 #define RLOCK_KEYS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
-/* P{KEY}suffix, with the mark where KEY needs it; *len its length (the
- * name may hold any byte but NUL, as KEY). Caller frees. */
+struct lock_keys {
+	char *lock, *meta, *fence, *sem, *limit, *queue, *waiter, *tokens;
+	char *waiter_prefix, *wake, *wake_prefix, *my_wake;
+	size_t lock_len, meta_len, fence_len, sem_len, limit_len, queue_len;
+	size_t waiter_len, waiter_prefix_len, wake_len, wake_prefix_len;
+	size_t my_wake_len, tokens_len;
+};
+
+struct lock_ctx {
+	struct lock_keys k;
+	const char *key;	/* KEY as given, for messages; not owned */
+	char token[37];
+	int64_t lease_ms;
+	long limit;		/* 1: mutex; N: semaphore */
+	int fair;
+	char host[256], user[64], pid[24];
+	char *cmdline;		/* owned */
+	char *waiter_info;	/* value of our :w key; owned */
+};
+
+/*
+ * Build every key name of KEY under prefix, for a holder with token
+ * (whose meta key differs in -N mode); free with lock_keys_free.
+ */
+void lock_keys_init(struct lock_keys *k, const char *prefix,
+    const char *key, size_t keylen, const char *token, long limit);
+void lock_keys_free(struct lock_keys *k);
+
+/* Fill ctx: keys, a fresh random token (or `token` if not NULL), host,
+ * user, pid, command line (taken over). Free with lock_ctx_free. */
+void lock_ctx_init(struct lock_ctx *ctx, const char *prefix, const char *key,
+    int64_t lease_ms, long limit, int fair, const char *token,
+    char *cmdline);
+void lock_ctx_free(struct lock_ctx *ctx);
+
+/*
+ * Every name of KEY starts P{KEY}: the Cluster hash tag {KEY} puts them
+ * all in one slot. But Redis reads the tag from the first '{' to the first
+ * '}' after it, and an empty tag is no tag: a KEY that starts with '}'
+ * would make "P{}...", each name hashed whole, its scripts refused with
+ * CROSSSLOT. Such a KEY is marked with a '\' after the '{' (P{\}x}, tag
+ * "\"); so is a KEY that starts with '\' itself (P{\\y}), so that no two
+ * KEYs share a name. Every other KEY is P{KEY} as it stands.
+ *
+ * keys_name: P{KEY}suffix, marked where KEY needs it; *len its length.
+ * Caller frees.
+ */
 char *keys_name(const char *prefix, const char *key, size_t keylen,
     const char *suffix, size_t *len);
 
@@ -29,5 +71,14 @@ const char *keys_parse(const char *prefix, const char *name, size_t len,
 
 /* 1 if a prefix would make every name's hash tag empty ("{}" first). */
 int keys_bad_prefix(const char *prefix);
+
+/*
+ * Put the five keys every holder-side script starts with (lock, meta, sem,
+ * limit, queue: the KEYS[1..5] of extend, release, force_release, inspect)
+ * into argv/lens; returns how many (LOCK_HOLDER_KEYS).
+ */
+#define LOCK_HOLDER_KEYS 5
+int lock_holder_keys(const struct lock_keys *k, const char **argv,
+    size_t *lens);
 
 #endif

@@ -9,9 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <hiredis/hiredis.h>
-
 #include "cli.h"
+#include "conn.h"
 #include "exitcode.h"
 #include "report.h"
 #include "run.h"
@@ -21,8 +20,7 @@
 static int
 version(void)
 {
-	printf("rlock %s (hiredis %d.%d.%d)\n", RLOCK_VERSION, HIREDIS_MAJOR,
-	    HIREDIS_MINOR, HIREDIS_PATCH);
+	printf("rlock %s (%s)\n", RLOCK_VERSION, conn_library());
 	return 0;
 }
 
@@ -57,8 +55,8 @@ main(int argc, char **argv)
 	hold_closed_std_fds();
 	/* Before any thread exists, so every thread inherits the mask. */
 	if ((sigfd = sig_setup()) < 0) {
-		perror("rlock: signalfd");
-		return RL_EXIT_UNAVAILABLE;
+		msg_err("cannot set up signal handling: %s", strerror(errno));
+		return RL_EXIT_OSERR;
 	}
 	if ((st = cli_parse(argc, argv, &o)) != 0) {
 		cli_free(&o);

@@ -14,16 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "lease.h"
 #include "util.h"
-
-#define RETRY_MIN_MS 50
-#define RETRY_MAX_MS 1000
-
-static int64_t
-clamp(int64_t v, int64_t lo, int64_t hi)
-{
-	return v < lo ? lo : v > hi ? hi : v;
-}
 
 /* Sleep until `until`, the stop pipe, or traffic on our idle socket fd.
  * Returns 1 stop, 2 socket event, 0 time is up. */
@@ -65,27 +57,27 @@ static int64_t
 renew_once(struct renewer *rw, int why, int *failing)
 {
 	int64_t lease = rw->ctx->lease_ms, t0;
-	int64_t retry = clamp(lease / 10, RETRY_MIN_MS, RETRY_MAX_MS);
+	int64_t retry = lease_retry_ms(lease);
 	int r;
 
 	if (why == 2) {
 		/* The server closed our idle connection, or sent something
 		 * unasked: either way, start afresh. */
-		conn_close(rw->cn);
+		lock_close(rw->l);
 		msg_verbose("renewal connection dropped; reconnecting");
 	}
 	/* Behind Sentinel, extend where the master is now: the old one may
 	 * stay writable for seconds after a failover, and extending there
 	 * would keep a lock the new one lets go. */
-	(void)conn_recheck(rw->cn);
-	if (!conn_is_open(rw->cn) && conn_reopen(rw->cn) != 0) {
+	(void)lock_recheck(rw->l);
+	if (!lock_is_open(rw->l) && lock_open(rw->l) != 0) {
 		if (!(*failing)++)
 			msg_warn("cannot extend the lease: %s; retrying",
-			    rw->cn->err);
+			    lock_failure(rw->l)->why);
 		return mono_ms() + retry;
 	}
 	t0 = mono_ms();
-	r = lock_extend(rw->cn, rw->ctx);
+	r = lock_extend(rw->l, rw->ctx);
 	if (r == 1) {
 		atomic_store(&rw->last_ok, t0);
 		if (*failing)
@@ -93,7 +85,7 @@ renew_once(struct renewer *rw, int why, int *failing)
 			    "attempt%s", *failing, *failing > 1 ? "s" : "");
 		*failing = 0;
 		notify(rw);
-		return t0 + lease / 3;
+		return t0 + lease_renew_interval_ms(lease);
 	}
 	if (r == 0) {
 		atomic_store(&rw->not_ours, 1);
@@ -101,15 +93,16 @@ renew_once(struct renewer *rw, int why, int *failing)
 		return -1;
 	}
 	if (!(*failing)++)
-		msg_warn("cannot extend the lease: %s; retrying", rw->cn->err);
+		msg_warn("cannot extend the lease: %s; retrying",
+		    lock_failure(rw->l)->why);
 	/* An error reply (READONLY, LOADING...) may mean we talk to the
 	 * wrong server now: reconnect. */
-	conn_close(rw->cn);
+	lock_close(rw->l);
 	return mono_ms() + retry;
 }
 
 /*
- * cn is touched only with mu held, and never once `stopping` is set: the
+ * l is touched only with mu held, and never once `stopping` is set: the
  * main thread may then release (or reopen) on it while we still sleep.
  * The nap polls the socket by its number, read under mu: should the main
  * thread close or reuse that number meanwhile, the worst is a nap ended
@@ -119,12 +112,13 @@ static void *
 renew_loop(void *arg)
 {
 	struct renewer *rw = arg;
-	int64_t next = atomic_load(&rw->last_ok) + rw->ctx->lease_ms / 3;
+	int64_t next = atomic_load(&rw->last_ok) +
+	    lease_renew_interval_ms(rw->ctx->lease_ms);
 	int failing = 0, fd, r;
 
 	pthread_mutex_lock(&rw->mu);
 	while (!rw->stopping && next >= 0) {
-		fd = conn_fd(rw->cn);
+		fd = lock_watch_fd(rw->l);
 		pthread_mutex_unlock(&rw->mu);
 		r = nap(rw, fd, next);
 		pthread_mutex_lock(&rw->mu);
@@ -137,12 +131,12 @@ renew_loop(void *arg)
 }
 
 void
-renew_init(struct renewer *rw, struct conn *cn, const struct lock_ctx *ctx,
+renew_init(struct renewer *rw, struct lock *l, const struct lock_ctx *ctx,
     int64_t granted_at)
 {
 	memset(rw, 0, sizeof(*rw));
 	rw->mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
-	rw->cn = cn;
+	rw->l = l;
 	rw->ctx = ctx;
 	rw->stop_pipe[0] = rw->stop_pipe[1] = -1;
 	rw->event_pipe[0] = rw->event_pipe[1] = -1;
@@ -178,11 +172,9 @@ renew_start(struct renewer *rw)
 		errno = e;
 		return -1;
 	}
-	/* Each try must end well before the lease does: a fifth of it,
-	 * never more than the user's connect timeout. */
-	t = clamp(rw->ctx->lease_ms / 5, RETRY_MIN_MS,
-	    rw->cn->cfg->connect_timeout_ms);
-	conn_set_timeouts(rw->cn, t, t);
+	t = lease_try_timeout_ms(rw->ctx->lease_ms,
+	    lock_connect_timeout(rw->l));
+	lock_set_timeouts(rw->l, t, t);
 	if ((e = pthread_create(&rw->thread, NULL, renew_loop, rw)) != 0) {
 		close_pipes(rw);
 		errno = e;
@@ -200,7 +192,7 @@ renew_take_conn(struct renewer *rw)
 	if (!rw->running || rw->stopping)
 		return;
 	/* The byte first: on another core the thread is on its way out
-	 * while the caller already uses cn. */
+	 * while the caller already uses l. */
 	(void)!write(rw->stop_pipe[1], &b, 1);
 	pthread_mutex_lock(&rw->mu);
 	rw->stopping = 1;

@@ -12,45 +12,44 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "conn.h"
 #include "lock.h"
 
 struct renewer {
 	pthread_t thread;
-	pthread_mutex_t mu;		/* held while the thread uses cn */
-	struct conn *cn;		/* the thread's while running */
+	pthread_mutex_t mu;		/* held while the thread uses l */
+	struct lock *l;			/* the thread's while running */
 	const struct lock_ctx *ctx;
 	int stop_pipe[2];
 	int event_pipe[2];		/* read end: renew_event_fd */
 	_Atomic int64_t last_ok;	/* mono ms: start of the last good extend */
 	_Atomic int not_ours;		/* Redis said: someone else's lock */
-	int stopping;			/* under mu: cn is the caller's again */
+	int stopping;			/* under mu: l is the caller's again */
 	int running;			/* started, not yet joined */
 };
 
 /*
- * Prepare to renew ctx's lease on cn, counting from granted_at, without
+ * Prepare to renew ctx's lease on l, counting from granted_at, without
  * a thread yet: last_ok and not_ours are valid from here on, and
  * renew_stop is harmless.
  */
-void renew_init(struct renewer *rw, struct conn *cn,
+void renew_init(struct renewer *rw, struct lock *l,
     const struct lock_ctx *ctx, int64_t granted_at);
 
 /*
- * Start the thread; cn is its own until renew_take_conn. The first extend
+ * Start the thread; l is its own until renew_take_conn. The first extend
  * is due at last_ok + lease/3 however late this is called. Returns 0 or
  * -1 (errno).
  */
 int renew_start(struct renewer *rw);
 
 /*
- * Make cn the caller's again at once: waits only for an extend in flight,
- * and the thread never touches cn (nor extends) after this returns. The
+ * Make l the caller's again at once: waits only for an extend in flight,
+ * and the thread never touches l (nor extends) after this returns. The
  * thread then ends by itself; renew_stop joins it. Idempotent.
  */
 void renew_take_conn(struct renewer *rw);
 
-/* Take cn back and join the thread. Idempotent. */
+/* Take l back and join the thread. Idempotent. */
 void renew_stop(struct renewer *rw);
 
 /* Readable when the renewal state changed (a byte to drain). */

@@ -56,16 +56,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "conn.h"
+#include "config.h"
 #include "exitcode.h"
+#include "glob.h"
 #include "keys.h"
 #include "lock.h"
 #include "lua_scripts.h"
 #include "report_view.h"
-#include "run.h"
-#include "quorum.h"
 #include "script.h"
-#include "topo.h"
+#include "server.h"
 #include "util.h"
 
 /* Keys SCAN looks at per call: bounds the time Redis spends on each. */
@@ -73,7 +72,7 @@
 
 /* rlock status: 0 all held, 1 one free, -1 error (in cn). */
 static int
-status_main(const struct rlock_opts *o, struct conn *cn)
+status_main(const struct rlock_opts *o, struct server *cn)
 {
 	struct view *v = xcalloc((size_t)o->nargs, sizeof(*v));
 	size_t i, n = (size_t)o->nargs;
@@ -97,137 +96,6 @@ status_main(const struct rlock_opts *o, struct conn *cn)
 	}
 	view_free_all(v, n, 0);
 	return st;
-}
-
-/*
- * The class at p ("[...]") as Redis's glob reads it: *hit tells whether
- * c is in it; returns the bytes it spans, 0 if it is not closed.
- */
-static size_t
-glob_class(const char *p, size_t n, unsigned char c, int *hit)
-{
-	size_t i = 1;
-	int neg = 0;
-
-	*hit = 0;
-	if (i < n && p[i] == '^')
-		neg = 1, i++;
-	for (; i < n && p[i] != ']'; i++) {
-		if (p[i] == '\\' && i + 1 < n) {
-			i++;
-			*hit |= (unsigned char)p[i] == c;
-		} else if (i + 2 < n && p[i + 1] == '-') {
-			unsigned char a = p[i], b = p[i + 2], t;
-
-			if (a > b)
-				t = a, a = b, b = t;
-			*hit |= c >= a && c <= b;
-			i += 2;
-		} else {
-			*hit |= (unsigned char)p[i] == c;
-		}
-	}
-	if (i >= n)
-		return 0;
-	if (neg)
-		*hit = !*hit;
-	return i + 1;
-}
-
-/* Redis's glob (KEYS, SCAN MATCH) over any bytes: * ? [...] [^...] \x. */
-static int
-glob_match(const char *p, size_t pn, const char *s, size_t sn)
-{
-	size_t span;
-	int hit;
-
-	for (; pn > 0; p++, pn--) {
-		switch (*p) {
-		case '*':
-			while (pn > 1 && p[1] == '*')
-				p++, pn--;
-			for (;; s++, sn--) {
-				if (glob_match(p + 1, pn - 1, s, sn))
-					return 1;
-				if (sn == 0)
-					return 0;
-			}
-		case '?':
-			if (sn == 0)
-				return 0;
-			break;
-		case '[':
-			if (sn == 0 || (span = glob_class(p, pn,
-			    (unsigned char)*s, &hit)) == 0 || !hit)
-				return 0;
-			p += span - 1, pn -= span - 1;
-			break;
-		case '\\':
-			if (pn >= 2)
-				p++, pn--;
-			/* FALLTHROUGH */
-		default:
-			if (sn == 0 || *p != *s)
-				return 0;
-			break;
-		}
-		s++, sn--;
-	}
-	return sn == 0;
-}
-
-/*
- * A PATTERN is spliced into SCAN MATCH as P{PATTERN}*: an unclosed class
- * or a trailing backslash would swallow the "}*" after it.
- */
-static int
-glob_valid(const char *p, size_t n)
-{
-	size_t i = 0, span;
-	int hit;
-
-	while (i < n) {
-		if (p[i] == '\\') {
-			if (i + 1 >= n)
-				return 0;
-			i += 2;
-		} else if (p[i] == '[') {
-			if ((span = glob_class(p + i, n - i, 0, &hit)) == 0)
-				return 0;
-			i += span;
-		} else {
-			i++;
-		}
-	}
-	return 1;
-}
-
-/*
- * SCAN MATCH for P{PATTERN}*: the prefix is literal, glob chars escaped.
- * A PATTERN whose first character may stand for a '}' or '\' may match a
- * KEY stored marked, P{\KEY} (keys.h): then every P{* is scanned and
- * candidate() matches the KEYs (a leading '*' matches the mark anyway).
- */
-static char *
-scan_match(const char *prefix, const char *pat, size_t *len)
-{
-	size_t pl = strlen(prefix), tl = strlen(pat), o = 0, i;
-	char *m = xmalloc(2 * pl + tl + 4);
-
-	if (strchr("?[}\\", pat[0]) != NULL && pat[0] != '\0')
-		pat = "*", tl = 1;
-
-	for (i = 0; i < pl; i++) {
-		if (strchr("*?[]\\{}^-", prefix[i]) != NULL)
-			m[o++] = '\\';
-		m[o++] = prefix[i];
-	}
-	m[o++] = '{';
-	memcpy(m + o, pat, tl);
-	o += tl;
-	memcpy(m + o, "}*", 3);
-	*len = o + 2;
-	return m;
 }
 
 struct found {
@@ -257,9 +125,7 @@ candidate(struct found *f, const char *prefix, const char *pat,
 		return;
 	if (f->n == f->cap) {
 		f->cap = f->cap ? 2 * f->cap : 64;
-		f->v = realloc(f->v, f->cap * sizeof(*f->v));
-		if (f->v == NULL)
-			abort();
+		f->v = xrealloc(f->v, f->cap * sizeof(*f->v));
 	}
 	memset(&f->v[f->n], 0, sizeof(f->v[0]));
 	f->v[f->n].key = xstrndup(key, kl);
@@ -268,37 +134,42 @@ candidate(struct found *f, const char *prefix, const char *pat,
 
 /* Walk the whole keyspace in COUNT-sized steps: never blocks Redis. */
 static int
-scan_all(struct conn *cn, const char *prefix, const char *pat,
+scan_all(struct server *cn, const char *prefix, const char *pat,
     struct found *f)
 {
 	char cursor[32] = "0";
 	const char *argv[6] = { "SCAN", cursor, "MATCH", NULL, "COUNT",
 	    SCAN_COUNT };
 	size_t lens[6] = { 4, 0, 5, 0, 5, strlen(SCAN_COUNT) }, i;
-	char *match = scan_match(prefix, pat, &lens[3]);
-	const redisReply *c, *e;
-	redisReply *r;
+	/* A PATTERN whose first character may stand for a '}' or '\' may
+	 * match a KEY stored marked, P{\KEY} (keys.h): then every P{* is
+	 * scanned and candidate() matches the KEYs (a leading '*' matches
+	 * the mark anyway). */
+	char *match = glob_scan_match(prefix, pat[0] != '\0' &&
+	    strchr("?[}\\", pat[0]) != NULL ? "*" : pat, &lens[3]);
+	const struct reply *c, *e;
+	struct reply *r;
 	int st = -1;
 
 	argv[3] = match;
 	for (;;) {
 		lens[1] = strlen(cursor);
-		if ((r = conn_command(cn, 6, argv, lens)) == NULL)
+		if ((r = server_command(cn, 6, argv, lens)) == NULL)
 			break;
-		if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-		    (c = r->element[0])->type != REDIS_REPLY_STRING ||
+		if (r->type != REPLY_ARRAY || r->elements != 2 ||
+		    (c = r->element[0])->type != REPLY_STRING ||
 		    c->len == 0 || c->len >= sizeof(cursor) ||
-		    r->element[1]->type != REDIS_REPLY_ARRAY) {
-			conn_fail_reply(cn, "SCAN", r);
-			freeReplyObject(r);
+		    r->element[1]->type != REPLY_ARRAY) {
+			server_fail_reply(cn, "SCAN", r);
+			reply_free(r);
 			break;
 		}
 		for (i = 0; i < r->element[1]->elements; i++)
 			if ((e = r->element[1]->element[i])->type ==
-			    REDIS_REPLY_STRING)
+			    REPLY_STRING)
 				candidate(f, prefix, pat, e->str, e->len);
 		memcpy(cursor, c->str, c->len + 1);
-		freeReplyObject(r);
+		reply_free(r);
 		if (strcmp(cursor, "0") == 0) {
 			st = 0;
 			break;
@@ -310,28 +181,26 @@ scan_all(struct conn *cn, const char *prefix, const char *pat,
 
 /* A Cluster spreads the locks over its masters: SCAN each of them. */
 static int
-scan_everywhere(struct conn *cn, const char *prefix, const char *pat,
+scan_everywhere(struct server *cn, const char *prefix, const char *pat,
     struct found *f)
 {
-	int64_t t = cn->cfg->connect_timeout_ms;
+	int64_t t = server_connect_timeout(cn);
 	struct hostport *hp;
-	struct conn node;
+	struct server *node;
 	int i, n, st = 0;
 
-	if (cn->cfg->ep.kind != EP_CLUSTER)
+	if (server_cfg(cn)->ep.kind != EP_CLUSTER)
 		return scan_all(cn, prefix, pat, f);
-	if ((n = topo_masters(cn, &hp)) < 0)
+	if ((n = server_masters(cn, &hp)) < 0)
 		return -1;
 	for (i = 0; i < n; i++) {
-		conn_init_like(&node, cn, t, t);
-		if (st == 0 && (conn_connect_node(&node, hp[i].host,
-		    hp[i].port, mono_ms() + t) != 0 ||
-		    scan_all(&node, prefix, pat, f) < 0)) {
-			cn->status = node.status;
-			memcpy(cn->err, node.err, sizeof(cn->err));
+		node = server_clone(cn, t, t);
+		if (st == 0 && (server_open_node(node, hp[i].host,
+		    hp[i].port) != 0 || scan_all(node, prefix, pat, f) < 0)) {
+			*server_failure_rw(cn) = *server_failure(node);
 			st = -1;
 		}
-		conn_close(&node);
+		server_free(node);
 		free(hp[i].host);
 	}
 	free(hp);
@@ -380,7 +249,7 @@ keep_held(struct found *f)
 			continue;
 		}
 		if (f->v[i].r != NULL)
-			freeReplyObject(f->v[i].r);
+			reply_free(f->v[i].r);
 		free(f->v[i].key);
 	}
 	f->n = n;
@@ -388,7 +257,7 @@ keep_held(struct found *f)
 
 /* rlock list: 0, or -1 on an error (in cn). */
 static int
-list_main(const struct rlock_opts *o, struct conn *cn)
+list_main(const struct rlock_opts *o, struct server *cn)
 {
 	const char *pat = o->nargs > 0 ? o->args[0] : "*";
 	struct found f = { NULL, 0, 0 };
@@ -401,8 +270,9 @@ list_main(const struct rlock_opts *o, struct conn *cn)
 		/* Some other client's hash or list under a lock's name is
 		 * not a lock: skip it rather than fail the whole list. */
 		if ((st = view_inspect(cn, o->prefix, &f.v[i])) < 0 &&
-		    cn->c != NULL && strstr(cn->err, "WRONGTYPE") != NULL) {
-			msg_verbose("skipping: %s", cn->err);
+		    server_is_open(cn) && strstr(server_failure(cn)->why,
+		    "WRONGTYPE") != NULL) {
+			msg_verbose("skipping: %s", server_failure(cn)->why);
 			st = 0;
 		}
 	}
@@ -422,17 +292,18 @@ list_main(const struct rlock_opts *o, struct conn *cn)
 
 /* The broken holders, one line each: who to call. */
 static int
-release_report(const struct rlock_opts *o, struct conn *cn, redisReply *r)
+release_report(const struct rlock_opts *o, struct server *cn,
+    struct reply *r)
 {
 	size_t i;
 
-	if (r->type != REDIS_REPLY_ARRAY) {
-		conn_fail_reply(cn, "release --force", r);
+	if (r->type != REPLY_ARRAY) {
+		server_fail_reply(cn, "release --force", r);
 		return -1;
 	}
 	for (i = 0; i < r->elements; i++)
 		if (!view_strings(r->element[i], VIEW_WHO_N, 0)) {
-			conn_fail_reply(cn, "release --force", r);
+			server_fail_reply(cn, "release --force", r);
 			return -1;
 		}
 	if (r->elements == 0) {
@@ -451,12 +322,12 @@ release_report(const struct rlock_opts *o, struct conn *cn, redisReply *r)
 
 /* rlock release --force: 0 broken, 1 nothing held, -1 error (in cn). */
 static int
-release_main(const struct rlock_opts *o, struct conn *cn)
+release_main(const struct rlock_opts *o, struct server *cn)
 {
 	struct view_keys ks;
 	const char *argv[11];
 	size_t lens[11];
-	redisReply *r;
+	struct reply *r;
 	char ttl[24];
 	int st;
 
@@ -474,7 +345,7 @@ release_main(const struct rlock_opts *o, struct conn *cn)
 	if (r == NULL)
 		return -1;
 	st = release_report(o, cn, r);
-	freeReplyObject(r);
+	reply_free(r);
 	return st;
 }
 
@@ -530,7 +401,7 @@ close_stdout(int st)
 }
 
 static int
-one_server(const struct rlock_opts *o, struct conn *cn)
+one_server(const struct rlock_opts *o, struct server *cn)
 {
 	if (o->mode == MODE_STATUS)
 		return status_main(o, cn);
@@ -547,17 +418,18 @@ one_server(const struct rlock_opts *o, struct conn *cn)
  * an array of {"master": URL, "view": what one server would print}.
  */
 static int
-each_master(const struct rlock_opts *o, struct conn *cn)
+each_master(const struct rlock_opts *o, struct lock *l,
+    const struct lock_cfg *cfg, struct failure *fail)
 {
-	int i, n = cn->cfg->npeers, st, yes = 0, answered = 0;
+	int i, n = lock_servers(l), st, yes = 0, answered = 0;
+	struct server *p;
 	char url[300];
 
 	if (o->json)
 		fputs("[\n", stdout);
 	for (i = 0; i < n; i++) {
-		struct conn *p = &cn->peers[i];
-
-		url_redacted(&p->cfg->ep, url, sizeof(url));
+		p = lock_server(l, i);
+		url_redacted(&cfg->servers[i].ep, url, sizeof(url));
 		if (o->json) {
 			printf("%s{\"master\": ", i ? ",\n" : "");
 			json_string(stdout, url, strlen(url));
@@ -566,14 +438,15 @@ each_master(const struct rlock_opts *o, struct conn *cn)
 			printf("%s== master %d of %d: %s\n", i ? "\n" : "",
 			    i + 1, n, url);
 		}
-		st = p->c ? one_server(o, p) : -1;
+		st = server_is_open(p) ? one_server(o, p) : -1;
 		if (st < 0) {
 			if (o->json)
 				fputs("null", stdout);
 			else
-				printf("unreachable: %s\n", p->err);
-			if (p->c == NULL || p->err[0])
-				msg_warn("%s: %s", url, p->err);
+				printf("unreachable: %s\n",
+				    server_failure(p)->why);
+			if (!server_is_open(p) || server_failure(p)->why[0])
+				msg_warn("%s: %s", url, server_failure(p)->why);
 		} else {
 			answered++;
 			yes += st == 0;
@@ -583,43 +456,47 @@ each_master(const struct rlock_opts *o, struct conn *cn)
 	}
 	if (o->json)
 		fputs("\n]\n", stdout);
-	if (answered < quorum_majority(cn)) {
-		snprintf(cn->err, sizeof(cn->err), "only %d of %d masters "
+	if (answered < lock_majority(l)) {
+		failure_set(fail, RL_EXIT_UNAVAILABLE, "only %d of %d masters "
 		    "answered", answered, n);
-		cn->status = RL_EXIT_UNAVAILABLE;
 		return -1;
 	}
 	if (o->mode == MODE_LIST)
 		return RL_EXIT_OK;
 	if (o->mode == MODE_RELEASE)
 		return yes > 0 ? RL_EXIT_OK : RL_EXIT_FALSE;
-	return yes >= quorum_majority(cn) ? RL_EXIT_OK : RL_EXIT_FALSE;
+	return yes >= lock_majority(l) ? RL_EXIT_OK : RL_EXIT_FALSE;
 }
 
 int
 report_main(const struct rlock_opts *o)
 {
-	struct conn_cfg cfg;
-	struct conn cn;
+	struct lock_cfg cfg;
+	struct failure fail;
+	struct lock *l;
 	int st;
 
-	if ((st = check_args(o)) != 0 || (st = run_conn_cfg(o, &cfg)) != 0)
+	if ((st = check_args(o)) != 0 || (st = config_lock(o, &cfg)) != 0)
 		return st;
-	if ((st = conn_open(&cn, &cfg, cfg.connect_timeout_ms)) != 0) {
-		run_report_conn_error(&cfg, st, cn.err);
+	l = lock_new(&cfg);
+	if ((st = lock_open(l)) != 0) {
+		config_report(&cfg, lock_failure(l));
 		goto out;
 	}
-	if (cfg.npeers)
-		st = each_master(o, &cn);
-	else
-		st = one_server(o, &cn);
+	failure_clear(&fail);
+	if (cfg.redlock) {
+		st = each_master(o, l, &cfg, &fail);
+	} else {
+		st = one_server(o, lock_server(l, 0));
+		fail = *server_failure(lock_server(l, 0));
+	}
 	if (st < 0) {
-		st = cn.status;
-		run_report_conn_error(&cfg, st, cn.err);
+		st = fail.status;
+		config_report(&cfg, &fail);
 	}
 	st = close_stdout(st);
 out:
-	conn_close(&cn);
-	run_conn_cfg_free(&cfg);
+	lock_free(l);
+	lock_cfg_free(&cfg);
 	return st;
 }

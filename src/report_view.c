@@ -96,53 +96,53 @@ view_put_text(const char *s, size_t len)
 }
 
 static void
-put_reply(const redisReply *s)
+put_reply(const struct reply *s)
 {
 	view_put_text(s->str, s->len);
 }
 
 /* A decimal field rlock wrote; 0 when absent or not a number. */
 static int
-num(const redisReply *s, long long *v)
+num(const struct reply *s, long long *v)
 {
 	return s->len > 0 && int_parse(s->str, 0, INT64_MAX, v) == 0;
 }
 
 /* Does r have n elements, strings from index `from` on? */
 int
-view_strings(const redisReply *r, size_t n, size_t from)
+view_strings(const struct reply *r, size_t n, size_t from)
 {
 	size_t i;
 
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != n)
+	if (r->type != REPLY_ARRAY || r->elements != n)
 		return 0;
 	for (i = from; i < n; i++)
-		if (r->element[i]->type != REDIS_REPLY_STRING)
+		if (r->element[i]->type != REPLY_STRING)
 			return 0;
 	return 1;
 }
 
 /* Check the whole shape of inspect.lua's reply, then fill v from it. */
 int
-view_parse(struct view *v, const redisReply *r)
+view_parse(struct view *v, const struct reply *r)
 {
-	const redisReply *h, *w, *m;
+	const struct reply *h, *w, *m;
 	size_t i;
 
-	if (r->type != REDIS_REPLY_ARRAY || r->elements != 6 ||
-	    r->element[0]->type != REDIS_REPLY_INTEGER ||
-	    r->element[1]->type != REDIS_REPLY_STRING ||
-	    r->element[2]->type != REDIS_REPLY_INTEGER ||
-	    r->element[3]->type != REDIS_REPLY_ARRAY ||
-	    r->element[4]->type != REDIS_REPLY_INTEGER ||
-	    r->element[5]->type != REDIS_REPLY_ARRAY)
+	if (r->type != REPLY_ARRAY || r->elements != 6 ||
+	    r->element[0]->type != REPLY_INTEGER ||
+	    r->element[1]->type != REPLY_STRING ||
+	    r->element[2]->type != REPLY_INTEGER ||
+	    r->element[3]->type != REPLY_ARRAY ||
+	    r->element[4]->type != REPLY_INTEGER ||
+	    r->element[5]->type != REPLY_ARRAY)
 		return -1;
 	m = r->element[1];
 	h = r->element[3];
 	w = r->element[5];
 	for (i = 0; i < h->elements; i++)
 		if (!view_strings(h->element[i], H_N, 1) ||
-		    h->element[i]->element[0]->type != REDIS_REPLY_INTEGER)
+		    h->element[i]->element[0]->type != REPLY_INTEGER)
 			return -1;
 	for (i = 0; i < w->elements; i++)
 		if (!view_strings(w->element[i], VIEW_WHO_N, 0))
@@ -165,14 +165,14 @@ view_parse(struct view *v, const redisReply *r)
 	return 0;
 }
 
-/* Read everything about v->key in one script call; -1: error in cn. */
+/* Read everything about v->key in one script call; -1: failure in cn. */
 int
-view_inspect(struct conn *cn, const char *prefix, struct view *v)
+view_inspect(struct server *cn, const char *prefix, struct view *v)
 {
 	struct view_keys ks;
 	const char *argv[8];
 	size_t lens[8];
-	redisReply *r;
+	struct reply *r;
 	char what[80];
 	int i;
 
@@ -185,12 +185,12 @@ view_inspect(struct conn *cn, const char *prefix, struct view *v)
 	view_keys_free(&ks);
 	if (r == NULL)
 		return -1;
-	if (r->type == REDIS_REPLY_ERROR || view_parse(v, r) < 0) {
+	if (r->type == REPLY_ERROR || view_parse(v, r) < 0) {
 		i = snprintf(what, sizeof(what), "reading '");
 		printable(v->key, v->keylen, what + i, sizeof(what) - i - 1);
 		strcat(what, "'");
-		conn_fail_reply(cn, what, r);
-		freeReplyObject(r);
+		server_fail_reply(cn, what, r);
+		reply_free(r);
 		return -1;
 	}
 	v->r = r;
@@ -204,7 +204,7 @@ view_held(const struct view *v)
 }
 
 static void
-json_str(const redisReply *s)
+json_str(const struct reply *s)
 {
 	if (s->len == 0)
 		fputs("null", stdout);
@@ -213,7 +213,7 @@ json_str(const redisReply *s)
 }
 
 static void
-json_num(const redisReply *s)
+json_num(const struct reply *s)
 {
 	long long v;
 
@@ -225,7 +225,7 @@ json_num(const redisReply *s)
 
 /* "user", "host", "pid", "command" from four strings in that order. */
 static void
-json_who(redisReply **e)
+json_who(struct reply **e)
 {
 	fputs("\"user\":", stdout);
 	json_str(e[0]);
@@ -238,7 +238,7 @@ json_who(redisReply **e)
 }
 
 static void
-json_holder(const redisReply *h, long long now)
+json_holder(const struct reply *h, long long now)
 {
 	long long since, left = h->element[0]->integer;
 
@@ -311,7 +311,7 @@ view_print_json(const struct view *v, size_t n)
 
 /* "user@host, pid N" (and ": cmd") from four strings in that order. */
 void
-view_put_who(redisReply **e, int with_cmd)
+view_put_who(struct reply **e, int with_cmd)
 {
 	if (e[0]->len == 0 && e[1]->len == 0 && e[2]->len == 0) {
 		fputs("unknown (not written by rlock)", stdout);
@@ -353,7 +353,7 @@ text_since(long long since, long long now)
 }
 
 static void
-text_holder(const redisReply *h, long long now)
+text_holder(const struct reply *h, long long now)
 {
 	long long v, left = h->element[0]->integer;
 	char buf[32];
@@ -422,7 +422,7 @@ view_free_all(struct view *v, size_t n, int own_keys)
 
 	for (i = 0; i < n; i++) {
 		if (v[i].r)
-			freeReplyObject(v[i].r);
+			reply_free(v[i].r);
 		if (own_keys)
 			free(v[i].key);
 	}
@@ -433,7 +433,7 @@ view_free_all(struct view *v, size_t n, int own_keys)
 void
 view_print_line(const struct view *v)
 {
-	const redisReply *h = v->holders->element[0];
+	const struct reply *h = v->holders->element[0];
 	char left[32];
 
 	view_put_text(v->key, v->keylen);

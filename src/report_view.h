@@ -9,8 +9,9 @@
 
 #include <stddef.h>
 
-#include "conn.h"
-#include "lock.h"
+#include "keys.h"
+#include "reply.h"
+#include "server.h"
 
 /* Fields of a waiter or a broken holder: user, host, pid, cmd. */
 #define VIEW_WHO_N 4
@@ -19,10 +20,10 @@
 struct view {
 	char *key;			/* argv's, or owned (list) */
 	size_t keylen;
-	redisReply *r;
+	struct reply *r;
 	long long now, limit, queued;
 	const char *mode;		/* "mutex", "semaphore", "free" */
-	const redisReply *holders, *waiters;
+	const struct reply *holders, *waiters;
 };
 
 /* The Redis keys of KEY, and P{KEY}:meta: (the -N holders' prefix). */
@@ -39,10 +40,10 @@ void view_keys_free(struct view_keys *ks);
 
 /*
  * Fill v (v->key, v->keylen set by the caller) from inspect.lua: 0, or -1
- * with the status and message in cn. v->r is then the caller's to free
+ * with the failure recorded in cn. v->r is then the caller's to free
  * (view_free_all).
  */
-int view_inspect(struct conn *cn, const char *prefix, struct view *v);
+int view_inspect(struct server *cn, const char *prefix, struct view *v);
 
 /*
  * Check the whole shape of inspect.lua's reply r, then fill v's fields
@@ -50,7 +51,7 @@ int view_inspect(struct conn *cn, const char *prefix, struct view *v);
  * which stays the caller's). 0, or -1 if r is not such a reply. Apart
  * from the connection so it can be tested and fuzzed alone.
  */
-int view_parse(struct view *v, const redisReply *r);
+int view_parse(struct view *v, const struct reply *r);
 
 /* Is the KEY of v held (mutex or semaphore)? */
 int view_held(const struct view *v);
@@ -70,9 +71,9 @@ void view_print_line(const struct view *v);
 void view_put_text(const char *s, size_t len);
 
 /* "user@host, pid N" (with_cmd: and ": cmd") from VIEW_WHO_N strings. */
-void view_put_who(redisReply **e, int with_cmd);
+void view_put_who(struct reply **e, int with_cmd);
 
 /* Is r an array of n elements, strings from index `from` on? */
-int view_strings(const redisReply *r, size_t n, size_t from);
+int view_strings(const struct reply *r, size_t n, size_t from);
 
 #endif

@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Running the embedded Lua scripts: EVALSHA first, EVAL when the server
- * answers NOSCRIPT (a restart, a failover, SCRIPT FLUSH: the script cache
- * is neither persisted nor replicated).
+ * Running the embedded Lua scripts on one server: EVALSHA first, EVAL
+ * when the server answers NOSCRIPT (a restart, a failover, SCRIPT FLUSH:
+ * the script cache is neither persisted nor replicated).
  */
 #ifndef RLOCK_SCRIPT_H
 #define RLOCK_SCRIPT_H
 
 #include <stddef.h>
 
-#include "conn.h"
+#include "reply.h"
+#include "server.h"
 
 struct lua_script {
 	const char *name;
@@ -21,11 +22,11 @@ struct lua_script {
 #define SCRIPT_MAX_ARGS 24
 
 /*
- * Run s with nkeys keys then nargs args (binary-safe). Returns the reply,
- * error replies included (caller frees), or NULL on I/O failure (cn
- * closed, cn->err set).
+ * Run sc with nkeys keys then nargs args (binary-safe). Returns the reply,
+ * error replies included (caller frees), or NULL on I/O failure (s
+ * closed, failure recorded).
  */
-redisReply *script_run(struct conn *cn, const struct lua_script *s,
+struct reply *script_run(struct server *s, const struct lua_script *sc,
     int nkeys, int nargs, const char **argv, const size_t *lens);
 
 /*
@@ -34,7 +35,7 @@ redisReply *script_run(struct conn *cn, const struct lua_script *s,
  * it has not cached yet waits out the pause: Redis cannot know that the
  * script only reads). Where these do not exist (Redis 6), script_run.
  */
-redisReply *script_run_ro(struct conn *cn, const struct lua_script *s,
+struct reply *script_run_ro(struct server *s, const struct lua_script *sc,
     int nkeys, int nargs, const char **argv, const size_t *lens);
 
 #endif

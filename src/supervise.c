@@ -24,16 +24,20 @@
 #include <unistd.h>
 
 #include "exitcode.h"
+#include "lease.h"
 #include "renew.h"
 #include "sig.h"
 #include "util.h"
 
 enum lost_how { HELD, LOST_NOT_OURS, LOST_UNRENEWED };
 
+/* After a failed poll() (ENOMEM), the next try: short against any lease. */
+#define POLL_RETRY_MS 10
+
 struct sup {
 	const struct rlock_opts *o;
 	struct lock_ctx *ctx;
-	struct conn *cn;
+	struct lock *l;
 	int sigfd;
 	pid_t child;
 	int own_pgrp;			/* COMMAND leads a process group */
@@ -41,7 +45,6 @@ struct sup {
 	int exec_errno;			/* exec failed with this; 0 it ran */
 	int wstatus;
 	struct renewer rw;
-	int64_t renew_at;		/* thread start due; INT64_MAX: done */
 	enum lost_how lost;
 	int64_t term_at;		/* when SIGTERM went out; 0 not yet */
 	int kill_sent;
@@ -49,28 +52,16 @@ struct sup {
 	char key[96];			/* printable, for messages */
 };
 
-/* Redlock's clock-drift rule: 1% of the lease plus 2 ms. */
-static int64_t
-drift_ms(int64_t lease)
-{
-	return lease / 100 + 2;
-}
-
 static int64_t
 deadline_of(const struct sup *s)
 {
-	int64_t lease = s->ctx->lease_ms;
-
-	return atomic_load(&s->rw.last_ok) + lease - drift_ms(lease);
+	return lease_deadline(atomic_load(&s->rw.last_ok), s->ctx->lease_ms);
 }
 
-/* --kill-after, shortened to fit between two renewals and the deadline. */
 static int64_t
 grace_ms(const struct sup *s)
 {
-	int64_t fit = (s->ctx->lease_ms - drift_ms(s->ctx->lease_ms)) / 2;
-
-	return s->o->kill_after_ms < fit ? s->o->kill_after_ms : fit;
+	return lease_kill_grace_ms(s->ctx->lease_ms, s->o->kill_after_ms);
 }
 
 static int
@@ -133,44 +124,53 @@ export_env(const struct lock_ctx *ctx, const char *key, int64_t fence)
 }
 
 /*
- * Fork COMMAND; returns 0, or an exit status when it could not be forked.
- * Whether its exec worked is read later (exec_settle): waiting for it here
- * would wake us just as COMMAND starts, to compete with it for a CPU.
+ * Start COMMAND; returns 0, or an exit status when it could not be forked.
+ * vfork: the child borrows our memory until its exec, so neither side
+ * takes the copy-on-write faults a fork costs for every page it writes
+ * (43 of an uncontended run's ~190 page faults here). The child only
+ * resets signals, sets its death signal and execs, on its own stack
+ * frames below ours; it writes nothing of ours but errno. We are
+ * suspended until its exec: the renewal thread, started before, keeps the
+ * lease meanwhile, should the exec hang (a binary on a stalled network
+ * file system). Whether the exec worked is read later (exec_settle):
+ * waiting for it here would wake us just as COMMAND starts, to compete
+ * with it for a CPU.
  *
  * Signals sent to our whole process group (kill -- -PGID, a supervisor
  * stopping its job) must reach COMMAND once, not once directly and once
  * more through us. So unless we are the foreground job of a terminal,
- * COMMAND gets a process group of its own, which such signals do not
- * reach, and we forward what we get to that whole group (COMMAND and its
- * children, as the group signal would have reached them). In a
- * terminal's foreground, COMMAND stays in our group, so it can use the
- * terminal; there ^C reaches it directly, and on_signal does not forward
- * a second one.
+ * COMMAND gets a process group of its own (the child sets it before its
+ * exec, so before we run again), which such signals do not reach, and we
+ * forward what we get to that whole group (COMMAND and its children, as
+ * the group signal would have reached them). In a terminal's foreground,
+ * COMMAND stays in our group, so it can use the terminal; there ^C
+ * reaches it directly, and on_signal does not forward a second one.
  */
 static int
 spawn(struct sup *s)
 {
 	int p[2];
-	pid_t parent = getpid();
+	pid_t parent = getpid(), child;
 
 	s->own_pgrp = !sig_foreground();
+
+	/* The OS refusing us a pipe or a process is not COMMAND's fault:
+	 * 71, not 126 (not executable). */
 	if (pipe2(p, O_CLOEXEC) < 0) {
-		msg_err("pipe: %s", strerror(errno));
-		return RL_EXIT_EXEC_NOEXEC;
+		msg_err("cannot run COMMAND: pipe: %s", strerror(errno));
+		return RL_EXIT_OSERR;
 	}
-	if ((s->child = fork()) < 0) {
-		msg_err("cannot fork: %s", strerror(errno));
-		close(p[0]);
-		close(p[1]);
-		return RL_EXIT_EXEC_NOEXEC;
-	}
-	if (s->child == 0) {
+	if ((child = vfork()) == 0) {
 		close(p[0]);
 		child_exec(s->o, p[1], parent, s->own_pgrp);
 	}
-	/* Both sides set it, so it is in place whichever runs first. */
-	if (s->own_pgrp)
-		(void)setpgid(s->child, s->child);
+	if (child < 0) {
+		msg_err("cannot run COMMAND: fork: %s", strerror(errno));
+		close(p[0]);
+		close(p[1]);
+		return RL_EXIT_OSERR;
+	}
+	s->child = child;
 	close(p[1]);
 	s->exec_fd = p[0];
 	return 0;
@@ -226,7 +226,7 @@ stalled(struct sup *s, int64_t asked_ms, int64_t took_ms)
 {
 	int64_t late = took_ms - asked_ms;
 
-	if (late < s->ctx->lease_ms / 3 || late < 100)
+	if (late < lease_renew_interval_ms(s->ctx->lease_ms) || late < 100)
 		return;
 	if (late > s->stall_ms || s->stall_end < atomic_load(&s->rw.last_ok))
 		s->stall_ms = late;
@@ -288,7 +288,7 @@ check_lease(struct sup *s)
 			at = dl;
 			break;
 		default:
-			at = dl + drift_ms(s->ctx->lease_ms);
+			at = dl + lease_drift_ms(s->ctx->lease_ms);
 			break;
 		}
 		if (now < at)
@@ -333,95 +333,69 @@ on_signal(struct sup *s, const struct signalfd_siginfo *si)
 	return 0;
 }
 
-static void
-start_renewal(struct sup *s)
-{
-	s->renew_at = INT64_MAX;
-	/* Without renewal the lease simply runs out: the deadline logic
-	 * still stops COMMAND in time. */
-	if (renew_start(&s->rw) < 0)
-		msg_warn("cannot start the renewal thread: %s",
-		    strerror(errno));
-}
-
 /*
- * The renewal thread is started only once half of the first renewal
- * interval has passed: a COMMAND shorter than that never pays for it,
- * neither while it starts up nor between its end and the next holder's
- * start. Until then this loop watches the idle connection in the thread's
- * stead, and a connection the server dropped starts the thread at once
- * (it reconnects and verifies the lock right away).
+ * One poll() on the signalfd and the renewal thread's event pipe, with the
+ * next lease decision as its timeout.
  */
 static void
 supervise(struct sup *s)
 {
 	struct signalfd_siginfo si;
 	struct pollfd p[2];
-	int64_t next, until, t0;
+	int64_t next, t0;
+	int poll_failed = 0, tmo;
 	char drain[64];
-	int tmo;
 
 	p[0] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
-	p[1] = (struct pollfd){ .fd = -1, .events = POLLIN };
+	p[1] = (struct pollfd){ .fd = s->rw.running ?
+	    renew_event_fd(&s->rw) : -1, .events = POLLIN };
 	for (;;) {
 		next = check_lease(s);
-		if (s->renew_at != INT64_MAX) {
-			until = s->renew_at - mono_ms();
-			if (until <= 0)
-				start_renewal(s);
-			else if (next < 0 || until < next)
-				next = until;
-		}
-		if (s->rw.running)
-			p[1].fd = renew_event_fd(&s->rw);
-		else
-			p[1].fd = s->renew_at != INT64_MAX ?
-			    conn_fd(s->cn) : -1;
 		tmo = next < 0 || next > 60000 ? 60000 : (int)next;
 		t0 = mono_ms();
-		if (poll(p, 2, tmo) < 0 && errno != EINTR)
-			break;
+		if (poll(p, 2, tmo) < 0 && errno != EINTR) {
+			/* ENOMEM: the kernel could not track the fds this
+			 * once. Leaving the loop would drop the deadline and
+			 * the forwarding; try again shortly instead. */
+			if (!poll_failed++)
+				msg_warn("poll: %s; retrying", strerror(errno));
+			nap_ms(POLL_RETRY_MS);
+			continue;
+		}
 		stalled(s, tmo, mono_ms() - t0);
-		if (p[1].revents && !s->rw.running)
-			start_renewal(s);
-		else if (p[1].revents & POLLIN)
+		if (p[1].revents & POLLIN)
 			while (read(p[1].fd, drain, sizeof(drain)) > 0)
 				;
 		while (sig_take(s->sigfd, &si) != 0)
 			if (on_signal(s, &si))
 				return;
 	}
-	while (waitpid(s->child, &s->wstatus, 0) < 0 && errno == EINTR)
-		;
 }
 
 static void
 release(struct sup *s)
 {
-	int64_t budget = s->cn->cfg->connect_timeout_ms, start = mono_ms();
+	int64_t budget = lock_connect_timeout(s->l), start = mono_ms();
 	int64_t left;
 	int r;
 
-	/* Two syscalls fewer on the hand-off path when nothing changes. */
-	if (s->cn->cmd_timeout_ms != budget ||
-	    s->cn->connect_timeout_ms != budget)
-		conn_set_timeouts(s->cn, budget, budget);
+	lock_set_timeouts(s->l, budget, budget);
 	if (s->lost == LOST_NOT_OURS || atomic_load(&s->rw.not_ours))
 		return;
-	r = conn_is_open(s->cn) ? lock_release(s->cn, s->ctx) : -1;
+	r = lock_is_open(s->l) ? lock_release(s->l, s->ctx) : -1;
 	/* A fresh connection is worth a try after a dropped one, but a
 	 * silent server gets one --connect-timeout in all, not two. */
 	left = budget - (mono_ms() - start);
 	if (r < 0 && left > 0) {
-		conn_set_timeouts(s->cn, left, left);
-		if (conn_reopen(s->cn) == 0)
-			r = lock_release(s->cn, s->ctx);
+		lock_set_timeouts(s->l, left, left);
+		if (lock_reopen(s->l) == 0)
+			r = lock_release(s->l, s->ctx);
 	}
 	if (r == 1)
 		trace_event("release");
 	if (r < 0) {
 		msg_warn("could not release '%s': %s; it expires by itself "
-		    "within the lease", s->key, s->cn->err);
+		    "within the lease", s->key, lock_failure(s->l)->why);
 	} else if (r == 0 && s->lost == HELD) {
 		/* Taken or removed between our last extend and COMMAND's end:
 		 * the lease was lost while COMMAND ran all the same (70). */
@@ -432,6 +406,32 @@ release(struct sup *s)
 	} else {
 		msg_verbose("released '%s'", s->key);
 	}
+}
+
+/*
+ * Out of memory while holding (in any thread): COMMAND must not outlive
+ * its guard, nor the lock outlive COMMAND. Unless --on-lost ignore,
+ * COMMAND is killed and reaped, then the lock released on a connection
+ * of our own (oom() freed a reserve for this), then rlock exits 71.
+ */
+static struct sup *oom_sup;
+
+static void
+oom_release(void)
+{
+	struct sup *s = oom_sup;
+	struct lock *l;
+
+	if (s == NULL || lost_signal(s->o->on_lost) == 0)
+		return;
+	if (s->child > 0) {
+		kill(s->child, SIGKILL);
+		while (waitpid(s->child, NULL, 0) < 0 && errno == EINTR)
+			;
+	}
+	l = lock_new_like(s->l);
+	if (lock_open(l) == 0 && lock_release(l, s->ctx) == 1)
+		msg_err("released '%s' after killing COMMAND", s->key);
 }
 
 static int
@@ -459,25 +459,22 @@ exit_status(const struct sup *s)
 static int
 confirm_grant(struct sup *s, int64_t *granted)
 {
-	int64_t lease = s->ctx->lease_ms, t = lease / 5, t0, held;
+	int64_t lease = s->ctx->lease_ms, t0, held, t;
 	int r = -1;
 
-	if ((held = mono_ms() - *granted) < lease / 3)
+	if ((held = mono_ms() - *granted) < lease_renew_interval_ms(lease))
 		return 0;
 	/* The same bound per try as the renewal thread's. */
-	if (t < 50)
-		t = 50;
-	if (t > s->cn->cfg->connect_timeout_ms)
-		t = s->cn->cfg->connect_timeout_ms;
-	conn_set_timeouts(s->cn, t, t);
+	t = lease_try_timeout_ms(lease, lock_connect_timeout(s->l));
+	lock_set_timeouts(s->l, t, t);
 	t0 = mono_ms();
-	if (conn_is_open(s->cn) || conn_reopen(s->cn) == 0)
-		r = lock_extend(s->cn, s->ctx);
+	if (lock_is_open(s->l) || lock_open(s->l) == 0)
+		r = lock_extend(s->l, s->ctx);
 	if (r == 1) {
 		*granted = t0;
 		return 0;
 	}
-	if (r < 0 && mono_ms() < *granted + lease - drift_ms(lease))
+	if (r < 0 && mono_ms() < lease_deadline(*granted, lease))
 		return 0;	/* still ours for a while: the supervisor acts */
 	msg_err("lost the lock '%s' before COMMAND started (%lldms after "
 	    "asking for it): %s; COMMAND not run", s->key, (long long)held,
@@ -490,33 +487,40 @@ confirm_grant(struct sup *s, int64_t *granted)
 }
 
 int
-sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct conn *cn,
+sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
     int sigfd, const struct wait_result *res)
 {
-	struct sup s = { .o = o, .ctx = ctx, .cn = cn, .sigfd = sigfd,
+	struct sup s = { .o = o, .ctx = ctx, .l = l, .sigfd = sigfd,
 	    .exec_fd = -1 };
 	int64_t granted = res->granted_at;
-	int st, e;
+	int st, e = 0;
 
 	printable(o->key, strlen(o->key), s.key, sizeof(s.key));
 	if ((st = confirm_grant(&s, &granted)) != 0)
 		return st;
 	export_env(ctx, o->key, res->fence);
-	renew_init(&s.rw, cn, ctx, granted);
-	s.renew_at = granted + ctx->lease_ms / 6;
-	if ((st = spawn(&s)) != 0) {
-		release(&s);
-		return st;
+	renew_init(&s.rw, l, ctx, granted);
+	oom_sup = &s;
+	oom_on(oom_release);
+	/* Before COMMAND: spawn() suspends us until its exec. Without
+	 * renewal the lease simply runs out: the deadline logic still stops
+	 * COMMAND in time. */
+	if (renew_start(&s.rw) < 0)
+		msg_warn("cannot start the renewal thread: %s",
+		    strerror(errno));
+	if ((st = spawn(&s)) == 0) {
+		msg_verbose("running COMMAND (pid %ld) with fence %lld",
+		    (long)s.child, (long long)res->fence);
+		supervise(&s);
+		if ((e = exec_settle(&s)) != 0)
+			st = exec_failed(o, e);
 	}
-	msg_verbose("running COMMAND (pid %ld) with fence %lld",
-	    (long)s.child, (long long)res->fence);
-	supervise(&s);
-	if ((e = exec_settle(&s)) != 0)
-		st = exec_failed(o, e);
 	/* Release first: the next holder need not wait for our thread to
-	 * end. It can no longer extend (nor touch cn) from here on. */
+	 * end. It can no longer extend (nor touch the connection) from here on. */
 	renew_take_conn(&s.rw);
 	release(&s);
 	renew_stop(&s.rw);
-	return e != 0 ? st : exit_status(&s);
+	oom_on(NULL);
+	oom_sup = NULL;
+	return st != 0 || e != 0 ? st : exit_status(&s);
 }

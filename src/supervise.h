@@ -9,14 +9,13 @@
 #define RLOCK_SUPERVISE_H
 
 #include "cli.h"
-#include "conn.h"
 #include "lock.h"
 #include "wait.h"
 
 /* Run o's COMMAND under ctx's lock (granted as in res); returns the exit
  * status. The lock is released before it returns. */
 int sup_run(const struct rlock_opts *o, struct lock_ctx *ctx,
-    struct conn *cn, int sigfd, const struct wait_result *res);
+    struct lock *l, int sigfd, const struct wait_result *res);
 
 /* Exec o's COMMAND in this process (nested, re-entrant run): returns
  * only on failure, with 126 or 127 after the message. */

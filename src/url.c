@@ -59,6 +59,8 @@ pct_decode(const char *s, size_t n)
 	*o = '\0';
 	return out;
 bad:
+	/* What was decoded so far may be part of a password. */
+	explicit_bzero(out, n + 1);
 	free(out);
 	return NULL;
 }
@@ -379,7 +381,8 @@ url_free(struct endpoint *ep)
 	free(ep->path);
 	free(ep->user);
 	if (ep->pass) {
-		memset(ep->pass, 0, strlen(ep->pass));
+		/* explicit_bzero: a memset before free may be dropped. */
+		explicit_bzero(ep->pass, strlen(ep->pass));
 		free(ep->pass);
 	}
 	memset(ep, 0, sizeof(*ep));
@@ -423,10 +426,6 @@ url_redacted(const struct endpoint *ep, char *buf, size_t len)
 	    user, sizeof(user));
 	if (ep->kind == EP_SENTINEL || ep->kind == EP_CLUSTER) {
 		redacted_multi(ep, user, stars, at, buf, len);
-		return;
-	}
-	if (ep->kind == EP_QUORUM) {
-		snprintf(buf, len, "%d masters (--redlock)", ep->npeers);
 		return;
 	}
 	printable(where, strlen(where), place, sizeof(place));

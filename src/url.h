@@ -9,8 +9,7 @@
 
 #include <stddef.h>
 
-enum endpoint_kind { EP_TCP, EP_UNIX, EP_SENTINEL, EP_CLUSTER,
-    EP_QUORUM /* --redlock: no URL of its own, see conn_cfg.peers */ };
+enum endpoint_kind { EP_TCP, EP_UNIX, EP_SENTINEL, EP_CLUSTER };
 
 struct hostport {
 	char *host;		/* name or address, no brackets */
@@ -29,7 +28,6 @@ struct endpoint {
 	struct hostport *seeds;
 	int nseeds;
 	char *master_name;	/* EP_SENTINEL */
-	int npeers;		/* EP_QUORUM: how many masters */
 };
 
 /*

@@ -7,9 +7,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -154,18 +156,6 @@ nap_ms(int64_t ms)
 		;
 }
 
-struct timeval
-tv_of(int64_t ms)
-{
-	struct timeval tv;
-
-	if (ms < 1)
-		ms = 1;
-	tv.tv_sec = ms / 1000;
-	tv.tv_usec = (ms % 1000) * 1000;
-	return tv;
-}
-
 /* The attribute lets clang check the callers' formats, not only gcc. */
 static void vmsg(const char *prefix, const char *fmt, va_list ap)
     __attribute__((format(printf, 2, 0)));
@@ -218,13 +208,35 @@ msg_verbose(const char *fmt, ...)
 	va_end(ap);
 }
 
-static void
+static void (*oom_hook)(void);
+static void *oom_reserve;
+
+void
+oom_on(void (*hook)(void))
+{
+	/* Room for the hook's own allocations once malloc fails. */
+	if (hook != NULL && oom_reserve == NULL)
+		oom_reserve = malloc(256 * 1024);
+	if (hook == NULL) {
+		free(oom_reserve);
+		oom_reserve = NULL;
+	}
+	oom_hook = hook;
+}
+
+void
 oom(void)
 {
 	static const char m[] = "rlock: out of memory\n";
+	void (*hook)(void) = oom_hook;
 
-	fputs(m, stderr);
-	_exit(RL_EXIT_UNAVAILABLE);
+	(void)!write(STDERR_FILENO, m, sizeof(m) - 1);
+	oom_hook = NULL;
+	free(oom_reserve);
+	oom_reserve = NULL;
+	if (hook != NULL)
+		hook();
+	_exit(RL_EXIT_OSERR);
 }
 
 void *
@@ -374,6 +386,54 @@ printable(const char *s, size_t len, char *buf, size_t buflen)
 		o += 3;
 	}
 	buf[o] = '\0';
+}
+
+/* A name from the environment we may put in the holder record. */
+static int
+plain_name(const char *s, size_t len)
+{
+	size_t n = 0;
+
+	if (s == NULL)
+		return 0;
+	for (; s[n] != '\0'; n++)
+		if ((unsigned char)s[n] < 0x20 || s[n] == 0x7f)
+			return 0;
+	return n > 0 && n < len;
+}
+
+/*
+ * getpwuid() costs every run nineteen system calls here (two tries at
+ * nscd's socket, nsswitch.conf, /etc/passwd). login, su, sudo, cron, ssh
+ * and systemd (User=) set $USER, $LOGNAME and $HOME together to the user
+ * they switch to; what keeps an inherited $USER after a switch (sudo -E,
+ * su -m/-p, runuser -m) keeps that user's $HOME too, which then belongs to
+ * another uid than ours. So the name is believed only with a $HOME of our
+ * own, and NSS is asked whenever $HOME or both names are missing or odd;
+ * never in a setuid run (secure_getenv). The record is information for
+ * people (Redis ACLs guard the lock): one who sets $USER by hand gets that
+ * name in it, as with git's or ssh's use of it.
+ */
+void
+user_name(char *buf, size_t len)
+{
+	const char *name = secure_getenv("USER"), *home;
+	struct passwd *pw;
+	struct stat st;
+	uid_t uid = geteuid();
+
+	if (!plain_name(name, len))
+		name = secure_getenv("LOGNAME");
+	home = secure_getenv("HOME");
+	if (plain_name(name, len) && home != NULL && home[0] == '/' &&
+	    stat(home, &st) == 0 && st.st_uid == uid) {
+		snprintf(buf, len, "%s", name);
+		return;
+	}
+	if ((pw = getpwuid(uid)) != NULL)
+		snprintf(buf, len, "%s", pw->pw_name);
+	else
+		snprintf(buf, len, "%u", (unsigned)uid);
 }
 
 void

@@ -38,8 +38,6 @@ int64_t mono_ms(void);
 /* Sleep ms milliseconds, through EINTR. */
 void nap_ms(int64_t ms);
 
-/* ms as a struct timeval for hiredis, at least 1 ms (0 means "none"). */
-struct timeval tv_of(int64_t ms);
 
 enum msg_level { MSG_QUIET = -1, MSG_NORMAL = 0, MSG_VERBOSE = 1 };
 extern int msg_level;
@@ -48,6 +46,14 @@ extern int msg_level;
 void msg_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void msg_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void msg_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Out of memory: one line, then exit 71. A holder registers a hook that
+ * stops COMMAND and releases the lock first (the hook may allocate: a
+ * reserve is freed for it); oom_on(NULL) removes it.
+ */
+void oom(void) __attribute__((noreturn));
+void oom_on(void (*hook)(void));
 
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
@@ -64,6 +70,13 @@ void json_string(FILE *f, const char *s, size_t len);
 
 /* Copy s into buf as printable text: control and non-ASCII bytes as \xHH. */
 void printable(const char *s, size_t len, char *buf, size_t buflen);
+
+/*
+ * The effective user's name into buf (the uid's number when it has none):
+ * $USER (or $LOGNAME) when $HOME belongs to that user, else NSS
+ * (getpwuid). See util.c for why the first is believed.
+ */
+void user_name(char *buf, size_t len);
 
 
 

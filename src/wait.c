@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
- * The waiting loop. Order matters: SUBSCRIBE first, then try, then block;
- * a release between our try and our block is then a message already queued
- * for us, not a lost wake-up. The subscriber has its own connection (a
- * subscribed connection cannot run scripts). Reads use poll() on the
- * socket, never a socket timeout: in hiredis a timeout kills the context
- * (REDIS-NOTES section 1). A --fair waiter listens on its own
+ * The waiting loop, over whatever the lock layer's waker listens to
+ * (wake.h). Order matters: listen first, then try, then block; a release
+ * between our try and our block is then a message already queued for us,
+ * not a lost wake-up. A --fair waiter listens on its own
  * P{KEY}:wake:TOKEN, and joins the queue only while subscribed: the
  * scripts take a queued waiter nobody hears for dead (queue.lua), which
  * is how a killed one is passed over at once. If the subscription drops,
@@ -26,13 +24,9 @@
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
-#include <sys/signalfd.h>
-
-#include <stdlib.h>
 
 #include "exitcode.h"
 #include "foreign.h"
-#include "quorum.h"
 #include "sig.h"
 #include "util.h"
 #include "waitline.h"
@@ -49,138 +43,26 @@
 #define SENTINEL_RECHECK_MS 1000
 
 struct waiter {
-	struct conn *cn;		/* main connection: scripts */
-	struct conn sub;		/* subscribed to our wake channel */
+	struct lock *l;
+	struct waker *wk;		/* how a release reaches us */
 	const struct lock_ctx *ctx;
 	struct waitline line;
 	int sigfd;
 	int64_t deadline;		/* INT64_MAX: forever */
 	int64_t no_ttl_backoff;
 	int64_t next_beat;		/* --fair heartbeat due */
-	struct conn *qsub;		/* --redlock: each master's :wake */
-	int nq;
 	int queued;			/* we are in the --fair queue */
 	int uncertain;			/* an attempt's outcome is unknown */
-	/* A foreign holder (foreign.h): look, not BLPOP. */
+	int sentinel;			/* ask the sentinels while waiting */
+	/* --- a foreign holder (foreign.h): look, not BLPOP --- */
 	int look;
 	int64_t busy_at;		/* when the last busy reply came */
+	struct failure why;		/* why we give up, on WAIT_ERROR */
+	struct wait_result *res;
 };
 
-enum woke { WOKE_SIGNAL, WOKE_MESSAGE, WOKE_TIMEOUT, WOKE_SUB_LOST };
-
-int
-wait_parse_subscribe(const redisReply *r)
-{
-	return r->type == REDIS_REPLY_ARRAY && r->elements == 3 &&
-	    r->element[0]->type == REDIS_REPLY_STRING &&
-	    (strcmp(r->element[0]->str, "ssubscribe") == 0 ||
-	    strcmp(r->element[0]->str, "subscribe") == 0);
-}
-
-int
-wait_parse_unsubscribed(const redisReply *r)
-{
-	return r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
-	    r->element[0]->type == REDIS_REPLY_STRING &&
-	    (strcmp(r->element[0]->str, "sunsubscribe") == 0 ||
-	    strcmp(r->element[0]->str, "unsubscribe") == 0);
-}
-
-int
-wait_parse_pop(const redisReply *r)
-{
-	if (r->type == REDIS_REPLY_NIL)
-		return 0;
-	return r->type == REDIS_REPLY_ARRAY ? 1 : -1;
-}
-
-/*
- * Sharded pub/sub (Redis 7): in a Cluster the message then reaches the
- * slot's node only, not every node over the bus; the scripts SPUBLISH
- * where they can, so a Redis 6 gets PUBLISH and SUBSCRIBE on both sides.
- */
-static int
-subscribe_on(struct conn *sub, const char *ch, size_t len)
-{
-	const char *argv[2] = { "SSUBSCRIBE", ch };
-	size_t lens[2] = { 10, len };
-	redisReply *r;
-	int ok;
-
-	if (sub->c == NULL && conn_reopen(sub) != 0)
-		return -1;
-	if ((r = conn_command(sub, 2, argv, lens)) == NULL)
-		return -1;
-	if (r->type == REDIS_REPLY_ERROR &&
-	    strstr(r->str, "unknown command") != NULL) {
-		freeReplyObject(r);
-		argv[0] = "SUBSCRIBE";
-		lens[0] = 9;
-		if ((r = conn_command(sub, 2, argv, lens)) == NULL)
-			return -1;
-	}
-	if (!(ok = wait_parse_subscribe(r))) {
-		conn_fail_reply(sub, "subscribe", r);
-		conn_close(sub);
-	}
-	freeReplyObject(r);
-	return ok ? 0 : -1;
-}
-
-static int
-subscribe(struct waiter *w)
-{
-	const struct lock_keys *k = &w->ctx->k;
-
-	return subscribe_on(&w->sub, w->ctx->fair ? k->my_wake : k->wake,
-	    w->ctx->fair ? k->my_wake_len : k->wake_len);
-}
-
-/*
- * --redlock: a release on any master wakes us, so listen to P{KEY}:wake
- * on each (a release publishes there on every master it frees). A master
- * that cannot be reached is left out: its silence costs nothing, as the
- * holder's lease end is our deadline anyway. Returns how many listen.
- */
-static int
-subscribe_quorum(struct waiter *w)
-{
-	const struct lock_keys *k = &w->ctx->k;
-	int i, up = 0;
-
-	for (i = 0; i < w->nq; i++) {
-		if (w->qsub[i].c == NULL)
-			(void)subscribe_on(&w->qsub[i], k->wake, k->wake_len);
-		up += w->qsub[i].c != NULL;
-	}
-	return up;
-}
-
-/* Consume what a subscription delivered; -1 if it died. */
-static int
-drain(struct conn *sub)
-{
-	void *reply = NULL;
-
-	if (redisBufferRead(sub->c) != REDIS_OK)
-		goto dead;
-	for (;;) {
-		if (redisGetReplyFromReader(sub->c, &reply) != REDIS_OK)
-			goto dead;
-		if (reply == NULL)
-			return 0;
-		/* The slot moved away (Cluster): subscribe again where it
-		 * lives now, and try, as a release may fall in between. */
-		if (wait_parse_unsubscribed(reply)) {
-			freeReplyObject(reply);
-			goto dead;
-		}
-		freeReplyObject(reply);
-	}
-dead:
-	conn_close(sub);
-	return -1;
-}
+/* waker_wait's outcomes, and one of ours: a signal that ends the wait. */
+#define WOKE_SIGNAL (-1)
 
 /* One attempt; reconnects once on a dropped connection (acquire is
  * idempotent per token, so repeating it is safe). */
@@ -193,24 +75,25 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 	int tries;
 
 	for (tries = 0; tries < 2; tries++) {
-		if (!conn_is_open(w->cn) && conn_reopen(w->cn) != 0)
+		if (!lock_is_open(w->l) && lock_open(w->l) != 0)
 			return LOCK_ERROR;
 		res->granted_at = mono_ms();
-		lr = lock_acquire(w->cn, w->ctx, queue, want, &res->fence,
+		lr = lock_acquire(w->l, w->ctx, queue, want, &res->fence,
 		    busy);
 		if (lr == LOCK_BUSY && busy->position >= 0 && !w->queued) {
 			w->queued = 1;
 			w->next_beat = mono_ms() + WAITER_BEAT_MS;
 		}
-		/* --- foreign holders: who looks (the --fair head only) --- */
+		/* Who looks at a foreign holder: one server's waiters (a
+		 * quorum tries instead), of a --fair queue the head only. */
 		if (lr == LOCK_BUSY) {
 			w->busy_at = mono_ms();
-			w->look = busy->foreign && w->nq == 0 &&
+			w->look = busy->foreign && lock_servers(w->l) == 1 &&
 			    (!w->ctx->fair || busy->position <= 0);
 		}
 		if (lr != LOCK_ERROR)
 			return lr;
-		if (conn_is_open(w->cn))	/* an error reply, not I/O */
+		if (lock_is_open(w->l))	/* an error reply, not I/O */
 			return LOCK_ERROR;
 		w->uncertain = 1;
 	}
@@ -241,25 +124,6 @@ retry_at(struct waiter *w, const struct lock_busy *b)
 	return now + t;
 }
 
-/*
- * After a sleep on a foreign holder: 1 when a look finds it still there
- * (sleep again; the reply's wait is aged for retry_at), 0 when an attempt
- * is due (gone, rlock's own holder now, the deadline, an error).
- */
-static int
-still_foreign(struct waiter *w, struct lock_busy *b)
-{
-	int64_t now = mono_ms(), aged = now - w->busy_at;
-
-	if (!w->look || now >= w->deadline || !conn_is_open(w->cn) ||
-	    foreign_look(w->cn, &w->ctx->k) != 1)
-		return 0;
-	if (b->wait_ms >= 0)
-		b->wait_ms = b->wait_ms > aged ? b->wait_ms - aged : 0;
-	w->busy_at = now;
-	return 1;
-}
-
 /* A signal that should end the wait, if one is pending. */
 static int
 stop_signal(struct waiter *w, struct wait_result *res)
@@ -269,125 +133,72 @@ stop_signal(struct waiter *w, struct wait_result *res)
 }
 
 /*
- * Block until a message on any of the n subscriptions, `until`, or a
- * signal: a --fair waiter's own channel (n = 1), or P{KEY}:wake on every
- * --redlock master. When fewer than `need` subscriptions are left alive,
- * try now, as a waiter whose server died must, rather than wait out the
- * holder's lease to learn the same.
+ * After a sleep on a foreign holder: 1 when a look finds it still there
+ * (sleep again; the reply's wait is aged for retry_at), 0 when an attempt
+ * is due (gone, rlock's own holder now, the deadline, a failure).
  */
-static enum woke
-block_subs(struct waiter *w, struct conn *subs, int n, int need,
-    int64_t until, struct wait_result *res)
+static int
+still_foreign(struct waiter *w, struct lock_busy *b)
 {
-	struct pollfd p[1 + REDLOCK_MAX_PEERS];
-	int64_t left;
-	int i, r, got = 0, alive;
+	int64_t now = mono_ms(), aged = now - w->busy_at;
 
-	p[0] = (struct pollfd){ .fd = w->sigfd, .events = POLLIN };
-	while ((left = until - mono_ms()) > 0 && !got) {
-		for (i = 0; i < n; i++)
-			p[1 + i] = (struct pollfd){ .fd = conn_fd(&subs[i]),
-			    .events = POLLIN };
-		r = poll(p, (nfds_t)(1 + n), (int)(left > 60000 ? 60000 :
-		    left));
-		if (r < 0 && errno != EINTR)
-			return WOKE_SUB_LOST;
-		if (r <= 0)
-			continue;
-		if ((p[0].revents & POLLIN) && stop_signal(w, res))
-			return WOKE_SIGNAL;
-		for (i = 0, alive = 0; i < n; i++) {
-			if (p[1 + i].revents && drain(&subs[i]) == 0)
-				got = 1;
-			alive += subs[i].c != NULL;
-		}
-		if (!got && alive < need)
-			return WOKE_SUB_LOST;
-	}
-	return got ? WOKE_MESSAGE : WOKE_TIMEOUT;
+	if (!w->look || now >= w->deadline || !lock_is_open(w->l) ||
+	    foreign_look(lock_server(w->l, 0), &w->ctx->k) != 1)
+		return 0;
+	if (b->wait_ms >= 0)
+		b->wait_ms = b->wait_ms > aged ? b->wait_ms - aged : 0;
+	w->busy_at = now;
+	return 1;
 }
 
-static enum woke
-pop_lost(struct waiter *w, const char *why)
+/* A plain waiter's sleep between looks: no BLPOP, no command at all. */
+static int
+block_quiet(struct waiter *w, int64_t until, struct wait_result *res)
 {
-	if (w->cn->c && why)
-		snprintf(w->cn->err, sizeof(w->cn->err), "BLPOP: %s", why);
-	conn_close(w->cn);
-	return WOKE_SUB_LOST;
+	struct pollfd p = { .fd = w->sigfd, .events = POLLIN };
+	int64_t left;
+	int n;
+
+	while ((left = until - mono_ms()) > 0) {
+		n = poll(&p, 1, (int)(left > 60000 ? 60000 : left));
+		if (n < 0 && errno != EINTR)
+			return WOKE_TIMEOUT;
+		if (n > 0 && stop_signal(w, res))
+			return WOKE_SIGNAL;
+	}
+	return WOKE_TIMEOUT;
 }
 
 /*
- * Plain waiter: BLPOP a wake token until `until` (a server-side timeout,
- * so the connection stays healthy), or a signal. A signal abandons the
- * blocked command with its connection.
+ * Block on the waker until `until`, a wake-up or a signal that ends the
+ * wait (any other signal, SIGCHLD, is read and the wait goes on).
  */
-static enum woke
-block_pop(struct waiter *w, int64_t until, struct wait_result *res)
+static int
+block(struct waiter *w, int64_t until, struct wait_result *res)
 {
-	int64_t left = until - mono_ms(), hard;
-	const char *argv[3] = { "BLPOP", w->ctx->k.tokens, NULL };
-	size_t lens[3];
-	struct pollfd p[2];
-	redisReply *r = NULL;
-	char secs[32];
-	int done = 0, n;
+	enum woke why;
 
-	if (left <= 0)
-		return WOKE_TIMEOUT;
-	if (!conn_is_open(w->cn) && conn_reopen(w->cn) != 0)
-		return WOKE_SUB_LOST;
-	snprintf(secs, sizeof(secs), "%lld.%03lld", (long long)(left / 1000),
-	    (long long)(left % 1000));
-	argv[2] = secs;
-	lens[0] = 5;
-	lens[1] = w->ctx->k.tokens_len;
-	lens[2] = strlen(secs);
-	if (redisAppendCommandArgv(w->cn->c, 3, argv, lens) != REDIS_OK)
-		return pop_lost(w, w->cn->c->errstr);
-	do
-		if (redisBufferWrite(w->cn->c, &done) != REDIS_OK)
-			return pop_lost(w, w->cn->c->errstr);
-	while (!done);
-	p[0] = (struct pollfd){ .fd = w->sigfd, .events = POLLIN };
-	p[1] = (struct pollfd){ .fd = w->cn->c->fd, .events = POLLIN };
-	/* Redis answers nil at `until`; a silent server gets a grace. */
-	hard = until + w->cn->cfg->connect_timeout_ms;
-	while (r == NULL) {
-		if ((left = hard - mono_ms()) <= 0)
-			return pop_lost(w, "no answer");
-		n = poll(p, 2, (int)(left > 60000 ? 60000 : left));
-		if (n < 0 && errno != EINTR)
-			return pop_lost(w, strerror(errno));
-		if (n <= 0)
-			continue;
-		if ((p[0].revents & POLLIN) && stop_signal(w, res)) {
-			conn_close(w->cn);
+	if (w->look && !w->ctx->fair)
+		return block_quiet(w, until, res);
+	for (;;) {
+		why = waker_wait(w->wk, until, w->sigfd);
+		if (why != WOKE_SIGFD)
+			return (int)why;
+		if (stop_signal(w, res)) {
+			waker_cancel(w->wk);
 			return WOKE_SIGNAL;
 		}
-		if (p[1].revents && (redisBufferRead(w->cn->c) != REDIS_OK ||
-		    redisGetReplyFromReader(w->cn->c, (void **)&r) != REDIS_OK))
-			return pop_lost(w, w->cn->c->errstr);
 	}
-	if (conn_take_redirect(w->cn, r)) {
-		/* The slot moved, or the master changed: try there. */
-		freeReplyObject(r);
-		return WOKE_SUB_LOST;
-	}
-	n = wait_parse_pop(r);
-	freeReplyObject(r);
-	if (n == 0)
-		return WOKE_TIMEOUT;
-	return n > 0 ? WOKE_MESSAGE : pop_lost(w, "unexpected reply");
 }
 
 /*
  * Sleep until the retry time, a wake message or a signal, keeping our
  * queue place alive and the wait line fresh on the way.
  */
-static enum woke
+static int
 sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
 {
-	enum woke why;
+	int why;
 	int64_t until;
 
 	for (;;) {
@@ -396,32 +207,24 @@ sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
 			until = w->next_beat;
 		if (w->line.on && mono_ms() + REDRAW_MS < until)
 			until = mono_ms() + REDRAW_MS;
-		if (w->cn->cfg->ep.kind == EP_SENTINEL &&
-		    mono_ms() + SENTINEL_RECHECK_MS < until)
+		if (w->sentinel && mono_ms() + SENTINEL_RECHECK_MS < until)
 			until = mono_ms() + SENTINEL_RECHECK_MS;
-		if (w->nq)
-			why = block_subs(w, w->qsub, w->nq,
-			    quorum_majority(w->cn), until, res);
-		else if (w->ctx->fair)
-			why = block_subs(w, &w->sub, 1, 1, until, res);
-		else if (w->look)	/* no BLPOP: one command a look */
-			why = block_subs(w, NULL, 0, 0, until, res);
-		else
-			why = block_pop(w, until, res);
+		why = block(w, until, res);
 		if (why != WOKE_TIMEOUT)
 			return why;
 		/* A failover: releases happen on the new master now. */
-		if (conn_recheck(w->cn)) {
-			conn_close(&w->sub);
-			return WOKE_SUB_LOST;
+		if (w->sentinel && lock_recheck(w->l)) {
+			waker_cancel(w->wk);
+			return WOKE_LOST;
 		}
 		if (mono_ms() >= retry)
 			return WOKE_TIMEOUT;
 		if (w->queued && mono_ms() >= w->next_beat) {
 			/* A failed beat is repaired by the next attempt. */
-			if (!conn_is_open(w->cn) || lock_heartbeat(w->cn,
+			if (!lock_is_open(w->l) || lock_heartbeat(w->l,
 			    w->ctx) < 0)
-				msg_verbose("heartbeat failed: %s", w->cn->err);
+				msg_verbose("heartbeat failed: %s",
+				    lock_failure(w->l)->why);
 			w->next_beat = mono_ms() + WAITER_BEAT_MS;
 		}
 		waitline_draw(&w->line);
@@ -431,14 +234,8 @@ sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
 static void
 close_subs(struct waiter *w)
 {
-	int i;
-
-	conn_close(&w->sub);
-	for (i = 0; i < w->nq; i++)
-		conn_close(&w->qsub[i]);
-	free(w->qsub);
-	w->qsub = NULL;
-	w->nq = 0;
+	waker_free(w->wk);
+	w->wk = NULL;
 }
 
 /* Leave no trace: the queue place, and a grant we may have got unseen.
@@ -447,39 +244,27 @@ close_subs(struct waiter *w)
 static enum wait_status
 give_up(struct waiter *w, enum wait_status st)
 {
-	struct conn save;
-
 	waitline_clear(&w->line);
 	if (!w->queued && !w->uncertain)
 		goto out;
-	/* Keep the error that made us give up for the caller's message. */
-	save = *w->cn;
-	save.c = NULL;
-	if (!conn_is_open(w->cn) && conn_reopen(w->cn) != 0)
-		goto restore;
+	/* Keep the failure that made us give up for the caller's message. */
+	w->why = *lock_failure(w->l);
+	if (!lock_is_open(w->l) && lock_open(w->l) != 0)
+		goto out;
 	if (w->queued)
-		(void)lock_dequeue(w->cn, w->ctx);
+		(void)lock_dequeue(w->l, w->ctx);
 	if (w->uncertain)
-		(void)lock_release(w->cn, w->ctx);
-restore:
-	if (st == WAIT_ERROR) {
-		w->cn->status = save.status;
-		memcpy(w->cn->err, save.err, sizeof(save.err));
-	}
+		(void)lock_release(w->l, w->ctx);
 out:
+	if (st == WAIT_ERROR)
+		w->res->fail = w->why;
 	close_subs(w);
 	return st;
 }
 
-static void
-sub_failed(struct waiter *w)
-{
-	snprintf(w->cn->err, sizeof(w->cn->err), "%s", w->sub.err);
-	w->cn->status = w->sub.status;
-}
 
 static enum wait_status
-granted(struct waiter *w, int64_t start, enum woke why)
+granted(struct waiter *w, int64_t start, int why)
 {
 	trace_event("grant");
 	waitline_clear(&w->line);
@@ -492,24 +277,32 @@ granted(struct waiter *w, int64_t start, enum woke why)
 	return WAIT_GRANTED;
 }
 
+/* An attempt failed: that is why we give up. */
+static enum wait_status
+failed(struct waiter *w, const struct failure *f)
+{
+	w->why = *f;
+	return give_up(w, WAIT_ERROR);
+}
+
 enum wait_status
-wait_lock(struct conn *cn, const struct lock_ctx *ctx, int64_t wait_ms,
+wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
     int sigfd, struct wait_result *res)
 {
-	struct waiter w = { .cn = cn, .ctx = ctx, .sigfd = sigfd,
-	    .no_ttl_backoff = 100 };
+	struct waiter w = { .l = l, .ctx = ctx, .sigfd = sigfd,
+	    .no_ttl_backoff = 100, .res = res };
 	struct lock_busy busy;
 	enum lock_result lr;
 	int64_t start = mono_ms();
-	enum woke why;
-	int i;
+	int why, was;
 
 	w.deadline = wait_ms < 0 ? INT64_MAX : start + wait_ms;
+	w.sentinel = lock_servers(l) == 1 &&
+	    server_cfg(lock_server(l, 0))->ep.kind == EP_SENTINEL;
 	res->signo = 0;
+	failure_clear(&res->fail);
 	waitline_init(&w.line, ctx->key, ctx->limit, start);
 	w.line.on = w.line.on && wait_ms != 0;
-	conn_init_like(&w.sub, cn, cn->cfg->connect_timeout_ms,
-	    cn->cfg->connect_timeout_ms);
 	/* Not queued yet: a --fair waiter joins once subscribed, below. */
 	lr = attempt(&w, 0, res, &busy);
 	if (lr == LOCK_GRANTED) {
@@ -517,41 +310,25 @@ wait_lock(struct conn *cn, const struct lock_ctx *ctx, int64_t wait_ms,
 		return WAIT_GRANTED;
 	}
 	if (lr == LOCK_ERROR)
-		return give_up(&w, WAIT_ERROR);
+		return failed(&w, lock_failure(l));
 	if (wait_ms == 0)
 		return give_up(&w, WAIT_TIMEOUT);
-	if (cn->cfg->npeers) {
-		w.nq = cn->cfg->npeers;
-		w.qsub = xcalloc((size_t)w.nq, sizeof(*w.qsub));
-		for (i = 0; i < w.nq; i++) {
-			w.qsub[i].cfg = &cn->cfg->peers[i];
-			conn_set_timeouts(&w.qsub[i], cn->cfg->peer_timeout_ms,
-			    cn->cfg->peer_timeout_ms);
-		}
-		/* Listening: a release from now on reaches us. */
-		(void)subscribe_quorum(&w);
-		lr = attempt(&w, 0, res, &busy);
-		if (lr == LOCK_GRANTED)
-			return granted(&w, start, WOKE_MESSAGE);
-		if (lr == LOCK_ERROR)
-			return give_up(&w, WAIT_ERROR);
-	}
+	w.wk = lock_waker(l, ctx);
 	for (;;) {
-		if (w.nq)
-			(void)subscribe_quorum(&w);
-		if (ctx->fair && w.sub.c == NULL) {
-			if (subscribe(&w) < 0) {
-				sub_failed(&w);
-				return give_up(&w, WAIT_ERROR);
-			}
-			/* Subscribed: a release from now on reaches us, one
-			 * from before is seen by this attempt, which (re)joins
-			 * the queue. */
-			lr = attempt(&w, 1, res, &busy);
+		/* Subscriptions that dropped are made again (a BLPOP needs
+		 * none); once listening, a release from now on reaches us,
+		 * and one from before is seen by this attempt, which
+		 * (re)joins a --fair queue. */
+		was = waker_listening(w.wk);
+		(void)waker_listen(w.wk);
+		if (!was) {
+			if (ctx->fair && !waker_listening(w.wk))
+				return failed(&w, waker_failure(w.wk));
+			lr = attempt(&w, ctx->fair, res, &busy);
 			if (lr == LOCK_GRANTED)
 				return granted(&w, start, WOKE_MESSAGE);
 			if (lr == LOCK_ERROR)
-				return give_up(&w, WAIT_ERROR);
+				return failed(&w, lock_failure(l));
 		}
 		if (mono_ms() >= w.deadline)
 			return give_up(&w, WAIT_TIMEOUT);
@@ -561,13 +338,15 @@ wait_lock(struct conn *cn, const struct lock_ctx *ctx, int64_t wait_ms,
 		while (why == WOKE_TIMEOUT && still_foreign(&w, &busy));
 		if (why == WOKE_SIGNAL)
 			return give_up(&w, WAIT_SIGNAL);
-		if (why == WOKE_SUB_LOST)
-			msg_verbose("wake-up connection lost; reconnecting");
+		if (why == WOKE_LOST)
+			msg_verbose("wake-up connection lost (%s); reconnecting",
+			    waker_failure(w.wk)->why);
 		/* Without a subscription this attempt must not queue us. */
-		lr = attempt(&w, ctx->fair && w.sub.c != NULL, res, &busy);
+		lr = attempt(&w, ctx->fair && waker_listening(w.wk), res,
+		    &busy);
 		if (lr == LOCK_GRANTED)
 			return granted(&w, start, why);
 		if (lr == LOCK_ERROR)
-			return give_up(&w, WAIT_ERROR);
+			return failed(&w, lock_failure(l));
 	}
 }

@@ -24,7 +24,7 @@ setup_file() {
 	# comes out as 64 with -u pointing there was found before connecting.
 	local p
 	for p in $(seq 1 50); do
-		p=$(( (RANDOM % 12000) + 20000 ))
+		p=$(own_port $(( (RANDOM % 12000) + 20000 )))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			export CLOSED_PORT=$p CLOSED_URL=redis://127.0.0.1:$p
 			break
@@ -77,7 +77,7 @@ extra_start() {
 free_port() {
 	local p
 	for p in $(seq 1 50); do
-		p=$(( (RANDOM % 12000) + 20000 ))
+		p=$(own_port $(( (RANDOM % 12000) + 20000 )))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			echo "$p"
 			return 0

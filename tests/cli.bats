@@ -10,7 +10,7 @@ setup_file() {
 	# fails with 69, so a 64 proves the usage error came first.
 	local p
 	for p in $(seq 1 50); do
-		p=$(( (RANDOM % 20000) + 40000 ))
+		p=$(own_port $(( (RANDOM % 20000) + 40000 )))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
 			export CLOSED_URL=redis://127.0.0.1:$p
 			return 0
@@ -38,6 +38,20 @@ teardown_file() {
 	[[ $output == *"rlock status"* ]]
 	run -0 --separate-stderr "$RLOCK" -h
 	[[ ${lines[0]} == Usage:* ]]
+}
+
+@test "--help: each paragraph once, no line left over from an edit" {
+	run -0 --separate-stderr "$RLOCK" --help
+	local h
+	for h in Usage: Options: Environment: 'Exit status:' DUR: \
+	    Subcommands:; do
+		[ "$(grep -c "^$h" <<< "$output")" = 1 ] || fail "$h not once"
+	done
+	# A line of its own opens with a word or an option, never a number
+	# (the exit statuses continue the "Exit status:" line).
+	! grep -n '^[0-9]' <<< "$output" || fail "a dangling line"
+	[ "$(grep -c '' <<< "$output")" -le 60 ]
+	! grep -n '.\{81\}' <<< "$output" || fail "a line over 80 columns"
 }
 
 @test "--help wins over a bad URL and a missing key" {
@@ -220,4 +234,20 @@ connections() {
 	# While a real run does connect.
 	run -0 "$RLOCK" -k k -- true
 	[ "$(connections)" -gt $((after + 1)) ]
+}
+
+# The system refusing rlock what it needs at start (here signalfd, failed
+# by a preloaded stub) is an OS failure: one line, 71 (EX_OSERR).
+@test "signalfd refused: one rlock: line, exit 71" {
+	local shim=$BATS_TEST_TMPDIR/nosignalfd.so
+	printf '%s\n' '#include <errno.h>' '#include <signal.h>' \
+	    'int signalfd(int fd, const sigset_t *m, int fl)' \
+	    '{ (void)fd; (void)m; (void)fl; errno = EMFILE; return -1; }' \
+	    > "$BATS_TEST_TMPDIR/nosignalfd.c"
+	cc -shared -fPIC -o "$shim" "$BATS_TEST_TMPDIR/nosignalfd.c"
+	# ASan wants its runtime first; the stub only replaces signalfd.
+	ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+	    LD_PRELOAD=$shim run -71 --separate-stderr "$RLOCK" -k k -- true
+	[ -z "$output" ]
+	[ "$stderr" = "rlock: cannot set up signal handling: Too many open files" ]
 }

@@ -446,7 +446,8 @@ sigkilled() {
 }
 
 @test "on a terminal: COMMAND has the tty, and ^C reaches it once" {
-	command -v script > /dev/null || skip "script(1) is not installed"
+	# Missing fails, not skips: .ci/deps installs bsdutils.
+	command -v script > /dev/null || fail "script(1) is not installed"
 	# COMMAND notes each signal; after the ^C it sends rlock a SIGUSR1,
 	# which rlock must forward (so forwarding works and is logged).
 	cat > "$T/tty.pl" <<-'EOF2'

@@ -357,7 +357,8 @@ fake_meta() {
 }
 
 @test "list: a header line only on a terminal" {
-	command -v script >/dev/null || skip "script(1) not installed"
+	# Missing fails, not skips: .ci/deps installs bsdutils.
+	command -v script >/dev/null || fail "script(1) is not installed"
 	bg_rlock --prefix tty: -k one -- sleep 30
 	wait_until 5 eval '[ "$(rcli exists "tty:{one}")" = 1 ]'
 	run -0 script -qec "$RLOCK list --prefix tty:" /dev/null

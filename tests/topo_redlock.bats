@@ -334,12 +334,15 @@ handoff() {
 	rl -k ttlcheck -- true || fail "rlock exit $?"
 	for p in $(live_ports); do
 		while IFS= read -r k; do
-			n=$((n + 1))
 			ttl=$(topo_cli "$p" pttl "$k")
+			# -2: it expired between SCAN and PTTL; only -1
+			# means "no expiry".
+			[ "$ttl" = -2 ] && continue
+			n=$((n + 1))
 			case $k in
-			*:fence) [ "$ttl" -gt 0 ] && [ "$ttl" -le 604800000 ] ;;
+			*:fence) [ "$ttl" -ge 0 ] && [ "$ttl" -le 604800000 ] ;;
 			# Every lock was released: only wake tokens may remain.
-			*) [ "$ttl" -gt 0 ] && [ "$ttl" -le 30000 ] &&
+			*) [ "$ttl" -ge 0 ] && [ "$ttl" -le 30000 ] &&
 				[[ $k != rlock:\{*\} ]] ;;
 			esac || bad+=("$p $k $ttl")
 		done < <(topo_cli "$p" --scan)

@@ -11,10 +11,14 @@ load topology
 BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-90}
 
 setup_file() {
-	command -v redis-sentinel >/dev/null ||
-		skip "redis-sentinel is not installed"
 	export TOPO_DIR=$BATS_FILE_TMPDIR/topo
 	mkdir -p "$TOPO_DIR"
+	# Missing fails, not skips: .ci/deps installs it. After TOPO_DIR:
+	# teardown_file's topo_down needs it, or bats loses this failure.
+	command -v redis-sentinel >/dev/null || {
+		echo "redis-sentinel is not installed (.ci/deps installs it)" >&2
+		return 1
+	}
 	sentinel_up
 }
 
@@ -53,6 +57,14 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	run "$RLOCK" release --force -u "$SENTINEL_URL" s1
 	assert_success
 	! master_has 'rlock:{s1}'
+}
+
+@test "sentinel: COMMAND inherits neither the master's nor a sentinel's socket" {
+	# The connection to a sentinel stays open for the re-checks while
+	# COMMAND runs: it must be close-on-exec as the master's is.
+	run -0 "$RLOCK" -u "$SENTINEL_URL" -k sfd -- sh -c \
+		'for f in /proc/$$/fd/*; do readlink "$f" || :; done'
+	[[ $output != *socket:* ]] || fail "socket inherited: $output"
 }
 
 @test "sentinel: an unknown master name is 76, no sentinel answering is 69" {

@@ -86,7 +86,8 @@
 #   masters_restart I [ARGS...]  start master I again (empty)
 
 _topo_err() { echo "topology: $*" >&2; }
-_topo_now() { echo $(( $(date +%s%N) / 1000000 )); }
+# Bash's clock, as date(1)'s but without a process per poll.
+_topo_now() { local t=${EPOCHREALTIME/[.,]/}; echo $(( t / 1000 )); }
 _topo_dir() { echo "${TOPO_DIR:?set TOPO_DIR}/n$1"; }
 
 topo_wait() {
@@ -134,6 +135,9 @@ topo_free_port() {
 	for _ in $(seq 1 100); do
 		# 20000..44999: above most fixed services, and port+10000 fits.
 		p=$(( (RANDOM << 15 | RANDOM) % 25000 + 20000 ))
+		# This worker's class of ports under tests/run-bats (see
+		# own_port in helper.bash); the class keeps port+10000 in it.
+		p=$(( p - p % ${RLOCK_TEST_PORTS_MOD:-1} + ${RLOCK_TEST_PORTS_REM:-0} ))
 		[ -e "$(_topo_dir "$p")" ] && continue
 		_topo_port_free "$p" || continue
 		[ "$bus" = 1 ] && ! _topo_port_free $((p + 10000)) && continue

@@ -14,10 +14,14 @@ BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-60}
 unset REDISCLI_AUTH TOPO_PASSWORD TOPO_SENTINEL_PASSWORD
 
 setup_file() {
-	command -v redis-sentinel >/dev/null ||
-		skip "redis-sentinel is not installed"
 	export TOPO_DIR=$BATS_FILE_TMPDIR/topo
 	mkdir -p "$TOPO_DIR"
+	# Missing fails, not skips: .ci/deps installs it. After TOPO_DIR:
+	# teardown_file's topo_down needs it, or bats loses this failure.
+	command -v redis-sentinel >/dev/null || {
+		echo "redis-sentinel is not installed (.ci/deps installs it)" >&2
+		return 1
+	}
 }
 
 teardown_file() {
@@ -70,7 +74,7 @@ replica_has() { [ "$(topo_cli "$1" get "$2")" = "$3" ]; }
 	pid=$(topo_pid "$old")
 	sentinel_kill_master
 	[ "$SENTINEL_KILLED" = "$old" ]
-	[ ! -e "/proc/$pid" ] || [ "$(awk '{print $3}' "/proc/$pid/stat")" = Z ]
+	! _topo_alive "$pid" || fail "PID $pid still runs after kill -9"
 	run topo_pid "$old"
 	assert_failure
 	sentinel_wait_failover "$old"
@@ -237,7 +241,8 @@ replica_has() { [ "$(topo_cli "$1" get "$2")" = "$3" ]; }
 	ports=$(cd "$TOPO_DIR" && ls -d n[0-9]* | grep -v failed | sed 's/^n//')
 	topo_down
 	for p in "${pids[@]}"; do
-		[ ! -e "/proc/$p" ] || [ "$(awk '{print $3}' "/proc/$p/stat")" = Z ] ||
+		# One read of /proc: a PID that ends between two looks is gone.
+		! _topo_alive "$p" ||
 			fail "PID $p still runs: $(tr '\0' ' ' < "/proc/$p/cmdline")"
 	done
 	[ -z "$(topo_pids)" ]

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target: topo_parse_redirect on any error text a Cluster node
+ * libFuzzer target: server_parse_redirect on any error text a Cluster node
  * might send ("MOVED 1264 127.0.0.1:7501", "ASK ..."). Besides "no
  * crash": a reply it accepts names a port in 1..65535 and a host that
  * fits the buffer, and it accepts nothing but MOVED and ASK.
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "topo.h"
+#include "server.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -22,14 +22,14 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	memcpy(err, data, size);
 	err[size] = '\0';
-	t = topo_parse_redirect(err, &slot, host, sizeof(host), &port);
+	t = server_parse_redirect(err, &slot, host, sizeof(host), &port);
 	if (t != -1) {
-		if (t != TOPO_MOVED && t != TOPO_ASK)
+		if (t != SERVER_MOVED && t != SERVER_ASK)
 			abort();
 		if (port < 1 || port > 65535 || strlen(host) >= sizeof(host))
 			abort();
-		if (strncmp(err, t == TOPO_MOVED ? "MOVED " : "ASK ",
-		    t == TOPO_MOVED ? 6 : 4) != 0)
+		if (strncmp(err, t == SERVER_MOVED ? "MOVED " : "ASK ",
+		    t == SERVER_MOVED ? 6 : 4) != 0)
 			abort();
 	}
 	free(err);

@@ -1,22 +1,22 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target: the input as RESP from a server, read by hiredis's
- * redisReader as rlock's connections read it; every complete reply goes
- * to each of rlock's reply checks (acquire, the integer replies of extend,
- * release and dequeue, status's inspect, SUBSCRIBE's confirmation, BLPOP)
- * and, as a reply they refuse would, to conn_fail_reply. No network.
+ * libFuzzer target: the input as RESP from a server, read by conn_parse
+ * as rlock's connections read it (hiredis's reader, then rlock's reply
+ * type); the first complete reply goes to each of rlock's reply checks
+ * (acquire, the integer replies of extend, release and dequeue, status's
+ * inspect, SUBSCRIBE's confirmation, BLPOP) and, as a reply they refuse
+ * would, to failure_from_reply. No network.
  */
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <hiredis/hiredis.h>
-
 #include "conn.h"
 #include "lock.h"
 #include "report_view.h"
-#include "wait.h"
+#include "single.h"
+#include "wake.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -50,18 +50,18 @@ check_view(const struct view *v)
 }
 
 static void
-check_reply(const redisReply *r)
+check_reply(const struct reply *r)
 {
-	struct conn cn;
+	struct failure f;
 	struct lock_busy busy;
 	struct view v;
 	int64_t fence;
 	long long n;
 
-	memset(&cn, 0, sizeof(cn));
+	memset(&f, 0, sizeof(f));
 	memset(&busy, 0, sizeof(busy));
 	memset(&v, 0, sizeof(v));
-	switch (lock_parse_acquire(r, &fence, &busy)) {
+	switch (single_parse_acquire(r, &fence, &busy)) {
 	case LOCK_BUSY:
 		check_busy(&busy);
 		break;
@@ -69,16 +69,17 @@ check_reply(const redisReply *r)
 		break;
 	case LOCK_ERROR:
 		/* What lock_acquire does with a reply it refuses. */
-		if (conn_fail_reply(&cn, "acquire", r) == 0 ||
-		    memchr(cn.err, '\0', sizeof(cn.err)) == NULL)
+		if (failure_from_reply(&f, "acquire", r) == 0 ||
+		    memchr(f.why, '\0', sizeof(f.why)) == NULL)
 			abort();
 		break;
 	}
-	(void)lock_parse_int(r, &n);
+	(void)reply_int(r, &n);
 	if (view_parse(&v, r) == 0)
 		check_view(&v);
-	(void)wait_parse_subscribe(r);
-	(void)wait_parse_pop(r);
+	(void)wake_parse_subscribe(r);
+	(void)wake_parse_unsubscribed(r);
+	(void)wake_parse_pop(r);
 }
 
 /*
@@ -112,22 +113,13 @@ huge_aggregate(const uint8_t *data, size_t size)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	redisReader *rd;
-	void *reply;
+	struct reply *r = NULL;
 
-	if (huge_aggregate(data, size) || (rd = redisReaderCreate()) == NULL)
+	if (huge_aggregate(data, size))
 		return 0;
-	if (redisReaderFeed(rd, (const char *)data, size) != REDIS_OK)
-		goto out;
-	for (;;) {
-		reply = NULL;
-		if (redisReaderGetReply(rd, &reply) != REDIS_OK ||
-		    reply == NULL)
-			break;
-		check_reply(reply);
-		freeReplyObject(reply);
+	if (conn_parse((const char *)data, size, &r) == 1) {
+		check_reply(r);
+		reply_free(r);
 	}
-out:
-	redisReaderFree(rd);
 	return 0;
 }

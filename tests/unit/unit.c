@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * Unit tests of the pure parts of rlock: durations, integers, URLs and
- * their redaction, JSON escaping, printable(), error replies to exit
- * statuses, and cli_parse on argv arrays. Table-driven ({input, expected}
- * rows, as curl's tool1621.c); prints TAP and exits non-zero if any check
- * failed. Links every object of rlock but main.o; no network.
+ * their redaction, JSON escaping, printable(), Redis's glob, error
+ * replies to exit statuses, and cli_parse on argv arrays. Table-driven
+ * ({input, expected} rows, as curl's tool1621.c); prints TAP and exits
+ * non-zero if any check failed. Links every object of rlock but main.o;
+ * no network.
  */
 #include <getopt.h>
 #include <stdarg.h>
@@ -17,8 +18,10 @@
 #include "cli.h"
 #include "conn.h"
 #include "exitcode.h"
+#include "glob.h"
 #include "keys.h"
-#include "topo.h"
+#include "reply.h"
+#include "server.h"
 #include "url.h"
 #include "util.h"
 
@@ -435,11 +438,11 @@ test_redirect(void)
 		const char *host;
 		int port;
 	} rows[] = {
-		{ "MOVED 1264 127.0.0.1:7501", TOPO_MOVED, 1264, "127.0.0.1",
+		{ "MOVED 1264 127.0.0.1:7501", SERVER_MOVED, 1264, "127.0.0.1",
 		    7501 },
-		{ "ASK 7629 10.0.0.2:7002", TOPO_ASK, 7629, "10.0.0.2", 7002 },
-		{ "MOVED 12 :7001", TOPO_MOVED, 12, "", 7001 },
-		{ "MOVED 3 ::1:7000", TOPO_MOVED, 3, "::1", 7000 },
+		{ "ASK 7629 10.0.0.2:7002", SERVER_ASK, 7629, "10.0.0.2", 7002 },
+		{ "MOVED 12 :7001", SERVER_MOVED, 12, "", 7001 },
+		{ "MOVED 3 ::1:7000", SERVER_MOVED, 3, "::1", 7000 },
 		{ "MOVED 1264", -1, 0, NULL, 0 },
 		{ "MOVED 1 h:0", -1, 0, NULL, 0 },
 		{ "MOVED 1 h:99999", -1, 0, NULL, 0 },
@@ -456,7 +459,7 @@ test_redirect(void)
 		host[0] = '\0';
 		slot = -1;
 		port = 0;
-		t = topo_parse_redirect(rows[i].err, &slot, host,
+		t = server_parse_redirect(rows[i].err, &slot, host,
 		    sizeof(host), &port);
 		if (rows[i].kind < 0)
 			CHECK(t == -1, "redirect '%s' refused (got %d)",
@@ -682,19 +685,19 @@ test_reply_status(void)
 	size_t i;
 
 	for (i = 0; i < sizeof(REPLY_ROWS) / sizeof(REPLY_ROWS[0]); i++) {
-		redisReply r;
+		struct reply r;
 
 		memset(&r, 0, sizeof(r));
-		r.type = REDIS_REPLY_ERROR;
+		r.type = REPLY_ERROR;
 		r.str = (char *)REPLY_ROWS[i].reply;
 		r.len = strlen(r.str);
-		CHECK(conn_reply_status(&r) == REPLY_ROWS[i].status,
-		    "conn_reply_status '%.30s' = %d", r.str,
+		CHECK(reply_status(&r) == REPLY_ROWS[i].status,
+		    "reply_status '%.30s' = %d", r.str,
 		    REPLY_ROWS[i].status);
 	}
-	CHECK(conn_status_transient(RL_EXIT_UNAVAILABLE) &&
-	    !conn_status_transient(RL_EXIT_PROTOCOL) &&
-	    !conn_status_transient(RL_EXIT_NOPERM),
+	CHECK(failure_transient(RL_EXIT_UNAVAILABLE) &&
+	    !failure_transient(RL_EXIT_PROTOCOL) &&
+	    !failure_transient(RL_EXIT_NOPERM),
 	    "only 69 is worth a retry on a new connection");
 }
 
@@ -1306,6 +1309,104 @@ test_keys(void)
 	    !keys_bad_prefix("a{"), "keys_bad_prefix");
 }
 
+/* --------------------------------------------------------------- glob */
+
+/*
+ * Every row with a closed pattern was checked against Redis 7's KEYS; an
+ * unclosed class, which Redis closes at the end, matches nothing here:
+ * glob_valid refuses such a PATTERN before it is used.
+ */
+static const struct { const char *p, *s; int match; } GLOB_ROWS[] = {
+	{ "*", "", 1 },
+	{ "*", "anything", 1 },
+	{ "a*", "abc", 1 },
+	{ "a*", "bac", 0 },
+	{ "*c", "abc", 1 },
+	{ "a*c", "ac", 1 },
+	{ "a**c", "abbc", 1 },
+	{ "?", "", 0 },
+	{ "?", "x", 1 },
+	{ "a?c", "abc", 1 },
+	{ "a?c", "ac", 0 },
+	{ "[abc]", "b", 1 },
+	{ "[abc]", "d", 0 },
+	{ "[^abc]", "d", 1 },
+	{ "[^abc]", "a", 0 },
+	{ "[a-c]x", "bx", 1 },
+	{ "[c-a]x", "bx", 1 },		/* a reversed range, as Redis */
+	{ "[a-c]", "d", 0 },
+	{ "[\\]]", "]", 1 },
+	{ "[a\\-z]", "-", 1 },
+	{ "x[]y", "x]y", 0 },		/* an empty class matches nothing */
+	{ "\\*", "*", 1 },
+	{ "\\*", "a", 0 },
+	{ "\\?", "?", 1 },
+	{ "a\\", "a\\", 1 },		/* a trailing backslash is literal */
+	{ "deploy", "deploy", 1 },
+	{ "dep", "deploy", 0 },
+	{ "deploy", "dep", 0 },
+	{ "", "", 1 },
+	{ "", "a", 0 },
+	{ "[abc", "a", 0 },
+};
+
+static const struct { const char *p; int valid; } GLOB_VALID_ROWS[] = {
+	{ "", 1 },
+	{ "deploy-*", 1 },
+	{ "[abc]", 1 },
+	{ "[]]", 1 },
+	{ "a\\*", 1 },
+	{ "a\\\\", 1 },
+	{ "[abc", 0 },			/* would swallow "}*" */
+	{ "[a-]", 0 },			/* a range up to ']': still open */
+	{ "a\\", 0 },			/* would escape the "}" */
+	{ "x[\\]", 0 },
+};
+
+static const struct { const char *prefix, *p, *want; } SCAN_MATCH_ROWS[] = {
+	{ "rlock:", "*", "rlock:{*}*" },
+	{ "rlock:", "dep[0-9]", "rlock:{dep[0-9]}*" },
+	{ "", "x", "{x}*" },
+	/* The prefix is literal: its glob characters are escaped. */
+	{ "a*b?[c]\\{d}^-:", "x", "a\\*b\\?\\[c\\]\\\\\\{d\\}\\^\\-:{x}*" },
+};
+
+static void
+test_glob(void)
+{
+	size_t i, len;
+	char *m;
+
+	for (i = 0; i < sizeof(GLOB_ROWS) / sizeof(GLOB_ROWS[0]); i++)
+		CHECK(glob_match(GLOB_ROWS[i].p, strlen(GLOB_ROWS[i].p),
+		    GLOB_ROWS[i].s, strlen(GLOB_ROWS[i].s)) ==
+		    GLOB_ROWS[i].match, "glob_match '%s' '%s' -> %d",
+		    GLOB_ROWS[i].p, GLOB_ROWS[i].s, GLOB_ROWS[i].match);
+	/* Any bytes: a NUL in the key, a NUL in the pattern. */
+	CHECK(glob_match("a?c", 3, "a\0c", 3) == 1, "glob_match: ? on a NUL");
+	CHECK(glob_match("a\0*", 3, "a\0bc", 4) == 1,
+	    "glob_match: a NUL in the pattern is literal");
+	CHECK(glob_match("a\0*", 3, "abc", 3) == 0,
+	    "glob_match: ... and only matches a NUL");
+	for (i = 0; i < sizeof(GLOB_VALID_ROWS) / sizeof(GLOB_VALID_ROWS[0]);
+	    i++)
+		CHECK(glob_valid(GLOB_VALID_ROWS[i].p,
+		    strlen(GLOB_VALID_ROWS[i].p)) == GLOB_VALID_ROWS[i].valid,
+		    "glob_valid '%s' -> %d", GLOB_VALID_ROWS[i].p,
+		    GLOB_VALID_ROWS[i].valid);
+	for (i = 0; i < sizeof(SCAN_MATCH_ROWS) / sizeof(SCAN_MATCH_ROWS[0]);
+	    i++) {
+		m = glob_scan_match(SCAN_MATCH_ROWS[i].prefix,
+		    SCAN_MATCH_ROWS[i].p, &len);
+		CHECK(strcmp(m, SCAN_MATCH_ROWS[i].want) == 0 &&
+		    len == strlen(SCAN_MATCH_ROWS[i].want),
+		    "glob_scan_match '%s' '%s' -> '%s' (got '%s')",
+		    SCAN_MATCH_ROWS[i].prefix, SCAN_MATCH_ROWS[i].p,
+		    SCAN_MATCH_ROWS[i].want, m);
+		free(m);
+	}
+}
+
 int
 main(void)
 {
@@ -1322,6 +1423,7 @@ main(void)
 	test_redirect();
 	test_json();
 	test_printable();
+	test_glob();
 	test_reply_status();
 	test_cli_rows();
 	test_cli_keys();

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: MIT
+/* Options to the lock's configuration, and connection messages. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exitcode.h"
+#include "lease.h"
+#include "url.h"
+#include "util.h"
+
+/* One URL to one config; 0 or 64 after the message. */
+static int
+one_cfg(const struct rlock_opts *o, const char *url, struct conn_cfg *cfg)
+{
+	const char *why = "";
+
+	memset(cfg, 0, sizeof(*cfg));
+	if (url_parse(url, &cfg->ep, &why) < 0) {
+		size_t off, len;
+		char *shown = xstrdup(url);
+
+		if (url_password_span(shown, &off, &len) == 0)
+			memset(shown + off, '*', len);
+		msg_err("bad Redis URL '%s': %s", shown, why);
+		free(shown);
+		url_free(&cfg->ep);
+		return RL_EXIT_USAGE;
+	}
+	/* An explicit --password-file or environment password wins over
+	 * none; a password in the URL wins over the environment. */
+	cfg->password = o->password;
+	if (cfg->ep.pass && !o->password_from_file)
+		cfg->password = cfg->ep.pass;
+	cfg->sentinel_password = getenv("RLOCK_SENTINEL_PASSWORD");
+	cfg->connect_timeout_ms = o->connect_timeout_ms;
+	return 0;
+}
+
+/* Where the URL came from, for "check ..." in the messages. */
+static const char *url_from;
+
+/* What to check when the server is not there, or not Redis. */
+static const char *
+check_url_hint(void)
+{
+	if (url_from == NULL)
+		return "check that Redis runs there, or give -u or RLOCK_URL";
+	if (strcmp(url_from, "-u") == 0)
+		return "check -u";
+	return strcmp(url_from, "RLOCK_URL") == 0 ? "check RLOCK_URL" :
+	    "check REDIS_URL";
+}
+
+int
+config_lock(const struct rlock_opts *o, struct lock_cfg *cfg)
+{
+	int i, n = o->redlock ? o->nurls : 1, st;
+
+	url_from = o->url_from;
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->redlock = o->redlock;
+	cfg->connect_timeout_ms = o->connect_timeout_ms;
+	cfg->master_timeout_ms = lease_master_timeout_ms(o->lease_ms,
+	    o->connect_timeout_ms);
+	cfg->servers = xcalloc((size_t)n, sizeof(*cfg->servers));
+	for (i = 0; i < n; i++) {
+		if ((st = one_cfg(o, o->redlock ? o->urls[i] : o->url,
+		    &cfg->servers[i])) != 0) {
+			cfg->n = i + 1;
+			lock_cfg_free(cfg);
+			return st;
+		}
+		cfg->n = i + 1;
+	}
+	return 0;
+}
+
+/*
+ * What to do about the answers whose cure is not where the status class
+ * points: a NOPERM user got in, so its password is fine; a full, read-only
+ * or out-of-memory server is not fixed by checking -u. Matched on the
+ * start of Redis's own text (the error code), or on conn.c's words for a
+ * peer that does not speak Redis.
+ */
+#define NOPERM_TODO "give that user the permission Redis names (ACL " \
+	"SETUSER; rlock needs +@scripting, the commands its scripts call, and " \
+	"its --prefix keys and channels)"
+
+static const struct {
+	const char *answer;
+	const char *todo;
+} HINTS[] = {
+	{ "NOPERM", NOPERM_TODO },
+	{ SCRIPT_ACL_DENIED, NOPERM_TODO },
+	{ "READONLY", "that server is a read-only replica; point -u at the "
+	    "primary" },
+	{ "OOM", "the server is out of memory; free some, or raise its "
+	    "maxmemory" },
+	{ "ERR max number of clients", "the server has as many clients as "
+	    "its maxclients allows; retry later, or raise maxclients" },
+	{ "ERR DB index is out of range", "the server has fewer databases "
+	    "(its 'databases' setting); check the db in -u" },
+	{ "LOADING", "the server is loading its data; retry in a moment" },
+};
+
+static const char *
+hint_for(const char *err, char *buf, size_t len)
+{
+	const char *ans = strstr(err, "Redis answered: ");
+	size_t i;
+
+	if (strstr(err, CONN_NOT_REDIS) != NULL) {
+		snprintf(buf, len, "is a Redis server listening there? %s",
+		    check_url_hint());
+		return buf;
+	}
+	if (ans == NULL)
+		return NULL;
+	ans += strlen("Redis answered: ");
+	for (i = 0; i < sizeof(HINTS) / sizeof(HINTS[0]); i++)
+		if (strncmp(ans, HINTS[i].answer,
+		    strlen(HINTS[i].answer)) == 0)
+			return HINTS[i].todo;
+	return NULL;
+}
+
+void
+config_report(const struct lock_cfg *cfg, const struct failure *f)
+{
+	char url[300], buf[128];
+	const char *err = f->why, *todo = hint_for(err, buf, sizeof(buf));
+
+	if (cfg->redlock)
+		snprintf(url, sizeof(url), "%d masters (--redlock)", cfg->n);
+	else
+		url_redacted(&cfg->servers[0].ep, url, sizeof(url));
+	switch (f->status) {
+	case RL_EXIT_UNAVAILABLE:
+		msg_err("cannot reach %s: %s; %s", url, err,
+		    todo ? todo : check_url_hint());
+		break;
+	case RL_EXIT_NOPERM:
+		msg_err("%s refused us: %s; %s", url, err, todo ? todo :
+		    "check the user and password (URL, --password-file, "
+		    "RLOCK_PASSWORD)");
+		break;
+	default:
+		msg_err("%s: %s%s%s", url, err, todo ? "; " : "",
+		    todo ? todo : "");
+		break;
+	}
+}
+

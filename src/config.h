@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * From the user's options to what the lock layer opens (one URL, or the
+ * --redlock masters, with passwords and timeouts), and the one message for
+ * a failure to reach or use them. Shared by every mode that talks to Redis.
+ */
+#ifndef RLOCK_CONFIG_H
+#define RLOCK_CONFIG_H
+
+#include "cli.h"
+#include "lock.h"
+#include "reply.h"
+
+/* Fill cfg from o (o's password is used, not copied); 0, or 64 after
+ * the message. Free with lock_cfg_free. */
+int config_lock(const struct rlock_opts *o, struct lock_cfg *cfg);
+
+/* The one-line message for a failure f on cfg's server(s), by status. */
+void config_report(const struct lock_cfg *cfg, const struct failure *f);
+
+#endif

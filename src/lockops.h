@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What a lock implementation provides (one server: single.c; a Redlock
+ * quorum of them: quorum.c) and the results and timings they share. The
+ * ops table and struct lock are for lock.c and the implementations;
+ * everyone else goes through lock.h.
+ */
+#ifndef RLOCK_LOCKOPS_H
+#define RLOCK_LOCKOPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "keys.h"
+#include "reply.h"
+#include "server.h"
+#include "wake.h"
+
+/* Fencing counters outlive any lease by far; see acquire.lua. */
+#define FENCE_TTL_MS ((int64_t)7 * 24 * 3600 * 1000)
+/* A --fair waiter is alive while its :w key is, and while it is
+ * subscribed (queue.lua): the key is refreshed every WAITER_BEAT_MS and
+ * lapses WAITER_TTL_MS after the waiter's death; the subscription goes
+ * with the process, so a dead waiter's key only matters if its
+ * connection hangs open. */
+#define WAITER_TTL_MS 6000
+#define WAITER_BEAT_MS 2000
+/* The one next in line looks this often whether a head that has yet to
+ * take a free KEY died (acquire.lua): it costs one attempt per look. */
+#define HANDOFF_LOOK_MS 200
+/* A wake token nobody took is stale after this; see release.lua. */
+#define WAKE_TOKEN_TTL_MS 5000
+
+enum lock_result { LOCK_ERROR = -1, LOCK_BUSY = 0, LOCK_GRANTED = 1 };
+
+/* Why we did not get KEY, from the acquire script. */
+struct lock_busy {
+	int64_t wait_ms;	/* retry after this; -1: holder never expires */
+	long long position;	/* in the --fair queue; -1 not queued */
+	char user[64], host[256], pid[24], cmd[256];	/* "" if unknown */
+	int64_t since_ms, now_ms;	/* server clock */
+	int64_t lease_left_ms;	/* the holder's; -1 no expiry, -2 none */
+	int foreign;		/* the holder is not rlock (no :meta) */
+};
+
+struct lock;
+struct lock_cfg;
+
+/* Every operation leaves its failure where `failure` finds it; see
+ * lock.h for what each one means. */
+struct lock_ops {
+	int (*open)(struct lock *l);
+	void (*close)(struct lock *l);
+	int (*is_open)(const struct lock *l);
+	void (*set_timeouts)(struct lock *l, int64_t connect_ms,
+	    int64_t cmd_ms);
+	enum lock_result (*acquire)(struct lock *l, const struct lock_ctx *ctx,
+	    int queue, int want_holder, int64_t *fence,
+	    struct lock_busy *busy);
+	int (*extend)(struct lock *l, const struct lock_ctx *ctx);
+	int (*release)(struct lock *l, const struct lock_ctx *ctx);
+	int (*is_ours)(struct lock *l, const struct lock_ctx *ctx);
+	int (*heartbeat)(struct lock *l, const struct lock_ctx *ctx);
+	int (*dequeue)(struct lock *l, const struct lock_ctx *ctx);
+	void (*describe_holder)(struct lock *l, const struct lock_ctx *ctx,
+	    char *buf, size_t len);
+	struct waker *(*waker)(struct lock *l, const struct lock_ctx *ctx);
+	int (*recheck)(struct lock *l);
+	int (*watch_fd)(const struct lock *l);
+	int (*servers)(const struct lock *l);
+	struct server *(*server)(struct lock *l, int i);
+	const struct failure *(*failure)(const struct lock *l);
+	void (*free)(struct lock *l);
+};
+
+/* The part every implementation starts with. */
+struct lock {
+	const struct lock_ops *ops;
+	const struct lock_cfg *cfg;	/* what lock_new was given */
+	int64_t connect_ms;		/* the budget of a reconnect */
+	int64_t user_connect_ms;	/* --connect-timeout, for the release */
+};
+
+#endif

@@ -1,0 +1,14 @@
+-- is_ours: does this token hold KEY right now? Reads only.
+-- KEYS[1] lock  KEYS[2] sem   ARGV[1] token  ARGV[2] N
+-- Returns 1 when it does (mutex: P{KEY} holds the token; -N: the token's
+-- slot ends after the server's now), else 0.
+-- Invariant: the rule of extend.lua, so a nested run re-enters only a
+-- lock its holder could still extend, never an expired slot.
+if ARGV[2] == '1' then
+  return redis.call('GET', KEYS[1]) == ARGV[1] and 1 or 0
+end
+local score = redis.call('ZSCORE', KEYS[2], ARGV[1])
+if not score then return 0 end
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+return tonumber(score) > now and 1 or 0

@@ -1,0 +1,484 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The lock protocol on one server (which Sentinel or Cluster may route:
+ * server.c). Invariants every change here MUST keep:
+ *
+ *  - At most one token holds P{KEY} at any instant; only a script that has
+ *    compared the stored token with ours may extend or delete it.
+ *  - Every key written has an expiry: P{KEY} and P{KEY}:meta the lease,
+ *    P{KEY}:fence FENCE_TTL_MS.
+ *  - Fencing tokens strictly increase per KEY, also across expiries.
+ *  - Acquire with the same token is idempotent, so an attempt whose reply
+ *    was lost (timeout) can be repeated or undone by a release.
+ *
+ * Key layout (prefix P, default "rlock:"), all in one Cluster hash slot
+ * because they share the "P{KEY}" head (P{\KEY} for a KEY that starts
+ * with '}' or '\': see keys.h):
+ *
+ *   P{KEY}              string  mutex owner token (UUID)          PX lease
+ *   P{KEY}:meta         hash    mutex holder: host pid user cmd since
+ *                               lease fence                       PX lease
+ *   P{KEY}:fence        string  last fencing token                PX 7 days
+ *   P{KEY}:sem          zset    -N holders: token -> expiry (server ms)
+ *   P{KEY}:limit        string  the N of the semaphore        with :sem
+ *   P{KEY}:meta:TOKEN   hash    one -N holder, fields as :meta    PX lease
+ *   P{KEY}:q            list    --fair waiters' tokens, oldest first;
+ *                               may hold dead waiters until they reach
+ *                               the head (a token whose :w key is gone,
+ *                               or nobody listens on its wake channel)
+ *   P{KEY}:w:TOKEN      string  one --fair waiter, alive while it exists
+ *                               and the waiter is subscribed:
+ *                               "user\x1fhost\x1fpid\x1fcmd"     PX 6 s
+ *   P{KEY}:tok          list    one-shot wake tokens for plain waiters,
+ *                               who BLPOP it: Redis hands each token to
+ *                               the oldest blocked waiter (at most N)  PX 5 s
+ *   P{KEY}:wake         channel "released" on every release
+ *   P{KEY}:wake:TOKEN   channel the one --fair waiter whose turn it is
+ *
+ * A fair waiter's heartbeat is one plain SET of its :w key every 2 s (a
+ * script would cost Redis several commands). P{KEY}:q is kept alive by the
+ * holders' extends and the waiters' attempts, and expires after them.
+ *
+ * Each script runs atomically in Redis, so compare-then-write never races.
+ */
+#include "single.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exitcode.h"
+#include "lua_scripts.h"
+#include "script.h"
+#include "util.h"
+
+struct single {
+	struct lock base;		/* first: a struct lock * is ours */
+	struct server *srv;
+};
+
+static struct server *
+srv(struct lock *l)
+{
+	return ((struct single *)l)->srv;
+}
+
+static const struct server *
+csrv(const struct lock *l)
+{
+	return ((const struct single *)l)->srv;
+}
+
+/* A reply that must be an integer; -1 (and cn filled) otherwise. */
+static int
+int_reply(struct server *cn, const char *what, struct reply *r,
+    long long *out)
+{
+	if (r == NULL)
+		return -1;
+	if (reply_int(r, out) < 0) {
+		server_fail_reply(cn, what, r);
+		reply_free(r);
+		return -1;
+	}
+	reply_free(r);
+	return 0;
+}
+
+/* Arguments of one script call, binary-safe. */
+struct args {
+	const char *v[SCRIPT_MAX_ARGS];
+	size_t len[SCRIPT_MAX_ARGS];
+	int n;
+};
+
+static void
+arg(struct args *a, const char *s, size_t len)
+{
+	a->v[a->n] = s;
+	a->len[a->n++] = len;
+}
+
+static void
+arg_str(struct args *a, const char *s)
+{
+	arg(a, s, strlen(s));
+}
+
+static void
+copy_str(const struct reply *r, char *buf, size_t len)
+{
+	size_t n = r->len < len - 1 ? r->len : len - 1;
+
+	memcpy(buf, r->str, n);
+	buf[n] = '\0';
+}
+
+/* {0, wait, pos, user, host, pid, cmd, since, now, lease left,
+ * foreign}; 0 or -1. */
+static int
+parse_busy(const struct reply *r, struct lock_busy *b)
+{
+	size_t i;
+	char num[24];
+
+	if (r->elements != 11 || r->element[1]->type != REPLY_INTEGER ||
+	    r->element[2]->type != REPLY_INTEGER ||
+	    r->element[9]->type != REPLY_INTEGER ||
+	    r->element[10]->type != REPLY_INTEGER)
+		return -1;
+	for (i = 3; i < 9; i++)
+		if (r->element[i]->type != REPLY_STRING)
+			return -1;
+	b->wait_ms = r->element[1]->integer;
+	b->position = r->element[2]->integer;
+	copy_str(r->element[3], b->user, sizeof(b->user));
+	copy_str(r->element[4], b->host, sizeof(b->host));
+	copy_str(r->element[5], b->pid, sizeof(b->pid));
+	copy_str(r->element[6], b->cmd, sizeof(b->cmd));
+	copy_str(r->element[7], num, sizeof(num));
+	b->since_ms = strtoll(num, NULL, 10);
+	copy_str(r->element[8], num, sizeof(num));
+	b->now_ms = strtoll(num, NULL, 10);
+	b->lease_left_ms = r->element[9]->integer;
+	b->foreign = r->element[10]->integer == 1;
+	return 0;
+}
+
+enum lock_result
+single_parse_acquire(const struct reply *r, int64_t *fence,
+    struct lock_busy *busy)
+{
+	if (r->type != REPLY_ARRAY || r->elements < 2 ||
+	    r->element[0]->type != REPLY_INTEGER)
+		return LOCK_ERROR;
+	if (r->element[0]->integer == 1 && r->elements == 2 &&
+	    r->element[1]->type == REPLY_INTEGER) {
+		*fence = r->element[1]->integer;
+		return LOCK_GRANTED;
+	}
+	if (r->element[0]->integer == 0 && parse_busy(r, busy) == 0)
+		return LOCK_BUSY;
+	return LOCK_ERROR;
+}
+
+static enum lock_result
+op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
+    int want_holder, int64_t *fence, struct lock_busy *busy)
+{
+	struct server *cn = srv(l);
+	const struct lock_keys *k = &ctx->k;
+	char lease[24], fttl[24], lim[24], wttl[24], look[24];
+	struct args a = { .n = 0 };
+	struct reply *r;
+	enum lock_result res;
+
+	snprintf(lease, sizeof(lease), "%lld", (long long)ctx->lease_ms);
+	snprintf(fttl, sizeof(fttl), "%lld", (long long)FENCE_TTL_MS);
+	snprintf(lim, sizeof(lim), "%ld", ctx->limit);
+	snprintf(wttl, sizeof(wttl), "%d", WAITER_TTL_MS);
+	snprintf(look, sizeof(look), "%d", HANDOFF_LOOK_MS);
+	arg(&a, k->lock, k->lock_len);
+	arg(&a, k->meta, k->meta_len);
+	arg(&a, k->fence, k->fence_len);
+	arg(&a, k->sem, k->sem_len);
+	arg(&a, k->limit, k->limit_len);
+	arg(&a, k->queue, k->queue_len);
+	arg(&a, k->waiter, k->waiter_len);
+	arg_str(&a, ctx->token);
+	arg_str(&a, lease);
+	arg_str(&a, ctx->host);
+	arg_str(&a, ctx->pid);
+	arg_str(&a, ctx->user);
+	arg_str(&a, ctx->cmdline);
+	arg_str(&a, fttl);
+	arg_str(&a, lim);
+	arg_str(&a, queue ? "1" : "0");
+	arg(&a, k->waiter_prefix, k->waiter_prefix_len);
+	arg(&a, k->wake_prefix, k->wake_prefix_len);
+	arg_str(&a, wttl);
+	arg_str(&a, want_holder ? "1" : "0");
+	arg_str(&a, look);
+	if ((r = script_run(cn, &lua_acquire, 7, a.n - 7, a.v, a.len)) == NULL)
+		return LOCK_ERROR;
+	if ((res = single_parse_acquire(r, fence, busy)) == LOCK_ERROR)
+		server_fail_reply(cn, "acquire", r);
+	reply_free(r);
+	return res;
+}
+
+static int
+op_is_ours(struct lock *l, const struct lock_ctx *ctx)
+{
+	struct server *cn = srv(l);
+	const struct lock_keys *k = &ctx->k;
+	struct args a = { .n = 0 };
+	char lim[24];
+	long long v;
+
+	snprintf(lim, sizeof(lim), "%ld", ctx->limit);
+	arg(&a, k->lock, k->lock_len);
+	arg(&a, k->sem, k->sem_len);
+	arg_str(&a, ctx->token);
+	arg_str(&a, lim);
+	if (int_reply(cn, "re-entry check", script_run(cn, &lua_is_ours, 2, 2,
+	    a.v, a.len), &v) < 0)
+		return -1;
+	return v == 1;
+}
+
+static int
+op_heartbeat(struct lock *l, const struct lock_ctx *ctx)
+{
+	struct server *cn = srv(l);
+	char ttl[24];
+	const char *argv[5] = { "SET", ctx->k.waiter, ctx->waiter_info, "PX",
+	    ttl };
+	size_t lens[5];
+	struct reply *r;
+	int ok;
+
+	snprintf(ttl, sizeof(ttl), "%d", WAITER_TTL_MS);
+	lens[0] = 3;
+	lens[1] = ctx->k.waiter_len;
+	lens[2] = strlen(ctx->waiter_info);
+	lens[3] = 2;
+	lens[4] = strlen(ttl);
+	if ((r = server_command(cn, 5, argv, lens)) == NULL)
+		return -1;
+	ok = r->type == REPLY_STATUS;
+	if (!ok)
+		server_fail_reply(cn, "heartbeat", r);
+	reply_free(r);
+	return ok ? 0 : -1;
+}
+
+static int
+op_dequeue(struct lock *l, const struct lock_ctx *ctx)
+{
+	struct server *cn = srv(l);
+	const struct lock_keys *k = &ctx->k;
+	struct args a = { .n = 0 };
+	long long v;
+
+	arg(&a, k->queue, k->queue_len);
+	arg(&a, k->waiter, k->waiter_len);
+	arg_str(&a, ctx->token);
+	arg(&a, k->waiter_prefix, k->waiter_prefix_len);
+	arg(&a, k->wake_prefix, k->wake_prefix_len);
+	return int_reply(cn, "dequeue", script_run(cn, &lua_dequeue, 2, 3,
+	    a.v, a.len), &v);
+}
+
+static void
+holder_keys(struct args *a, const struct lock_ctx *ctx)
+{
+	a->n += lock_holder_keys(&ctx->k, a->v + a->n, a->len + a->n);
+}
+
+static int
+op_extend(struct lock *l, const struct lock_ctx *ctx)
+{
+	struct server *cn = srv(l);
+	char lease[24], lim[24];
+	struct args a = { .n = 0 };
+	long long v;
+
+	snprintf(lease, sizeof(lease), "%lld", (long long)ctx->lease_ms);
+	snprintf(lim, sizeof(lim), "%ld", ctx->limit);
+	holder_keys(&a, ctx);
+	arg_str(&a, ctx->token);
+	arg_str(&a, lease);
+	arg_str(&a, lim);
+	if (int_reply(cn, "extend", script_run(cn, &lua_extend, 5, 3, a.v,
+	    a.len), &v) < 0)
+		return -1;
+	return v == 1;
+}
+
+static int
+op_release(struct lock *l, const struct lock_ctx *ctx)
+{
+	struct server *cn = srv(l);
+	const struct lock_keys *k = &ctx->k;
+	struct args a = { .n = 0 };
+	char lim[24], ttl[24];
+	long long v;
+
+	snprintf(lim, sizeof(lim), "%ld", ctx->limit);
+	snprintf(ttl, sizeof(ttl), "%d", WAKE_TOKEN_TTL_MS);
+	holder_keys(&a, ctx);
+	arg(&a, k->tokens, k->tokens_len);
+	arg_str(&a, ctx->token);
+	arg_str(&a, lim);
+	arg(&a, k->wake, k->wake_len);
+	arg(&a, k->waiter_prefix, k->waiter_prefix_len);
+	arg(&a, k->wake_prefix, k->wake_prefix_len);
+	arg_str(&a, ttl);
+	if (int_reply(cn, "release", script_run(cn, &lua_release, 6, 6, a.v,
+	    a.len), &v) < 0)
+		return -1;
+	return v == 1;
+}
+
+static const char *
+field(const struct reply *r, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < r->elements; i += 2)
+		if (r->element[i]->type == REPLY_STRING &&
+		    strcmp(r->element[i]->str, name) == 0 &&
+		    r->element[i + 1]->type == REPLY_STRING)
+			return r->element[i + 1]->str;
+	return NULL;
+}
+
+static void
+op_describe_holder(struct lock *l, const struct lock_ctx *ctx, char *buf,
+    size_t len)
+{
+	struct server *cn = srv(l);
+	const struct lock_keys *k = &ctx->k;
+	const char *argv[2] = { "HGETALL", k->meta };
+	size_t lens[2] = { 7, k->meta_len };
+	const char *user, *host, *pid, *cmd;
+	char pcmd[80];
+	struct reply *r;
+
+	snprintf(buf, len, "another client");
+	if ((r = server_command(cn, 2, argv, lens)) == NULL)
+		return;
+	if (r->type == REPLY_ARRAY && r->elements == 0) {
+		reply_free(r);
+		argv[0] = "EXISTS";
+		argv[1] = k->lock;
+		lens[0] = 6;
+		lens[1] = k->lock_len;
+		if ((r = server_command(cn, 2, argv, lens)) == NULL)
+			return;
+		if (r->type == REPLY_INTEGER && r->integer == 0)
+			snprintf(buf, len, "nobody, but it is the turn of the "
+			    "next --fair waiter,");
+	}
+	if (r->type == REPLY_ARRAY && (user = field(r, "user")) &&
+	    (host = field(r, "host")) && (pid = field(r, "pid")) &&
+	    (cmd = field(r, "cmd"))) {
+		printable(cmd, strlen(cmd), pcmd, sizeof(pcmd));
+		snprintf(buf, len, "%s@%s (pid %s: %s)", user, host, pid,
+		    pcmd);
+	}
+	reply_free(r);
+}
+
+static int
+op_open(struct lock *l)
+{
+	return server_is_open(srv(l)) ? 0 : server_reopen(srv(l));
+}
+
+static void
+op_close(struct lock *l)
+{
+	server_close(srv(l));
+}
+
+static int
+op_is_open(const struct lock *l)
+{
+	return server_is_open(csrv(l));
+}
+
+static void
+op_set_timeouts(struct lock *l, int64_t connect_ms, int64_t cmd_ms)
+{
+	l->connect_ms = connect_ms;
+	server_set_timeouts(srv(l), connect_ms, cmd_ms);
+}
+
+/*
+ * A plain waiter blocks in BLPOP on P{KEY}:tok on our own connection;
+ * a --fair one listens to its own P{KEY}:wake:TOKEN on a connection of
+ * its own (a subscribed connection cannot run scripts).
+ */
+static struct waker *
+op_waker(struct lock *l, const struct lock_ctx *ctx)
+{
+	struct server *s = srv(l);
+
+	if (ctx->fair)
+		return wake_sub(&s, 1, 1, ctx->k.my_wake, ctx->k.my_wake_len);
+	return wake_pop(s, ctx->k.tokens, ctx->k.tokens_len);
+}
+
+static int
+op_recheck(struct lock *l)
+{
+	return server_recheck(srv(l));
+}
+
+static int
+op_watch_fd(const struct lock *l)
+{
+	return server_fd(csrv(l));
+}
+
+static int
+op_servers(const struct lock *l)
+{
+	(void)l;
+	return 1;
+}
+
+static struct server *
+op_server(struct lock *l, int i)
+{
+	(void)i;
+	return srv(l);
+}
+
+static const struct failure *
+op_failure(const struct lock *l)
+{
+	return server_failure(csrv(l));
+}
+
+static void
+op_free(struct lock *l)
+{
+	server_free(srv(l));
+	free(l);
+}
+
+static const struct lock_ops SINGLE_OPS = {
+	.open = op_open,
+	.close = op_close,
+	.is_open = op_is_open,
+	.set_timeouts = op_set_timeouts,
+	.acquire = op_acquire,
+	.extend = op_extend,
+	.release = op_release,
+	.is_ours = op_is_ours,
+	.heartbeat = op_heartbeat,
+	.dequeue = op_dequeue,
+	.describe_holder = op_describe_holder,
+	.waker = op_waker,
+	.recheck = op_recheck,
+	.watch_fd = op_watch_fd,
+	.servers = op_servers,
+	.server = op_server,
+	.failure = op_failure,
+	.free = op_free,
+};
+
+struct lock *
+single_new(const struct conn_cfg *cfg, int64_t connect_ms, int64_t cmd_ms)
+{
+	struct single *s = xcalloc(1, sizeof(*s));
+
+	s->base.ops = &SINGLE_OPS;
+	s->base.connect_ms = connect_ms;
+	s->base.user_connect_ms = cfg->connect_timeout_ms;
+	s->srv = server_new(cfg, connect_ms, cmd_ms);
+	return &s->base;
+}

@@ -1,0 +1,370 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Wake-ups. Sharded pub/sub (Redis 7) where the server has it: in a
+ * Cluster a message then reaches the slot's node only, not every node over
+ * the bus; the scripts SPUBLISH where they can, so a Redis 6 gets PUBLISH
+ * and SUBSCRIBE on both sides. A BLPOP is sent with a server-side timeout
+ * (the connection stays healthy when it runs out) and abandoned with its
+ * connection on a signal.
+ */
+#include "wake.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "exitcode.h"
+#include "util.h"
+
+/* --redlock takes at most this many masters. */
+#define WAKE_MAX_SUBS 9
+
+struct waker {
+	/* BLPOP */
+	struct server *pop;		/* the caller's; NULL for subscriptions */
+	int armed;			/* a BLPOP is in flight */
+	int64_t armed_until;
+	/* subscriptions */
+	struct server *sub[WAKE_MAX_SUBS];
+	int n, need;
+	int listening[WAKE_MAX_SUBS];
+	char *name;			/* the list, or the channel */
+	size_t name_len;
+	struct failure fail;
+};
+
+int
+wake_parse_subscribe(const struct reply *r)
+{
+	return r->type == REPLY_ARRAY && r->elements == 3 &&
+	    r->element[0]->type == REPLY_STRING &&
+	    (strcmp(r->element[0]->str, "ssubscribe") == 0 ||
+	    strcmp(r->element[0]->str, "subscribe") == 0);
+}
+
+int
+wake_parse_unsubscribed(const struct reply *r)
+{
+	return r->type == REPLY_ARRAY && r->elements >= 1 &&
+	    r->element[0]->type == REPLY_STRING &&
+	    (strcmp(r->element[0]->str, "sunsubscribe") == 0 ||
+	    strcmp(r->element[0]->str, "unsubscribe") == 0);
+}
+
+int
+wake_parse_pop(const struct reply *r)
+{
+	if (r->type == REPLY_NIL)
+		return 0;
+	return r->type == REPLY_ARRAY ? 1 : -1;
+}
+
+struct waker *
+wake_pop(struct server *s, const char *list, size_t len)
+{
+	struct waker *w = xcalloc(1, sizeof(*w));
+
+	w->pop = s;
+	w->name = xstrndup(list, len);
+	w->name_len = len;
+	return w;
+}
+
+struct waker *
+wake_sub(struct server *const *like, int n, int need, const char *ch,
+    size_t len)
+{
+	struct waker *w = xcalloc(1, sizeof(*w));
+	int64_t t;
+	int i;
+
+	if (n > WAKE_MAX_SUBS)
+		n = WAKE_MAX_SUBS;
+	for (i = 0; i < n; i++) {
+		t = server_connect_timeout(like[i]);
+		w->sub[i] = server_clone(like[i], t, t);
+	}
+	w->n = n;
+	w->need = need;
+	w->name = xstrndup(ch, len);
+	w->name_len = len;
+	return w;
+}
+
+void
+waker_free(struct waker *w)
+{
+	int i;
+
+	if (w == NULL)
+		return;
+	for (i = 0; i < w->n; i++)
+		server_free(w->sub[i]);
+	free(w->name);
+	free(w);
+}
+
+const struct failure *
+waker_failure(const struct waker *w)
+{
+	return &w->fail;
+}
+
+static void
+lost(struct waker *w, struct server *s)
+{
+	w->fail = *server_failure(s);
+	server_close(s);
+}
+
+/* SSUBSCRIBE, or SUBSCRIBE where the server has no sharded pub/sub. */
+static int
+subscribe(struct waker *w, int i)
+{
+	struct server *s = w->sub[i];
+	const char *argv[2] = { "SSUBSCRIBE", w->name };
+	size_t lens[2] = { 10, w->name_len };
+	struct reply *r;
+	int ok;
+
+	if (!server_is_open(s) && server_open(s) != 0) {
+		w->fail = *server_failure(s);
+		return -1;
+	}
+	if ((r = server_command(s, 2, argv, lens)) == NULL) {
+		w->fail = *server_failure(s);
+		return -1;
+	}
+	if (r->type == REPLY_ERROR &&
+	    strstr(r->str, "unknown command") != NULL) {
+		reply_free(r);
+		argv[0] = "SUBSCRIBE";
+		lens[0] = 9;
+		if ((r = server_command(s, 2, argv, lens)) == NULL) {
+			w->fail = *server_failure(s);
+			return -1;
+		}
+	}
+	if (!(ok = wake_parse_subscribe(r))) {
+		server_fail_reply(s, "subscribe", r);
+		lost(w, s);
+	}
+	reply_free(r);
+	return ok ? 0 : -1;
+}
+
+int
+waker_listen(struct waker *w)
+{
+	int i, up = 0;
+
+	if (w->pop)
+		return 1;
+	for (i = 0; i < w->n; i++) {
+		if (!w->listening[i] || !server_is_open(w->sub[i]))
+			w->listening[i] = subscribe(w, i) == 0;
+		up += w->listening[i];
+	}
+	return up;
+}
+
+int
+waker_listening(const struct waker *w)
+{
+	int i, up = 0;
+
+	if (w->pop)
+		return 1;
+	for (i = 0; i < w->n; i++)
+		up += w->listening[i] && server_is_open(w->sub[i]);
+	return up >= w->need;
+}
+
+void
+waker_cancel(struct waker *w)
+{
+	int i;
+
+	if (w->pop && w->armed)
+		server_close(w->pop);
+	w->armed = 0;
+	for (i = 0; i < w->n; i++) {
+		server_close(w->sub[i]);
+		w->listening[i] = 0;
+	}
+}
+
+/* Consume what subscription i delivered: 1 a message, 0 nothing yet,
+ * -1 it died (or ended: the slot moved, so subscribe again where it
+ * lives now, and try, as a release may fall in between). */
+static int
+drain(struct waker *w, int i)
+{
+	struct server *s = w->sub[i];
+	struct reply *r;
+	int got = 0, n;
+
+	while ((n = server_recv(s, 0, &r)) == 1) {
+		if (wake_parse_unsubscribed(r)) {
+			reply_free(r);
+			failure_set(&w->fail, RL_EXIT_UNAVAILABLE, "the "
+			    "subscription ended");
+			server_close(s);
+			w->listening[i] = 0;
+			return -1;
+		}
+		reply_free(r);
+		got = 1;
+		if (!server_pending(s))
+			break;
+	}
+	if (n < 0) {
+		w->fail = *server_failure(s);
+		w->listening[i] = 0;
+		return -1;
+	}
+	return got;
+}
+
+static int
+poll_ms(int64_t until)
+{
+	int64_t left = until - mono_ms();
+
+	if (left < 0)
+		return 0;
+	return (int)(left > 60000 ? 60000 : left);
+}
+
+/*
+ * When fewer than `need` subscriptions are left alive, end the wait: a
+ * waiter whose server died must try now, rather than wait out the
+ * holder's lease to learn the same.
+ */
+static enum woke
+wait_subs(struct waker *w, int64_t until, int sigfd)
+{
+	struct pollfd p[1 + WAKE_MAX_SUBS];
+	int i, r, got = 0, alive;
+
+	p[0] = (struct pollfd){ .fd = sigfd, .events = POLLIN };
+	for (;;) {
+		for (i = 0, alive = 0; i < w->n; i++) {
+			if (w->listening[i] && server_pending(w->sub[i]) &&
+			    drain(w, i) > 0)
+				got = 1;
+			alive += w->listening[i];
+		}
+		if (got)
+			return WOKE_MESSAGE;
+		if (alive < w->need)
+			return WOKE_LOST;
+		if (mono_ms() >= until)
+			return WOKE_TIMEOUT;
+		for (i = 0; i < w->n; i++)
+			p[1 + i] = (struct pollfd){ .fd = w->listening[i] ?
+			    server_fd(w->sub[i]) : -1, .events = POLLIN };
+		r = poll(p, (nfds_t)(1 + w->n), poll_ms(until));
+		if (r < 0 && errno != EINTR) {
+			failure_set(&w->fail, RL_EXIT_OSERR, "poll: %s",
+			    strerror(errno));
+			return WOKE_LOST;
+		}
+		if (r <= 0)
+			continue;
+		if (p[0].revents & POLLIN)
+			return WOKE_SIGFD;
+		for (i = 0; i < w->n; i++)
+			if (p[1 + i].revents && drain(w, i) > 0)
+				got = 1;
+	}
+}
+
+static enum woke
+pop_lost(struct waker *w, const char *why)
+{
+	if (why)
+		failure_set(&w->fail, RL_EXIT_UNAVAILABLE, "BLPOP: %s", why);
+	else
+		w->fail = *server_failure(w->pop);
+	w->armed = 0;
+	server_close(w->pop);
+	return WOKE_LOST;
+}
+
+static int
+arm(struct waker *w, int64_t until)
+{
+	const char *argv[3] = { "BLPOP", w->name, NULL };
+	size_t lens[3] = { 5, w->name_len, 0 };
+	int64_t left = until - mono_ms();
+	char secs[32];
+
+	lens[2] = (size_t)snprintf(secs, sizeof(secs), "%lld.%03lld",
+	    (long long)(left / 1000), (long long)(left % 1000));
+	argv[2] = secs;
+	if (server_send(w->pop, 3, argv, lens) < 0)
+		return -1;
+	w->armed = 1;
+	w->armed_until = until;
+	return 0;
+}
+
+/*
+ * Plain waiter: BLPOP a wake token until `until`, or a signal. Redis
+ * answers nil at `until`; a silent server gets one connect timeout more.
+ */
+static enum woke
+wait_pop(struct waker *w, int64_t until, int sigfd)
+{
+	struct pollfd p[2];
+	struct reply *r = NULL;
+	int64_t hard;
+	int n;
+
+	if (!w->armed) {
+		if (until - mono_ms() <= 0)
+			return WOKE_TIMEOUT;
+		if (arm(w, until) < 0)
+			return pop_lost(w, NULL);
+	}
+	hard = w->armed_until + server_connect_timeout(w->pop);
+	p[0] = (struct pollfd){ .fd = sigfd, .events = POLLIN };
+	p[1] = (struct pollfd){ .fd = server_fd(w->pop), .events = POLLIN };
+	while (r == NULL) {
+		if (!server_pending(w->pop)) {
+			if (mono_ms() >= hard)
+				return pop_lost(w, "no answer");
+			n = poll(p, 2, poll_ms(hard));
+			if (n < 0 && errno != EINTR)
+				return pop_lost(w, strerror(errno));
+			if (n <= 0)
+				continue;
+			if (p[0].revents & POLLIN)
+				return WOKE_SIGFD;
+			if (p[1].revents == 0)
+				continue;
+		}
+		if (server_recv(w->pop, 0, &r) < 0)
+			return pop_lost(w, NULL);
+	}
+	w->armed = 0;
+	if (server_take_redirect(w->pop, r)) {
+		/* The slot moved, or the master changed: try there. */
+		reply_free(r);
+		failure_set(&w->fail, RL_EXIT_UNAVAILABLE, "BLPOP redirected");
+		return WOKE_LOST;
+	}
+	n = wake_parse_pop(r);
+	reply_free(r);
+	if (n == 0)
+		return WOKE_TIMEOUT;
+	return n > 0 ? WOKE_MESSAGE : pop_lost(w, "unexpected reply");
+}
+
+enum woke
+waker_wait(struct waker *w, int64_t until, int sigfd)
+{
+	return w->pop ? wait_pop(w, until, sigfd) : wait_subs(w, until, sigfd);
+}

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Fault injection for tests/faults.bats, loaded with LD_PRELOAD: the OS
+ * refusing rlock something once, at a chosen moment. Redis is never
+ * mocked; only the two libc calls below are wrapped.
+ *
+ *   RLOCK_FAULT_POLL_MS=N    the first poll() of the main thread N ms
+ *                            after start fails with ENOMEM
+ *   RLOCK_FAULT_MALLOC_MS=N  the first malloc() N ms after start (in
+ *                            any thread) returns NULL
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+void *__libc_malloc(size_t n);
+
+static int64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int64_t start = -1;
+static atomic_int poll_done, malloc_done;
+
+static int64_t
+at(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v ? strtoll(v, NULL, 10) : -1;
+}
+
+__attribute__((constructor)) static void
+init(void)
+{
+	start = now_ms();
+}
+
+int
+poll(struct pollfd *fds, nfds_t n, int timeout)
+{
+	static int (*real)(struct pollfd *, nfds_t, int);
+	int64_t when = at("RLOCK_FAULT_POLL_MS");
+
+	if (real == NULL)
+		real = (int (*)(struct pollfd *, nfds_t, int))dlsym(RTLD_NEXT,
+		    "poll");
+	if (when >= 0 && start >= 0 && now_ms() - start >= when &&
+	    syscall(SYS_gettid) == getpid() &&
+	    !atomic_exchange(&poll_done, 1)) {
+		errno = ENOMEM;
+		return -1;
+	}
+	return real(fds, n, timeout);
+}
+
+void *
+malloc(size_t n)
+{
+	static int64_t when = -2;
+
+	if (when == -2)
+		when = at("RLOCK_FAULT_MALLOC_MS");
+	if (when >= 0 && start >= 0 && now_ms() - start >= when &&
+	    !atomic_exchange(&malloc_done, 1))
+		return NULL;
+	return __libc_malloc(n);
+}
