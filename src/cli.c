@@ -17,6 +17,7 @@
 
 
 #include "exitcode.h"
+#include "keys.h"
 #include "url.h"
 #include "util.h"
 
@@ -121,7 +122,8 @@ cli_usage(void)
 "      --redlock             every -u is an independent master (3, 5, ...);\n"
 "                            hold the lock on a majority of them\n"
 "      --password-file FILE  read the Redis password from FILE\n"
-"      --connect-timeout DUR give up on an unreachable Redis after DUR (5s)\n"
+"      --connect-timeout DUR give up on an unreachable Redis after DUR (5s;\n"
+"                            while waiting, -w if shorter)\n"
 "      --prefix P            prefix of every Redis key (rlock:)\n"
 "      --tls                 TLS even with redis:// URLs\n"
 "      --tls-cacert FILE     CA certificates to verify the server with\n"
@@ -139,7 +141,7 @@ cli_usage(void)
 "Subcommands: status [--json] KEY..., list [--json] [PATTERN],\n"
 "release --force KEY.\n"
 "\n"
-"DUR: a number with an optional unit ms, s, m, h (default s).\n"
+"DUR: a number with an optional unit ms, s, m, h (default s), at most 87840h.\n"
 "Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH,\n"
 "  RLOCK_SENTINEL_PASSWORD, RLOCK_TLS_CACERT, RLOCK_TLS_CERT, RLOCK_TLS_KEY;\n"
 "  USER (or LOGNAME) names the holder when HOME is that user's.\n"
@@ -172,8 +174,13 @@ usage_error(const char *fmt, ...)
 static int
 parse_dur_opt(const char *name, const char *arg, int64_t *out)
 {
-	if (dur_parse(arg, out) == 0)
+	int r = dur_parse(arg, out);
+
+	if (r == 0)
 		return 0;
+	if (r == DUR_TOO_LONG)
+		return usage_error("%s: '%s' is too long (at most %s, about ten "
+		    "years)", name, arg, DUR_MAX_TEXT);
 	return usage_error("%s: invalid duration '%s' (use e.g. 500ms, 1.5, "
 	    "30s, 5m, 2h)", name, arg);
 }
@@ -279,6 +286,13 @@ read_password_file(struct rlock_opts *o, const char *path)
 		buf[0] = '\0';
 	fclose(f);
 	n = strcspn(buf, "\r\n");
+	/* AUTH "" would only draw a WRONGPASS that points elsewhere. */
+	if (n == 0) {
+		msg_err("--password-file %s %s", shown, buf[0] ? "has an "
+		    "empty first line (the password goes on the first line)" :
+		    "is empty");
+		return RL_EXIT_USAGE;
+	}
 	buf[n] = '\0';
 	scrub_free(o->password);
 	o->password = xstrdup(buf);
@@ -343,6 +357,9 @@ common_opt(struct rlock_opts *o, int c, int *status)
 		return 0;
 	case OPT_PREFIX:
 		o->prefix = optarg;
+		if (keys_bad_prefix(optarg))
+			*status = usage_error("--prefix '%s': a '{}' there would "
+			    "leave every key an empty Cluster hash tag", optarg);
 		return 0;
 	case 'q':
 		msg_level = MSG_QUIET;
@@ -597,6 +614,7 @@ redlock_urls(struct rlock_opts *o)
 		explicit_bzero(copy, n);
 		free(copy);
 	}
+	o->url_from = from;
 	if (o->nurls < 3 || o->nurls % 2 == 0 || o->nurls > REDLOCK_MAX)
 		return usage_error("--redlock needs an odd number of "
 		    "independent masters, 3 to %d (got %d%s)", REDLOCK_MAX,
@@ -663,6 +681,7 @@ url_fallbacks(struct rlock_opts *o)
 			o->password = xstrdup(p);
 		return redlock_urls(o);
 	}
+	o->url_from = from;
 	if (o->url == NULL) {
 		if ((u = getenv("RLOCK_URL")) && *u)
 			o->url = xstrdup(u), from = "RLOCK_URL";
@@ -670,6 +689,7 @@ url_fallbacks(struct rlock_opts *o)
 			o->url = xstrdup(u), from = "REDIS_URL";
 		else
 			o->url = xstrdup("redis://127.0.0.1:6379/0");
+		o->url_from = u && *u ? from : NULL;
 	}
 	if (o->password == NULL) {
 		if ((p = getenv("RLOCK_PASSWORD")) && *p)
@@ -731,14 +751,34 @@ cli_free(struct rlock_opts *o)
 	o->url = o->password = NULL;
 }
 
+/*
+ * A 100 KB argv would otherwise be stored in Redis with every grant and
+ * printed whole by status. The cut does not split a UTF-8 sequence.
+ */
+static void
+cut_command_line(char *s)
+{
+	size_t n = strlen(s);
+
+	if (n <= CMDLINE_MAX)
+		return;
+	n = CMDLINE_MAX - 3;
+	while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+		n--;
+	memcpy(s + n, "...", 4);
+}
+
 char *
 cli_command_line(const struct rlock_opts *o)
 {
 	size_t len = 0, i;
 	char *s, *p;
 
-	if (o->shell_cmd)
-		return xstrdup(o->shell_cmd);
+	if (o->shell_cmd) {
+		s = xstrdup(o->shell_cmd);
+		cut_command_line(s);
+		return s;
+	}
 	for (i = 0; o->cmd[i]; i++)
 		len += strlen(o->cmd[i]) + 1;
 	s = p = xmalloc(len + 1);
@@ -752,5 +792,6 @@ cli_command_line(const struct rlock_opts *o)
 	if (p > s)
 		p--;
 	*p = '\0';
+	cut_command_line(s);
 	return s;
 }

@@ -33,6 +33,8 @@ struct rlock_opts {
 	enum on_lost on_lost;
 	int64_t kill_after_ms;
 	char *url;			/* owned copy; password still inside */
+	const char *url_from;		/* "-u", "RLOCK_URL", "REDIS_URL" or
+					 * NULL (the default URL) */
 	int redlock;			/* --redlock: every -u is a master */
 	char **urls;			/* with --redlock: all of them, owned */
 	int nurls;
@@ -62,7 +64,12 @@ void cli_free(struct rlock_opts *o);
 /* --help text on stdout. */
 void cli_usage(void);
 
-/* "COMMAND ARG ..." or the -c string, for holder metadata; caller frees. */
+/* The command line recorded in Redis (and shown by status) is cut to
+ * this many bytes, the last three "...". */
+#define CMDLINE_MAX 1024
+
+/* "COMMAND ARG ..." or the -c string, at most CMDLINE_MAX bytes, for
+ * holder metadata; caller frees. */
 char *cli_command_line(const struct rlock_opts *o);
 
 #endif

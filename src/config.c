@@ -44,11 +44,27 @@ one_cfg(const struct rlock_opts *o, const char *url, struct conn_cfg *cfg)
 	return 0;
 }
 
+/* Where the URL came from, for "check ..." in the messages. */
+static const char *url_from;
+
+/* What to check when the server is not there, or not Redis. */
+static const char *
+check_url_hint(void)
+{
+	if (url_from == NULL)
+		return "check that Redis runs there, or give -u or RLOCK_URL";
+	if (strcmp(url_from, "-u") == 0)
+		return "check -u";
+	return strcmp(url_from, "RLOCK_URL") == 0 ? "check RLOCK_URL" :
+	    "check REDIS_URL";
+}
+
 int
 config_lock(const struct rlock_opts *o, struct lock_cfg *cfg)
 {
 	int i, n = o->redlock ? o->nurls : 1, st;
 
+	url_from = o->url_from;
 	memset(cfg, 0, sizeof(*cfg));
 	acl_set_prefix(o->prefix);
 	cfg->redlock = o->redlock;
@@ -75,10 +91,16 @@ config_lock(const struct rlock_opts *o, struct lock_cfg *cfg)
  * start of Redis's own text (the error code), or on conn.c's words for a
  * peer that does not speak Redis.
  */
+#define NOPERM_TODO "give that user the permission Redis names (ACL " \
+	"SETUSER; rlock needs +@scripting, the commands its scripts call, and " \
+	"its --prefix keys and channels)"
+
 static const struct {
 	const char *answer;
 	const char *todo;
 } HINTS[] = {
+	{ "NOPERM", NOPERM_TODO },
+	{ SCRIPT_ACL_DENIED, NOPERM_TODO },
 	{ "READONLY", "that server is a read-only replica; point -u at the "
 	    "primary" },
 	{ "OOM", "the server is out of memory; free some, or raise its "
@@ -91,14 +113,16 @@ static const struct {
 };
 
 static const char *
-hint_for(const char *err)
+hint_for(const char *err, char *buf, size_t len)
 {
 	const char *ans = strstr(err, "Redis answered: ");
 	size_t i;
 
-	if (strstr(err, CONN_NOT_REDIS) != NULL)
-		return "is a Redis server listening there? check -u or "
-		    "RLOCK_URL";
+	if (strstr(err, CONN_NOT_REDIS) != NULL) {
+		snprintf(buf, len, "is a Redis server listening there? %s",
+		    check_url_hint());
+		return buf;
+	}
 	if (ans == NULL)
 		return NULL;
 	ans += strlen("Redis answered: ");
@@ -112,12 +136,12 @@ hint_for(const char *err)
 void
 config_report(const struct lock_cfg *cfg, const struct failure *f)
 {
+	char url[300], buf[128];
 	const char *err = f->why, *todo;
-	char url[300];
 
 	/* A refused permission (acl.c) comes with the ACL SETUSER for it. */
 	if ((todo = acl_cure(err, cfg->servers[0].ep.user)) == NULL)
-		todo = hint_for(err);
+		todo = hint_for(err, buf, sizeof(buf));
 	if (cfg->redlock)
 		snprintf(url, sizeof(url), "%d masters (--redlock)", cfg->n);
 	else
@@ -131,7 +155,7 @@ config_report(const struct lock_cfg *cfg, const struct failure *f)
 			msg_err("cannot reach %s: %s", url, err);
 		else
 			msg_err("cannot reach %s: %s; %s", url, err,
-			    todo ? todo : "check -u or RLOCK_URL");
+			    todo ? todo : check_url_hint());
 		break;
 	case RL_EXIT_NOPERM:
 		if (tls_said(err)) {

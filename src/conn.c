@@ -703,7 +703,7 @@ maybe_tls_port(struct conn *cn, int64_t deadline)
 int
 conn_connect(struct conn *cn, const char *host, int port, int64_t deadline)
 {
-	int64_t cmd = cn->cmd_timeout_ms;
+	int64_t cmd = cn->cmd_timeout_ms, shown = cn->cfg->connect_timeout_ms;
 	int st;
 
 	drop(cn, 0);
@@ -713,6 +713,10 @@ conn_connect(struct conn *cn, const char *host, int port, int64_t deadline)
 	cn->heard = 0;
 	if (deadline <= mono_ms())
 		deadline = mono_ms() + 1;
+	/* A deadline well short of --connect-timeout (-w bounds the wait)
+	 * is the time the message names, to the 10 ms. */
+	if (deadline - mono_ms() + 50 < shown)
+		shown = (deadline - mono_ms() + 5) / 10 * 10;
 	if (host == NULL && cn->cfg->ep.kind == EP_UNIX)
 		st = open_unix(cn, cn->cfg->ep.path, deadline);
 	else if (host == NULL)
@@ -733,7 +737,7 @@ conn_connect(struct conn *cn, const char *host, int port, int64_t deadline)
 	/* A server that accepts and then stays silent counts against the
 	 * same connect timeout, not a fresh command timeout; the message
 	 * names the connect timeout. */
-	cn->cmd_timeout_ms = cn->cfg->connect_timeout_ms;
+	cn->cmd_timeout_ms = shown;
 	st = handshake(cn, deadline);
 	cn->cmd_timeout_ms = cmd;
 	if (st != 0) {

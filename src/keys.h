@@ -51,6 +51,32 @@ void lock_ctx_init(struct lock_ctx *ctx, const char *prefix, const char *key,
 void lock_ctx_free(struct lock_ctx *ctx);
 
 /*
+ * Every name of KEY starts P{KEY}: the Cluster hash tag {KEY} puts them
+ * all in one slot. But Redis reads the tag from the first '{' to the first
+ * '}' after it, and an empty tag is no tag: a KEY that starts with '}'
+ * would make "P{}...", each name hashed whole, its scripts refused with
+ * CROSSSLOT. Such a KEY is marked with a '\' after the '{' (P{\}x}, tag
+ * "\"); so is a KEY that starts with '\' itself (P{\\y}), so that no two
+ * KEYs share a name. Every other KEY is P{KEY} as it stands.
+ *
+ * keys_name: P{KEY}suffix, marked where KEY needs it; *len its length.
+ * Caller frees.
+ */
+char *keys_name(const char *prefix, const char *key, size_t keylen,
+    const char *suffix, size_t *len);
+
+/*
+ * If name (len bytes) is one keys_name gives for some KEY and suffix,
+ * return that KEY (a pointer into name) and its length in *keylen; else
+ * NULL (another client's name, or P{}x} as rlock never writes it).
+ */
+const char *keys_parse(const char *prefix, const char *name, size_t len,
+    const char *suffix, size_t *keylen);
+
+/* 1 if a prefix would make every name's hash tag empty ("{}" first). */
+int keys_bad_prefix(const char *prefix);
+
+/*
  * Put the five keys every holder-side script starts with (lock, meta, sem,
  * limit, queue: the KEYS[1..5] of extend, release, force_release, inspect)
  * into argv/lens; returns how many (LOCK_HOLDER_KEYS).

@@ -39,6 +39,8 @@ struct lock_busy {
 	long long position;	/* in the --fair queue; -1 not queued */
 	char user[64], host[256], pid[24], cmd[256];	/* "" if unknown */
 	int64_t since_ms, now_ms;	/* server clock */
+	int64_t lease_left_ms;	/* the holder's; -1 no expiry, -2 none */
+	int foreign;		/* the holder is not rlock (no :meta) */
 };
 
 struct lock;

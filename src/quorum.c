@@ -306,6 +306,7 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 	if (!have_busy) {
 		memset(busy, 0, sizeof(*busy));
 		busy->position = -1;
+		busy->lease_left_ms = -2;	/* nobody has a majority */
 	}
 	/* Nobody has a majority (rivals split the masters): all undo, and
 	 * each retries after its own random pause. */

@@ -71,7 +71,8 @@ reply_status(const struct reply *r)
 	    starts(s, "NOPERM") || starts(s, "ERR invalid password") ||
 	    starts(s, "ERR invalid username-password") ||
 	    starts(s, "ERR AUTH <password> called without") ||
-	    starts(s, "ERR Client sent AUTH"))
+	    starts(s, "ERR Client sent AUTH") ||
+	    starts(s, SCRIPT_ACL_DENIED))
 		return RL_EXIT_NOPERM;
 	if (starts(s, "LOADING") || starts(s, "BUSY") ||
 	    starts(s, "MASTERDOWN") || starts(s, "TRYAGAIN") ||

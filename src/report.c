@@ -59,6 +59,7 @@
 #include "config.h"
 #include "exitcode.h"
 #include "glob.h"
+#include "keys.h"
 #include "lock.h"
 #include "lua_scripts.h"
 #include "report_view.h"
@@ -104,28 +105,22 @@ struct found {
 
 /*
  * A name SCAN returned: a lock if it is P{KEY} (mutex) or P{KEY}:sem
- * (semaphore) with KEY matching the pattern. The helper keys (:meta,
- * :fence, :q, :w:TOKEN...) end otherwise. KEY may itself hold "}", so the
- * pattern is checked again here on KEY alone; inspect.lua has the last
- * word on whether it is held.
+ * (semaphore) with KEY matching the pattern (keys.h: a marked KEY is
+ * unmarked). The helper keys (:meta, :fence, :q, :w:TOKEN...) end
+ * otherwise. KEY may itself hold "}", so the pattern is checked again
+ * here on KEY alone; inspect.lua has the last word on whether it is held.
  */
 static void
 candidate(struct found *f, const char *prefix, const char *pat,
     const char *name, size_t len)
 {
-	size_t pl = strlen(prefix), kl;
-	const char *key = name + pl + 1;
+	const char *key;
+	size_t kl;
 
-	if (len < pl + 3 || memcmp(name, prefix, pl) != 0 || name[pl] != '{')
+	if ((key = keys_parse(prefix, name, len, "", &kl)) == NULL &&
+	    (key = keys_parse(prefix, name, len, ":sem", &kl)) == NULL)
 		return;
-	kl = len - pl - 1;
-	if (key[kl - 1] == '}')
-		kl -= 1;
-	else if (kl >= 6 && memcmp(key + kl - 5, "}:sem", 5) == 0)
-		kl -= 5;
-	else
-		return;
-	if (kl == 0 || kl > KEY_MAX_LEN || memchr(key, '\0', kl) ||
+	if (kl > KEY_MAX_LEN || memchr(key, '\0', kl) ||
 	    !glob_match(pat, strlen(pat), key, kl))
 		return;
 	if (f->n == f->cap) {
@@ -146,7 +141,12 @@ scan_all(struct server *cn, const char *prefix, const char *pat,
 	const char *argv[6] = { "SCAN", cursor, "MATCH", NULL, "COUNT",
 	    SCAN_COUNT };
 	size_t lens[6] = { 4, 0, 5, 0, 5, strlen(SCAN_COUNT) }, i;
-	char *match = glob_scan_match(prefix, pat, &lens[3]);
+	/* A PATTERN whose first character may stand for a '}' or '\' may
+	 * match a KEY stored marked, P{\KEY} (keys.h): then every P{* is
+	 * scanned and candidate() matches the KEYs (a leading '*' matches
+	 * the mark anyway). */
+	char *match = glob_scan_match(prefix, pat[0] != '\0' &&
+	    strchr("?[}\\", pat[0]) != NULL ? "*" : pat, &lens[3]);
 	const struct reply *c, *e;
 	struct reply *r;
 	int st = -1;

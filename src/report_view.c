@@ -181,7 +181,7 @@ view_inspect(struct server *cn, const char *prefix, struct view *v)
 	argv[5] = ks.meta_prefix, lens[5] = ks.meta_prefix_len;
 	argv[6] = ks.k.waiter_prefix, lens[6] = ks.k.waiter_prefix_len;
 	argv[7] = WAITERS_SHOWN, lens[7] = strlen(WAITERS_SHOWN);
-	r = script_run(cn, &lua_inspect, 5, 3, argv, lens);
+	r = script_run_ro(cn, &lua_inspect, 5, 3, argv, lens);
 	view_keys_free(&ks);
 	if (r == NULL)
 		return -1;

@@ -79,6 +79,34 @@ not_obtained(const struct rlock_opts *o, struct lock *l,
 	return o->conflict_exit;
 }
 
+/*
+ * --timeout bounds the whole wait, connecting included: until the lock is
+ * ours, no connect or command may take longer than the wait (a shorter
+ * --connect-timeout still wins). Holding the lock, releasing it and the
+ * renewals have the full --connect-timeout again.
+ */
+static int
+wait_bound(const struct rlock_opts *o)
+{
+	return o->wait_ms > 0 && o->wait_ms < o->connect_timeout_ms;
+}
+
+/* A failure within the bound names it: --timeout, not --connect-timeout. */
+static void
+report_bound(const struct rlock_opts *o, const struct lock_cfg *cfg,
+    const struct failure *f)
+{
+	struct failure b = *f;
+	char d[32];
+	size_t n = strlen(b.why);
+
+	if (wait_bound(o) && b.status == RL_EXIT_UNAVAILABLE) {
+		dur_format(o->wait_ms, d, sizeof(d));
+		snprintf(b.why + n, sizeof(b.why) - n, " (--timeout %s)", d);
+	}
+	config_report(cfg, &b);
+}
+
 static int
 acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
     struct lock *l, int sigfd)
@@ -95,6 +123,9 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 		ctx.acl_needs = o->redlock ? "s" : o->fair ? "f" : "w";
 	switch (wait_lock(l, &ctx, o->wait_ms, sigfd, &res)) {
 	case WAIT_GRANTED:
+		if (wait_bound(o))
+			lock_set_timeouts(l, o->connect_timeout_ms,
+			    o->connect_timeout_ms);
 		break;
 	case WAIT_TIMEOUT:
 		st = not_obtained(o, l, &ctx);
@@ -108,11 +139,10 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 			char key[96];
 
 			printable(o->key, strlen(o->key), key, sizeof(key));
-			msg_err("'%s': %s; every user of a KEY must give the "
-			    "same --limit", key, res.fail.why);
+			msg_err("'%s': %s", key, res.fail.why);
 		}
 		else
-			config_report(cfg, &res.fail);
+			report_bound(o, cfg, &res.fail);
 		st = res.fail.status;
 		goto out;
 	}
@@ -142,8 +172,10 @@ run_mode(struct rlock_opts *o, int sigfd)
 	if ((st = config_lock(o, &cfg)) != 0)
 		return st;
 	l = lock_new(&cfg);
+	if (wait_bound(o))
+		lock_set_timeouts(l, o->wait_ms, o->wait_ms);
 	if ((st = lock_open(l)) != 0) {
-		config_report(&cfg, lock_failure(l));
+		report_bound(o, &cfg, lock_failure(l));
 		goto out;
 	}
 	guard_eviction(l);

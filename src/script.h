@@ -29,4 +29,13 @@ struct lua_script {
 struct reply *script_run(struct server *s, const struct lua_script *sc,
     int nkeys, int nargs, const char **argv, const size_t *lens);
 
+/*
+ * The same for a script that only reads: EVALSHA_RO and EVAL_RO, so a
+ * server under CLIENT PAUSE WRITE answers at once (an EVALSHA of a script
+ * it has not cached yet waits out the pause: Redis cannot know that the
+ * script only reads). Where these do not exist (Redis 6), script_run.
+ */
+struct reply *script_run_ro(struct server *s, const struct lua_script *sc,
+    int nkeys, int nargs, const char **argv, const size_t *lens);
+
 #endif

@@ -10,8 +10,9 @@
 #include <signal.h>
 #include <sys/signalfd.h>
 
-/* Block INT TERM HUP QUIT USR1 USR2 CHLD, ignore PIPE; return a signalfd
- * (close-on-exec, non-blocking) or -1. Call before any thread starts. */
+/* Block CHLD and every signal that would end rlock (sig.c), ignore PIPE;
+ * return a signalfd (close-on-exec, non-blocking) or -1. Call before any
+ * thread starts. */
 int sig_setup(void);
 
 /*
@@ -22,5 +23,9 @@ int sig_take(int fd, struct signalfd_siginfo *si);
 
 /* In a child before exec: default dispositions and an empty mask. */
 void sig_restore(void);
+
+/* 1 if our process group is the foreground job of our controlling
+ * terminal (the one its ^C and ^\ reach), else 0. */
+int sig_foreground(void);
 
 #endif

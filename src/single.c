@@ -12,7 +12,8 @@
  *    was lost (timeout) can be repeated or undone by a release.
  *
  * Key layout (prefix P, default "rlock:"), all in one Cluster hash slot
- * because they share the "P{KEY}" head:
+ * because they share the "P{KEY}" head (P{\KEY} for a KEY that starts
+ * with '}' or '\': see keys.h):
  *
  *   P{KEY}              string  mutex owner token (UUID)          PX lease
  *   P{KEY}:meta         hash    mutex holder: host pid user cmd since
@@ -113,15 +114,18 @@ copy_str(const struct reply *r, char *buf, size_t len)
 	buf[n] = '\0';
 }
 
-/* {0, wait, pos, user, host, pid, cmd, since, now}; 0 or -1. */
+/* {0, wait, pos, user, host, pid, cmd, since, now, lease left,
+ * foreign}; 0 or -1. */
 static int
 parse_busy(const struct reply *r, struct lock_busy *b)
 {
 	size_t i;
 	char num[24];
 
-	if (r->elements != 9 || r->element[1]->type != REPLY_INTEGER ||
-	    r->element[2]->type != REPLY_INTEGER)
+	if (r->elements != 11 || r->element[1]->type != REPLY_INTEGER ||
+	    r->element[2]->type != REPLY_INTEGER ||
+	    r->element[9]->type != REPLY_INTEGER ||
+	    r->element[10]->type != REPLY_INTEGER)
 		return -1;
 	for (i = 3; i < 9; i++)
 		if (r->element[i]->type != REPLY_STRING)
@@ -136,6 +140,8 @@ parse_busy(const struct reply *r, struct lock_busy *b)
 	b->since_ms = strtoll(num, NULL, 10);
 	copy_str(r->element[8], num, sizeof(num));
 	b->now_ms = strtoll(num, NULL, 10);
+	b->lease_left_ms = r->element[9]->integer;
+	b->foreign = r->element[10]->integer == 1;
 	return 0;
 }
 

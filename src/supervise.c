@@ -40,6 +40,7 @@ struct sup {
 	struct lock *l;
 	int sigfd;
 	pid_t child;
+	int own_pgrp;			/* COMMAND leads a process group */
 	int exec_fd;			/* exec's outcome not read yet; else -1 */
 	int exec_errno;			/* exec failed with this; 0 it ran */
 	int wstatus;
@@ -47,6 +48,7 @@ struct sup {
 	enum lost_how lost;
 	int64_t term_at;		/* when SIGTERM went out; 0 not yet */
 	int kill_sent;
+	int64_t stall_ms, stall_end;	/* rlock did not run; see stalled() */
 	char key[96];			/* printable, for messages */
 };
 
@@ -69,10 +71,14 @@ lost_signal(enum on_lost how)
 }
 
 static void
-child_exec(const struct rlock_opts *o, int errfd, pid_t parent)
+child_exec(const struct rlock_opts *o, int errfd, pid_t parent,
+    int own_pgrp)
 {
 	int sig = lost_signal(o->on_lost), e;
 
+	/* Before the signals are unblocked: see spawn(). */
+	if (own_pgrp)
+		(void)setpgid(0, 0);
 	sig_restore();
 	/* If rlock dies, even by SIGKILL, COMMAND must not run on unguarded
 	 * once the lease lapses: the kernel sends it the --on-lost signal. */
@@ -129,12 +135,24 @@ export_env(const struct lock_ctx *ctx, const char *key, int64_t fence)
  * file system). Whether the exec worked is read later (exec_settle):
  * waiting for it here would wake us just as COMMAND starts, to compete
  * with it for a CPU.
+ *
+ * Signals sent to our whole process group (kill -- -PGID, a supervisor
+ * stopping its job) must reach COMMAND once, not once directly and once
+ * more through us. So unless we are the foreground job of a terminal,
+ * COMMAND gets a process group of its own (the child sets it before its
+ * exec, so before we run again), which such signals do not reach, and we
+ * forward what we get to that whole group (COMMAND and its children, as
+ * the group signal would have reached them). In a terminal's foreground,
+ * COMMAND stays in our group, so it can use the terminal; there ^C
+ * reaches it directly, and on_signal does not forward a second one.
  */
 static int
 spawn(struct sup *s)
 {
 	int p[2];
 	pid_t parent = getpid(), child;
+
+	s->own_pgrp = !sig_foreground();
 
 	/* The OS refusing us a pipe or a process is not COMMAND's fault:
 	 * 71, not 126 (not executable). */
@@ -144,7 +162,7 @@ spawn(struct sup *s)
 	}
 	if ((child = vfork()) == 0) {
 		close(p[0]);
-		child_exec(s->o, p[1], parent);
+		child_exec(s->o, p[1], parent, s->own_pgrp);
 	}
 	if (child < 0) {
 		msg_err("cannot run COMMAND: fork: %s", strerror(errno));
@@ -188,9 +206,31 @@ send_child(struct sup *s, int sig)
 	 * between fork and exec. */
 	if (exec_settle(s) != 0)
 		return;
+	/* COMMAND may have moved to a group of its own making. */
+	if (s->own_pgrp && kill(-s->child, sig) == 0)
+		return;
 	if (kill(s->child, sig) < 0 && errno != ESRCH)
 		msg_warn("cannot signal COMMAND (pid %ld): %s",
 		    (long)s->child, strerror(errno));
+}
+
+/*
+ * A poll that returns far later than it was asked to means that rlock
+ * itself did not run meanwhile (SIGSTOP, a suspended or overloaded
+ * machine): its renewals were not sent, with Redis reachable all along.
+ * One that kept us from more than a renewal interval is remembered, for
+ * the message if the lease is lost before an extend gets through again.
+ */
+static void
+stalled(struct sup *s, int64_t asked_ms, int64_t took_ms)
+{
+	int64_t late = took_ms - asked_ms;
+
+	if (late < lease_renew_interval_ms(s->ctx->lease_ms) || late < 100)
+		return;
+	if (late > s->stall_ms || s->stall_end < atomic_load(&s->rw.last_ok))
+		s->stall_ms = late;
+	s->stall_end = mono_ms();
 }
 
 static void
@@ -200,7 +240,18 @@ declare_lost(struct sup *s, enum lost_how how)
 	const char *why = how == LOST_NOT_OURS ?
 	    "Redis says another client holds or removed it" :
 	    "the lease could not be extended in time (Redis unreachable)";
+	char stop[200], d[32];
 
+	/* Not Redis's fault: say what happened. */
+	if (s->stall_ms > 0 && s->stall_end >= atomic_load(&s->rw.last_ok)) {
+		dur_format(s->stall_ms, d, sizeof(d));
+		snprintf(stop, sizeof(stop), "rlock itself did not run for %s "
+		    "(stopped? a suspended or overloaded machine?), %s", d,
+		    how == LOST_NOT_OURS ? "and the lease ran out meanwhile "
+		    "(Redis says another client holds or removed it)" :
+		    "so the lease could not be extended in time");
+		why = stop;
+	}
 	s->lost = how;
 	if (sig == 0) {
 		msg_err("lost the lock '%s': %s; --on-lost ignore: COMMAND "
@@ -291,8 +342,8 @@ supervise(struct sup *s)
 {
 	struct signalfd_siginfo si;
 	struct pollfd p[2];
-	int64_t next;
-	int poll_failed = 0;
+	int64_t next, t0;
+	int poll_failed = 0, tmo;
 	char drain[64];
 
 	p[0] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
@@ -300,8 +351,9 @@ supervise(struct sup *s)
 	    renew_event_fd(&s->rw) : -1, .events = POLLIN };
 	for (;;) {
 		next = check_lease(s);
-		if (poll(p, 2, next < 0 || next > 60000 ? 60000 :
-		    (int)next) < 0 && errno != EINTR) {
+		tmo = next < 0 || next > 60000 ? 60000 : (int)next;
+		t0 = mono_ms();
+		if (poll(p, 2, tmo) < 0 && errno != EINTR) {
 			/* ENOMEM: the kernel could not track the fds this
 			 * once. Leaving the loop would drop the deadline and
 			 * the forwarding; try again shortly instead. */
@@ -310,6 +362,7 @@ supervise(struct sup *s)
 			nap_ms(POLL_RETRY_MS);
 			continue;
 		}
+		stalled(s, tmo, mono_ms() - t0);
 		if (p[1].revents & POLLIN)
 			while (read(p[1].fd, drain, sizeof(drain)) > 0)
 				;

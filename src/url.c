@@ -99,6 +99,14 @@ parse_query(const char *q, const char *end, struct endpoint *ep,
 	return 0;
 }
 
+/* "/0?db=2": neither may silently win over the other. */
+static int
+db_twice(const char **why)
+{
+	*why = "the database is given twice (/N and ?db=N); give it once";
+	return -1;
+}
+
 /* userinfo is "user", "user:pass" or ":pass". */
 static int
 parse_userinfo(const char *s, size_t n, struct endpoint *ep,
@@ -219,6 +227,8 @@ parse_tcp(const char *rest, struct endpoint *ep, const char **why)
 		*why = "bad database number";
 		return -1;
 	}
+	if (slash < q && slash + 1 < q && q < end)
+		return db_twice(why);
 	return parse_query(q, end, ep, why);
 }
 
@@ -330,6 +340,8 @@ parse_multi(const char *rest, struct endpoint *ep, enum endpoint_kind kind,
 		*why = "bad database number";
 		return -1;
 	}
+	if (slash < q && slash + 1 < q && q < end)
+		return db_twice(why);
 	return parse_query(q, end, ep, why);
 }
 

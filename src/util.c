@@ -49,10 +49,14 @@ dur_parse(const char *s, int64_t *ms)
 	const char *p = s;
 	int64_t frac = 0, scale = 1000, fscale = 1, out;
 	uint64_t whole = 0;
-	int nw = 0, nf = 0;
+	int nw = 0, nf = 0, big = 0;
 
-	if (parse_digits(&p, INT64_MAX, &whole, &nw) < 0)
-		return -1;
+	if (parse_digits(&p, INT64_MAX, &whole, &nw) < 0) {
+		/* Well-formed but huge: "too long", not "invalid". */
+		big = 1;
+		while (*p >= '0' && *p <= '9')
+			p++, nw++;
+	}
 	if (*p == '.') {
 		p++;
 		/* "1." and "." are typos more likely than durations. */
@@ -82,13 +86,13 @@ dur_parse(const char *s, int64_t *ms)
 		scale = 3600 * 1000;
 	else
 		return -1;
-	if (whole > (uint64_t)(DUR_MAX_MS / scale))
-		return -1;
+	if (big || whole > (uint64_t)(DUR_MAX_MS / scale))
+		return DUR_TOO_LONG;
 	out = (int64_t)whole * scale;
 	/* frac/fscale of a unit, in ms, rounded up. */
 	out += (frac * scale + fscale - 1) / fscale;
 	if (out > DUR_MAX_MS)
-		return -1;
+		return DUR_TOO_LONG;
 	*ms = out;
 	return 0;
 }

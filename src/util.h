@@ -12,13 +12,17 @@
 #include <sys/time.h>
 #include <stdio.h>
 
-/* Upper bound of any duration we accept: ten years, far from overflow. */
+/* Upper bound of any duration we accept: ten years, far from overflow.
+ * Messages and the man page give it as DUR_MAX_TEXT. */
 #define DUR_MAX_MS ((int64_t)10 * 366 * 24 * 3600 * 1000)
+#define DUR_MAX_TEXT "87840h"
+#define DUR_TOO_LONG (-2)
 
 /*
  * Parse DUR: a decimal number with an optional fraction and unit (ms, s,
  * m, h; none means seconds, as in flock). Stores milliseconds, rounded up
- * so "0.0001" is not silently 0. Returns 0, or -1 on junk, sign, overflow.
+ * so "0.0001" is not silently 0. Returns 0; -1 on junk or a sign;
+ * DUR_TOO_LONG for a well-formed duration beyond DUR_MAX_MS.
  */
 int dur_parse(const char *s, int64_t *ms);
 

@@ -14,13 +14,19 @@
  * a release wakes one process, not a herd, and a token pushed between our
  * try and our BLPOP waits for us. Between attempts the only traffic is a
  * --fair waiter's heartbeat, and the looks of the one next in line while
- * the head has yet to take a free KEY (HANDOFF_LOOK_MS).
+ * the head has yet to take a free KEY (HANDOFF_LOOK_MS). A holder that is
+ * not rlock wakes nobody when it lets go: its plain waiters sleep without
+ * BLPOP and, like the head of a --fair queue, look once a second whether
+ * it is gone (foreign.h).
  */
 #include "wait.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <string.h>
 
 #include "exitcode.h"
+#include "foreign.h"
 #include "sig.h"
 #include "util.h"
 #include "waitline.h"
@@ -28,7 +34,8 @@
 /* Wake a little after the holder's lease ends: Redis expires keys on
  * access at the exact millisecond, so a couple of ms cover our rounding. */
 #define EXPIRY_SLACK_MS 3
-/* Holder without expiry (a foreign client's key): back off up to this. */
+/* A holder without expiry that is not foreign (no :meta) cannot be
+ * rlock's either; back off up to this. Foreign ones: FOREIGN_LOOK_MS. */
 #define NO_TTL_BACKOFF_MAX_MS 5000
 #define REDRAW_MS 1000
 /* Behind Sentinel, a waiter asks this often whether the master moved
@@ -47,6 +54,9 @@ struct waiter {
 	int queued;			/* we are in the --fair queue */
 	int uncertain;			/* an attempt's outcome is unknown */
 	int sentinel;			/* ask the sentinels while waiting */
+	/* --- a foreign holder (foreign.h): look, not BLPOP --- */
+	int look;
+	int64_t busy_at;		/* when the last busy reply came */
 	struct failure why;		/* why we give up, on WAIT_ERROR */
 	struct wait_result *res;
 };
@@ -74,6 +84,13 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 			w->queued = 1;
 			w->next_beat = mono_ms() + WAITER_BEAT_MS;
 		}
+		/* Who looks at a foreign holder: one server's waiters (a
+		 * quorum tries instead), of a --fair queue the head only. */
+		if (lr == LOCK_BUSY) {
+			w->busy_at = mono_ms();
+			w->look = busy->foreign && lock_servers(w->l) == 1 &&
+			    (!w->ctx->fair || busy->position <= 0);
+		}
 		if (lr != LOCK_ERROR)
 			return lr;
 		if (lock_is_open(w->l))	/* an error reply, not I/O */
@@ -97,6 +114,11 @@ retry_at(struct waiter *w, const struct lock_busy *b)
 		if (w->no_ttl_backoff < NO_TTL_BACKOFF_MAX_MS)
 			w->no_ttl_backoff *= 2;
 	}
+	/* A foreign holder's end wakes nobody: try (--redlock) or look
+	 * (still_foreign) again within a second. */
+	if (b->foreign && (!w->ctx->fair || b->position <= 0) &&
+	    (b->wait_ms < 0 || t > FOREIGN_LOOK_MS))
+		t = FOREIGN_LOOK_MS;
 	if (w->deadline != INT64_MAX && now + t > w->deadline)
 		return w->deadline;
 	return now + t;
@@ -111,6 +133,43 @@ stop_signal(struct waiter *w, struct wait_result *res)
 }
 
 /*
+ * After a sleep on a foreign holder: 1 when a look finds it still there
+ * (sleep again; the reply's wait is aged for retry_at), 0 when an attempt
+ * is due (gone, rlock's own holder now, the deadline, a failure).
+ */
+static int
+still_foreign(struct waiter *w, struct lock_busy *b)
+{
+	int64_t now = mono_ms(), aged = now - w->busy_at;
+
+	if (!w->look || now >= w->deadline || !lock_is_open(w->l) ||
+	    foreign_look(lock_server(w->l, 0), &w->ctx->k) != 1)
+		return 0;
+	if (b->wait_ms >= 0)
+		b->wait_ms = b->wait_ms > aged ? b->wait_ms - aged : 0;
+	w->busy_at = now;
+	return 1;
+}
+
+/* A plain waiter's sleep between looks: no BLPOP, no command at all. */
+static int
+block_quiet(struct waiter *w, int64_t until, struct wait_result *res)
+{
+	struct pollfd p = { .fd = w->sigfd, .events = POLLIN };
+	int64_t left;
+	int n;
+
+	while ((left = until - mono_ms()) > 0) {
+		n = poll(&p, 1, (int)(left > 60000 ? 60000 : left));
+		if (n < 0 && errno != EINTR)
+			return WOKE_TIMEOUT;
+		if (n > 0 && stop_signal(w, res))
+			return WOKE_SIGNAL;
+	}
+	return WOKE_TIMEOUT;
+}
+
+/*
  * Block on the waker until `until`, a wake-up or a signal that ends the
  * wait (any other signal, SIGCHLD, is read and the wait goes on).
  */
@@ -119,6 +178,8 @@ block(struct waiter *w, int64_t until, struct wait_result *res)
 {
 	enum woke why;
 
+	if (w->look && !w->ctx->fair)
+		return block_quiet(w, until, res);
 	for (;;) {
 		why = waker_wait(w->wk, until, w->sigfd);
 		if (why != WOKE_SIGFD)
@@ -210,7 +271,9 @@ granted(struct waiter *w, int64_t start, int why)
 	close_subs(w);
 	msg_verbose("acquired after %lldms of waiting (%s)",
 		    (long long)(mono_ms() - start), why == WOKE_MESSAGE ?
-		    "woken by a release" : "the holder's lease ran out");
+		    "woken by a release" : w->look ? "a look found the holder, "
+		    "a client other than rlock, gone" :
+		    "the holder's lease ran out");
 	return WAIT_GRANTED;
 }
 
@@ -270,7 +333,9 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 		if (mono_ms() >= w.deadline)
 			return give_up(&w, WAIT_TIMEOUT);
 		waitline_update(&w.line, &busy);
-		why = sleep_until(&w, retry_at(&w, &busy), res);
+		do
+			why = sleep_until(&w, retry_at(&w, &busy), res);
+		while (why == WOKE_TIMEOUT && still_foreign(&w, &busy));
 		if (why == WOKE_SIGNAL)
 			return give_up(&w, WAIT_SIGNAL);
 		if (why == WOKE_LOST)

@@ -16,8 +16,8 @@ waitline_init(struct waitline *wl, const char *key, long limit,
 	memset(wl, 0, sizeof(*wl));
 	/* Whether stderr is a TTY is asked on the first draw: a lock that
 	 * is free at once never needs the answer (a system call). Until
-	 * then "on" means "may be". */
-	wl->on = msg_level >= MSG_NORMAL;
+	 * then "on" means "may be". Under -v the log says it instead. */
+	wl->on = msg_level == MSG_NORMAL;
 	wl->key = key;
 	wl->limit = limit;
 	wl->start = start;
@@ -41,7 +41,7 @@ describe(const struct waitline *wl, int64_t since_reply, char *buf,
 {
 	const struct lock_busy *b = &wl->last;
 	char who[700], held[32], left[32], pos[64], cmd[64];
-	int64_t lease_left = b->wait_ms - since_reply;
+	int64_t lease_left = b->lease_left_ms - since_reply;
 
 	if (b->user[0]) {
 		printable(b->cmd, strlen(b->cmd), cmd, sizeof(cmd));
@@ -51,10 +51,12 @@ describe(const struct waitline *wl, int64_t since_reply, char *buf,
 		    b->user, b->host, b->pid, cmd, held);
 	} else if (wl->limit > 1) {
 		snprintf(who, sizeof(who), "all %ld slots taken", wl->limit);
+	} else if (b->foreign) {
+		snprintf(who, sizeof(who), "held by a client other than rlock");
 	} else {
 		snprintf(who, sizeof(who), "held by another client");
 	}
-	if (b->wait_ms < 0)
+	if (b->lease_left_ms == -1)
 		snprintf(left, sizeof(left), "no expiry");
 	else
 		dur_format(lease_left, left, sizeof(left));
@@ -65,9 +67,25 @@ describe(const struct waitline *wl, int64_t since_reply, char *buf,
 		ordinal(b->position + 1, nth, sizeof(nth));
 		snprintf(pos, sizeof(pos), "; %s in queue", nth);
 	}
+	/* Free, but not for us: a --fair waiter ahead takes its turn (or,
+	 * --redlock, nobody got a majority). */
+	if (b->lease_left_ms < -1) {
+		snprintf(buf, len, "%s%s", b->position >= 0 ? "free, the turn "
+		    "of the --fair waiter ahead" : "free, trying again", pos);
+		return;
+	}
 	snprintf(buf, len, "%s, %s %s%s%s", who, wl->limit > 1 ?
-	    "next slot free in" : "lease", left, b->wait_ms < 0 ? "" :
+	    "next slot free in" : "lease", left, b->lease_left_ms < 0 ? "" :
 	    wl->limit > 1 ? "" : " left", pos);
+}
+
+/* The same holder (and place) as the last line logged? */
+static int
+same_holder(const struct lock_busy *a, const struct lock_busy *b)
+{
+	return a->position == b->position && a->since_ms == b->since_ms &&
+	    strcmp(a->user, b->user) == 0 && strcmp(a->host, b->host) == 0 &&
+	    strcmp(a->pid, b->pid) == 0 && strcmp(a->cmd, b->cmd) == 0;
 }
 
 void
@@ -77,7 +95,10 @@ waitline_update(struct waitline *wl, const struct lock_busy *b)
 
 	wl->last = *b;
 	wl->last_at = mono_ms();
-	if (msg_level >= MSG_VERBOSE) {
+	if (msg_level >= MSG_VERBOSE &&
+	    !(wl->logged && same_holder(&wl->logged_as, b))) {
+		wl->logged = 1;
+		wl->logged_as = *b;
 		printable(wl->key, strlen(wl->key), key, sizeof(key));
 		describe(wl, 0, text, sizeof(text));
 		msg_verbose("waiting for '%s': %s", key, text);

@@ -4,6 +4,8 @@
  * updated in place says what we wait for, who holds it, since when, the
  * lease left, our place in the queue and how long we waited. Cleared when
  * the wait ends. Costs Redis nothing: it is redrawn from the last reply.
+ * Under -v the same facts are logged instead, a line each time they change
+ * (a line redrawn in place would mix with the log lines).
  */
 #ifndef RLOCK_WAITLINE_H
 #define RLOCK_WAITLINE_H
@@ -13,9 +15,11 @@
 #include "lock.h"
 
 struct waitline {
-	int on;			/* stderr is a TTY and not -q */
+	int on;			/* stderr is a TTY, neither -q nor -v */
 	int tty_known;		/* asked isatty(): before, on means maybe */
 	int drawn;
+	int logged;		/* -v said who holds it: logged_as */
+	struct lock_busy logged_as;
 	const char *key;
 	long limit;
 	struct lock_busy last;	/* the last busy reply */
@@ -26,7 +30,8 @@ struct waitline {
 void waitline_init(struct waitline *wl, const char *key, long limit,
     int64_t start);
 
-/* A new busy reply arrived (also logs it under -v). */
+/* A new busy reply arrived (under -v, logged when the holder or our
+ * place in the queue changed). */
 void waitline_update(struct waitline *wl, const struct lock_busy *b);
 
 /* Redraw with the time that passed since the last reply. */

@@ -124,8 +124,19 @@ teardown_file() {
 	usage_error '--lease must be at least 100ms' -l 0 -k k -- true
 	usage_error '--connect-timeout must be more than 0' \
 		--connect-timeout 0 -k k -- true
-	usage_error "--timeout: invalid duration '99999999999999999h'" \
+}
+
+@test "a duration beyond the limit: too long, and the limit named" {
+	usage_error "--timeout: '99999999999999999h' is too long \\(at most 87840h, about ten years\\)$" \
 		-w 99999999999999999h -k k -- true
+	usage_error "--lease: '87841h' is too long \\(at most 87840h" \
+		-l 87841h -k k -- true
+	usage_error "--kill-after: '99999999999999999999999ms' is too long" \
+		--kill-after 99999999999999999999999ms -k k -- true
+	usage_error "--connect-timeout: '5270401m' is too long" \
+		--connect-timeout 5270401m -k k -- true
+	# The limit itself is a duration like any other.
+	run -0 "$RLOCK" -w 87840h -k k -- true
 }
 
 @test "-E and -N ranges" {
@@ -147,6 +158,12 @@ teardown_file() {
 @test "key longer than 512 bytes" {
 	usage_error 'longer than 512 bytes' -k "$(printf 'a%.0s' {1..513})" \
 		-- true
+}
+
+@test "--prefix with '{}' (an empty Cluster hash tag for every key): 64" {
+	usage_error "--prefix 'a\\{\\}': a '\\{\\}' there would leave every key an empty Cluster hash tag" \
+		--prefix 'a{}' -k k -- true
+	usage_error "--prefix '\\{\\}x'" status --prefix '{}x' k
 }
 
 @test "key of exactly 512 bytes works" {

@@ -175,6 +175,24 @@ assert_one_lost_line() {
 	assert_clean
 }
 
+key_gone() { [ "$(rcli exists "$L")" = 0 ]; }
+
+@test "rlock SIGSTOPped past its lease: says it was stopped, not that Redis was unreachable" {
+	start_holder -l "$(tf 1)" -k "$K" -- sh "$T/term-exit.sh"
+	kill -STOP "$HOLDER"
+	# Past the lease: Redis expires the key meanwhile, reachable all along.
+	wait_ms 5000 key_gone || fail "key still there"
+	sleep "$(tf 0.5)"
+	kill -CONT "$HOLDER"
+	reap "$HOLDER" 5000
+	[ "$RC" = 70 ] || fail "status $RC: $(cat "$T/err")"
+	# Past its deadline on waking up: SIGTERM, and SIGKILL right after.
+	proc_gone "$CMD" || fail "COMMAND still runs"
+	assert_one_lost_line "rlock itself did not run for [0-9.]*m\\?s (stopped? a suspended or overloaded machine?)"
+	! grep -q unreachable "$T/err" || fail "$(cat "$T/err")"
+	assert_clean
+}
+
 @test "lease taken over by another client: exit 70, its key survives" {
 	start_holder -l "$(tf 1)" -k "$K" -- sh "$T/term-exit.sh"
 	wait_ms 3000 pttl_in 900 1000

@@ -221,6 +221,118 @@ forwarded() {
 	assert_released
 }
 
+# group_once SIG TRIES: rlock leads its own process group (setsid: no
+# terminal, as under cron, systemd or a supervisor); SIG sent to that
+# whole group reaches COMMAND exactly once, TRIES times in a row.
+group_once() {
+	local sig=$1 i n
+	# count.pl SIG: counts SIG; exits 10 + the count, a while after the
+	# first (time for a second one to come).
+	cat > "$T/count.pl" <<-'EOF'
+	my $n = 0;
+	$SIG{$ARGV[0]} = sub { $n++ };
+	open(my $f, ">", "$ENV{T}/cmd.pid"); print $f "$$\n"; close($f);
+	select(undef, undef, undef, 0.01) until $n;
+	select(undef, undef, undef, $ARGV[1]);
+	exit 10 + $n;
+	EOF
+	for ((i = 1; i <= $2; i++)); do
+		rm -f "$T/cmd.pid"
+		env --default-signal=INT,QUIT setsid "$RLOCK" -k "$K" -- \
+		    perl "$T/count.pl" "$sig" "$(tf 0.15)" > "$T/out" \
+		    2> "$T/err" 3>&- &
+		BG=$!
+		PIDS+=("$BG")
+		wait_cmd
+		[ "$(ps -o pgid= -p "$BG" | tr -d ' ')" = "$BG" ] ||
+			fail "rlock does not lead its process group"
+		kill -"$sig" -- -"$BG"
+		reap "$BG" 5000
+		n=$((RC - 10))
+		[ "$n" = 1 ] ||
+			fail "try $i: SIG$sig reached COMMAND $n times (status $RC: $(cat "$T/err"))"
+	done
+	assert_released
+}
+
+@test "SIGINT to rlock's whole process group reaches COMMAND once (30 tries)" {
+	group_once INT 30
+}
+
+@test "SIGTERM to rlock's whole process group reaches COMMAND once (30 tries)" {
+	group_once TERM 30
+}
+
+@test "without a terminal, a forwarded signal reaches COMMAND's children too" {
+	local kid
+	rm -f "$T/cmd.pid"
+	# setsid: no controlling terminal, even under a developer's make check.
+	env --default-signal=INT,QUIT setsid "$RLOCK" -k "$K" -- sh -c \
+	    'sleep 30 & echo $! > "$T/kid"; echo $$ > "$T/cmd.pid"; wait' \
+	    > "$T/out" 2> "$T/err" 3>&- &
+	BG=$!
+	PIDS+=("$BG")
+	wait_cmd
+	wait_ms 3000 test -s "$T/kid" || fail "no child"
+	kid=$(cat "$T/kid")
+	PIDS+=("$kid")
+	kill -TERM "$BG"
+	reap "$BG" 3000
+	[ "$RC" = 143 ] || fail "status $RC: $(cat "$T/err")"
+	wait_ms 2000 proc_gone "$kid" || fail "COMMAND's child runs on"
+	assert_released
+}
+
+# Every other signal whose default action ends a process (the fault
+# signals as sent by kill), and real-time ones: none may kill rlock.
+MORE_SIGS="ALRM VTALRM PROF IO PWR XCPU XFSZ STKFLT SYS TRAP ABRT BUS FPE ILL SEGV RTMIN RTMIN+5 RTMAX"
+
+@test "every other terminating signal (ALRM, real-time...) is forwarded to COMMAND; released" {
+	local sig n
+	for sig in $MORE_SIGS; do
+		n=$(signum "$sig")
+		rm -f "$T/cmd.pid" "$T/marker"
+		bg_rlock -k "$K" -- sh "$T/trap.sh" "$n"
+		wait_cmd
+		kill -"$n" "$BG"
+		reap "$BG" 3000
+		[ "$RC" = 42 ] || fail "SIG$sig: status $RC: $(cat "$T/err")"
+		[ "$(cat "$T/marker")" = "got $n" ] || fail "SIG$sig not forwarded"
+		key_gone || fail "SIG$sig: lock left held"
+	done
+	assert_released
+}
+
+@test "every other terminating signal ends a --fair wait: 128+N, no trace in Redis" {
+	local sig n before
+	bg_rlock -k "$K" -- sh "$T/hold.sh"
+	HOLDER=$BG
+	wait_cmd
+	before=$(our_keys)
+	for sig in $MORE_SIGS; do
+		n=$(signum "$sig")
+		bg_rlock --fair -k "$K" -- sh -c 'touch "$T/ran"'
+		wait_ms 3000 queued 1 || fail "SIG$sig: waiter not queued"
+		kill -"$n" "$BG"
+		reap "$BG" 3000
+		[ "$RC" = $((128 + n)) ] || fail "SIG$sig: status $RC: $(cat "$T/err")"
+		[ ! -e "$T/ran" ] || fail "COMMAND ran after SIG$sig"
+		[ "$(our_keys)" = "$before" ] ||
+			fail "Redis changed after SIG$sig: $(our_keys |
+			    diff <(echo "$before") -)"
+	done
+	touch "$T/go"
+	reap "$HOLDER" 3000
+	[ "$RC" = 0 ]
+	assert_released
+}
+
+# queued N: the --fair queue holds N waiters, each with its :w key.
+queued() {
+	[ "$(rcli llen "$L:q")" = "$1" ] &&
+		[ "$(rcli --scan --pattern "$L:w:*" | wc -l)" = "$1" ]
+}
+
 # This test's keys in Redis (earlier tests' keys expire meanwhile).
 our_keys() { rcli --scan --pattern "$L*" | sort; }
 

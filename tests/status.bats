@@ -85,6 +85,80 @@ fake_meta() {
 	[ -z "$stderr" ]
 }
 
+@test "status: a 100 KB command line is stored and shown cut to 1 KiB" {
+	local big cmd
+	big=$(head -c 100000 /dev/zero | tr '\0' a)
+	bg_rlock -k st-long -l 10s -- sh -c 'sleep 30' "$big"
+	wait_until 5 held st-long
+	cmd=$(rcli hget 'rlock:{st-long}:meta' cmd)
+	[ "${#cmd}" = 1024 ] || fail "stored ${#cmd} bytes"
+	[ "$cmd" = "sh -c sleep 30 ${big:0:1006}..." ]
+	run -0 --separate-stderr "$RLOCK" status st-long
+	assert_line --index 2 "  command     $cmd"
+	[ "${#output}" -lt 2000 ] || fail "status printed ${#output} bytes"
+	run -0 "$RLOCK" status --json st-long
+	[ "$(jq -r '.[0].holders[0].command | length' <<< "$output")" = 1024 ]
+}
+
+@test "status and list answer during CLIENT PAUSE WRITE (a read-only script)" {
+	local t0 el
+	bg_rlock -k st-pause -l 20s -- sleep 30
+	wait_until 5 held st-pause
+	rcli client pause "$(tf_ms 8000)" WRITE >/dev/null
+	t0=$(now_ms)
+	run --separate-stderr timeout "$(tf 4)" "$RLOCK" status st-pause
+	el=$(( $(now_ms) - t0 ))
+	rcli client unpause >/dev/null
+	[ "$status" = 0 ] || fail "status $status after ${el}ms: $stderr"
+	assert_line --index 0 "st-pause: held (mutex)"
+	rcli client pause "$(tf_ms 8000)" WRITE >/dev/null
+	run --separate-stderr timeout "$(tf 4)" "$RLOCK" list 'st-pause*'
+	rcli client unpause >/dev/null
+	[ "$status" = 0 ] || fail "list: status $status: $stderr"
+	[[ $output == st-pause$'\t'* ]] || fail "list: $output"
+}
+
+@test "status on a server without EVALSHA_RO (Redis 6): plain EVALSHA" {
+	local dir=$BATS_TEST_TMPDIR/r6
+	AUTH_DIR=$dir	# stopped by teardown
+	mkdir -p "$dir"
+	redis-server --port 0 --unixsocket "$dir/s" --save '' --dir "$dir" \
+		--daemonize yes --pidfile "$dir/pid" --logfile "$dir/log" \
+		--rename-command EVALSHA_RO "" --rename-command EVAL_RO ""
+	redis_wait_up "$dir/s"
+	RLOCK_URL=unix://$dir/s run -0 --separate-stderr "$RLOCK" -k st-r6 -- \
+		"$RLOCK" status st-r6
+	assert_line --index 0 "st-r6: held (mutex)"
+	[ -z "$stderr" ]
+	RLOCK_URL=unix://$dir/s run -1 "$RLOCK" status st-r6
+	assert_output "st-r6: free"
+}
+
+@test "KEYs starting with '}' or '\\': stored as P{\\KEY} (a non-empty hash tag), found by status and list" {
+	local k
+	bg_rlock -k '}x' -l 10s -- sleep 30
+	bg_rlock -k '\y' -l 10s -- sleep 30
+	wait_until 5 held '\}x'
+	wait_until 5 held '\\y'
+	[ "$(rcli exists 'rlock:{}x}')" = 0 ] || fail "unmarked name written"
+	run -0 "$RLOCK" status '}x' '\y'
+	assert_line --index 0 '}x: held (mutex)'
+	assert_line '\\y: held (mutex)'
+	run -0 "$RLOCK" list --json
+	[ "$(jq -r '[.[].key] | sort | join(" ")' <<< "$output")" = '\y }x' ] ||
+		fail "list: $output"
+	for k in '}*' '?x' '[}]x' '\}x'; do
+		run -0 "$RLOCK" list "$k"
+		[[ $output == '}x	'* ]] && [ "${#lines[@]}" = 1 ] ||
+			fail "list '$k': $output"
+	done
+	# A name rlock does not write is no lock of its own.
+	rcli set 'rlock:{}z}' foreign px 10000 >/dev/null
+	run -0 "$RLOCK" list '}*'
+	[ "${#lines[@]}" = 1 ] || fail "list: $output"
+	rcli del 'rlock:{}z}' >/dev/null
+}
+
 @test "status --json: one valid document with the documented fields" {
 	bg_rlock -k st-json -l 10s -- sleep 30
 	wait_until 5 held st-json

@@ -218,6 +218,37 @@ pick_keys() {
 	[ -z "$output" ] || fail "list after: $output"
 }
 
+@test "cluster: KEYs with braces ('}x', '{x', 'x}', '}', '{}', and a leading '\\') work, wake-ups and list included" {
+	local k shown o
+	for k in '}x' '{x' 'x}' '}' '{}' '}{' '\y' '\}' 'a{b}c'; do
+		shown=${k//\\/\\\\}	# status shows a backslash as \\
+		run -0 --separate-stderr timeout 20 "$RLOCK" -u "$CLUSTER_URL" \
+			-k "$k" -- sh -c '"$1" -u "$2" status "$RLOCK_KEY"' sh \
+			"$RLOCK" "$CLUSTER_URL"
+		[ "${lines[0]}" = "$shown: held (mutex)" ] ||
+			fail "-k '$k': ${lines[0]:-} $stderr"
+		[ -z "$stderr" ] || fail "-k '$k': $stderr"
+	done
+	# A waiter on '}x' is woken by the release, and list finds it held.
+	bg "$RLOCK" -u "$CLUSTER_URL" -k '}x' -- sh -c '
+		until [ -e "$1/go" ]; do sleep 0.02; done' sh "$T"
+	o=$(owner_of 'rlock:{\}x}')	# stored marked: the tag is "\\"
+	wait_until 10 held_on "$o" '\}x'
+	run -0 --separate-stderr "$RLOCK" -u "$CLUSTER_URL" list '}*'
+	[[ $output == "}x	"* ]] || fail "list '}*': $output $stderr"
+	run -0 "$RLOCK" -u "$CLUSTER_URL" list '?x'
+	[[ $output == "}x	"* ]] || fail "list ?x: $output"
+	bg "$RLOCK" -u "$CLUSTER_URL" -w 20 -k '}x' -- touch "$T/second"
+	wait_until 10 blpop_on "$o" || fail "waiter not in BLPOP"
+	touch "$T/go"
+	wait_until 10 test -e "$T/second" || fail "waiter not woken"
+	for k in "${BG[@]}"; do
+		wait_exit "$k"
+		[ "$STATUS" = 0 ] || fail "status $STATUS"
+	done
+	BG=()
+}
+
 @test "cluster: a dead seed first in the URL is passed over" {
 	local closed url k
 	closed=$(topo_free_port)

@@ -98,6 +98,22 @@ in_db() {
 	redis-cli -s "$MAIN_SOCK" -n 7 flushdb >/dev/null
 }
 
+@test "/0?db=2: the database given twice is refused (64), not guessed" {
+	local u
+	for u in "redis://127.0.0.1:$MAIN_PORT/0?db=2" \
+	    "redis://127.0.0.1:$MAIN_PORT/2?db=2"; do
+		run -64 --separate-stderr "$RLOCK" -u "$u" -k k -- \
+			echo must-not-run
+		[ -z "$output" ]
+		[ "${stderr_lines[0]}" = "rlock: bad Redis URL '$u' (-u): the database is given twice (/N and ?db=N); give it once" ]
+		RLOCK_URL=$u run -64 --separate-stderr "$RLOCK" status k
+		[[ ${stderr_lines[0]} == *"(RLOCK_URL): the database is given twice"* ]]
+	done
+	# Either one alone still selects it.
+	in_db "redis://127.0.0.1:$MAIN_PORT/?db=6" 6
+	redis-cli -s "$MAIN_SOCK" -n 6 flushdb >/dev/null
+}
+
 @test "a database the server does not have: 76, one line" {
 	run -76 --separate-stderr "$RLOCK" -u "unix://$MAIN_SOCK?db=999" -k k -- \
 		echo must-not-run
@@ -142,6 +158,21 @@ in_db() {
 		--password-file "$BATS_TEST_TMPDIR/none" -k a2 -- true
 	[ "${#stderr_lines[@]}" -ge 1 ]
 	[[ ${stderr_lines[0]} == "rlock: cannot read --password-file $BATS_TEST_TMPDIR/none: No such file or directory" ]]
+}
+
+@test "empty --password-file: 64, saying the file is empty" {
+	local f=$BATS_TEST_TMPDIR/pw
+	: > "$f"
+	chmod 600 "$f"
+	run -64 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$AUTH_PORT" \
+		--password-file "$f" -k a2 -- echo must-not-run
+	[ -z "$output" ]
+	[ "$stderr" = "rlock: --password-file $f is empty" ]
+	# The password is the first line, not the first non-empty one.
+	printf '\ns3cret\n' > "$f"
+	run -64 --separate-stderr "$RLOCK" -u "redis://127.0.0.1:$AUTH_PORT" \
+		--password-file "$f" -k a2 -- echo must-not-run
+	[ "$stderr" = "rlock: --password-file $f has an empty first line (the password goes on the first line)" ]
 }
 
 @test "password from RLOCK_PASSWORD, and from REDISCLI_AUTH" {
@@ -213,6 +244,25 @@ refused() {
 		-- echo must-not-run
 }
 
+@test "a read-only ACL user: 77 with the permission hint, not 76" {
+	acli acl setuser ro on '>pw' '~*' '&*' '+@all' '-@write' >/dev/null
+	run -77 --separate-stderr "$RLOCK" \
+		-u "redis://ro:pw@127.0.0.1:$AUTH_PORT" -k ro -- echo must-not-run
+	[ -z "$output" ]
+	[ "${#stderr_lines[@]}" -eq 1 ] || fail "stderr: $stderr"
+	[[ $stderr == "rlock: redis://ro:***@127.0.0.1:$AUTH_PORT/0 refused us: acquire: Redis answered: ERR The user executing the script can't run this command or subcommand; give that user the permission Redis names (ACL SETUSER;"* ]] ||
+		fail "stderr: $stderr"
+	# Nothing was written.
+	[ "$(acli exists "rlock:{ro}" "rlock:{ro}:fence")" = 0 ]
+	# The same for keys it may only read (%R~), refused before the script.
+	acli acl setuser rk on '>pw' '%R~*' '&*' '+@all' >/dev/null
+	run -77 --separate-stderr "$RLOCK" \
+		-u "redis://rk:pw@127.0.0.1:$AUTH_PORT" -k ro -- echo must-not-run
+	[[ $stderr == *"NOPERM"*"; give that user the permission"* ]] ||
+		fail "stderr: $stderr"
+	acli acl deluser ro rk >/dev/null
+}
+
 @test "nothing listening: 69 at once, one line" {
 	local t0 el
 	t0=$(now_ms)
@@ -222,7 +272,7 @@ refused() {
 		--connect-timeout "$(tf 5)" -k down -- echo must-not-run
 	el=$(( $(now_ms) - t0 ))
 	[ -z "$output" ]
-	[ "$stderr" = "rlock: cannot reach redis://127.0.0.1:$CLOSED_PORT/0: Connection refused; check -u or RLOCK_URL" ]
+	[ "$stderr" = "rlock: cannot reach redis://127.0.0.1:$CLOSED_PORT/0: Connection refused; check -u" ]
 	[ "$el" -lt "$(tf_ms 2000)" ] || fail "took ${el}ms"
 	run -69 --separate-stderr "$RLOCK" -u "unix://$BATS_TEST_TMPDIR/none.sock" \
 		-k down -- echo must-not-run
@@ -232,6 +282,30 @@ refused() {
 	run -69 --separate-stderr "$RLOCK" \
 		-u "redis://:wrongpw@127.0.0.1:$CLOSED_PORT" -k down -- true
 	[[ $stderr != *wrongpw* ]]
+}
+
+@test "unreachable: the message names where the URL came from" {
+	local url=redis://127.0.0.1:$CLOSED_PORT want
+	want="rlock: cannot reach $url/0: Connection refused"
+	run -69 --separate-stderr env -u RLOCK_URL REDIS_URL="$url" "$RLOCK" \
+		-k down -- echo must-not-run
+	[ "$stderr" = "$want; check REDIS_URL" ]
+	# An empty RLOCK_URL counts as unset.
+	RLOCK_URL= REDIS_URL=$url run -69 --separate-stderr "$RLOCK" status down
+	[ "$stderr" = "$want; check REDIS_URL" ]
+	RLOCK_URL=$url REDIS_URL=redis://127.0.0.1:1 run -69 --separate-stderr \
+		"$RLOCK" -k down -- echo must-not-run
+	[ "$stderr" = "$want; check RLOCK_URL" ]
+	REDIS_URL=redis://127.0.0.1:1 run -69 --separate-stderr "$RLOCK" \
+		-u "$url" -k down -- echo must-not-run
+	[ "$stderr" = "$want; check -u" ]
+	# No URL anywhere: the default, and where to give another.
+	run --separate-stderr env -u RLOCK_URL -u REDIS_URL "$RLOCK" \
+		--connect-timeout "$(tf 1)" -k down -- echo must-not-run
+	if [ "$status" = 69 ]; then
+		[[ $stderr == "rlock: cannot reach redis://127.0.0.1:6379/0: "*"; check that Redis runs there, or give -u or RLOCK_URL" ]] ||
+			fail "stderr: $stderr"
+	fi
 }
 
 # silent ARGS...: against the stopped server, --connect-timeout 0.5 (scaled)
@@ -261,6 +335,34 @@ silent() {
 	# Awake again, the same server works.
 	run -0 "$RLOCK" --connect-timeout "$(tf 0.5)" \
 		-u "redis://127.0.0.1:$SILENT_PORT" -k silent -- true
+}
+
+@test "-w bounds connecting too: a silent server costs the -w, not --connect-timeout" {
+	local t0 el w
+	w=$(tf_ms 1000)
+	kill -STOP "$(cat "$SILENT_PIDFILE")"
+	t0=$(now_ms)
+	run -69 --separate-stderr timeout "$(tf 30)" "$RLOCK" \
+		--connect-timeout "$(tf 10)" -w "$(tf 1)" \
+		-u "redis://127.0.0.1:$SILENT_PORT" -k silent -- echo must-not-run
+	el=$(( $(now_ms) - t0 ))
+	kill -CONT "$(cat "$SILENT_PIDFILE")"
+	[ -z "$output" ] || fail "COMMAND ran"
+	[[ $stderr =~ ^"rlock: cannot reach redis://127.0.0.1:$SILENT_PORT/0: PING: no answer within "[0-9]+"ms (--timeout $(dur_text "$w")); check -u"$ ]] ||
+		fail "stderr: $stderr"
+	[ "$el" -lt "$(tf_ms 5000)" ] || fail "took ${el}ms for -w $(tf 1)"
+	# A shorter --connect-timeout still wins.
+	kill -STOP "$(cat "$SILENT_PIDFILE")"
+	silent -w "$(tf 3)" -u "redis://127.0.0.1:$SILENT_PORT"
+	kill -CONT "$(cat "$SILENT_PIDFILE")"
+	# Once the lock is held, the full --connect-timeout is back: a release
+	# held up for 1 s by a stalled server still gets through, no warning.
+	run -0 --separate-stderr "$RLOCK" --connect-timeout "$(tf 10)" \
+		-w "$(tf 0.3)" -u "redis://127.0.0.1:$SILENT_PORT" -k silent -- \
+		sh -c 'kill -STOP $1; (sleep "$2"; kill -CONT $1) & exit 0' sh \
+		"$(cat "$SILENT_PIDFILE")" "$(tf 1)"
+	[ -z "$stderr" ] || fail "stderr: $stderr"
+	[ "$(redis-cli -p "$SILENT_PORT" exists "rlock:{silent}")" = 0 ]
 }
 
 @test "ps and /proc/PID/cmdline do not show the password" {

@@ -419,6 +419,20 @@ refused() {
 	assert_output ''
 }
 
+@test "-N against a key a foreign client holds: 76, saying so (not a --limit mismatch)" {
+	rcli set "$L" foreign-token px 20000 >/dev/null
+	run -76 --separate-stderr "$RLOCK" -N 2 -k "$K" -- touch "$T/ran"
+	[ -z "$output" ]
+	[ "$stderr" = "rlock: '$K': the key is held by a client other than rlock (a plain SET NX lock), which --limit cannot share; only a mutex (no --limit) can wait for it" ]
+	[ ! -e "$T/ran" ] || fail "COMMAND ran"
+	# An rlock mutex holder is still a --limit mismatch.
+	rcli del "$L" >/dev/null
+	holder
+	run -76 --separate-stderr "$RLOCK" -N 2 -k "$K" -- touch "$T/ran"
+	[ "$stderr" = "rlock: '$K': the key is in use as a mutex (without --limit); every user of a KEY must give the same --limit" ]
+	end_holder
+}
+
 @test "-N: a SIGKILLed holder frees its slot when its lease ends; fences increase" {
 	local S=sem$BATS_TEST_NUMBER x y z t0 dt f
 	L="rlock:{$S}"
@@ -527,6 +541,95 @@ refused() {
 	grep -q "^rlock: acquired after [0-9]*ms of waiting (woken by a release)" \
 		"$T/v.err" || fail "$(cat "$T/v.err")"
 	! grep -q $'[\r\033]' "$T/v.err" || fail "$(cat -v "$T/v.err")"
+}
+
+@test "--fair, 2nd in queue: the wait line shows the holder's lease, not the head's heartbeat" {
+	local line left
+	holder -l 30s
+	bg a --fair -k "$K" -- true
+	wait_until 5 qlen_is 1 || fail "A not queued"
+	bg b -v --fair -k "$K" -- true
+	wait_ms 5000 grep -q "2nd in queue" "$T/b.err" ||
+		fail "B: $(cat "$T/b.err")"
+	line=$(grep "2nd in queue" "$T/b.err" | head -1)
+	[[ $line =~ lease\ ([0-9]+)\.[0-9]s\ left\;\ 2nd\ in\ queue$ ]] ||
+		fail "line: $line"
+	left=${BASH_REMATCH[1]}
+	# A 30 s lease taken moments ago; the head's heartbeat key lives 6 s.
+	[ "$left" -ge 20 ] || fail "lease ${left}s left: $line"
+	end_holder
+	reap "$BG" 5000
+}
+
+@test "-v: one 'waiting for' line per holder, on a pipe and on a terminal" {
+	local n
+	holder
+	# A stale wake token (a release before this holder): the waiter tries
+	# again at once and finds the same holder, which -v need not repeat.
+	rcli lpush "$L:tok" 1 >/dev/null
+	rcli pexpire "$L:tok" 5000 >/dev/null
+	run -75 --separate-stderr "$RLOCK" -v -w "$(tf 1.2)" -k "$K" -- true
+	n=$(grep -c "waiting for '$K'" <<< "$stderr")
+	[ "$n" = 1 ] || fail "$n lines: $stderr"
+	# On a terminal -v logs; the line redrawn in place would repeat it.
+	rcli lpush "$L:tok" 1 >/dev/null
+	rcli pexpire "$L:tok" 5000 >/dev/null
+	run -75 timeout "$(tf 10)" script -eqfc \
+		"$RLOCK -v -w $(tf 1.2) -k $K -- true" /dev/null < /dev/null
+	n=$(grep -o "waiting for '$K'" <<< "$output" | wc -l)
+	[ "$n" = 1 ] || fail "$n times: $(printf '%s' "$output" | cat -v)"
+	! grep -q $'\033' <<< "$output" ||
+		fail "line drawn: $(printf '%s' "$output" | cat -v)"
+	end_holder
+}
+
+# foreign_lock TOKEN: lock $K as redis-py's Lock does (SET NX PX, 30 s).
+foreign_lock() { rcli set "$L" "$1" nx px 30000 >/dev/null; }
+# foreign_release TOKEN: and release it early, as Lock.release() does.
+foreign_release() {
+	rcli eval "if redis.call('get', KEYS[1]) == ARGV[1] then
+	    return redis.call('del', KEYS[1]) else return 0 end" 1 "$L" "$1" \
+	    >/dev/null
+}
+
+# foreign_wait COST RLOCK-ARGS...: two waiters (RLOCK-ARGS) on a foreign
+# lock cost at most COST commands a second each (at the edges of the
+# window, one more; "-": not measured) while it is held, and the first
+# starts within about a second of its early release.
+foreign_wait() {
+	local c0 c1 d win t0 dt cost=$1
+	shift
+	foreign_lock tok1
+	bg w1 "$@" -k "$K" -- sh "$T/mark.sh" w1
+	bg w2 "$@" -k "$K" -- sh "$T/mark.sh" w2
+	sleep "$(tf 1.5)"	# both past their first attempt
+	win=$(tf_ms 4000)
+	c0=$(commands)
+	sleep "$(tf 4)"	# the measuring window, not a wait for an event
+	c1=$(commands)
+	d=$(( c1 - c0 - 1 ))	# the second INFO is counted in c1
+	echo "# $*: $d commands in ${win}ms from 2 waiters on a foreign lock" >&3
+	[ "$cost" = - ] || [ "$d" -le $(( 2 * (cost * win / 1000 + 1) )) ] ||
+		fail "$d commands in ${win}ms from 2 waiters"
+	t0=$(now_ms)
+	foreign_release tok1
+	wait_ms 5000 test -s "$T/w1.start" -o -s "$T/w2.start" ||
+		fail "nobody started 5 s (scaled) after the release"
+	dt=$(( $(cat "$T"/w[12].start 2>/dev/null | sort -n | head -1) - t0 ))
+	echo "# $*: release to the first COMMAND start: ${dt}ms" >&3
+	[ "$dt" -lt "$(tf_ms 2500)" ] || fail "started ${dt}ms after the release"
+	wait_ms 5000 ran_is 2 || fail "the second did not run"
+	[ ! -e "$T/w1.err" ] || [ ! -s "$T/w1.err" ] || fail "$(cat "$T/w1.err")"
+}
+
+@test "a foreign lock (redis-py's) released early: a plain waiter starts within about a second" {
+	foreign_wait 1
+}
+
+@test "a foreign lock (redis-py's) released early: a --fair waiter starts within about a second" {
+	# The cost is the queue's (heartbeats, the one next in line watching
+	# the head's), not the look's: not measured here.
+	foreign_wait - --fair
 }
 
 @test "blocked waiters cost Redis nothing until a release; hand-off is prompt" {

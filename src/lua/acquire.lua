@@ -14,8 +14,11 @@
 -- the waiter's commands (ARGV[15]) need.
 -- Returns {1, fence} when the caller holds KEY; else {0, wait ms, queue
 -- position (0 = next, -1 not queued), holder user, host, pid, cmd,
--- since, server now} where wait is when trying again makes sense (-1:
--- a holder key without expiry).
+-- since, server now, lease left ms, foreign} where wait is when trying
+-- again makes sense (-1: a holder key without expiry), lease left is the
+-- holder's (for -N the soonest to end; -1 no expiry, -2 nobody holds KEY:
+-- a --fair waiter ahead of us is taking its turn), and foreign is 1 when
+-- the holder is not rlock (KEY without :meta: its release wakes nobody).
 -- Invariants: at most N holders; a token already holding is a harmless
 -- retry or a nested run and never shortens its lease; nobody overtakes a
 -- live queue head; fence = max(last + 1, server ms).
@@ -63,10 +66,12 @@ if refused then return refused end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
+-- RLOCK_ errors are whole sentences for the user (conn.c drops the code).
+local SAME = '; every user of a KEY must give the same --limit'
 if n == 1 then
   if redis.call('ZCOUNT', KEYS[4], now, '+inf') > 0 then
     return redis.error_reply('RLOCK_MODE the key is in use as a semaphore ' ..
-      '(--limit ' .. (redis.call('GET', KEYS[5]) or '?') .. ')')
+      '(--limit ' .. (redis.call('GET', KEYS[5]) or '?') .. ')' .. SAME)
   end
   local cur = redis.call('GET', KEYS[1])
   if cur == token then
@@ -78,14 +83,20 @@ if n == 1 then
   end
 else
   if redis.call('EXISTS', KEYS[1]) == 1 then
+    -- An rlock mutex always has its :meta (same slot as KEYS[1]).
+    if redis.call('EXISTS', KEYS[1] .. ':meta') == 0 then
+      return redis.error_reply('RLOCK_FOREIGN the key is held by a ' ..
+        'client other than rlock (a plain SET NX lock), which --limit ' ..
+        'cannot share; only a mutex (no --limit) can wait for it')
+    end
     return redis.error_reply('RLOCK_MODE the key is in use as a mutex ' ..
-      '(without --limit)')
+      '(without --limit)' .. SAME)
   end
   redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
   local lim = redis.call('GET', KEYS[5])
   if lim and tonumber(lim) ~= n and redis.call('ZCARD', KEYS[4]) > 0 then
     return redis.error_reply('RLOCK_MODE the key is in use as a ' ..
-      'semaphore with --limit ' .. lim)
+      'semaphore with --limit ' .. lim .. SAME)
   end
   local score = redis.call('ZSCORE', KEYS[4], token)
   if score then
@@ -111,6 +122,13 @@ else
   local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
   free = redis.call('ZCARD', KEYS[4]) < n
   wait = first[2] and tonumber(first[2]) - now or -2
+end
+-- What a waiter shows as the lease left: wait may become the queue
+-- head's heartbeat below, which is no holder's lease.
+local left = free and -2 or wait
+local foreign = 0
+if n == 1 and not free and redis.call('EXISTS', KEYS[2]) == 0 then
+  foreign = 1
 end
 
 if free and (not head or head == token) then
@@ -176,4 +194,4 @@ if ARGV[13] == '1' and n == 1 then
   m = redis.call('HMGET', KEYS[2], 'user', 'host', 'pid', 'cmd', 'since')
 end
 return {0, wait, pos, m[1] or '', m[2] or '', m[3] or '', m[4] or '',
-  m[5] or '', string.format('%d', now)}
+  m[5] or '', string.format('%d', now), left, foreign}

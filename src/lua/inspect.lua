@@ -12,7 +12,9 @@
 --            for liveness, counted as they are)
 --   waiters  the first ARGV[3] live waiters, {{user, host, pid, cmd}, ...}
 -- Invariant: writes nothing, so looking never changes a lock's fate (and
--- works on a replica). Plain EVAL, no shebang flags: Redis < 7 has none.
+-- works on a replica). Run with EVALSHA_RO/EVAL_RO (script.c), which
+-- Redis 7 answers during CLIENT PAUSE WRITE; no shebang flags, as Redis 6
+-- (plain EVALSHA there) cannot compile them.
 local refused = acl_refusal({{'TIME'}, {'GET', KEYS[1]}, {'PTTL', KEYS[1]},
   {'HMGET', KEYS[2], 'user'}, {'ZRANGEBYSCORE', KEYS[3], '0', '0'},
   {'GET', KEYS[4]}, {'HMGET', ARGV[1] .. 'x', 'user'}, {'LLEN', KEYS[5]},

@@ -27,6 +27,7 @@
 #include "conn.h"
 #include "exitcode.h"
 #include "glob.h"
+#include "keys.h"
 #include "reply.h"
 #include "server.h"
 #include "tls.h"
@@ -61,6 +62,7 @@ check(int cond, const char *fmt, ...)
 				    (b) != NULL && strcmp((a), (b)) == 0)
 
 #define NOPE	INT64_MIN	/* "must be rejected" in a DUR row */
+#define LONG	(INT64_MIN + 1)	/* "too long" in a DUR row */
 
 /* ---------------------------------------------------------------- DUR */
 
@@ -105,11 +107,12 @@ static const struct { const char *in; int64_t ms; } DUR_ROWS[] = {
 	{ "1,5", NOPE },
 	{ "5sec", NOPE },
 	{ "0x10", NOPE },
-	{ "87841h", NOPE },		/* over ten years */
-	{ "99999999999999999h", NOPE },
-	{ "9999999999999999999999999", NOPE },
-	{ "99999999999999999999ms", NOPE },
-	{ "9223372036854775807ms", NOPE },	/* parses, over ten years */
+	{ "87841h", LONG },		/* over ten years */
+	{ "99999999999999999h", LONG },
+	{ "99999999999999999999.5x", NOPE },	/* junk, however long */
+	{ "9999999999999999999999999", LONG },
+	{ "99999999999999999999ms", LONG },
+	{ "9223372036854775807ms", LONG },	/* parses, over ten years */
 };
 
 static void
@@ -124,6 +127,10 @@ test_dur_parse(void)
 		if (DUR_ROWS[i].ms == NOPE)
 			CHECK(r == -1 && got == -42, "dur_parse rejects '%s'",
 			    DUR_ROWS[i].in);
+		else if (DUR_ROWS[i].ms == LONG)
+			CHECK(r == DUR_TOO_LONG && got == -42,
+			    "dur_parse: '%s' is too long (got %d)",
+			    DUR_ROWS[i].in, r);
 		else
 			CHECK(r == 0 && got == DUR_ROWS[i].ms,
 			    "dur_parse '%s' = %lld ms (got %d, %lld)",
@@ -326,6 +333,9 @@ static const struct url_row URL_ROWS[] = {
 	{ "unix:///tmp/s?db=x", BAD("database") },
 	{ "redis://host?foo=1", BAD("query") },
 	{ "redis://host?db=1&foo=2", BAD("database") },
+	{ "redis://host/0?db=2", BAD("twice") },
+	{ "redis://host/2?db=2", BAD("twice") },
+	{ "redis://:pw@[::1]:7/1?db=1", BAD("twice"), .span = "pw" },
 	{ "unix:///tmp/s?timeout=1", BAD("query") },
 	{ "http://host", BAD("scheme") },
 	{ "host:6379", BAD("scheme") },
@@ -398,6 +408,8 @@ static const struct {
 	    "port" },
 	{ "redis+sentinel://h1/m/x", 0, 0, 0, 0, 0, NULL, NULL, NULL,
 	    "database" },
+	{ "redis+sentinel://h1/m/1?db=2", 0, 0, 0, 0, 0, NULL, NULL, NULL,
+	    "twice" },
 	{ "redis+cluster://a/2", 0, 0, 0, 0, 0, NULL, NULL, NULL,
 	    "only database 0" },
 	{ "redis+cluster://a?db=1", 0, 0, 0, 0, 0, NULL, NULL, NULL,
@@ -673,6 +685,15 @@ static const struct { const char *reply; int status; } REPLY_ROWS[] = {
 	{ "ERR AUTH <password> called without any password configured for "
 	    "the default user. Are you sure your configuration is correct?",
 	    RL_EXIT_NOPERM },
+	/* Redis 7's words for an ACL refusal inside a script. */
+	{ "ERR The user executing the script can't run this command or "
+	    "subcommand script: 131b5f2e, on @user_script:1.", RL_EXIT_NOPERM },
+	{ "ERR The user executing the script can't access at least one of the "
+	    "keys mentioned in the command arguments", RL_EXIT_NOPERM },
+	{ "ERR The user executing the script can't publish to the channel "
+	    "mentioned in the command", RL_EXIT_NOPERM },
+	{ "ERR Error running script (call to f_1): user_script:1: bad",
+	    RL_EXIT_PROTOCOL },
 	{ "LOADING Redis is loading the dataset in memory",
 	    RL_EXIT_UNAVAILABLE },
 	{ "BUSY Redis is busy running a script.", RL_EXIT_UNAVAILABLE },
@@ -1213,6 +1234,45 @@ test_cli_password_file(void)
 	unlink(path);
 }
 
+/*
+ * Cut to CMDLINE_MAX bytes, "..." last, never inside a UTF-8 sequence:
+ * the command line "x " + pad * 'a' + "\xc3\xa9tail" (8 + pad bytes).
+ */
+static void
+test_cli_command_line_cut(void)
+{
+	static const struct { size_t pad, len; const char *end; } rows[] = {
+		{ CMDLINE_MAX - 8, CMDLINE_MAX, "\xc3\xa9tail" },	/* fits */
+		{ CMDLINE_MAX - 7, CMDLINE_MAX, "a\xc3\xa9..." },
+		{ CMDLINE_MAX - 6, CMDLINE_MAX - 1, "aa..." },	/* not in é */
+		{ CMDLINE_MAX - 5, CMDLINE_MAX, "aa..." },
+		{ 100000, CMDLINE_MAX, "aa..." },
+	};
+	struct rlock_opts o;
+	char *argv[3], *s, *big;
+	size_t i, n, e;
+
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		big = xmalloc(rows[i].pad + 7);
+		memset(big, 'a', rows[i].pad);
+		memcpy(big + rows[i].pad, "\xc3\xa9tail", 7);
+		memset(&o, 0, sizeof(o));
+		argv[0] = (char *)"x";
+		argv[1] = big;
+		argv[2] = NULL;
+		o.cmd = argv;
+		s = cli_command_line(&o);
+		n = strlen(s);
+		e = strlen(rows[i].end);
+		CHECK(n == rows[i].len && n >= e &&
+		    strcmp(s + n - e, rows[i].end) == 0,
+		    "cli_command_line, pad %zu: %zu bytes ending '%s' (got %zu)",
+		    rows[i].pad, rows[i].len, rows[i].end, n);
+		free(s);
+		free(big);
+	}
+}
+
 static void
 test_cli_command_line(void)
 {
@@ -1238,6 +1298,69 @@ test_cli_command_line(void)
 	free(s);
 	cli_free(&o);
 	free_argv(av);
+	test_cli_command_line_cut();
+}
+
+/* ---------------------------------------------------------------- keys */
+
+/*
+ * KEY -> its name under "rlock:"; every name's Cluster hash tag (first
+ * '{' to the first '}' after it) must be non-empty and end inside P{KEY},
+ * and the name must parse back to KEY.
+ */
+static const struct { const char *key, *name; } KEY_ROWS[] = {
+	{ "deploy", "rlock:{deploy}" },
+	{ "}x", "rlock:{\\}x}" },
+	{ "}", "rlock:{\\}}" },
+	{ "\\y", "rlock:{\\\\y}" },
+	{ "\\}", "rlock:{\\\\}}" },
+	{ "{x", "rlock:{{x}" },
+	{ "x}", "rlock:{x}}" },
+	{ "{}", "rlock:{{}}" },
+	{ "}{", "rlock:{\\}{}" },
+	{ "a\\", "rlock:{a\\}" },
+};
+
+static void
+test_keys(void)
+{
+	const char *back, *b, *e;
+	size_t i, len, kl;
+	char *n, *sem;
+
+	for (i = 0; i < sizeof(KEY_ROWS) / sizeof(KEY_ROWS[0]); i++) {
+		const char *k = KEY_ROWS[i].key;
+
+		n = keys_name("rlock:", k, strlen(k), "", &len);
+		CHECK(strcmp(n, KEY_ROWS[i].name) == 0 && len == strlen(n),
+		    "keys_name '%s' = '%s' (got '%s')", k, KEY_ROWS[i].name,
+		    n);
+		b = strchr(n, '{');
+		e = strchr(b, '}');
+		CHECK(e > b + 1 && (size_t)(e - n) < len,
+		    "'%s': a non-empty hash tag", n);
+		back = keys_parse("rlock:", n, len, "", &kl);
+		CHECK(back && kl == strlen(k) && memcmp(back, k, kl) == 0,
+		    "keys_parse '%s' gives '%s' back", n, k);
+		free(n);
+		sem = keys_name("rlock:", k, strlen(k), ":sem", &len);
+		back = keys_parse("rlock:", sem, len, ":sem", &kl);
+		CHECK(back && kl == strlen(k) && keys_parse("rlock:", sem,
+		    len, "", &kl) == NULL, "'%s' is a :sem name only", sem);
+		free(sem);
+	}
+	/* Names rlock never writes: not a lock of ours. */
+	CHECK(keys_parse("rlock:", "rlock:{}x}", 10, "", &kl) == NULL,
+	    "rlock:{}x} (unmarked '}') is not a lock name");
+	CHECK(keys_parse("rlock:", "rlock:{\\x}", 10, "", &kl) == NULL,
+	    "rlock:{\\x} (a mark before an ordinary KEY) is not");
+	CHECK(keys_parse("rlock:", "rlock:{}", 8, "", &kl) == NULL,
+	    "rlock:{} (empty KEY) is not");
+	CHECK(keys_parse("rlock:", "rlock:{x}:meta", 14, "", &kl) == NULL,
+	    "a helper key is not a lock name");
+	CHECK(keys_bad_prefix("a{}") && keys_bad_prefix("{}") &&
+	    !keys_bad_prefix("rlock:") && !keys_bad_prefix("a{b}") &&
+	    !keys_bad_prefix("a{"), "keys_bad_prefix");
 }
 
 /* ---------------------------------------------------------------- ACL */
@@ -1736,6 +1859,7 @@ main(void)
 	test_tls_setup();
 	test_tls_handshake();
 	test_tls_probe();
+	test_keys();
 	printf("1..%d\n", tests);
 	if (fails)
 		printf("# %d of %d failed\n", fails, tests);
