@@ -66,10 +66,15 @@ hiredis-match:
 $(BUILD)/lua_scripts.o: $(BUILD)/lua_scripts.c
 	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
 
-$(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h: $(LUA) src/lua/lib/queue.lua \
+# The shared local functions of src/lua/lib/ go in front of every script.
+LUA_LIB = $(sort $(wildcard src/lua/lib/*.lua))
+$(BUILD)/lua_prelude.lua: $(LUA_LIB) | $(BUILD)
+	cat $(LUA_LIB) > $@
+
+$(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h: $(LUA) $(BUILD)/lua_prelude.lua \
 		src/embed-lua.sh | $(BUILD)
 	sh src/embed-lua.sh $(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h \
-		src/lua/lib/queue.lua $(LUA)
+		$(BUILD)/lua_prelude.lua $(LUA)
 
 $(BUILD):
 	mkdir -p $(BUILD)
