@@ -113,14 +113,16 @@ stop_signal(struct waiter *w, struct wait_result *res)
 /*
  * Block on the waker until `until`, a wake-up or a signal that ends the
  * wait (any other signal, SIGCHLD, is read and the wait goes on).
+ * `expiry`: until is when the holder's key expires, to the millisecond.
  */
 static int
-block(struct waiter *w, int64_t until, struct wait_result *res)
+block(struct waiter *w, int64_t until, int expiry, struct wait_result *res)
 {
 	enum woke why;
 
 	for (;;) {
-		why = waker_wait(w->wk, until, w->sigfd);
+		why = expiry ? waker_wait_expiry(w->wk, until, w->sigfd) :
+		    waker_wait(w->wk, until, w->sigfd);
 		if (why != WOKE_SIGFD)
 			return (int)why;
 		if (stop_signal(w, res)) {
@@ -148,7 +150,7 @@ sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
 			until = mono_ms() + REDRAW_MS;
 		if (w->sentinel && mono_ms() + SENTINEL_RECHECK_MS < until)
 			until = mono_ms() + SENTINEL_RECHECK_MS;
-		why = block(w, until, res);
+		why = block(w, until, until == retry, res);
 		if (why != WOKE_TIMEOUT)
 			return why;
 		/* A failover: releases happen on the new master now. */
