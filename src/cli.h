@@ -30,6 +30,8 @@ struct rlock_opts {
 	int fair;
 	enum on_lost on_lost;
 	int64_t kill_after_ms;
+	int64_t min_hold_ms;		/* --min-hold; 0: none */
+	int64_t max_hold_ms;		/* --max-hold; 0: none */
 	char *url;			/* owned copy; password still inside */
 	int redlock;			/* --redlock: every -u is a master */
 	char **urls;			/* with --redlock: all of them, owned */
@@ -40,7 +42,7 @@ struct rlock_opts {
 	const char *prefix;
 	const char *shell_cmd;		/* -c */
 	char **cmd;			/* COMMAND and ARGs, NULL-terminated */
-	int json, force;
+	int json, prometheus, force;
 	char **args;			/* status keys, list pattern, release key */
 	int nargs;
 };

@@ -311,6 +311,33 @@ handoff() {
 	! grep -q '^shown' <<< "$output" || fail "$output"
 }
 
+@test "redlock: --min-hold on every master, the run recorded on each, a waiter at the hold's end" {
+	local h w late p
+	rl --min-hold 2s -k held -- sh -c 'echo "$RLOCK_FENCE" > "$1/h"' sh "$T"
+	for p in $MASTERS_PORTS; do
+		[ "$(topo_cli "$p" exists 'rlock:{held}')" = 1 ] ||
+			fail "not kept on $p"
+		[ "$(topo_cli "$p" hget 'rlock:{held}:last' exit)" = 0 ]
+	done
+	run -75 rl -n -q -k held -- true
+	rl -w 10s -k held -- sh -c 'echo "$RLOCK_FENCE" > "$1/w"' sh "$T"
+	h=$(cat "$T/h")
+	w=$(cat "$T/w")
+	late=$((w - h - 2000))
+	echo "# granted ${late}ms after the hold's end" >&3
+	[ "$late" -ge 0 ] && [ "$late" -lt 1000 ] || fail "late by ${late}ms"
+	# Each master's own view, and one exposition for all of them.
+	run -1 --separate-stderr "$RLOCK" status --redlock --prometheus \
+		"${MASTERS_UARGS[@]}" held never
+	echo "$output" > "$T/p.prom"
+	run -0 promtool check metrics < "$T/p.prom"
+	for p in $MASTERS_PORTS; do
+		grep -q "^rlock_last_run_exit_status{key=\"held\",master=\"redis://127.0.0.1:$p/0\"} 0\$" "$T/p.prom" ||
+			fail "no series for $p: $(cat "$T/p.prom")"
+	done
+	[ "$(grep -c '^# TYPE rlock_held gauge$' "$T/p.prom")" = 1 ]
+}
+
 @test "redlock: --fair / --limit / an even number of masters are usage errors (64)" {
 	local c=$CLOSED_URL
 	usage_error 'fair' --redlock -u "$c" -u "$c" -u "$c" --fair -k K true
