@@ -71,6 +71,28 @@ f50=$(cut -d' ' -f1 "$D/u.flock" | med); f90=$(cut -d' ' -f2 "$D/u.flock" | med)
 row "uncontended rlock -k k -- true (median, p90)" "${r50} us, ${r90} us"
 row "uncontended flock FILE true (median, p90)" "${f50} us, ${f90} us"
 row "ratio rlock/flock (median)" "$(awk "BEGIN{printf \"%.2f\", $r50/$f50}")"
+
+# Commands per uncontended run, from INFO commandstats: those the client
+# sends (one round trip each: no command a script runs is among them) and
+# those the scripts run. Each run on a KEY of its own, after a warm-up run
+# that loads the scripts.
+per_run() { # N RLOCK-ARGS... (after -k)
+	local n=$1 i
+	shift
+	"$RLOCK" -k bench-c-warm "$@" >/dev/null 2>&1
+	rc config resetstat >/dev/null
+	for i in $(seq "$n"); do "$RLOCK" -k "bench-c-$i" "$@" >/dev/null 2>&1; done
+	rc info commandstats | sed -n 's/^cmdstat_\([^:]*\):calls=\([0-9]*\),.*/\1 \2/p' |
+		awk -v n="$n" '
+		$1 == "config|resetstat" { next }
+		$1 ~ /^(eval|evalsha|ping|config\|get|auth|select|hello|info|client\|.*)$/ {
+			top += $2; next }
+		{ inner += $2 }
+		END { printf "%.2f round trips, %.2f commands in scripts", top / n, inner / n }'
+	rc flushdb >/dev/null
+}
+row "uncontended run: Redis commands (commandstats)" "$(per_run 50 -- true)"
+row "  the same with --min-hold 1m" "$(per_run 50 --min-hold 1m -- true)"
 echo
 
 # 2. Hand-off: a gate holder, W waiters each holding 2 ms, then the gate
@@ -193,7 +215,7 @@ many() { # FAIR
 	served=$(wc -l < "$order")
 	uniq=$(sort -u "$order" | wc -l)
 	inorder=$([ "$(cat "$order")" = "$(seq "$MANY")" ] && echo yes || echo no)
-	left=$(rc --scan | grep -v ':fence$' | wc -l)
+	left=$(rc --scan | grep -v -e ':fence$' -e ':last$' | wc -l)
 	echo "$served $uniq $inorder $left $(( (t1 - t0) / 1000000 ))"
 }
 read -r s u o l ms < <(many 1 2>"$D/many.err")
