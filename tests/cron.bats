@@ -149,24 +149,38 @@ some() { [ "$(rcli exists "$@")" = "$#" ]; }
 	assert_output next
 }
 
-# waiter_after_hold MODE...: a holder with --min-hold 1 s (scaled) whose
-# run ends at once, and a waiter that started while it ran. Both print
-# their RLOCK_FENCE, which is the server's clock at their grant (fence =
-# max(last + 1, server ms)): the waiter must get KEY at the hold's end or
-# after, within a window, and without polling (woken by the release,
-# then by its own timer at the expiry).
+# A waiter blocked in BLPOP (plain), or queued (--fair).
+blocked() { rcli client list | grep -q 'cmd=blpop'; }
+queued() { [ "$(rcli llen "$L:q")" = 1 ]; }
+
+# waiter_after_hold MODE...: a holder with --min-hold 5 s (scaled), and a
+# waiter that waits (blocked or queued) before the holder's run ends and
+# releases. Both print their RLOCK_FENCE, which is the server's clock at
+# their grant (fence = max(last + 1, server ms)): the waiter must get KEY
+# at the hold's end or after, within a window, and without polling (woken
+# by the release, which leaves KEY held; then by its own timer at the
+# expiry, which the release may have made sooner than the lease's end).
 waiter_after_hold() {
 	local h w late
-	"$RLOCK" "$@" --min-hold "$(tf 1)" -k "$K" -- \
-	    sh -c 'echo $RLOCK_FENCE > "$T/h"; sleep "$1"' sh "$(tf 0.3)" &
+	"$RLOCK" "$@" --min-hold "$(tf 5)" -k "$K" -- sh -c \
+	    'echo $RLOCK_FENCE > "$T/h"; until [ -e "$T/go" ]; do sleep 0.02; done' &
 	PIDS+=($!)
 	wait_until "$(tf 3)" test -s "$T/h"
-	"$RLOCK" "$@" -w "$(tf 10)" -k "$K" -- sh -c 'echo $RLOCK_FENCE > "$T/w"' &
+	"$RLOCK" "$@" -w "$(tf 15)" -k "$K" -- sh -c 'echo $RLOCK_FENCE > "$T/w"' &
 	PIDS+=($!)
-	wait "${PIDS[@]}"
+	if [ "${1:-}" = --fair ]; then
+		wait_until "$(tf 3)" queued
+	else
+		wait_until "$(tf 3)" blocked
+	fi
+	touch "$T/go"
+	wait "${PIDS[0]}"
+	# The run ended inside the hold, or this would test nothing.
+	[ -n "$(rcli hget "$L:meta" hold_until)" ] || fail "hold already over"
+	wait "${PIDS[1]}"
 	h=$(cat "$T/h")
 	w=$(cat "$T/w")
-	late=$((w - h - $(tf_ms 1000)))
+	late=$((w - h - $(tf_ms 5000)))
 	echo "# ${*:-plain}: granted ${late}ms after the hold's end" >&3
 	[ "$late" -ge 0 ] || fail "granted ${late}ms before the hold ended"
 	[ "$late" -lt "$(tf_ms 1000)" ] || fail "granted ${late}ms late"
