@@ -49,9 +49,10 @@ BUILD ?= build
 LUA   = $(sort $(wildcard src/lua/*.lua))
 LIB_SRC = src/acl.c src/cli.c src/config.c src/conn.c src/foreign.c \
 	src/glob.c src/guard.c src/keys.c src/lock.c src/quorum.c src/renew.c \
-	src/reply.c src/report.c src/report_view.c src/run.c src/script.c \
-	src/server.c src/sig.c src/single.c src/supervise.c src/tls.c \
-	src/url.c src/util.c src/wait.c src/waitline.c src/wake.c
+	src/reply.c src/report.c src/report_prom.c src/report_run.c \
+	src/report_view.c src/run.c src/script.c src/server.c src/sig.c \
+	src/single.c src/supervise.c src/tls.c src/url.c src/util.c src/view.c \
+	src/wait.c src/waitline.c src/wake.c
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
 BIN = rlock
 
@@ -86,17 +87,16 @@ hiredis-match:
 $(BUILD)/lua_scripts.o: $(BUILD)/lua_scripts.c
 	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
 
-# The prelude in front of every script: acl.lua's checks, then queue.lua
-# (which may use them).
-LUA_LIB = src/lua/lib/acl.lua src/lua/lib/queue.lua
-
-$(BUILD)/prelude.lua: $(LUA_LIB) | $(BUILD)
+# The shared local functions of src/lua/lib/ go in front of every script,
+# in name order: acl.lua's checks first, which the others may use.
+LUA_LIB = $(sort $(wildcard src/lua/lib/*.lua))
+$(BUILD)/lua_prelude.lua: $(LUA_LIB) | $(BUILD)
 	cat $(LUA_LIB) > $@
 
-$(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h: $(LUA) $(BUILD)/prelude.lua \
+$(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h: $(LUA) $(BUILD)/lua_prelude.lua \
 		src/embed-lua.sh | $(BUILD)
 	sh src/embed-lua.sh $(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h \
-		$(BUILD)/prelude.lua $(LUA)
+		$(BUILD)/lua_prelude.lua $(LUA)
 
 $(BUILD):
 	mkdir -p $(BUILD)

@@ -91,9 +91,9 @@ _rlock_module()
 			_rlock_skip_value
 			;;
 		-w|--timeout|-l|--lease|-E|--conflict-exit-code|-N|--limit|\
-		-c|--command|--on-lost|--kill-after|-u|--url|--password-file|\
-		--connect-timeout|--prefix|--tls-cacert|--tls-cacertdir|\
-		--tls-cert|--tls-key|--tls-sni)
+		-c|--command|--on-lost|--kill-after|--min-hold|--max-hold|\
+		-u|--url|--password-file|--connect-timeout|--prefix|--tls-cacert|\
+		--tls-cacertdir|--tls-cert|--tls-key|--tls-sni)
 			_rlock_skip_value
 			;;
 		--key=*)
@@ -158,6 +158,14 @@ _rlock_module()
 		_rlock_reply -W "5s 10s 30s" -- "$cur"
 		return 0
 		;;
+	'--min-hold')
+		_rlock_reply -W "30s 1m 5m" -- "$cur"
+		return 0
+		;;
+	'--max-hold')
+		_rlock_reply -W "10m 1h 2h" -- "$cur"
+		return 0
+		;;
 	'--connect-timeout')
 		_rlock_reply -W "500ms 1s 5s" -- "$cur"
 		return 0
@@ -198,7 +206,18 @@ _rlock_module()
 		--tls --tls-cacert --tls-cacertdir --tls-cert --tls-key --tls-sni
 		--tls-insecure --quiet --verbose --help"
 	case $sub in
-	status|list)
+	status)
+		case $cur in
+		-*)
+			_rlock_reply -W "--json --prometheus $opts" -- "$cur"
+			;;
+		*)
+			_rlock_reply_keys
+			;;
+		esac
+		return 0
+		;;
+	list)
 		case $cur in
 		-*)
 			_rlock_reply -W "--json $opts" -- "$cur"
@@ -237,6 +256,9 @@ _rlock_module()
 			--fair
 			--on-lost
 			--kill-after
+			--min-hold
+			--max-hold
+			--syslog
 			--url
 			--redlock
 			--password-file

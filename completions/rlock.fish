@@ -24,7 +24,7 @@ function __rlock_state
             case -k --key
                 set key 1
                 set i (math $i + 1)
-            case -w --timeout -l --lease -E --conflict-exit-code -N --limit -c --command --on-lost --kill-after -u --url --password-file --connect-timeout --prefix --tls-cacert --tls-cacertdir --tls-cert --tls-key --tls-sni
+            case -w --timeout -l --lease -E --conflict-exit-code -N --limit -c --command --on-lost --kill-after -u --url --password-file --connect-timeout --prefix --tls-cacert --tls-cacertdir --tls-cert --tls-key --tls-sni --min-hold --max-hold
                 set i (math $i + 1)
             case '--key=*' '-k?*'
                 set key 1
@@ -111,7 +111,7 @@ end
 complete -c rlock -f
 
 # Subcommands, only before -k.
-complete -c rlock -n __rlock_no_key -a status -d 'Who holds KEY, since when, lease left, waiters'
+complete -c rlock -n __rlock_no_key -a status -d 'Who holds KEY, since when, lease left, waiters, last run'
 complete -c rlock -n __rlock_no_key -a list -d 'Every lock currently held'
 complete -c rlock -n __rlock_no_key -a release -d 'Break a lock held by someone else'
 
@@ -125,7 +125,10 @@ complete -c rlock -n __rlock_in_opts -s E -l conflict-exit-code -x -d 'Exit stat
 complete -c rlock -n __rlock_in_opts -s N -l limit -x -d 'Semaphore: at most N holders'
 complete -c rlock -n __rlock_in_opts -l fair -d 'First come, first served among waiters'
 complete -c rlock -n __rlock_in_opts -l on-lost -x -a 'term\t"SIGTERM, then SIGKILL" kill\tSIGKILL ignore\t"Warn only"' -d 'Action when the lease is lost'
-complete -c rlock -n __rlock_in_opts -l kill-after -x -a '5s 10s 30s' -d 'SIGTERM to SIGKILL grace on a lost lease'
+complete -c rlock -n __rlock_in_opts -l kill-after -x -a '5s 10s 30s' -d 'SIGTERM to SIGKILL grace (lost lease, --max-hold)'
+complete -c rlock -n __rlock_in_opts -l min-hold -x -a '30s 1m 5m' -d 'Keep the lock until DUR after it was acquired'
+complete -c rlock -n __rlock_in_opts -l max-hold -x -a '10m 1h 2h' -d 'Stop COMMAND once it held the lock for DUR'
+complete -c rlock -n __rlock_in_opts -l syslog -d 'Also log skips, runs and errors to syslog'
 complete -c rlock -n __rlock_in_opts -s V -l version -d 'Show the version'
 
 # Connection options: before -k, or after a subcommand word.
@@ -148,6 +151,7 @@ complete -c rlock -n $__rlock_conn -s h -l help -d 'Show the help'
 
 # Subcommand options and KEY arguments.
 complete -c rlock -n '__rlock_in_sub status list' -l json -d 'Print JSON'
+complete -c rlock -n '__rlock_in_sub status' -l prometheus -d 'Print the Prometheus text format'
 complete -c rlock -n '__rlock_in_sub release' -l force -d 'Break the lock'
 complete -c rlock -n '__rlock_in_sub status list release' -x -a '(__rlock_keys)'
 

@@ -25,7 +25,8 @@ enum {
 	OPT_FAIR = 256, OPT_ON_LOST, OPT_KILL_AFTER, OPT_PASSWORD_FILE,
 	OPT_CONNECT_TIMEOUT, OPT_PREFIX, OPT_JSON, OPT_FORCE, OPT_REDLOCK,
 	OPT_TLS, OPT_TLS_CACERT, OPT_TLS_CACERTDIR, OPT_TLS_CERT, OPT_TLS_KEY,
-	OPT_TLS_SNI, OPT_TLS_INSECURE
+	OPT_TLS_SNI, OPT_TLS_INSECURE,
+	OPT_MIN_HOLD, OPT_MAX_HOLD, OPT_SYSLOG, OPT_PROMETHEUS
 };
 
 
@@ -46,6 +47,9 @@ static const struct option RUN_LONG[] = {
 	{ "fair", no_argument, NULL, OPT_FAIR },
 	{ "on-lost", required_argument, NULL, OPT_ON_LOST },
 	{ "kill-after", required_argument, NULL, OPT_KILL_AFTER },
+	{ "min-hold", required_argument, NULL, OPT_MIN_HOLD },
+	{ "max-hold", required_argument, NULL, OPT_MAX_HOLD },
+	{ "syslog", no_argument, NULL, OPT_SYSLOG },
 	{ "url", required_argument, NULL, 'u' },
 	{ "redlock", no_argument, NULL, OPT_REDLOCK },
 	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
@@ -84,6 +88,7 @@ static const struct option SUB_LONG[] = {
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "json", no_argument, NULL, OPT_JSON },
+	{ "prometheus", no_argument, NULL, OPT_PROMETHEUS },
 	{ "force", no_argument, NULL, OPT_FORCE },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
@@ -96,7 +101,7 @@ cli_usage(void)
 "Usage:\n"
 "  rlock [OPTIONS] -k KEY [--] COMMAND [ARG...]\n"
 "  rlock [OPTIONS] -k KEY -c 'SHELL COMMAND'\n"
-"  rlock status [--json] KEY...\n"
+"  rlock status [--json | --prometheus] KEY...\n"
 "  rlock list [--json] [PATTERN]\n"
 "  rlock release --force KEY\n"
 "\n"
@@ -114,6 +119,11 @@ cli_usage(void)
 "      --fair                first come, first served among waiters\n"
 "      --on-lost ACTION      term, kill or ignore when the lease is lost (term)\n"
 "      --kill-after DUR      SIGTERM to SIGKILL grace on a lost lease (10s)\n"
+"      --min-hold DUR        keep the lock until DUR after it was acquired,\n"
+"                            even when COMMAND ended sooner (cron fleets)\n"
+"      --max-hold DUR        stop COMMAND once it held the lock for DUR\n"
+"                            (SIGTERM, SIGKILL after --kill-after; exit 124)\n"
+"      --syslog              also log skips, runs and errors to syslog\n"
 "  -u, --url URL             redis://[user[:pass]@]host[:port][/db],\n"
 "                            unix:///path/to/socket[?db=N],\n"
 "                            redis+sentinel://host:port[,...]/NAME[/db] or\n"
@@ -138,8 +148,8 @@ cli_usage(void)
 "  -h, --help                show this help\n"
 "  -V, --version             show the version\n"
 "\n"
-"Subcommands: status [--json] KEY..., list [--json] [PATTERN],\n"
-"release --force KEY.\n"
+"Subcommands: status [--json | --prometheus] KEY...,\n"
+"list [--json] [PATTERN], release --force KEY.\n"
 "\n"
 "DUR: a number with an optional unit ms, s, m, h (default s), at most 87840h.\n"
 "Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH,\n"
@@ -147,8 +157,8 @@ cli_usage(void)
 "  USER (or LOGNAME) names the holder when HOME is that user's.\n"
 "Exit status: COMMAND's; 75 not obtained (-E); 64 usage; 69 unreachable;\n"
 "  70 lease lost; 71 system failure; 76 unusable answer;\n"
-"  77 credentials or permission refused; 126/127 COMMAND not\n"
-"  executable/not found; 128+N signal N.\n"
+"  77 credentials or permission refused; 124 --max-hold stopped\n"
+"  COMMAND; 126/127 COMMAND not executable/not found; 128+N signal N.\n"
 "See rlock(1).\n", stdout);
 }
 
@@ -436,6 +446,18 @@ run_opt(struct rlock_opts *o, int c, int *run_only)
 	case OPT_KILL_AFTER:
 		return parse_dur_opt("--kill-after", optarg,
 		    &o->kill_after_ms);
+	case OPT_MIN_HOLD:
+		return parse_dur_opt("--min-hold", optarg, &o->min_hold_ms);
+	case OPT_MAX_HOLD:
+		if ((st = parse_dur_opt("--max-hold", optarg,
+		    &o->max_hold_ms)))
+			return st;
+		if (o->max_hold_ms == 0)
+			return usage_error("--max-hold must be more than 0");
+		return 0;
+	case OPT_SYSLOG:
+		msg_syslog_open();
+		return 0;
 	case 'V':
 		*run_only = 0;
 		if (o->mode != MODE_HELP)
@@ -486,9 +508,12 @@ parse_subcommand(int argc, char **argv, struct rlock_opts *o)
 			    argv[0]);
 		if (c == OPT_JSON && o->mode != MODE_RELEASE)
 			o->json = 1;
+		else if (c == OPT_PROMETHEUS && o->mode == MODE_STATUS)
+			o->prometheus = 1;
 		else if (c == OPT_FORCE && o->mode == MODE_RELEASE)
 			o->force = 1;
-		else if (c == OPT_JSON || c == OPT_FORCE)
+		else if (c == OPT_JSON || c == OPT_FORCE ||
+		    c == OPT_PROMETHEUS)
 			return usage_error("%s is not an option of this "
 			    "subcommand", argv[optind - 1]);
 		else if (common_opt(o, c, &st) == 0 && st)
@@ -500,6 +525,9 @@ parse_subcommand(int argc, char **argv, struct rlock_opts *o)
 		return 0;
 	if (o->mode == MODE_STATUS && o->nargs == 0)
 		return usage_error("status: give at least one KEY");
+	if (o->json && o->prometheus)
+		return usage_error("status: --json and --prometheus do not go "
+		    "together");
 	if (o->mode == MODE_LIST && o->nargs > 1)
 		return usage_error("list takes at most one PATTERN");
 	if (o->mode == MODE_RELEASE && !o->force)

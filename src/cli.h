@@ -32,6 +32,8 @@ struct rlock_opts {
 	int fair;
 	enum on_lost on_lost;
 	int64_t kill_after_ms;
+	int64_t min_hold_ms;		/* --min-hold; 0: none */
+	int64_t max_hold_ms;		/* --max-hold; 0: none */
 	char *url;			/* owned copy; password still inside */
 	const char *url_from;		/* "-u", "RLOCK_URL", "REDIS_URL" or
 					 * NULL (the default URL) */
@@ -48,7 +50,7 @@ struct rlock_opts {
 	 * options or else $RLOCK_TLS_CACERT, $RLOCK_TLS_CERT, $RLOCK_TLS_KEY. */
 	struct tls_cfg tls;
 	int tls_forced;			/* --tls: TLS even for redis:// */
-	int json, force;
+	int json, prometheus, force;
 	char **args;			/* status keys, list pattern, release key */
 	int nargs;
 };

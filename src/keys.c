@@ -112,6 +112,7 @@ lock_keys_init(struct lock_keys *k, const char *prefix, const char *key,
 	k->waiter_prefix = token_key(prefix, key, keylen, "w", NULL,
 	    &k->waiter_prefix_len);
 	k->wake = key_name(prefix, key, keylen, ":wake", &k->wake_len);
+	k->last = key_name(prefix, key, keylen, ":last", &k->last_len);
 	k->tokens = key_name(prefix, key, keylen, ":tok", &k->tokens_len);
 	k->wake_prefix = token_key(prefix, key, keylen, "wake", NULL,
 	    &k->wake_prefix_len);
@@ -124,7 +125,7 @@ lock_keys_free(struct lock_keys *k)
 {
 	char **all[] = { &k->lock, &k->meta, &k->fence, &k->sem, &k->limit,
 	    &k->queue, &k->waiter, &k->waiter_prefix, &k->wake,
-	    &k->wake_prefix, &k->my_wake, &k->tokens };
+	    &k->wake_prefix, &k->my_wake, &k->tokens, &k->last };
 	size_t i;
 
 	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)

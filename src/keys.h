@@ -14,9 +14,18 @@
 struct lock_keys {
 	char *lock, *meta, *fence, *sem, *limit, *queue, *waiter, *tokens;
 	char *waiter_prefix, *wake, *wake_prefix, *my_wake;
+	char *last;		/* the last run's record */
 	size_t lock_len, meta_len, fence_len, sem_len, limit_len, queue_len;
 	size_t waiter_len, waiter_prefix_len, wake_len, wake_prefix_len;
-	size_t my_wake_len, tokens_len;
+	size_t my_wake_len, tokens_len, last_len;
+};
+
+/* How a run ended, for the release that records it in P{KEY}:last. */
+struct run_end {
+	int exit_status;	/* rlock's own exit status for the run */
+	int lease_lost;
+	int64_t min_hold_ms;	/* --min-hold: keep KEY until grant + this */
+	int64_t ran_ms;		/* grant to end on our clock (meta gone) */
 };
 
 struct lock_ctx {
@@ -33,6 +42,10 @@ struct lock_ctx {
 	 * check: "w" BLPOP, "f" --fair, "s" --redlock's SSUBSCRIBE; NULL
 	 * none. Not owned. */
 	const char *acl_needs;
+	/* Set only for the release that ends a run (supervise.c): that
+	 * release records it and applies --min-hold. Releases that undo a
+	 * grant nobody used leave it NULL. */
+	const struct run_end *end;
 };
 
 /*

@@ -106,6 +106,13 @@ lock_release(struct lock *l, const struct lock_ctx *ctx)
 }
 
 int
+lock_record(struct lock *l, const struct lock_ctx *ctx,
+    const struct run_end *end, int64_t fence)
+{
+	return l->ops->record(l, ctx, end, fence);
+}
+
+int
 lock_is_ours(struct lock *l, const struct lock_ctx *ctx)
 {
 	return l->ops->is_ours(l, ctx);

@@ -71,8 +71,18 @@ enum lock_result lock_acquire(struct lock *l, const struct lock_ctx *ctx,
 /* 1 extended, 0 not ours any more, -1 error (failure recorded). */
 int lock_extend(struct lock *l, const struct lock_ctx *ctx);
 
-/* 1 released, 0 was not ours, -1 error (failure recorded). */
+/* 1 released (or kept until --min-hold's end, with ctx->end), 0 was not
+ * ours, -1 error (failure recorded). With ctx->end, the run is recorded
+ * too, in the same call. */
 int lock_release(struct lock *l, const struct lock_ctx *ctx);
+
+/*
+ * Record in P{KEY}:last what no release can: the run that lost its lease
+ * (end, fence) or, with end NULL, a run skipped against the latest grant.
+ * --redlock: on every master that answers. 0, or -1 (failure recorded).
+ */
+int lock_record(struct lock *l, const struct lock_ctx *ctx,
+    const struct run_end *end, int64_t fence);
 
 /*
  * Is KEY held by ctx's token right now (a nested run may re-enter)?

@@ -30,6 +30,9 @@
 #define HANDOFF_LOOK_MS 200
 /* A wake token nobody took is stale after this; see release.lua. */
 #define WAKE_TOKEN_TTL_MS 5000
+/* P{KEY}:last, the last run's record, outlives the next run of a monthly
+ * job (31 days) with room for a late or skipped one; see lib/record.lua. */
+#define LAST_RUN_TTL_MS ((int64_t)40 * 24 * 3600 * 1000)
 
 enum lock_result { LOCK_ERROR = -1, LOCK_BUSY = 0, LOCK_GRANTED = 1 };
 
@@ -59,6 +62,8 @@ struct lock_ops {
 	    struct lock_busy *busy);
 	int (*extend)(struct lock *l, const struct lock_ctx *ctx);
 	int (*release)(struct lock *l, const struct lock_ctx *ctx);
+	int (*record)(struct lock *l, const struct lock_ctx *ctx,
+	    const struct run_end *end, int64_t fence);
 	int (*is_ours)(struct lock *l, const struct lock_ctx *ctx);
 	int (*heartbeat)(struct lock *l, const struct lock_ctx *ctx);
 	int (*dequeue)(struct lock *l, const struct lock_ctx *ctx);

@@ -377,6 +377,25 @@ op_release(struct lock *l, const struct lock_ctx *ctx)
 	return 1;
 }
 
+/* Best effort on every master that answers: a record is for people to
+ * read, no majority decides anything. 0 if one master took it. */
+static int
+op_record(struct lock *l, const struct lock_ctx *ctx,
+    const struct run_end *end, int64_t fence)
+{
+	struct quorum *q = q_of(l);
+	struct lock *m;
+	int i, ok = 0;
+
+	for (i = 0; i < q->n; i++)
+		if (m_open(m = q->m[i]) &&
+		    m->ops->record(m, ctx, end, fence) == 0)
+			ok++;
+	if (ok == 0)
+		say_short(q, "record", 0);
+	return ok > 0 ? 0 : -1;
+}
+
 /* Held by ctx's token on a majority: 1, 0, or -1 on errors. */
 static int
 op_is_ours(struct lock *l, const struct lock_ctx *ctx)
@@ -491,6 +510,7 @@ static const struct lock_ops QUORUM_OPS = {
 	.acquire = op_acquire,
 	.extend = op_extend,
 	.release = op_release,
+	.record = op_record,
 	.is_ours = op_is_ours,
 	.heartbeat = op_no_queue,
 	.dequeue = op_no_queue,

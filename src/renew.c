@@ -51,8 +51,27 @@ notify(struct renewer *rw)
 	(void)!write(rw->event_pipe[1], &b, 1);
 }
 
+/*
+ * Extend, but never past rw->hold_until (--max-hold): 1 extended, 0 not
+ * ours, -1 error, 2 nothing left to extend.
+ */
+static int
+extend_until(struct renewer *rw, int64_t t0)
+{
+	struct lock_ctx capped;
+
+	if (rw->hold_until - t0 >= rw->ctx->lease_ms)
+		return lock_extend(rw->l, rw->ctx);
+	if (rw->hold_until - t0 < 1)
+		return 2;
+	capped = *rw->ctx;
+	capped.lease_ms = rw->hold_until - t0;
+	return lock_extend(rw->l, &capped);
+}
+
 /* One renewal after a nap that ended with `why` (nap's 0 or 2); returns
- * when the next is due, or -1 once Redis says the lock is not ours. */
+ * when the next is due, or -1 once Redis says the lock is not ours (or
+ * --max-hold leaves nothing to extend). */
 static int64_t
 renew_once(struct renewer *rw, int why, int *failing)
 {
@@ -77,7 +96,8 @@ renew_once(struct renewer *rw, int why, int *failing)
 		return mono_ms() + retry;
 	}
 	t0 = mono_ms();
-	r = lock_extend(rw->l, rw->ctx);
+	if ((r = extend_until(rw, t0)) == 2)
+		return -1;
 	if (r == 1) {
 		atomic_store(&rw->last_ok, t0);
 		if (*failing)
@@ -141,6 +161,7 @@ renew_init(struct renewer *rw, struct lock *l, const struct lock_ctx *ctx,
 	rw->stop_pipe[0] = rw->stop_pipe[1] = -1;
 	rw->event_pipe[0] = rw->event_pipe[1] = -1;
 	atomic_store(&rw->last_ok, granted_at);
+	rw->hold_until = INT64_MAX;
 }
 
 static void

@@ -25,6 +25,10 @@ struct renewer {
 	_Atomic int not_ours;		/* Redis said: someone else's lock */
 	int stopping;			/* under mu: l is the caller's again */
 	int running;			/* started, not yet joined */
+	/* --max-hold: mono ms no extend may reach past (a last one gets a
+	 * shorter lease; then none); INT64_MAX by default. Set before
+	 * renew_start. */
+	int64_t hold_until;
 };
 
 /*

@@ -62,6 +62,7 @@
 #include "keys.h"
 #include "lock.h"
 #include "lua_scripts.h"
+#include "report_prom.h"
 #include "report_view.h"
 #include "script.h"
 #include "server.h"
@@ -70,14 +71,16 @@
 /* Keys SCAN looks at per call: bounds the time Redis spends on each. */
 #define SCAN_COUNT "1000"
 
-/* rlock status: 0 all held, 1 one free, -1 error (in cn). */
+/* Read every KEY of status into *out (the caller frees it with
+ * view_free_all): 0 all held, 1 one free, -1 error (in cn). */
 static int
-status_main(const struct rlock_opts *o, struct server *cn)
+status_read(const struct rlock_opts *o, struct server *cn, struct view **out)
 {
 	struct view *v = xcalloc((size_t)o->nargs, sizeof(*v));
 	size_t i, n = (size_t)o->nargs;
 	int st = RL_EXIT_OK;
 
+	*out = v;
 	for (i = 0; i < n && st == RL_EXIT_OK; i++) {
 		v[i].key = o->args[i];
 		v[i].keylen = strlen(o->args[i]);
@@ -87,9 +90,26 @@ status_main(const struct rlock_opts *o, struct server *cn)
 	for (i = 0; i < n && st == RL_EXIT_OK; i++)
 		if (!view_held(&v[i]))
 			st = RL_EXIT_FALSE;
-	if (st >= 0 && o->json)
+	return st;
+}
+
+/* rlock status: 0 all held, 1 one free, -1 error (in cn). */
+static int
+status_main(const struct rlock_opts *o, struct server *cn)
+{
+	size_t i, n = (size_t)o->nargs;
+	struct prom_src src;
+	struct view *v;
+	int st;
+
+	st = status_read(o, cn, &v);
+	if (st >= 0 && o->prometheus) {
+		src = (struct prom_src){ NULL, v, n };
+		prom_print(&src, 1);
+	} else if (st >= 0 && o->json) {
 		view_print_json(v, n);
-	for (i = 0; i < n && st >= 0 && !o->json; i++) {
+	}
+	for (i = 0; i < n && st >= 0 && !o->json && !o->prometheus; i++) {
 		if (i > 0)
 			putchar('\n');
 		view_print_text(&v[i]);
@@ -468,6 +488,52 @@ each_master(const struct rlock_opts *o, struct lock *l,
 	return yes >= lock_majority(l) ? RL_EXIT_OK : RL_EXIT_FALSE;
 }
 
+/*
+ * status --prometheus --redlock: one exposition for all masters (a metric
+ * family may appear once), each series labelled with its master. 0 when a
+ * majority shows every KEY held, as status says; -1 (in fail) when fewer
+ * than a majority answered.
+ */
+static int
+prom_masters(const struct rlock_opts *o, struct lock *l,
+    const struct lock_cfg *cfg, struct failure *fail)
+{
+	int i, n = lock_servers(l), st, yes = 0, answered = 0;
+	struct prom_src *src = xcalloc((size_t)n, sizeof(*src));
+	char (*url)[300] = xcalloc((size_t)n, sizeof(*url));
+	struct view **v = xcalloc((size_t)n, sizeof(*v));
+	struct server *p;
+	size_t k = 0;
+
+	for (i = 0; i < n; i++) {
+		p = lock_server(l, i);
+		url_redacted(&cfg->servers[i].ep, url[i], sizeof(url[i]));
+		st = server_is_open(p) ? status_read(o, p, &v[i]) : -1;
+		if (st < 0) {
+			msg_warn("%s: %s", url[i], server_failure(p)->why);
+			continue;
+		}
+		answered++;
+		yes += st == 0;
+		src[k++] = (struct prom_src){ url[i], v[i],
+		    (size_t)o->nargs };
+	}
+	if (answered >= lock_majority(l))
+		prom_print(src, k);
+	for (i = 0; i < n; i++)
+		if (v[i])
+			view_free_all(v[i], (size_t)o->nargs, 0);
+	free(v);
+	free(url);
+	free(src);
+	if (answered < lock_majority(l)) {
+		failure_set(fail, RL_EXIT_UNAVAILABLE, "only %d of %d masters "
+		    "answered", answered, n);
+		return -1;
+	}
+	return yes >= lock_majority(l) ? RL_EXIT_OK : RL_EXIT_FALSE;
+}
+
 int
 report_main(const struct rlock_opts *o)
 {
@@ -484,7 +550,9 @@ report_main(const struct rlock_opts *o)
 		goto out;
 	}
 	failure_clear(&fail);
-	if (cfg.redlock) {
+	if (cfg.redlock && o->prometheus) {
+		st = prom_masters(o, l, &cfg, &fail);
+	} else if (cfg.redlock) {
 		st = each_master(o, l, &cfg, &fail);
 	} else {
 		st = one_server(o, lock_server(l, 0));

@@ -6,21 +6,17 @@
  */
 #include "report_view.h"
 
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "lua_scripts.h"
+#include "report_run.h"
 #include "script.h"
 #include "util.h"
 
 /* Waiters inspect.lua describes; `length` counts them all. */
 #define WAITERS_SHOWN "5"
-
-/* A holder from inspect.lua: lease left, then these strings. */
-enum { H_USER = 1, H_HOST, H_PID, H_CMD, H_SINCE, H_LEASE, H_FENCE, H_N };
 
 void
 view_keys_init(struct view_keys *ks, const char *prefix, const char *key,
@@ -41,105 +37,40 @@ view_keys_free(struct view_keys *ks)
 	free(ks->meta_prefix);
 }
 
-/* The length of a UTF-8 sequence at u safe on a terminal (not C1), or 0. */
-static size_t
-utf8_ok(const unsigned char *u, size_t n)
-{
-	uint32_t cp;
-	size_t len, i;
-
-	if (u[0] >= 0xc2 && u[0] <= 0xdf)
-		len = 2, cp = u[0] & 0x1f;
-	else if (u[0] >= 0xe0 && u[0] <= 0xef)
-		len = 3, cp = u[0] & 0x0f;
-	else if (u[0] >= 0xf0 && u[0] <= 0xf4)
-		len = 4, cp = u[0] & 0x07;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((u[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (u[i] & 0x3f);
-	}
-	if (cp < 0xa0 || (len == 3 && cp < 0x800) ||
-	    (len == 4 && cp < 0x10000) || (cp >= 0xd800 && cp <= 0xdfff) ||
-	    cp > 0x10ffff)
-		return 0;
-	return len;
-}
-
-/*
- * Bytes from Redis on stdout for a human: a key or command must not be
- * able to move the cursor, change colours or split a line.
- */
-void
-view_put_text(const char *s, size_t len)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	size_t i = 0, n;
-
-	while (i < len) {
-		if (u[i] == '\\') {
-			fputs("\\\\", stdout);
-			i++;
-		} else if (u[i] >= 0x20 && u[i] < 0x7f) {
-			putchar(u[i++]);
-		} else if ((n = utf8_ok(u + i, len - i)) > 0) {
-			fwrite(u + i, 1, n, stdout);
-			i += n;
-		} else {
-			printf("\\x%02x", u[i++]);
-		}
-	}
-}
-
 static void
 put_reply(const struct reply *s)
 {
 	view_put_text(s->str, s->len);
 }
 
-/* A decimal field rlock wrote; 0 when absent or not a number. */
 static int
 num(const struct reply *s, long long *v)
 {
-	return s->len > 0 && int_parse(s->str, 0, INT64_MAX, v) == 0;
-}
-
-/* Does r have n elements, strings from index `from` on? */
-int
-view_strings(const struct reply *r, size_t n, size_t from)
-{
-	size_t i;
-
-	if (r->type != REPLY_ARRAY || r->elements != n)
-		return 0;
-	for (i = from; i < n; i++)
-		if (r->element[i]->type != REPLY_STRING)
-			return 0;
-	return 1;
+	return view_num(s, v);
 }
 
 /* Check the whole shape of inspect.lua's reply, then fill v from it. */
 int
 view_parse(struct view *v, const struct reply *r)
 {
-	const struct reply *h, *w, *m;
+	const struct reply *h, *w, *m, *l;
 	size_t i;
 
-	if (r->type != REPLY_ARRAY || r->elements != 6 ||
+	if (r->type != REPLY_ARRAY || r->elements != 7 ||
 	    r->element[0]->type != REPLY_INTEGER ||
 	    r->element[1]->type != REPLY_STRING ||
 	    r->element[2]->type != REPLY_INTEGER ||
 	    r->element[3]->type != REPLY_ARRAY ||
 	    r->element[4]->type != REPLY_INTEGER ||
-	    r->element[5]->type != REPLY_ARRAY)
+	    r->element[5]->type != REPLY_ARRAY ||
+	    r->element[6]->type != REPLY_ARRAY)
 		return -1;
 	m = r->element[1];
 	h = r->element[3];
 	w = r->element[5];
+	l = r->element[6];
+	if (l->elements != 0 && !view_strings(l, L_N, 0))
+		return -1;
 	for (i = 0; i < h->elements; i++)
 		if (!view_strings(h->element[i], H_N, 1) ||
 		    h->element[i]->element[0]->type != REPLY_INTEGER)
@@ -162,6 +93,7 @@ view_parse(struct view *v, const struct reply *r)
 	v->holders = h;
 	v->queued = r->element[4]->integer;
 	v->waiters = w;
+	v->last = l;
 	return 0;
 }
 
@@ -170,18 +102,19 @@ int
 view_inspect(struct server *cn, const char *prefix, struct view *v)
 {
 	struct view_keys ks;
-	const char *argv[8];
-	size_t lens[8];
+	const char *argv[9];
+	size_t lens[9];
 	struct reply *r;
 	char what[80];
 	int i;
 
 	view_keys_init(&ks, prefix, v->key, v->keylen);
 	lock_holder_keys(&ks.k, argv, lens);
-	argv[5] = ks.meta_prefix, lens[5] = ks.meta_prefix_len;
-	argv[6] = ks.k.waiter_prefix, lens[6] = ks.k.waiter_prefix_len;
-	argv[7] = WAITERS_SHOWN, lens[7] = strlen(WAITERS_SHOWN);
-	r = script_run_ro(cn, &lua_inspect, 5, 3, argv, lens);
+	argv[5] = ks.k.last, lens[5] = ks.k.last_len;
+	argv[6] = ks.meta_prefix, lens[6] = ks.meta_prefix_len;
+	argv[7] = ks.k.waiter_prefix, lens[7] = ks.k.waiter_prefix_len;
+	argv[8] = WAITERS_SHOWN, lens[8] = strlen(WAITERS_SHOWN);
+	r = script_run_ro(cn, &lua_inspect, 6, 3, argv, lens);
 	view_keys_free(&ks);
 	if (r == NULL)
 		return -1;
@@ -197,68 +130,29 @@ view_inspect(struct server *cn, const char *prefix, struct view *v)
 	return 0;
 }
 
-int
-view_held(const struct view *v)
-{
-	return v->mode[0] != 'f';
-}
-
 static void
-json_str(const struct reply *s)
-{
-	if (s->len == 0)
-		fputs("null", stdout);
-	else
-		json_string(stdout, s->str, s->len);
-}
-
-static void
-json_num(const struct reply *s)
-{
-	long long v;
-
-	if (num(s, &v))
-		printf("%lld", v);
-	else
-		fputs("null", stdout);
-}
-
-/* "user", "host", "pid", "command" from four strings in that order. */
-static void
-json_who(struct reply **e)
-{
-	fputs("\"user\":", stdout);
-	json_str(e[0]);
-	fputs(",\"host\":", stdout);
-	json_str(e[1]);
-	fputs(",\"pid\":", stdout);
-	json_num(e[2]);
-	fputs(",\"command\":", stdout);
-	json_str(e[3]);
-}
-
-static void
-json_holder(const struct reply *h, long long now)
+json_holder(const struct view *v, const struct reply *h, long long now)
 {
 	long long since, left = h->element[0]->integer;
 
 	putchar('{');
-	json_who(h->element + H_USER);
+	view_json_who(h->element + H_USER);
 	fputs(",\"since_ms\":", stdout);
-	json_num(h->element[H_SINCE]);
+	view_json_num(h->element[H_SINCE]);
 	fputs(",\"held_ms\":", stdout);
 	if (num(h->element[H_SINCE], &since))
 		printf("%lld", now > since ? now - since : 0);
 	else
 		fputs("null", stdout);
 	fputs(",\"lease_ms\":", stdout);
-	json_num(h->element[H_LEASE]);
+	view_json_num(h->element[H_LEASE]);
 	if (left >= 0)
 		printf(",\"lease_left_ms\":%lld", left);
 	else
 		fputs(",\"lease_left_ms\":null", stdout);
 	fputs(",\"fence\":", stdout);
-	json_num(h->element[H_FENCE]);
+	view_json_num(h->element[H_FENCE]);
+	run_json_holder(v, h);
 	putchar('}');
 }
 
@@ -281,15 +175,17 @@ json_view(const struct view *v)
 	for (i = 0; i < v->holders->elements; i++) {
 		if (i > 0)
 			putchar(',');
-		json_holder(v->holders->element[i], v->now);
+		json_holder(v, v->holders->element[i], v->now);
 	}
 	printf("],\"queue\":{\"length\":%lld,\"waiters\":[", v->queued);
 	for (i = 0; i < v->waiters->elements; i++) {
 		fputs(i > 0 ? ",{" : "{", stdout);
-		json_who(v->waiters->element[i]->element);
+		view_json_who(v->waiters->element[i]->element);
 		putchar('}');
 	}
-	fputs("]}}", stdout);
+	fputs("]}", stdout);
+	run_json_last(v);
+	putchar('}');
 }
 
 /* An array of views, one per line: easy for jq and for grep alike. */
@@ -309,80 +205,67 @@ view_print_json(const struct view *v, size_t n)
 	fputs("\n]\n", stdout);
 }
 
-/* "user@host, pid N" (and ": cmd") from four strings in that order. */
-void
-view_put_who(struct reply **e, int with_cmd)
-{
-	if (e[0]->len == 0 && e[1]->len == 0 && e[2]->len == 0) {
-		fputs("unknown (not written by rlock)", stdout);
-		return;
-	}
-	put_reply(e[0]);
-	putchar('@');
-	put_reply(e[1]);
-	if (e[2]->len > 0) {
-		fputs(", pid ", stdout);
-		put_reply(e[2]);
-	}
-	if (with_cmd && e[3]->len > 0) {
-		fputs(": ", stdout);
-		put_reply(e[3]);
-	}
-}
-
-static void
-label(const char *l)
-{
-	printf("  %-12s", l);
-}
-
 static void
 text_since(long long since, long long now)
 {
-	time_t t = (time_t)(since / 1000);
 	char when[64], ago[32];
-	struct tm tm;
 
-	if (localtime_r(&t, &tm) == NULL ||
-	    strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S %Z", &tm) == 0)
-		snprintf(when, sizeof(when), "%lld ms after the epoch", since);
+	view_when(since, when, sizeof(when));
 	/* A hostile or skewed reply must not overflow the subtraction. */
 	dur_format(now > since ? now - since : 0, ago, sizeof(ago));
-	label("since");
+	view_label("since");
 	printf("%s (%s ago)\n", when, ago);
 }
 
 static void
-text_holder(const struct reply *h, long long now)
+text_holder(const struct view *v, const struct reply *h, long long now)
 {
-	long long v, left = h->element[0]->integer;
+	long long n, left = h->element[0]->integer;
 	char buf[32];
 
-	label("holder");
+	view_label("holder");
 	view_put_who(h->element + H_USER, 0);
 	putchar('\n');
 	if (h->element[H_CMD]->len > 0) {
-		label("command");
+		view_label("command");
 		put_reply(h->element[H_CMD]);
 		putchar('\n');
 	}
-	if (num(h->element[H_SINCE], &v))
-		text_since(v, now);
-	label("lease left");
+	if (num(h->element[H_SINCE], &n))
+		text_since(n, now);
+	if (run_text_holder(v, h))
+		goto fence;
+	view_label("lease left");
 	if (left < 0) {
 		fputs("never expires", stdout);
 	} else {
 		dur_format(left, buf, sizeof(buf));
 		fputs(buf, stdout);
 	}
-	if (num(h->element[H_LEASE], &v)) {
-		dur_format(v, buf, sizeof(buf));
+	if (num(h->element[H_LEASE], &n)) {
+		dur_format(n, buf, sizeof(buf));
 		printf(" of %s", buf);
 	}
 	putchar('\n');
-	if (num(h->element[H_FENCE], &v)) {
-		label("fence");
-		printf("%lld\n", v);
+fence:
+	if (num(h->element[H_FENCE], &n)) {
+		view_label("fence");
+		printf("%lld\n", n);
+	}
+	run_text_holder_skips(v, h);
+}
+
+static void
+text_queue(const struct view *v)
+{
+	size_t i;
+
+	view_label("waiting");
+	printf("%lld (--fair)\n", v->queued);
+	for (i = 0; i < v->waiters->elements; i++) {
+		view_label(i == 0 ? "next" : "then");
+		view_put_who(v->waiters->element[i]->element, 1);
+		putchar('\n');
 	}
 }
 
@@ -403,16 +286,10 @@ view_print_text(const struct view *v)
 		printf(": held (semaphore, %zu holders)\n",
 		    v->holders->elements);
 	for (i = 0; i < v->holders->elements; i++)
-		text_holder(v->holders->element[i], v->now);
-	if (v->queued <= 0)
-		return;
-	label("waiting");
-	printf("%lld (--fair)\n", v->queued);
-	for (i = 0; i < v->waiters->elements; i++) {
-		label(i == 0 ? "next" : "then");
-		view_put_who(v->waiters->element[i]->element, 1);
-		putchar('\n');
-	}
+		text_holder(v, v->holders->element[i], v->now);
+	if (v->queued > 0)
+		text_queue(v);
+	run_text_last(v);
 }
 
 void
@@ -428,7 +305,6 @@ view_free_all(struct view *v, size_t n, int own_keys)
 	}
 	free(v);
 }
-
 
 void
 view_print_line(const struct view *v)

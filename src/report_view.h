@@ -12,19 +12,7 @@
 #include "keys.h"
 #include "reply.h"
 #include "server.h"
-
-/* Fields of a waiter or a broken holder: user, host, pid, cmd. */
-#define VIEW_WHO_N 4
-
-/* One KEY as inspect.lua saw it; r owns the replies below. */
-struct view {
-	char *key;			/* argv's, or owned (list) */
-	size_t keylen;
-	struct reply *r;
-	long long now, limit, queued;
-	const char *mode;		/* "mutex", "semaphore", "free" */
-	const struct reply *holders, *waiters;
-};
+#include "view.h"
 
 /* The Redis keys of KEY, and P{KEY}:meta: (the -N holders' prefix). */
 struct view_keys {
@@ -53,9 +41,6 @@ int view_inspect(struct server *cn, const char *prefix, struct view *v);
  */
 int view_parse(struct view *v, const struct reply *r);
 
-/* Is the KEY of v held (mutex or semaphore)? */
-int view_held(const struct view *v);
-
 /* Free the replies of n views, and their keys if own_keys; then v. */
 void view_free_all(struct view *v, size_t n, int own_keys);
 
@@ -65,15 +50,5 @@ void view_print_json(const struct view *v, size_t n);
 /* status's block for one KEY; list's line for one held KEY. */
 void view_print_text(const struct view *v);
 void view_print_line(const struct view *v);
-
-/* Bytes for a terminal: control, C1 and non-UTF-8 bytes as \xHH, a
- * backslash doubled; never a raw tab or newline. */
-void view_put_text(const char *s, size_t len);
-
-/* "user@host, pid N" (with_cmd: and ": cmd") from VIEW_WHO_N strings. */
-void view_put_who(struct reply **e, int with_cmd);
-
-/* Is r an array of n elements, strings from index `from` on? */
-int view_strings(const struct reply *r, size_t n, size_t from);
 
 #endif

@@ -54,28 +54,38 @@ try_reenter(struct rlock_opts *o, const struct lock_cfg *cfg, struct lock *l,
 	return 1;
 }
 
+/*
+ * Not obtained: say by whom (stderr unless -q; syslog with --syslog), and
+ * count the skipped run in P{KEY}:last, so `status` shows how many runs
+ * the last one made skip. The count is best effort: it never changes the
+ * exit status.
+ */
 static int
 not_obtained(const struct rlock_opts *o, struct lock *l,
     const struct lock_ctx *ctx)
 {
 	char who[256], wait[32], key[96];
 
-	if (msg_level >= MSG_NORMAL) {
-		printable(o->key, strlen(o->key), key, sizeof(key));
+	printable(o->key, strlen(o->key), key, sizeof(key));
+	if (msg_level >= MSG_NORMAL || msg_syslog_on()) {
 		if (o->limit > 1)
 			snprintf(who, sizeof(who), "all of its %ld holders "
 			    "(--limit %ld)", o->limit, o->limit);
 		else
 			lock_describe_holder(l, ctx, who, sizeof(who));
 		if (o->wait_ms == 0) {
-			msg_err("'%s' is held by %s; not waiting (--nonblock)",
-			    key, who);
+			msg_notice("'%s' is held by %s; not waiting "
+			    "(--nonblock)", key, who);
 		} else {
 			dur_format(o->wait_ms, wait, sizeof(wait));
-			msg_err("'%s' is still held by %s after --timeout %s",
-			    key, who, wait);
+			msg_notice("'%s' is still held by %s after --timeout "
+			    "%s", key, who, wait);
 		}
 	}
+	if ((!lock_is_open(l) && lock_open(l) != 0) ||
+	    lock_record(l, ctx, NULL, 0) < 0)
+		msg_verbose("could not count the skipped run of '%s': %s",
+		    key, lock_failure(l)->why);
 	return o->conflict_exit;
 }
 
@@ -107,15 +117,32 @@ report_bound(const struct rlock_opts *o, const struct lock_cfg *cfg,
 	config_report(cfg, &b);
 }
 
+/*
+ * The lease to ask for: --lease, but no longer than --max-hold's bound
+ * (sup_hold_bound): a lease past the point COMMAND is surely dead would
+ * only keep KEY from others for longer if rlock itself died.
+ */
+static int64_t
+lease_for(const struct rlock_opts *o)
+{
+	int64_t cap = sup_hold_bound(o, o->lease_ms);
+
+	if (cap == 0 || cap >= o->lease_ms)
+		return o->lease_ms;
+	return cap < LEASE_MIN_MS ? LEASE_MIN_MS : cap;
+}
+
 static int
 acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
     struct lock *l, int sigfd)
 {
 	struct wait_result res;
 	struct lock_ctx ctx;
+	int64_t start = mono_ms();
+	char name[96], waited[32];
 	int st, sig;
 
-	lock_ctx_init(&ctx, o->prefix, o->key, o->lease_ms, o->limit, o->fair,
+	lock_ctx_init(&ctx, o->prefix, o->key, lease_for(o), o->limit, o->fair,
 	    NULL, cli_command_line(o));
 	/* What the wait will run besides the scripts: acquire.lua checks
 	 * the ACL allows it before taking the lock. */
@@ -154,8 +181,10 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 		st = RL_EXIT_SIGNAL_BASE + sig;
 		goto out;
 	}
-	msg_verbose("acquired '%s' (fence %lld)", o->key,
-	    (long long)res.fence);
+	printable(o->key, strlen(o->key), name, sizeof(name));
+	dur_format(mono_ms() - start, waited, sizeof(waited));
+	msg_event(LOG_INFO, "acquired '%s' after %s (fence %lld)", name,
+	    waited, (long long)res.fence);
 	st = sup_run(o, &ctx, l, sigfd, &res);
 out:
 	lock_ctx_free(&ctx);

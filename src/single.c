@@ -32,6 +32,8 @@
  *   P{KEY}:tok          list    one-shot wake tokens for plain waiters,
  *                               who BLPOP it: Redis hands each token to
  *                               the oldest blocked waiter (at most N)  PX 5 s
+ *   P{KEY}:last         hash    the last finished run and the runs
+ *                               skipped since (lib/record.lua)  PX 40 days
  *   P{KEY}:wake         channel "released" on every release
  *   P{KEY}:wake:TOKEN   channel the one --fair waiter whose turn it is
  *
@@ -46,6 +48,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "exitcode.h"
 #include "lua_scripts.h"
@@ -297,29 +300,83 @@ op_extend(struct lock *l, const struct lock_ctx *ctx)
 	return v == 1;
 }
 
+/* ARGV[7..11] of release.lua: how the run ended (buf: the numbers). */
+static void
+run_end_args(struct args *a, const struct run_end *e, char (*buf)[24])
+{
+	snprintf(buf[0], 24, "%lld", (long long)e->min_hold_ms);
+	snprintf(buf[1], 24, "%d", e->exit_status);
+	snprintf(buf[2], 24, "%lld", (long long)LAST_RUN_TTL_MS);
+	snprintf(buf[3], 24, "%lld", (long long)e->ran_ms);
+	arg_str(a, buf[0]);
+	arg_str(a, buf[1]);
+	arg_str(a, e->lease_lost ? "1" : "0");
+	arg_str(a, buf[2]);
+	arg_str(a, buf[3]);
+}
+
+/* With ctx->end, the same call records the run and applies --min-hold
+ * (KEYS[7] and ARGV[7..11] of release.lua). */
 static int
 op_release(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct server *cn = srv(l);
 	const struct lock_keys *k = &ctx->k;
 	struct args a = { .n = 0 };
-	char lim[24], ttl[24];
+	char lim[24], ttl[24], end[4][24];
 	long long v;
+	int nkeys;
 
 	snprintf(lim, sizeof(lim), "%ld", ctx->limit);
 	snprintf(ttl, sizeof(ttl), "%d", WAKE_TOKEN_TTL_MS);
 	holder_keys(&a, ctx);
 	arg(&a, k->tokens, k->tokens_len);
+	if (ctx->end)
+		arg(&a, k->last, k->last_len);
+	nkeys = a.n;
 	arg_str(&a, ctx->token);
 	arg_str(&a, lim);
 	arg(&a, k->wake, k->wake_len);
 	arg(&a, k->waiter_prefix, k->waiter_prefix_len);
 	arg(&a, k->wake_prefix, k->wake_prefix_len);
 	arg_str(&a, ttl);
-	if (int_reply(cn, "release", script_run(cn, &lua_release, 6, 6, a.v,
-	    a.len), &v) < 0)
+	if (ctx->end)
+		run_end_args(&a, ctx->end, end);
+	if (int_reply(cn, "release", script_run(cn, &lua_release, nkeys,
+	    a.n - nkeys, a.v, a.len), &v) < 0)
 		return -1;
 	return v == 1;
+}
+
+static int
+op_record(struct lock *l, const struct lock_ctx *ctx,
+    const struct run_end *end, int64_t fence)
+{
+	struct server *cn = srv(l);
+	const struct lock_keys *k = &ctx->k;
+	struct args a = { .n = 0 };
+	char ttl[24], f[24], ran[24], st[24];
+	long long v;
+
+	snprintf(ttl, sizeof(ttl), "%lld", (long long)LAST_RUN_TTL_MS);
+	arg(&a, k->last, k->last_len);
+	arg(&a, k->fence, k->fence_len);
+	arg_str(&a, end ? "lost" : "skip");
+	arg_str(&a, ctx->user);
+	arg_str(&a, ctx->host);
+	arg_str(&a, ctx->pid);
+	arg_str(&a, ctx->cmdline);
+	arg_str(&a, ttl);
+	if (end) {
+		snprintf(f, sizeof(f), "%lld", (long long)fence);
+		snprintf(ran, sizeof(ran), "%lld", (long long)end->ran_ms);
+		snprintf(st, sizeof(st), "%d", end->exit_status);
+		arg_str(&a, f);
+		arg_str(&a, ran);
+		arg_str(&a, st);
+	}
+	return int_reply(cn, "record", script_run(cn, &lua_record, 2, a.n - 2,
+	    a.v, a.len), &v);
 }
 
 static const char *
@@ -343,9 +400,11 @@ op_describe_holder(struct lock *l, const struct lock_ctx *ctx, char *buf,
 	const struct lock_keys *k = &ctx->k;
 	const char *argv[2] = { "HGETALL", k->meta };
 	size_t lens[2] = { 7, k->meta_len };
-	const char *user, *host, *pid, *cmd;
-	char pcmd[80];
+	const char *user, *host, *pid, *cmd, *hold;
+	char pcmd[80], until[48] = "";
 	struct reply *r;
+	struct tm tm;
+	time_t t;
 
 	snprintf(buf, len, "another client");
 	if ((r = server_command(cn, 2, argv, lens)) == NULL)
@@ -366,8 +425,14 @@ op_describe_holder(struct lock *l, const struct lock_ctx *ctx, char *buf,
 	    (host = field(r, "host")) && (pid = field(r, "pid")) &&
 	    (cmd = field(r, "cmd"))) {
 		printable(cmd, strlen(cmd), pcmd, sizeof(pcmd));
-		snprintf(buf, len, "%s@%s (pid %s: %s)", user, host, pid,
-		    pcmd);
+		/* A run that ended, whose KEY --min-hold keeps: say so. */
+		if ((hold = field(r, "hold_until")) != NULL &&
+		    (t = (time_t)(strtoll(hold, NULL, 10) / 1000)) > 0 &&
+		    localtime_r(&t, &tm) != NULL)
+			strftime(until, sizeof(until), "; run ended, --min-hold "
+			    "until %H:%M:%S", &tm);
+		snprintf(buf, len, "%s@%s (pid %s: %s%s)", user, host, pid,
+		    pcmd, until);
 	}
 	reply_free(r);
 }
@@ -459,6 +524,7 @@ static const struct lock_ops SINGLE_OPS = {
 	.acquire = op_acquire,
 	.extend = op_extend,
 	.release = op_release,
+	.record = op_record,
 	.is_ours = op_is_ours,
 	.heartbeat = op_heartbeat,
 	.dequeue = op_dequeue,

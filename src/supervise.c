@@ -8,6 +8,10 @@
  * minus a drift margin that is our deadline. --on-lost term
  * sends SIGTERM early enough that the SIGKILL --kill-after later still
  * lands before it; if Redis says the lock is not ours, the action is now.
+ * --max-hold takes the same SIGTERM-then-SIGKILL path on its own timer,
+ * and the renewal thread stops extending once that SIGKILL is due. At the
+ * end, one release records the run (and applies --min-hold); a run whose
+ * lease was lost is recorded apart.
  */
 #include "supervise.h"
 
@@ -49,13 +53,32 @@ struct sup {
 	int64_t term_at;		/* when SIGTERM went out; 0 not yet */
 	int kill_sent;
 	int64_t stall_ms, stall_end;	/* rlock did not run; see stalled() */
+	int64_t granted;		/* mono ms, as wait_lock saw the grant */
+	int64_t fence;
+	int64_t max_at;			/* --max-hold's SIGTERM due; 0 none */
+	int max_fired;
+	struct run_end end;		/* what the last release records */
 	char key[96];			/* printable, for messages */
 };
 
 static int64_t
 deadline_of(const struct sup *s)
 {
-	return lease_deadline(atomic_load(&s->rw.last_ok), s->ctx->lease_ms);
+	int64_t lease = s->ctx->lease_ms;
+	int64_t dl = lease_deadline(atomic_load(&s->rw.last_ok), lease);
+	int64_t cap = s->rw.hold_until - lease_drift_ms(lease);
+
+	/* --max-hold: the last extends reached hold_until only. */
+	return cap < dl ? cap : dl;
+}
+
+int64_t
+sup_hold_bound(const struct rlock_opts *o, int64_t lease_ms)
+{
+	if (o->max_hold_ms == 0)
+		return 0;
+	return o->max_hold_ms + o->kill_after_ms +
+	    2 * lease_drift_ms(lease_ms) + lease_retry_ms(lease_ms);
 }
 
 static int64_t
@@ -253,6 +276,12 @@ declare_lost(struct sup *s, enum lost_how how)
 		why = stop;
 	}
 	s->lost = how;
+	if (sig == SIGTERM && s->term_at != 0) {
+		/* --max-hold's SIGTERM is out: its SIGKILL follows. */
+		msg_err("lost the lock '%s': %s; COMMAND (pid %ld) already "
+		    "got SIGTERM (--max-hold)", s->key, why, (long)s->child);
+		return;
+	}
 	if (sig == 0) {
 		msg_err("lost the lock '%s': %s; --on-lost ignore: COMMAND "
 		    "keeps running unguarded", s->key, why);
@@ -268,6 +297,41 @@ declare_lost(struct sup *s, enum lost_how how)
 		s->term_at = mono_ms();
 }
 
+/* When a lease that is still ours counts as lost (--on-lost's timing). */
+static int64_t
+lost_at(const struct sup *s, int64_t dl)
+{
+	if (s->o->on_lost == LOST_IGNORE)
+		return dl + lease_drift_ms(s->ctx->lease_ms);
+	/* --max-hold's SIGTERM is out: only the deadline is left. */
+	if (s->o->on_lost == LOST_KILL || s->term_at != 0)
+		return dl;
+	return dl - grace_ms(s);
+}
+
+/* When the SIGKILL after a SIGTERM is due. */
+static int64_t
+kill_at(const struct sup *s, int64_t dl)
+{
+	int64_t after = s->term_at + s->o->kill_after_ms;
+	int64_t at = s->lost == LOST_UNRENEWED ? dl : after;
+
+	/* A lease that is renewed again moves the SIGKILL with it; one that
+	 * is gone gives the full grace from the SIGTERM. But a SIGKILL timed
+	 * for the deadline stays there when Redis then says the lock is
+	 * gone: that news makes it more urgent, never less; nor does a lost
+	 * lease delay --max-hold's SIGKILL. */
+	if ((s->max_fired || atomic_load(&s->rw.not_ours)) && after < at)
+		at = after;
+	return at;
+}
+
+static int64_t
+sooner(int64_t a, int64_t b)
+{
+	return a < 0 || (b >= 0 && b < a) ? b : a;
+}
+
 /*
  * Take the lease decisions due now; return ms until the next one, or -1
  * when none is pending.
@@ -275,42 +339,44 @@ declare_lost(struct sup *s, enum lost_how how)
 static int64_t
 check_lease(struct sup *s)
 {
-	int64_t now = mono_ms(), dl = deadline_of(s), at;
+	int64_t now = mono_ms(), dl = deadline_of(s), at, next = -1;
 
 	if (s->lost == HELD && atomic_load(&s->rw.not_ours))
 		declare_lost(s, LOST_NOT_OURS);
 	if (s->lost == HELD) {
-		switch (s->o->on_lost) {
-		case LOST_TERM:
-			at = dl - grace_ms(s);
-			break;
-		case LOST_KILL:
-			at = dl;
-			break;
-		default:
-			at = dl + lease_drift_ms(s->ctx->lease_ms);
-			break;
-		}
-		if (now < at)
-			return at - now;
-		declare_lost(s, LOST_UNRENEWED);
+		if (now < (at = lost_at(s, dl)))
+			next = at - now;
+		else
+			declare_lost(s, LOST_UNRENEWED);
 	}
 	if (s->term_at == 0 || s->kill_sent)
-		return -1;
-	/* A lease that is renewed again moves the SIGKILL with it; one that
-	 * is gone gives the full grace from the SIGTERM. But a SIGKILL timed
-	 * for the deadline stays there when Redis then says the lock is
-	 * gone: that news makes it more urgent, never less. */
-	at = s->lost == LOST_NOT_OURS ? s->term_at + s->o->kill_after_ms : dl;
-	if (s->lost == LOST_UNRENEWED && atomic_load(&s->rw.not_ours) &&
-	    s->term_at + s->o->kill_after_ms < at)
-		at = s->term_at + s->o->kill_after_ms;
-	if (now < at)
-		return at - now;
+		return next;
+	if (now < (at = kill_at(s, dl)))
+		return sooner(next, at - now);
 	msg_err("COMMAND (pid %ld) still runs; sending SIGKILL",
 	    (long)s->child);
 	send_child(s, SIGKILL);
 	s->kill_sent = 1;
+	return next;
+}
+
+/* --max-hold: SIGTERM once it is due; ms until then, or -1. */
+static int64_t
+check_max_hold(struct sup *s)
+{
+	int64_t now = mono_ms();
+	char d[32];
+
+	if (s->max_at == 0 || s->max_fired || s->lost != HELD)
+		return -1;
+	if (now < s->max_at)
+		return s->max_at - now;
+	s->max_fired = 1;
+	dur_format(s->o->max_hold_ms, d, sizeof(d));
+	msg_err("'%s' has been held for --max-hold %s; sending SIGTERM to "
+	    "COMMAND (pid %ld)", s->key, d, (long)s->child);
+	send_child(s, SIGTERM);
+	s->term_at = now;
 	return -1;
 }
 
@@ -350,7 +416,8 @@ supervise(struct sup *s)
 	p[1] = (struct pollfd){ .fd = s->rw.running ?
 	    renew_event_fd(&s->rw) : -1, .events = POLLIN };
 	for (;;) {
-		next = check_lease(s);
+		next = check_max_hold(s);
+		next = sooner(next, check_lease(s));
 		tmo = next < 0 || next > 60000 ? 60000 : (int)next;
 		t0 = mono_ms();
 		if (poll(p, 2, tmo) < 0 && errno != EINTR) {
@@ -372,7 +439,12 @@ supervise(struct sup *s)
 	}
 }
 
-static void
+/*
+ * Release, recording the run as s->end says (and keeping KEY until
+ * --min-hold's end). Returns 1 released, 0 found not ours, -1 failed, -2
+ * not tried: the lock was known lost.
+ */
+static int
 release(struct sup *s)
 {
 	int64_t budget = lock_connect_timeout(s->l), start = mono_ms();
@@ -381,7 +453,8 @@ release(struct sup *s)
 
 	lock_set_timeouts(s->l, budget, budget);
 	if (s->lost == LOST_NOT_OURS || atomic_load(&s->rw.not_ours))
-		return;
+		return -2;
+	s->ctx->end = &s->end;
 	r = lock_is_open(s->l) ? lock_release(s->l, s->ctx) : -1;
 	/* A fresh connection is worth a try after a dropped one, but a
 	 * silent server gets one --connect-timeout in all, not two. */
@@ -391,6 +464,7 @@ release(struct sup *s)
 		if (lock_reopen(s->l) == 0)
 			r = lock_release(s->l, s->ctx);
 	}
+	s->ctx->end = NULL;
 	if (r == 1)
 		trace_event("release");
 	if (r < 0) {
@@ -403,9 +477,8 @@ release(struct sup *s)
 		msg_err("lost the lock '%s': Redis says another client holds "
 		    "or removed it; found at release, after COMMAND ended",
 		    s->key);
-	} else {
-		msg_verbose("released '%s'", s->key);
 	}
+	return r;
 }
 
 /*
@@ -439,6 +512,8 @@ exit_status(const struct sup *s)
 {
 	if (s->lost != HELD)
 		return RL_EXIT_LEASE_LOST;
+	if (s->max_fired)
+		return RL_EXIT_MAX_HOLD;
 	if (WIFEXITED(s->wstatus))
 		return WEXITSTATUS(s->wstatus);
 	if (WIFSIGNALED(s->wstatus))
@@ -480,10 +555,51 @@ confirm_grant(struct sup *s, int64_t *granted)
 	    "asking for it): %s; COMMAND not run", s->key, (long long)held,
 	    r == 0 ? "Redis says another client holds or removed it" :
 	    "the lease could not be extended in time (Redis unreachable)");
+	/* The caller releases (compare-and-delete: harmless if gone). */
 	s->lost = r == 0 ? LOST_NOT_OURS : LOST_UNRENEWED;
-	if (r < 0)
-		release(s);	/* compare-and-delete: harmless if gone */
 	return RL_EXIT_LEASE_LOST;
+}
+
+/*
+ * The end of a run that held KEY, however it went: release (which records
+ * the run in P{KEY}:last and applies --min-hold), or, when the lease was
+ * lost, record the run apart. st is rlock's status as it stands; returns
+ * the final one (70 if the release finds the lock gone).
+ */
+static int
+finish(struct sup *s, int st)
+{
+	int64_t ran = mono_ms() - s->granted;
+	char took[32], more[32], kept[64] = "";
+	int r;
+
+	s->end.exit_status = st;
+	s->end.lease_lost = s->lost != HELD;
+	s->end.min_hold_ms = s->o->min_hold_ms;
+	s->end.ran_ms = ran;
+	r = release(s);
+	/* Found gone at release: lost while COMMAND ran (if it ran). */
+	if (r == 0 && s->exec_errno == 0 && st != RL_EXIT_OSERR)
+		st = RL_EXIT_LEASE_LOST;
+	if (r == 1) {
+		dur_format(ran, took, sizeof(took));
+		if (s->o->min_hold_ms > ran) {
+			dur_format(s->o->min_hold_ms - ran, more, sizeof(more));
+			snprintf(kept, sizeof(kept), "; --min-hold keeps it %s "
+			    "more", more);
+		}
+		msg_event(st == 0 ? LOG_INFO : LOG_WARNING, "released '%s' "
+		    "after %s: exit %d%s", s->key, took, st, kept);
+	}
+	if (r == 1 || r == -1)
+		return st;
+	/* No release could record it: the lease was lost. */
+	s->end.exit_status = st;
+	s->end.lease_lost = 1;
+	if (lock_record(s->l, s->ctx, &s->end, s->fence) < 0)
+		msg_warn("could not record the run of '%s': %s", s->key,
+		    lock_failure(s->l)->why);
+	return st;
 }
 
 int
@@ -491,15 +607,21 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
     int sigfd, const struct wait_result *res)
 {
 	struct sup s = { .o = o, .ctx = ctx, .l = l, .sigfd = sigfd,
-	    .exec_fd = -1 };
-	int64_t granted = res->granted_at;
+	    .exec_fd = -1, .granted = res->granted_at, .fence = res->fence };
+	int64_t granted = res->granted_at, lease = ctx->lease_ms;
 	int st, e = 0;
 
 	printable(o->key, strlen(o->key), s.key, sizeof(s.key));
 	if ((st = confirm_grant(&s, &granted)) != 0)
-		return st;
+		return finish(&s, st);
 	export_env(ctx, o->key, res->fence);
 	renew_init(&s.rw, l, ctx, granted);
+	if (o->max_hold_ms > 0) {
+		/* Held for --max-hold since the grant, not since COMMAND
+		 * started; the lease outlives the SIGKILL by a little only. */
+		s.max_at = res->granted_at + o->max_hold_ms;
+		s.rw.hold_until = res->granted_at + sup_hold_bound(o, lease);
+	}
 	oom_sup = &s;
 	oom_on(oom_release);
 	/* Before COMMAND: spawn() suspends us until its exec. Without
@@ -514,13 +636,15 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 		supervise(&s);
 		if ((e = exec_settle(&s)) != 0)
 			st = exec_failed(o, e);
+		else
+			st = exit_status(&s);
 	}
 	/* Release first: the next holder need not wait for our thread to
 	 * end. It can no longer extend (nor touch the connection) from here on. */
 	renew_take_conn(&s.rw);
-	release(&s);
+	st = finish(&s, st);
 	renew_stop(&s.rw);
 	oom_on(NULL);
 	oom_sup = NULL;
-	return st != 0 || e != 0 ? st : exit_status(&s);
+	return st;
 }

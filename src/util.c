@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -156,19 +157,48 @@ nap_ms(int64_t ms)
 		;
 }
 
-/* The attribute lets clang check the callers' formats, not only gcc. */
-static void vmsg(const char *prefix, const char *fmt, va_list ap)
-    __attribute__((format(printf, 2, 0)));
+static int to_syslog;
 
+void
+msg_syslog_open(void)
+{
+	/* LOG_NDELAY: connect now, so a COMMAND forked later never owns
+	 * the first connection to /dev/log (glibc sets close-on-exec). */
+	if (!to_syslog)
+		openlog("rlock", LOG_PID | LOG_NDELAY, LOG_USER);
+	to_syslog = 1;
+}
+
+int
+msg_syslog_on(void)
+{
+	return to_syslog;
+}
+
+/* The attribute lets clang check the callers' formats, not only gcc. */
+static void vmsg(int prio, int show, const char *prefix, const char *fmt,
+    va_list ap) __attribute__((format(printf, 4, 0)));
+
+/*
+ * One line: on stderr if show (prefix after "rlock: "), and to syslog at
+ * prio with --syslog (prio < 0: never). -q and -v decide `show` only, so
+ * a quiet cron job still leaves its trace in the log.
+ */
 static void
-vmsg(const char *prefix, const char *fmt, va_list ap)
+vmsg(int prio, int show, const char *prefix, const char *fmt, va_list ap)
 {
 	char line[2048];
 	int n;
 
+	if (!show && (prio < 0 || !to_syslog))
+		return;
 	/* One write(2)-sized line so parallel rlocks do not interleave. */
 	n = snprintf(line, sizeof(line), "rlock: %s", prefix);
 	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	if (prio >= 0 && to_syslog)
+		syslog(prio, "%s%s", prefix, line + n);
+	if (!show)
+		return;
 	strcat(line, "\n");
 	fputs(line, stderr);
 	fflush(stderr);
@@ -180,7 +210,7 @@ msg_err(const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	vmsg("", fmt, ap);
+	vmsg(LOG_ERR, 1, "", fmt, ap);
 	va_end(ap);
 }
 
@@ -189,10 +219,8 @@ msg_warn(const char *fmt, ...)
 {
 	va_list ap;
 
-	if (msg_level < MSG_NORMAL)
-		return;
 	va_start(ap, fmt);
-	vmsg("warning: ", fmt, ap);
+	vmsg(LOG_WARNING, msg_level >= MSG_NORMAL, "warning: ", fmt, ap);
 	va_end(ap);
 }
 
@@ -201,10 +229,28 @@ msg_verbose(const char *fmt, ...)
 {
 	va_list ap;
 
-	if (msg_level < MSG_VERBOSE)
-		return;
 	va_start(ap, fmt);
-	vmsg("", fmt, ap);
+	vmsg(-1, msg_level >= MSG_VERBOSE, "", fmt, ap);
+	va_end(ap);
+}
+
+void
+msg_event(int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg(prio, msg_level >= MSG_VERBOSE, "", fmt, ap);
+	va_end(ap);
+}
+
+void
+msg_notice(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg(LOG_NOTICE, msg_level >= MSG_NORMAL, "", fmt, ap);
 	va_end(ap);
 }
 

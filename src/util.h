@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <sys/time.h>
 #include <stdio.h>
+#include <syslog.h>
 
 /* Upper bound of any duration we accept: ten years, far from overflow.
  * Messages and the man page give it as DUR_MAX_TEXT. */
@@ -46,6 +47,20 @@ extern int msg_level;
 void msg_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void msg_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void msg_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/*
+ * With --syslog (msg_syslog_open), errors and warnings also go to
+ * syslog(3), -q or not; verbose lines never do. msg_notice: a line stderr
+ * shows unless -q, and syslog at LOG_NOTICE (a skipped run).
+ */
+void msg_notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* An event of the run (acquired, released): syslog at prio, stderr
+ * only under -v. */
+void msg_event(int prio, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Send these lines to syslog(3) too, ident "rlock", LOG_USER. */
+void msg_syslog_open(void);
+/* Has msg_syslog_open been called? */
+int msg_syslog_on(void);
 
 /*
  * Out of memory: one line, then exit 71. A holder registers a hook that

@@ -172,16 +172,18 @@ block_quiet(struct waiter *w, int64_t until, struct wait_result *res)
 /*
  * Block on the waker until `until`, a wake-up or a signal that ends the
  * wait (any other signal, SIGCHLD, is read and the wait goes on).
+ * `expiry`: until is when the holder's key expires, to the millisecond.
  */
 static int
-block(struct waiter *w, int64_t until, struct wait_result *res)
+block(struct waiter *w, int64_t until, int expiry, struct wait_result *res)
 {
 	enum woke why;
 
 	if (w->look && !w->ctx->fair)
 		return block_quiet(w, until, res);
 	for (;;) {
-		why = waker_wait(w->wk, until, w->sigfd);
+		why = expiry ? waker_wait_expiry(w->wk, until, w->sigfd) :
+		    waker_wait(w->wk, until, w->sigfd);
 		if (why != WOKE_SIGFD)
 			return (int)why;
 		if (stop_signal(w, res)) {
@@ -209,7 +211,7 @@ sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
 			until = mono_ms() + REDRAW_MS;
 		if (w->sentinel && mono_ms() + SENTINEL_RECHECK_MS < until)
 			until = mono_ms() + SENTINEL_RECHECK_MS;
-		why = block(w, until, res);
+		why = block(w, until, until == retry, res);
 		if (why != WOKE_TIMEOUT)
 			return why;
 		/* A failover: releases happen on the new master now. */

@@ -25,6 +25,7 @@ struct waker {
 	struct server *pop;		/* the caller's; NULL for subscriptions */
 	int armed;			/* a BLPOP is in flight */
 	int64_t armed_until;
+	int sharp;			/* armed_until is an expiry: see below */
 	/* subscriptions */
 	struct server *sub[WAKE_MAX_SUBS];
 	int n, need;
@@ -314,9 +315,13 @@ arm(struct waker *w, int64_t until)
 /*
  * Plain waiter: BLPOP a wake token until `until`, or a signal. Redis
  * answers nil at `until`; a silent server gets one connect timeout more.
+ * But Redis times a BLPOP out on its own clock tick, up to 1000/hz ms
+ * (100 ms by default) late: when `until` is the moment the holder's key
+ * expires (`sharp`: a dead holder, --min-hold), the BLPOP is abandoned
+ * then, with its connection, so the waiter tries at once.
  */
 static enum woke
-wait_pop(struct waker *w, int64_t until, int sigfd)
+wait_pop(struct waker *w, int64_t until, int sigfd, int sharp)
 {
 	struct pollfd p[2];
 	struct reply *r = NULL;
@@ -328,12 +333,21 @@ wait_pop(struct waker *w, int64_t until, int sigfd)
 			return WOKE_TIMEOUT;
 		if (arm(w, until) < 0)
 			return pop_lost(w, NULL);
+		w->sharp = sharp;
 	}
 	hard = w->armed_until + server_connect_timeout(w->pop);
+	if (w->sharp)
+		hard = w->armed_until;
 	p[0] = (struct pollfd){ .fd = sigfd, .events = POLLIN };
 	p[1] = (struct pollfd){ .fd = server_fd(w->pop), .events = POLLIN };
 	while (r == NULL) {
 		if (!server_pending(w->pop)) {
+			if (w->sharp && mono_ms() >= hard) {
+				/* The next attempt reconnects. */
+				w->armed = 0;
+				server_close(w->pop);
+				return WOKE_TIMEOUT;
+			}
 			if (mono_ms() >= hard)
 				return pop_lost(w, "no answer");
 			n = poll(p, 2, poll_ms(hard));
@@ -366,5 +380,13 @@ wait_pop(struct waker *w, int64_t until, int sigfd)
 enum woke
 waker_wait(struct waker *w, int64_t until, int sigfd)
 {
-	return w->pop ? wait_pop(w, until, sigfd) : wait_subs(w, until, sigfd);
+	return w->pop ? wait_pop(w, until, sigfd, 0) :
+	    wait_subs(w, until, sigfd);
+}
+
+enum woke
+waker_wait_expiry(struct waker *w, int64_t until, int sigfd)
+{
+	return w->pop ? wait_pop(w, until, sigfd, 1) :
+	    wait_subs(w, until, sigfd);
 }

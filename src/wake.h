@@ -48,6 +48,13 @@ int waker_listening(const struct waker *w);
  */
 enum woke waker_wait(struct waker *w, int64_t until, int sigfd);
 
+/*
+ * The same, when `until` is the moment the holder's key expires: a BLPOP
+ * still unanswered then is abandoned (its connection closed: Redis would
+ * answer it only at its next clock tick) and the wait ends WOKE_TIMEOUT.
+ */
+enum woke waker_wait_expiry(struct waker *w, int64_t until, int sigfd);
+
 /* Abandon a BLPOP in flight (its connection is closed) and close the
  * subscriptions; the next waker_listen/waker_wait starts afresh. */
 void waker_cancel(struct waker *w);

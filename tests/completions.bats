@@ -180,6 +180,27 @@ hold_somekey() {
 	refute_line -- "--key"
 }
 
+@test "bash and fish: --min-hold, --max-hold, --syslog; status --prometheus" {
+	run bcomp "rlock --m"
+	assert_output "$(printf '%s\n' --min-hold --max-hold)"
+	run bcomp "rlock --min-hold "
+	assert_line "5m"
+	run bcomp "rlock --min-hold 5m -k x --max-hold "
+	assert_line "2h"
+	run bcomp "rlock --sy"
+	assert_output "--syslog"
+	run bcomp "rlock status --p"
+	assert_output "$(printf '%s\n' --prometheus --password-file --prefix)"
+	run bcomp "rlock list --pr"
+	assert_output "--prefix"
+	run fcomp "rlock --m"
+	assert_output "$(printf '%s\n' --max-hold --min-hold)"
+	run fcomp "rlock status --pr"
+	assert_output "$(printf '%s\n' --prefix --prometheus)"
+	run fcomp "rlock list --pr"
+	assert_output "--prefix"
+}
+
 @test "bash: --redlock in the run mode and after a subcommand" {
 	run bcomp "rlock --red"
 	assert_success

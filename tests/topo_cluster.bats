@@ -249,6 +249,24 @@ pick_keys() {
 	BG=()
 }
 
+@test "cluster: --min-hold, the last run and skips through the cluster" {
+	local k
+	pick_keys
+	for k in "${KEYS[@]}"; do
+		run -3 "$RLOCK" -u "$CLUSTER_URL" --min-hold 3s -k "$k" -- \
+			sh -c 'exit 3'
+		run -75 "$RLOCK" -u "$CLUSTER_URL" -n -q -k "$k" -- true
+	done
+	run -0 "$RLOCK" -u "$CLUSTER_URL" status --json "${KEYS[@]}"
+	echo "$output" | jq -e 'length == 3 and all(.[]; .held and
+	    .holders[0].finished.exit_status == 3 and
+	    .last_run.exit_status == 3 and .last_run.skips == 1)' ||
+		fail "$output"
+	run -0 --separate-stderr "$RLOCK" -u "$CLUSTER_URL" status \
+		--prometheus "${KEYS[@]}"
+	echo "$output" | promtool check metrics
+}
+
 @test "cluster: a dead seed first in the URL is passed over" {
 	local closed url k
 	closed=$(topo_free_port)

@@ -311,6 +311,38 @@ handoff() {
 	! grep -q '^shown' <<< "$output" || fail "$output"
 }
 
+@test "redlock: --min-hold on every master, the run recorded on each, a waiter at the hold's end" {
+	local g w late p
+	# A hold long enough to look at five masters on a busy machine.
+	rl --min-hold 5s -k held -- true
+	for p in $MASTERS_PORTS; do
+		[ "$(topo_cli "$p" exists 'rlock:{held}')" = 1 ] ||
+			fail "not kept on $p"
+		[ "$(topo_cli "$p" hget 'rlock:{held}:last' exit)" = 0 ]
+		topo_cli "$p" hget 'rlock:{held}:last' started >> "$T/started"
+	done
+	run -75 rl -n -q -k held -- true
+	rl -w 15s -k held -- sh -c 'echo "$RLOCK_FENCE" > "$1/w"' sh "$T"
+	# Each master holds until its own grant + 5 s; a majority of them is
+	# free from the third grant on (the masters are asked in turn). The
+	# waiter's fence is the clock of its last master to grant.
+	g=$(sort -n "$T/started" | sed -n 3p)
+	w=$(cat "$T/w")
+	late=$((w - g - 5000))
+	echo "# granted ${late}ms after the hold's end" >&3
+	[ "$late" -ge 0 ] && [ "$late" -lt 1000 ] || fail "late by ${late}ms"
+	# Each master's own view, and one exposition for all of them.
+	run -1 --separate-stderr "$RLOCK" status --redlock --prometheus \
+		"${MASTERS_UARGS[@]}" held never
+	echo "$output" > "$T/p.prom"
+	run -0 promtool check metrics < "$T/p.prom"
+	for p in $MASTERS_PORTS; do
+		grep -q "^rlock_last_run_exit_status{key=\"held\",master=\"redis://127.0.0.1:$p/0\"} 0\$" "$T/p.prom" ||
+			fail "no series for $p: $(cat "$T/p.prom")"
+	done
+	[ "$(grep -c '^# TYPE rlock_held gauge$' "$T/p.prom")" = 1 ]
+}
+
 @test "redlock: --fair / --limit / an even number of masters are usage errors (64)" {
 	local c=$CLOSED_URL
 	usage_error 'fair' --redlock -u "$c" -u "$c" -u "$c" --fair -k K true

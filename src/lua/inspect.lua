@@ -1,16 +1,21 @@
 -- inspect: all that `rlock status` and `rlock list` show about one KEY.
 -- KEYS[1] lock  KEYS[2] mutex meta  KEYS[3] sem  KEYS[4] limit  KEYS[5] queue
+-- KEYS[6] last run
 -- ARGV[1] "P{K}:meta:"  ARGV[2] "P{K}:w:"  ARGV[3] waiters to describe
--- Returns {now, mode, limit, holders, queued, waiters}:
+-- Returns {now, mode, limit, holders, queued, waiters, last}:
 --   now      server time, ms since the epoch
 --   mode     'mutex', 'semaphore' or 'free'
 --   limit    the N of the semaphore, 1 for a mutex, 0 when free
 --   holders  {{lease left ms (-1: no expiry), user, host, pid, cmd, since,
---            lease, fence}, ...}, strings '' where rlock wrote nothing;
---            semaphore holders soonest-expiring first
+--            lease, fence, ended, exit, hold_until}, ...}, strings ''
+--            where rlock wrote nothing (the last three are set once the
+--            run ended and --min-hold keeps KEY); semaphore holders
+--            soonest-expiring first
 --   queued   live --fair waiters (entries past the first 1000 uncounted
 --            for liveness, counted as they are)
 --   waiters  the first ARGV[3] live waiters, {{user, host, pid, cmd}, ...}
+--   last     {} when no run is recorded, else the LAST fields of P{K}:last
+--            (lib/record.lua), '' where absent
 -- Invariant: writes nothing, so looking never changes a lock's fate (and
 -- works on a replica). Run with EVALSHA_RO/EVAL_RO (script.c), which
 -- Redis 7 answers during CLIENT PAUSE WRITE; no shebang flags, as Redis 6
@@ -22,7 +27,11 @@ local refused = acl_refusal({{'TIME'}, {'GET', KEYS[1]}, {'PTTL', KEYS[1]},
 if refused then return refused end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local FIELDS = {'user', 'host', 'pid', 'cmd', 'since', 'lease', 'fence'}
+local FIELDS = {'user', 'host', 'pid', 'cmd', 'since', 'lease', 'fence',
+  'ended', 'exit', 'hold_until'}
+local LAST = {'user', 'host', 'pid', 'cmd', 'started', 'ended', 'exit',
+  'fence', 'lost', 'ok_ended', 'skips', 'skip_fence', 'skip_user',
+  'skip_host', 'skip_pid', 'skip_at'}
 
 local function holder(pttl, meta)
   local m = redis.call('HMGET', meta, unpack(FIELDS))
@@ -72,4 +81,9 @@ if walk > 0 then
     end
   end
 end
-return {now, mode, limit, holders, queued, waiters}
+local last = {}
+if redis.call('EXISTS', KEYS[6]) == 1 then
+  last = redis.call('HMGET', KEYS[6], unpack(LAST))
+  for i = 1, #LAST do last[i] = last[i] or '' end
+end
+return {now, mode, limit, holders, queued, waiters, last}

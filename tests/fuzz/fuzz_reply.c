@@ -42,8 +42,11 @@ check_view(const struct view *v)
 	if (v->mode[0] != 'f' && v->holders->elements == 0)
 		abort();
 	for (i = 0; i < v->holders->elements; i++)
-		if (v->holders->element[i]->elements != 8)
+		if (v->holders->element[i]->elements != H_N)
 			abort();
+	if (v->last == NULL || (v->last->elements != 0 &&
+	    v->last->elements != L_N))
+		abort();
 	for (i = 0; i < v->waiters->elements; i++)
 		if (v->waiters->element[i]->elements != VIEW_WHO_N)
 			abort();

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: MIT
+/*
+ * One KEY as status shows it, below the reading and printing of
+ * report_view.c and report_run.c: the checked reply's accessors, and the
+ * few ways a field is written out (terminal text, JSON, dates). Prints on
+ * stdout only.
+ */
+#include "view.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "util.h"
+
+static void
+put_reply(const struct reply *s)
+{
+	view_put_text(s->str, s->len);
+}
+
+/* The length of a UTF-8 sequence at u safe on a terminal (not C1), or 0. */
+size_t
+view_utf8_len(const unsigned char *u, size_t n)
+{
+	uint32_t cp;
+	size_t len, i;
+
+	if (u[0] >= 0xc2 && u[0] <= 0xdf)
+		len = 2, cp = u[0] & 0x1f;
+	else if (u[0] >= 0xe0 && u[0] <= 0xef)
+		len = 3, cp = u[0] & 0x0f;
+	else if (u[0] >= 0xf0 && u[0] <= 0xf4)
+		len = 4, cp = u[0] & 0x07;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((u[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (u[i] & 0x3f);
+	}
+	if (cp < 0xa0 || (len == 3 && cp < 0x800) ||
+	    (len == 4 && cp < 0x10000) || (cp >= 0xd800 && cp <= 0xdfff) ||
+	    cp > 0x10ffff)
+		return 0;
+	return len;
+}
+
+/*
+ * Bytes from Redis on stdout for a human: a key or command must not be
+ * able to move the cursor, change colours or split a line.
+ */
+void
+view_put_text(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, n;
+
+	while (i < len) {
+		if (u[i] == '\\') {
+			fputs("\\\\", stdout);
+			i++;
+		} else if (u[i] >= 0x20 && u[i] < 0x7f) {
+			putchar(u[i++]);
+		} else if ((n = view_utf8_len(u + i, len - i)) > 0) {
+			fwrite(u + i, 1, n, stdout);
+			i += n;
+		} else {
+			printf("\\x%02x", u[i++]);
+		}
+	}
+}
+
+int
+view_num(const struct reply *s, long long *v)
+{
+	return s->len > 0 && int_parse(s->str, 0, INT64_MAX, v) == 0;
+}
+
+int
+view_has_run(const struct view *v)
+{
+	return v->last->elements == L_N && v->last->element[L_ENDED]->len > 0;
+}
+
+long long
+view_skips(const struct view *v, const struct reply *f)
+{
+	const struct reply *sf;
+	long long n;
+
+	if (v->last->elements != L_N)
+		return 0;
+	sf = v->last->element[L_SKIP_FENCE];
+	if (sf->len == 0 || sf->len != f->len ||
+	    memcmp(sf->str, f->str, f->len) != 0 ||
+	    !view_num(v->last->element[L_SKIPS], &n))
+		return 0;
+	return n;
+}
+
+/* Does r have n elements, strings from index `from` on? */
+int
+view_strings(const struct reply *r, size_t n, size_t from)
+{
+	size_t i;
+
+	if (r->type != REPLY_ARRAY || r->elements != n)
+		return 0;
+	for (i = from; i < n; i++)
+		if (r->element[i]->type != REPLY_STRING)
+			return 0;
+	return 1;
+}
+
+int
+view_held(const struct view *v)
+{
+	return v->mode[0] != 'f';
+}
+
+void
+view_json_str(const struct reply *s)
+{
+	if (s->len == 0)
+		fputs("null", stdout);
+	else
+		json_string(stdout, s->str, s->len);
+}
+
+void
+view_json_num(const struct reply *s)
+{
+	long long v;
+
+	if (view_num(s, &v))
+		printf("%lld", v);
+	else
+		fputs("null", stdout);
+}
+
+/* "user", "host", "pid", "command" from four strings in that order. */
+void
+view_json_who(struct reply **e)
+{
+	fputs("\"user\":", stdout);
+	view_json_str(e[0]);
+	fputs(",\"host\":", stdout);
+	view_json_str(e[1]);
+	fputs(",\"pid\":", stdout);
+	view_json_num(e[2]);
+	fputs(",\"command\":", stdout);
+	view_json_str(e[3]);
+}
+
+/* "user@host, pid N" (and ": cmd") from four strings in that order. */
+void
+view_put_who(struct reply **e, int with_cmd)
+{
+	if (e[0]->len == 0 && e[1]->len == 0 && e[2]->len == 0) {
+		fputs("unknown (not written by rlock)", stdout);
+		return;
+	}
+	put_reply(e[0]);
+	putchar('@');
+	put_reply(e[1]);
+	if (e[2]->len > 0) {
+		fputs(", pid ", stdout);
+		put_reply(e[2]);
+	}
+	if (with_cmd && e[3]->len > 0) {
+		fputs(": ", stdout);
+		put_reply(e[3]);
+	}
+}
+
+void
+view_label(const char *l)
+{
+	printf("  %-12s", l);
+}
+
+void
+view_when(long long ms, char *buf, size_t len)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (localtime_r(&t, &tm) == NULL ||
+	    strftime(buf, len, "%Y-%m-%d %H:%M:%S %Z", &tm) == 0)
+		snprintf(buf, len, "%lld ms after the epoch", ms);
+}

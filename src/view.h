@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One KEY as inspect.lua returns it (struct view, whose shape view_parse
+ * in report_view.c checks whole), and the helpers that read and write
+ * its fields: the modules that print a view (report_view.c, report_run.c,
+ * report_prom.c) all stand on this one.
+ */
+#ifndef RLOCK_VIEW_H
+#define RLOCK_VIEW_H
+
+#include <stddef.h>
+
+#include "reply.h"
+
+/* Fields of a waiter or a broken holder: user, host, pid, cmd. */
+#define VIEW_WHO_N 4
+
+/* A holder from inspect.lua: lease left, then these strings. */
+enum { H_USER = 1, H_HOST, H_PID, H_CMD, H_SINCE, H_LEASE, H_FENCE, H_ENDED,
+    H_EXIT, H_HOLD, H_N };
+
+/* The last run from inspect.lua (P{KEY}:last; lib/record.lua): strings. */
+enum { L_USER, L_HOST, L_PID, L_CMD, L_STARTED, L_ENDED, L_EXIT, L_FENCE,
+    L_LOST, L_OK_ENDED, L_SKIPS, L_SKIP_FENCE, L_SKIP_USER, L_SKIP_HOST,
+    L_SKIP_PID, L_SKIP_AT, L_N };
+
+/* One KEY as inspect.lua saw it; r owns the replies below. */
+struct view {
+	char *key;			/* argv's, or owned (list) */
+	size_t keylen;
+	struct reply *r;
+	long long now, limit, queued;
+	const char *mode;		/* "mutex", "semaphore", "free" */
+	const struct reply *holders, *waiters;
+	const struct reply *last;	/* L_N strings, or 0 when none */
+};
+
+/* Is the KEY of v held (mutex or semaphore)? */
+int view_held(const struct view *v);
+
+/* Has v a recorded last run (not only skips)? */
+int view_has_run(const struct view *v);
+
+/*
+ * Skips counted against the grant whose fence is the string f (the
+ * holder's, or the last run's); 0 when they belong to another grant.
+ */
+long long view_skips(const struct view *v, const struct reply *f);
+
+/* Is r an array of n elements, strings from index `from` on? */
+int view_strings(const struct reply *r, size_t n, size_t from);
+
+/* A decimal field rlock wrote: 1 with *v set, 0 when absent or not one. */
+int view_num(const struct reply *s, long long *v);
+
+/* Bytes for a terminal: control, C1 and non-UTF-8 bytes as \xHH, a
+ * backslash doubled; never a raw tab or newline. */
+void view_put_text(const char *s, size_t len);
+
+/* The length of a UTF-8 sequence at u, above U+009F, or 0 if there is
+ * none (an ASCII byte, or bytes that are not UTF-8). */
+size_t view_utf8_len(const unsigned char *u, size_t n);
+
+/* "user@host, pid N" (with_cmd: and ": cmd") from VIEW_WHO_N strings. */
+void view_put_who(struct reply **e, int with_cmd);
+
+/* The label column of status's text. */
+void view_label(const char *l);
+
+/* Server ms since the epoch as local "YYYY-MM-DD HH:MM:SS ZONE". */
+void view_when(long long ms, char *buf, size_t len);
+
+/* JSON of a string rlock wrote (null when empty), a decimal field (null
+ * when absent), and "user", "host", "pid", "command" from four strings. */
+void view_json_str(const struct reply *s);
+void view_json_num(const struct reply *s);
+void view_json_who(struct reply **e);
+
+#endif
