@@ -45,6 +45,7 @@ struct sup {
 	int sigfd;
 	pid_t child;
 	int own_pgrp;			/* COMMAND leads a process group */
+	int exec_pipe[2];		/* exec's outcome: read end, write end */
 	int exec_fd;			/* exec's outcome not read yet; else -1 */
 	int exec_errno;			/* exec failed with this; 0 it ran */
 	int wstatus;
@@ -172,30 +173,21 @@ export_env(const struct lock_ctx *ctx, const char *key, int64_t fence)
 static int
 spawn(struct sup *s)
 {
-	int p[2];
 	pid_t parent = getpid(), child;
 
 	s->own_pgrp = !sig_foreground();
-
-	/* The OS refusing us a pipe or a process is not COMMAND's fault:
-	 * 71, not 126 (not executable). */
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		msg_err("cannot run COMMAND: pipe: %s", strerror(errno));
-		return RL_EXIT_OSERR;
-	}
 	if ((child = vfork()) == 0) {
-		close(p[0]);
-		child_exec(s->o, p[1], parent, s->own_pgrp);
+		close(s->exec_pipe[0]);
+		child_exec(s->o, s->exec_pipe[1], parent, s->own_pgrp);
 	}
+	close(s->exec_pipe[1]);
 	if (child < 0) {
 		msg_err("cannot run COMMAND: fork: %s", strerror(errno));
-		close(p[0]);
-		close(p[1]);
+		close(s->exec_pipe[0]);
 		return RL_EXIT_OSERR;
 	}
 	s->child = child;
-	close(p[1]);
-	s->exec_fd = p[0];
+	s->exec_fd = s->exec_pipe[0];
 	return 0;
 }
 
@@ -624,13 +616,22 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	}
 	oom_sup = &s;
 	oom_on(oom_release);
-	/* Before COMMAND: spawn() suspends us until its exec. Without
-	 * renewal the lease simply runs out: the deadline logic still stops
-	 * COMMAND in time. */
-	if (renew_start(&s.rw) < 0)
-		msg_warn("cannot start the renewal thread: %s",
-		    strerror(errno));
-	if ((st = spawn(&s)) == 0) {
+	/* The OS refusing us a pipe or a process is not COMMAND's fault:
+	 * 71, not 126 (not executable). The exec pipe first: without it
+	 * there is nothing to run, so nothing to renew for. */
+	if (pipe2(s.exec_pipe, O_CLOEXEC) < 0) {
+		msg_err("cannot run COMMAND: pipe: %s", strerror(errno));
+		st = RL_EXIT_OSERR;
+	} else {
+		/* Before COMMAND: spawn() suspends us until its exec.
+		 * Without renewal the lease simply runs out: the deadline
+		 * logic still stops COMMAND in time. */
+		if (renew_start(&s.rw) < 0)
+			msg_warn("cannot start the renewal thread: %s",
+			    strerror(errno));
+		st = spawn(&s);
+	}
+	if (st == 0) {
 		msg_verbose("running COMMAND (pid %ld) with fence %lld",
 		    (long)s.child, (long long)res->fence);
 		supervise(&s);
