@@ -358,20 +358,30 @@ sec_idle() {
 
 # ------------------------------------------------------------ RSS
 sec_rss() {
-	# Peak RSS of a holding rlock (after a few renewals of a 300 ms lease) and
-	# of a holding flock, started together and read at the same moment.
+	# Peak RSS of a holding rlock (after a few renewals of a 1 s lease) and
+	# of a holding flock, started together and read at the same moment. A
+	# round where one had ended early (a lease lost on a busy machine) is
+	# left out, and counted.
 	section "peak RSS (VmHWM) while holding: $RSS_ROUNDS rounds"
-	hwm() { awk '/VmHWM/{print $2}' "/proc/$1/status"; }
+	hwm() { awk '/VmHWM/{print $2}' "/proc/$1/status" 2>/dev/null; }
+	local rp fp np op line bad=0
 	: > "$D/rss.txt"
 	for _ in $(seq "$RSS_ROUNDS"); do
-		"$RLOCK" -l 300ms -k rss -- sleep 1.5 & rp=$!
-		flock "$D/rssfile" sleep 1.5 & fp=$!
-		env -u USER -u LOGNAME "$RLOCK" -l 300ms -k rss-n -- sleep 1.5 & np=$!
-		[ -z "$BASE" ] || { "$BASE" -l 300ms -k rss-o -- sleep 1.5 & op=$!; }
-		sleep 1.2
-		echo "$(hwm "$fp") $(hwm "$rp") $(hwm "$np") ${BASE:+$(hwm "$op")}" >> "$D/rss.txt"
+		"$RLOCK" -l 1s -k rss -- sleep 2.5 & rp=$!
+		flock "$D/rssfile" sleep 2.5 & fp=$!
+		env -u USER -u LOGNAME "$RLOCK" -l 1s -k rss-n -- sleep 2.5 & np=$!
+		[ -z "$BASE" ] || { "$BASE" -l 1s -k rss-o -- sleep 2.5 & op=$!; }
+		sleep 2.2
+		line="$(hwm "$fp") $(hwm "$rp") $(hwm "$np") ${BASE:+$(hwm "$op")}"
 		wait
+		if [ "$(wc -w <<< "$line")" = "$([ -n "$BASE" ] && echo 4 || echo 3)" ]; then
+			echo "$line" >> "$D/rss.txt"
+		else
+			bad=$((bad + 1))
+		fi
 	done
+	[ -s "$D/rss.txt" ] || { row "no round completed" "$bad failed"; return; }
+	[ "$bad" = 0 ] || row "rounds left out (one ended early)" "$bad"
 	mapfile -t vr < <(python3 "$top/bench/pairs.py" "$D/rss.txt" 0)
 	read -r _ f50 _ <<< "${vr[0]}"
 	read -r _ r50 _ ratio _ <<< "${vr[1]}"
