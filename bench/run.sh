@@ -22,14 +22,14 @@ B=$top/build
 S=${SHORT:-0}
 pick() { [ "$S" = 1 ] && echo "$2" || echo "$1"; } # FULL SHORT
 PAIRS=${BENCH_PAIRS:-$(pick 60 15)}
-PHASE_RUNS=${BENCH_PHASE_RUNS:-$(pick 30 8)}
+PHASE_RUNS=${BENCH_PHASE_RUNS:-$(pick 20 8)}
 CPU_CYCLES=${BENCH_CPU_CYCLES:-$(pick 20 10)}
 CPU_ROUNDS=${BENCH_CPU_ROUNDS:-$(pick 9 3)}
 TPUT_MS=${BENCH_TPUT_MS:-$(pick 3000 1500)}
 TPUT_ROUNDS=${BENCH_TPUT_ROUNDS:-$(pick 3 1)}
 CLIENTS=${BENCH_CLIENTS:-32}
-ROUNDS_10=${BENCH_ROUNDS_10:-$(pick 30 4)}
-ROUNDS_100=${BENCH_ROUNDS_100:-$(pick 5 1)}
+ROUNDS_10=${BENCH_ROUNDS_10:-$(pick 20 4)}
+ROUNDS_100=${BENCH_ROUNDS_100:-$(pick 4 1)}
 BLOCK_S=${BENCH_BLOCK_SECONDS:-$(pick 10 3)}
 RSS_ROUNDS=${BENCH_RSS_ROUNDS:-$(pick 3 1)}
 RL_PAIRS=${BENCH_REDLOCK_PAIRS:-$(pick 30 8)}
@@ -98,7 +98,7 @@ row() { printf '%-58s %s\n' "$1" "$2"; }
 blocked() { rc info clients | sed -n 's/^blocked_clients:\([0-9]*\).*/\1/p'; }
 commands() { rc info stats | sed -n 's/^total_commands_processed:\([0-9]*\).*/\1/p'; }
 loadavg() { cut -d' ' -f1-3 /proc/loadavg; }
-section() { echo; echo "== $1 (load average $(loadavg))"; }
+section() { echo; echo "== $1 (load average $(loadavg); at ${SECONDS} s)"; }
 # The figures of the closing table, by key; "old:KEY" for BASE's.
 declare -A FIG
 fig() { FIG[$1]=$2; } # KEY VALUE
@@ -359,20 +359,31 @@ sec_idle() {
 
 # ------------------------------------------------------------ RSS
 sec_rss() {
-	# Peak RSS of a holding rlock (after a few renewals of a 300 ms lease) and
-	# of a holding flock, started together and read at the same moment.
+	# Peak RSS of a holding rlock (after a few renewals of a 1 s lease) and
+	# of a holding flock, started together and read at the same moment. A
+	# round where one had ended early (a lease lost on a busy machine) is
+	# left out, and counted.
 	section "peak RSS (VmHWM) while holding: $RSS_ROUNDS rounds"
-	hwm() { awk '/VmHWM/{print $2}' "/proc/$1/status"; }
+	hwm() { awk '/VmHWM/{print $2}' "/proc/$1/status" 2>/dev/null; }
+	local rp fp np op line bad=0
 	: > "$D/rss.txt"
 	for _ in $(seq "$RSS_ROUNDS"); do
-		"$RLOCK" -l 300ms -k rss -- sleep 1.5 & rp=$!
-		flock "$D/rssfile" sleep 1.5 & fp=$!
-		env -u USER -u LOGNAME "$RLOCK" -l 300ms -k rss-n -- sleep 1.5 & np=$!
-		[ -z "$BASE" ] || { "$BASE" -l 300ms -k rss-o -- sleep 1.5 & op=$!; }
-		sleep 1.2
-		echo "$(hwm "$fp") $(hwm "$rp") $(hwm "$np") ${BASE:+$(hwm "$op")}" >> "$D/rss.txt"
+		"$RLOCK" -l 1s -k rss -- sleep 2.5 & rp=$!
+		flock "$D/rssfile" sleep 2.5 & fp=$!
+		env -u USER -u LOGNAME "$RLOCK" -l 1s -k rss-n -- sleep 2.5 & np=$!
+		[ -z "$BASE" ] || { "$BASE" -l 1s -k rss-o -- sleep 2.5 & op=$!; }
+		sleep 2.2
+		line="$(hwm "$fp") $(hwm "$rp") $(hwm "$np") ${BASE:+$(hwm "$op")}"
 		wait
+		if [ "$(wc -w <<< "$line")" = "$([ -n "$BASE" ] && echo 4 || echo 3)" ]; then
+			echo "$line" >> "$D/rss.txt"
+		else
+			bad="$bad ($line)"
+		fi
 	done
+	[ -s "$D/rss.txt" ] || { row "no round completed" "$bad"; return; }
+	[ "$bad" = 0 ] || row "rounds left out: a process ended early" \
+	    "${bad#0 } (kB of flock, rlock, rlock without USER${BASE:+, old})"
 	mapfile -t vr < <(python3 "$top/bench/pairs.py" "$D/rss.txt" 0)
 	read -r _ f50 _ <<< "${vr[0]}"
 	read -r _ r50 _ ratio _ <<< "${vr[1]}"
@@ -527,7 +538,7 @@ trow() { # LABEL KEY TARGET
 	printf ' %s\n' "$3"
 }
 echo
-echo "== issue 13's table (load average now $(loadavg))"
+echo "== issue 13's table (load average now $(loadavg); took ${SECONDS} s)"
 printf '%-50s %-18s' figure rlock
 [ -z "$BASE" ] || printf ' %-18s' old
 printf ' %s\n' target
