@@ -930,8 +930,10 @@ tls_probe(const struct sockaddr *sa, socklen_t salen, int64_t deadline)
 	SSL_set_verify(ssl, SSL_VERIFY_NONE, NULL);
 	/* Sends the hello, then wants to read: all we need. An answer
 	 * already there may have been read: an alert is TLS too. */
-	if ((rc = SSL_connect(ssl)) == 1)
+	if ((rc = SSL_connect(ssl)) == 1) {
+		yes = 1;	/* a slow caller: the whole handshake is done */
 		goto out;
+	}
 	if (SSL_get_error(ssl, rc) != SSL_ERROR_WANT_READ) {
 		r = ERR_GET_REASON(ERR_peek_error());
 		yes = r >= SSL_AD_REASON_OFFSET && r < SSL_AD_REASON_OFFSET +
