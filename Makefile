@@ -2,7 +2,8 @@
 #
 # Variables you may override:
 #   CC, CFLAGS (default -O2 -g), LDFLAGS, PREFIX (/usr/local), DESTDIR,
-#   BINDIR, MANDIR, BASHCOMPDIR, ZSHCOMPDIR, FISHCOMPDIR.
+#   BINDIR, MANDIR, BASHCOMPDIR, ZSHCOMPDIR, FISHCOMPDIR,
+#   STATIC (see below).
 # Targets: all, check, demo, asan, valgrind, check-distributed, torture,
 # fuzz, bench, bench-topo, install, uninstall, clean.
 
@@ -22,8 +23,27 @@ RL_CFLAGS = -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
 	-Wvla -Wpointer-arith -Wno-missing-field-initializers \
 	-Isrc -I$(BUILD) -MMD -MP
 PKG_CFLAGS := $(shell pkg-config --cflags hiredis uuid openssl 2>/dev/null)
-PKG_LIBS   := $(shell pkg-config --libs hiredis uuid openssl 2>/dev/null || echo -lhiredis -luuid -lssl -lcrypto)
-LIBS = $(PKG_LIBS) -pthread
+PKG_LIBS   := $(shell pkg-config --libs hiredis uuid 2>/dev/null || echo -lhiredis -luuid)
+# OpenSSL stays a shared library: its security fixes must reach rlock
+# with the distribution's updates.
+SSL_LIBS   := $(shell pkg-config --libs openssl 2>/dev/null || echo -lssl -lcrypto)
+# STATIC=1 links hiredis and libuuid into rlock from their .a files
+# (libhiredis-dev and uuid-dev ship them): a run then maps and relocates
+# one shared library (libc) instead of three, 17 page faults fewer of
+# ~190 (make bench). STATIC=0 links the shared libraries, as a
+# distribution that wants a hiredis update to reach rlock would. The
+# default is 1 when both .a files are where the link would take them:
+# in pkg-config's -L directories when it names any (a hiredis 1.x under
+# /usr/local must not be replaced by Debian's 0.14 .a), else in the
+# compiler's own.
+PKG_LDIRS := $(patsubst -L%,%,$(filter -L%,$(PKG_LIBS)))
+static_lib = $(if $(PKG_LDIRS),$(firstword $(wildcard $(PKG_LDIRS:%=%/lib$(1).a))),$(wildcard $(shell $(CC) -print-file-name=lib$(1).a)))
+STATIC ?= $(if $(and $(call static_lib,hiredis),$(call static_lib,uuid)),1,0)
+ifeq ($(STATIC),1)
+LIBS = -Wl,-Bstatic $(PKG_LIBS) -Wl,-Bdynamic $(SSL_LIBS) -pthread
+else
+LIBS = $(PKG_LIBS) $(SSL_LIBS) -pthread
+endif
 
 BUILD ?= build
 LUA   = $(sort $(wildcard src/lua/*.lua))
@@ -155,8 +175,13 @@ valgrind: deps all $(BUILD)/unit
 demo: deps all
 	sh tests/demo.sh $(CURDIR)/$(BIN)
 
+# Every figure of issue 13's table in one run (about 5 minutes), each next
+# to what runs beside it: flock(1), the seed protocol (bench/seed.c), one
+# node. BASE=/path/to/old/rlock adds that binary as a column in the same
+# rounds; SHORT=1 is a quick try with rough figures; ONLY="cpu rss" runs
+# only those sections (see bench/run.sh).
 bench: deps all
-	bash bench/run.sh $(CURDIR)/$(BIN)
+	BASE="$(BASE)" bash bench/run.sh $(CURDIR)/$(BIN)
 
 # The same figures on Sentinel, Cluster and Redlock, next to one node.
 bench-topo: deps all

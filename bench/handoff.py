@@ -1,33 +1,30 @@
 #!/usr/bin/env python3
-"""handoff.py DIR W: hand-off latencies of the benchmark's rounds.
+"""handoff.py DIR W BASE [LOCKBASE]: hand-off latencies of the benchmark's
+rounds.
 
-DIR holds, for each round R and each configuration C (flock, plain, fair),
-C.W.R.sec (the sections' start/end lines) and, for rlock, C.W.R.trace (its
-RLOCK_TRACE events). Every round ran all three configurations one after
-the other, at the same time of day, on the same machine.
+DIR holds, for each round R and each configuration C (flock, plain, fair,
+...; no dots in C), C.W.R.sec (the sections' start/end lines) and, for
+rlock, C.W.R.trace (its RLOCK_TRACE events). Every round ran all its
+configurations one after the other, in an order that rotates.
 
 Command level: for consecutive sections (by start time), next start minus
 previous end. Lock level (from the trace): each release to the first grant
 after it. Prints one line per configuration:
 
-  C cmd_p50 cmd_p99 lock_p50 lock_p99 n rounds overlaps ratio lo hi
+  C cmd_p50 cmd_p99 lock_p50 lock_p99 n rounds overlaps ratio lo hi lratio
 
-in microseconds. cmd_p50 is the median over the rounds of each round's
-p50, p99 and the lock figures are over all samples pooled. ratio is the
-median over the rounds of (C's p50 / flock's p50 in the same round), lo
-and hi its smallest and largest: a round where the machine was busy slows
-both, so the ratio is steadier than either figure. overlaps counts sections
-that started before the previous one ended (must be 0 for a mutex).
+in microseconds. The p50s are the median over the rounds of each round's
+p50, the p99s over all samples pooled. ratio is the median over the
+rounds of (C's command p50 / BASE's in the same round), lo and hi its
+smallest and largest: a round where the machine was busy slows all, so
+the ratio is steadier than either figure. lratio is the same for the lock
+level against LOCKBASE (nan without it). overlaps counts sections that
+started before the previous one ended (must be 0 for a mutex).
 """
 import os
 import sys
 
-
-def pct(xs, p):
-    if not xs:
-        return float('nan')
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
+from benchlib import pct
 
 
 def sections(path):
@@ -56,31 +53,46 @@ def lock_level(path):
     return out
 
 
+def ratios(a, b):
+    return [a[r] / b[r] for r in a if b.get(r)]
+
+
 def main():
-    d, w = sys.argv[1], sys.argv[2]
-    rounds = sorted({int(f.split('.')[2]) for f in os.listdir(d)
-                     if f.startswith('flock.%s.' % w) and f.endswith('.sec')})
+    d, w, base = sys.argv[1], sys.argv[2], sys.argv[3]
+    lockbase = sys.argv[4] if len(sys.argv) > 4 else None
+    confs, rounds = [], set()
+    for f in sorted(os.listdir(d)):
+        parts = f.split('.')
+        if len(parts) == 4 and parts[1] == w and parts[3] == 'sec':
+            if parts[0] not in confs:
+                confs.append(parts[0])
+            rounds.add(int(parts[2]))
     per = {}
-    for c in ('flock', 'plain', 'fair'):
-        r50, cmd, lock, ov = {}, [], [], 0
-        for r in rounds:
-            base = os.path.join(d, '%s.%s.%d' % (c, w, r))
-            if not os.path.exists(base + '.sec'):
+    for c in confs:
+        c50, l50, cmd, lock, ov = {}, {}, [], [], 0
+        for r in sorted(rounds):
+            b = os.path.join(d, '%s.%s.%d' % (c, w, r))
+            if not os.path.exists(b + '.sec'):
                 continue
-            gaps, o = sections(base + '.sec')
-            r50[r] = pct(gaps, 50)
+            gaps, o = sections(b + '.sec')
+            ll = lock_level(b + '.trace')
+            c50[r] = pct(gaps, 50)
+            if ll:
+                l50[r] = pct(ll, 50)
             cmd += gaps
+            lock += ll
             ov += o
-            lock += lock_level(base + '.trace')
-        per[c] = (r50, cmd, lock, ov)
-    f50 = per['flock'][0]
-    for c in ('flock', 'plain', 'fair'):
-        r50, cmd, lock, ov = per[c]
-        ratios = [r50[r] / f50[r] for r in r50 if f50.get(r)]
-        print("%s %.0f %.0f %.0f %.0f %d %d %d %.2f %.2f %.2f" % (
-            c, pct(list(r50.values()), 50), pct(cmd, 99), pct(lock, 50),
-            pct(lock, 99), len(cmd), len(r50), ov, pct(ratios, 50),
-            min(ratios or [float('nan')]), max(ratios or [float('nan')])))
+        per[c] = (c50, l50, cmd, lock, ov)
+    nan = float('nan')
+    for c in confs:
+        c50, l50, cmd, lock, ov = per[c]
+        cr = ratios(c50, per[base][0]) if base in per else []
+        lr = ratios(l50, per[lockbase][1]) if lockbase in per else []
+        print("%s %.0f %.0f %.0f %.0f %d %d %d %.2f %.2f %.2f %.2f" % (
+            c, pct(list(c50.values()), 50), pct(cmd, 99),
+            pct(list(l50.values()), 50), pct(lock, 99), len(cmd),
+            len(c50), ov, pct(cr, 50), min(cr or [nan]), max(cr or [nan]),
+            pct(lr, 50)))
 
 
 main()

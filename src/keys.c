@@ -5,7 +5,6 @@
  */
 #include "keys.h"
 
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -87,7 +86,6 @@ lock_ctx_init(struct lock_ctx *ctx, const char *prefix, const char *key,
     int64_t lease_ms, long limit, int fair, const char *token,
     char *cmdline)
 {
-	struct passwd *pw;
 	size_t n;
 	uuid_t u;
 
@@ -106,11 +104,7 @@ lock_ctx_init(struct lock_ctx *ctx, const char *prefix, const char *key,
 	ctx->fair = fair;
 	if (gethostname(ctx->host, sizeof(ctx->host) - 1) < 0)
 		snprintf(ctx->host, sizeof(ctx->host), "unknown");
-	if ((pw = getpwuid(geteuid())) != NULL)
-		snprintf(ctx->user, sizeof(ctx->user), "%s", pw->pw_name);
-	else
-		snprintf(ctx->user, sizeof(ctx->user), "%u",
-		    (unsigned)geteuid());
+	user_name(ctx->user, sizeof(ctx->user));
 	snprintf(ctx->pid, sizeof(ctx->pid), "%ld", (long)getpid());
 	ctx->cmdline = cmdline;
 	n = strlen(ctx->user) + strlen(ctx->host) + strlen(ctx->pid) +

@@ -48,17 +48,6 @@ lease_renew_interval_ms(int64_t lease)
 }
 
 /*
- * The renewal thread starts at half of the first interval: a COMMAND
- * shorter than that never pays for starting it (until then the
- * supervisor watches the idle connection in its stead).
- */
-static inline int64_t
-lease_renewer_start_ms(int64_t lease)
-{
-	return lease / 6;
-}
-
-/*
  * One extend (or the confirmation of an old grant) may take a fifth of
  * the lease, never more than the user's --connect-timeout: several tries
  * then still fit before the deadline.

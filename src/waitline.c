@@ -14,7 +14,10 @@ waitline_init(struct waitline *wl, const char *key, long limit,
     int64_t start)
 {
 	memset(wl, 0, sizeof(*wl));
-	wl->on = isatty(STDERR_FILENO) && msg_level >= MSG_NORMAL;
+	/* Whether stderr is a TTY is asked on the first draw: a lock that
+	 * is free at once never needs the answer (a system call). Until
+	 * then "on" means "may be". */
+	wl->on = msg_level >= MSG_NORMAL;
 	wl->key = key;
 	wl->limit = limit;
 	wl->start = start;
@@ -89,12 +92,15 @@ waitline_draw(struct waitline *wl)
 	int64_t now = mono_ms();
 	struct winsize ws;
 
+	if (!wl->tty_known) {
+		wl->on = wl->on && isatty(STDERR_FILENO);
+		wl->tty_known = 1;
+	}
 	if (!wl->on)
 		return;
 	printable(wl->key, strlen(wl->key), key, sizeof(key));
 	describe(wl, now - wl->last_at, text, sizeof(text));
 	dur_format(now - wl->start, waited, sizeof(waited));
-	/* \r and erase-to-end: the line is redrawn, never scrolled. */
 	snprintf(line, sizeof(line), "rlock: waiting for '%s': %s; waited %s",
 	    key, text, waited);
 	/* A line that wraps cannot be redrawn with \r: cut it to fit. */

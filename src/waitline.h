@@ -14,6 +14,7 @@
 
 struct waitline {
 	int on;			/* stderr is a TTY and not -q */
+	int tty_known;		/* asked isatty(): before, on means maybe */
 	int drawn;
 	const char *key;
 	long limit;

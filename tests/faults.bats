@@ -43,8 +43,8 @@ proc_gone() { ! kill -0 "$1" 2>/dev/null; }
 }
 
 @test "out of memory while holding: COMMAND stopped, lock released, exit 71" {
-	# The supervisor starts the renewal thread at lease/6; the first
-	# allocation after 700 ms (that thread's, or its first extend's) fails.
+	# The first allocation after 700 ms fails: the renewal thread's, for
+	# its first extend (at lease/3), unless something else comes first.
 	LD_PRELOAD=$BATS_FILE_TMPDIR/fault.so RLOCK_FAULT_MALLOC_MS=700 \
 		"$RLOCK" -l 10s -k oom -- sh -c "echo \$\$ > $T/cmd; sleep 60" \
 		2> "$T/err" &

@@ -107,3 +107,27 @@ setup() {
 	run find "$DEST" -type f
 	assert_output ""
 }
+
+# The link line make would run for rlock (nothing is built).
+link_line() {
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+		make --no-print-directory -C "$TOP" -n -W src/main.c rlock \
+		BIN=rlock "$@" | grep -- ' -o rlock '
+}
+
+@test "STATIC: hiredis and libuuid linked from their .a when both exist" {
+	local a b
+	a=$(cc -print-file-name=libhiredis.a)
+	b=$(cc -print-file-name=libuuid.a)
+	run -0 link_line STATIC=0
+	refute_output --partial -Bstatic
+	run -0 link_line STATIC=1
+	assert_output --partial '-Wl,-Bstatic'
+	assert_output --regexp '-Bstatic .*-lhiredis.*-luuid.* -Wl,-Bdynamic'
+	run -0 link_line
+	if [ -f "$a" ] && [ -f "$b" ]; then
+		assert_output --partial -Bstatic
+	else
+		refute_output --partial -Bstatic
+	fi
+}

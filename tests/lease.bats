@@ -374,10 +374,10 @@ stalled_redis() {
 	assert_clean
 }
 
-@test "Redis restarted before the renewal thread starts: still noticed at once" {
+@test "Redis restarted long before the first extend: still noticed at once" {
 	local t0 dt
-	# The thread starts at lease/6 = 10 s, its first extend is due at
-	# 20 s; until then the supervisor watches the idle connection itself.
+	# The first extend is due at 20 s; until then the renewal thread
+	# watches the idle connection.
 	start_holder -l 60s --on-lost term -k "$K" -- sh "$T/term-exit.sh"
 	t0=$(now_ms)
 	redis_restart main || fail "restart failed"

@@ -265,6 +265,49 @@ list_fds='cd /proc/$$/fd && for f in *; do echo "$f $(readlink "$f")"; done'
 	assert_free meta
 }
 
+# The holder's user name as the record of KEY gives it, COMMAND running
+# with the environment given: ENV... is passed to env(1).
+holder_user() { # KEY ENV...
+	local key=$1
+	shift
+	env "$@" "$RLOCK" -k "$key" -- \
+		redis-cli -s "$REDIS_SOCK" --raw hget "rlock:{$key}:meta" user
+}
+
+@test "holder's user: \$USER only when \$HOME is that user's, else NSS" {
+	local me mine theirs
+	me=$(id -un)
+	mine=$BATS_TEST_TMPDIR/home
+	mkdir "$mine"
+	# A directory of another user: ours to make as root, / otherwise.
+	if [ "$(id -u)" = 0 ]; then
+		theirs=$BATS_TEST_TMPDIR/theirs
+		mkdir "$theirs"
+		chown 65534 "$theirs"
+	else
+		theirs=/
+	fi
+	# su -m, sudo -E: the invoker's USER and HOME kept after a switch.
+	run -0 holder_user u1 USER=someone-else LOGNAME=someone-else HOME="$theirs"
+	[ "$output" = "$me" ] || fail "kept USER believed: $output"
+	# What login, su, sudo, cron and systemd set: believed without NSS.
+	run -0 holder_user u2 USER=alias-of-me HOME="$mine"
+	[ "$output" = alias-of-me ] || fail "USER with our HOME: $output"
+	run -0 holder_user u3 -u USER LOGNAME=alias-of-me HOME="$mine"
+	[ "$output" = alias-of-me ] || fail "LOGNAME with our HOME: $output"
+	# No names, no HOME, a relative HOME, a name no record can carry.
+	run -0 holder_user u4 -u USER -u LOGNAME HOME="$mine"
+	[ "$output" = "$me" ] || fail "no USER: $output"
+	run -0 holder_user u5 -u HOME USER=alias-of-me
+	[ "$output" = "$me" ] || fail "no HOME: $output"
+	run -0 holder_user u6 USER=alias-of-me HOME=.
+	[ "$output" = "$me" ] || fail "relative HOME: $output"
+	run -0 holder_user u7 -u LOGNAME USER=$'a\x1fb' HOME="$mine"
+	[ "$output" = "$me" ] || fail "control byte in USER: $output"
+	run -0 holder_user u8 -u LOGNAME USER= HOME="$mine"
+	[ "$output" = "$me" ] || fail "empty USER: $output"
+}
+
 @test "nothing without an expiry after every kind of ending" {
 	run -0 "$RLOCK" -k ttl -- true
 	run -1 "$RLOCK" -k ttl -- false

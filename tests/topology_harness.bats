@@ -74,7 +74,7 @@ replica_has() { [ "$(topo_cli "$1" get "$2")" = "$3" ]; }
 	pid=$(topo_pid "$old")
 	sentinel_kill_master
 	[ "$SENTINEL_KILLED" = "$old" ]
-	[ ! -e "/proc/$pid" ] || [ "$(awk '{print $3}' "/proc/$pid/stat")" = Z ]
+	! _topo_alive "$pid" || fail "PID $pid still runs after kill -9"
 	run topo_pid "$old"
 	assert_failure
 	sentinel_wait_failover "$old"
@@ -241,7 +241,8 @@ replica_has() { [ "$(topo_cli "$1" get "$2")" = "$3" ]; }
 	ports=$(cd "$TOPO_DIR" && ls -d n[0-9]* | grep -v failed | sed 's/^n//')
 	topo_down
 	for p in "${pids[@]}"; do
-		[ ! -e "/proc/$p" ] || [ "$(awk '{print $3}' "/proc/$p/stat")" = Z ] ||
+		# One read of /proc: a PID that ends between two looks is gone.
+		! _topo_alive "$p" ||
 			fail "PID $p still runs: $(tr '\0' ' ' < "/proc/$p/cmdline")"
 	done
 	[ -z "$(topo_pids)" ]
