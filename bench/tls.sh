@@ -10,13 +10,13 @@ set -u
 RLOCK=$1
 top=$(cd "$(dirname "$0")/.." && pwd)
 B=$top/build
-RUNS=${BENCH_RUNS:-100}
+PAIRS=${BENCH_TLS_PAIRS:-60}
 ROUNDS=${BENCH_TLS_ROUNDS:-20}
 D=$(mktemp -d /tmp/rlock-bench-tls.XXXXXX)
 
 # Also when run alone (run.sh builds them too).
 [ -x "$B/section" ] || cc -O2 -o "$B/section" "$top/bench/section.c" || exit 1
-[ -x "$B/timeit" ] || cc -O2 -o "$B/timeit" "$top/bench/timeit.c" || exit 1
+[ -x "$B/rounds" ] || cc -O2 -o "$B/rounds" "$top/bench/rounds.c" || exit 1
 
 cleanup() {
 	local p
@@ -69,18 +69,19 @@ blocked_at_least() {
 	[ "$(rc info clients | sed -n 's/^blocked_clients:\([0-9]*\).*/\1/p')" -ge "$1" ]
 }
 
-# 1. Uncontended: RUNS runs over each, in 5 interleaved batches.
-for i in 1 2 3 4 5; do
-	"$B/timeit" $((RUNS / 5)) "$RLOCK" -u "$TCP" -k bench-u -- true >>"$D/u.tcp" || exit 1
-	"$B/timeit" $((RUNS / 5)) "$RLOCK" -u "$TLS" -k bench-u -- true >>"$D/u.tls" || exit 1
-done
-med() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-t50=$(cut -d' ' -f1 "$D/u.tcp" | med); t90=$(cut -d' ' -f2 "$D/u.tcp" | med)
-s50=$(cut -d' ' -f1 "$D/u.tls" | med); s90=$(cut -d' ' -f2 "$D/u.tls" | med)
+# 1. Uncontended: PAIRS rounds, each one run over TCP and one over TLS
+# (bench/rounds.c), wall and CPU time.
+echo
+echo "== TLS against plain TCP, one server (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+"$B/rounds" -u "$D/u" "$PAIRS" "$RLOCK" -u "$TCP" -k bench-t -- true \
+	::: "$RLOCK" -u "$TLS" -k bench-s -- true > "$D/u.txt" || exit 1
+read -r _ t50 t90 _ _ _ _ < <(python3 "$top/bench/pairs.py" "$D/u.txt" 0 | sed -n 1p)
+read -r _ s50 s90 ratio lo hi n < <(python3 "$top/bench/pairs.py" "$D/u.txt" 0 | sed -n 2p)
+read -r _ c50 _ cratio _ _ _ < <(python3 "$top/bench/pairs.py" "$D/u.cpu" 0 | sed -n 2p)
 row "uncontended rlock over TCP (median, p90)" "${t50} us, ${t90} us"
 row "uncontended rlock over TLS (median, p90)" "${s50} us, ${s90} us"
-row "  ratio TLS/TCP (median of batch medians)" \
-    "$(paste -d' ' "$D/u.tls" "$D/u.tcp" | awk '{ print $1 / $4 }' | med | awk '{ printf "%.2fx", $1 }')"
+row "  TLS / TCP, same round (median, p10-p90)" "${ratio}x (${lo}x-${hi}x, n=$n)"
+row "  CPU time over TLS (with COMMAND's)" "${c50} us (${cratio}x TCP's)"
 
 # 2. Hand-off: a gate holder, 10 waiters each holding 2 ms, the gate opens.
 handoff() { # URL OUT

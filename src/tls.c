@@ -1,18 +1,16 @@
 // SPDX-License-Identifier: MIT
 /*
  * TLS with OpenSSL 3, as a transport under conn.c: conn.c owns the
- * non-blocking socket and the poll() with its deadlines, this file owns
- * what OpenSSL needs and says (see tls.h). Debian's hiredis 0.14 has no
- * TLS of its own, and a relay thread over a socketpair would add a hop,
- * a thread and a second place to time out; a transport keeps one fd, one
- * poll and one deadline per wait.
- *
- * Why each failure gets the status it gets: a certificate that does not
- * verify, and a client certificate the server wants or refuses, are
- * refusals that retrying will not cure (77); a handshake cut off, late,
- * or answered in plain text is the network or a wrong port (69).
+ * non-blocking socket and the poll() with its deadlines, this file the
+ * shared SSL_CTX, the handshake and the session's I/O (see tls.h);
+ * tls_why.c words the failures, tls_wire.c tells what is at the other end
+ * when the handshake does not go. Debian's hiredis 0.14 has no TLS of its
+ * own, and a relay thread over a socketpair would add a hop, a thread and
+ * a second place to time out; a transport keeps one fd, one poll and one
+ * deadline per wait.
  */
 #include "tls.h"
+#include "tls_int.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -43,45 +41,12 @@ static char *tls_sni;		/* --tls-sni, or NULL */
 static int tls_insecure;
 static int tls_have_cert;	/* a client certificate is configured */
 
-struct tls_session {
-	SSL *ssl;
-	int fd;
-	int failed;		/* no close_notify after a failure */
-	int asked_cert;		/* the server asked us for a certificate */
-	/* The first verification failure, for its message. */
-	int verr, vdepth;
-	X509 *vcert;		/* the certificate it was about; owned */
-	int status;		/* after EPROTO: 69 or 77 */
-	char err[256];
-};
 
 int
 tls_said(const char *err)
 {
 	return strstr(err, "TLS: ") != NULL ||
 	    strstr(err, TLS_PLAIN_TO_TLS) != NULL;
-}
-
-/* A TLS record starts with its content type: 20..23 (change cipher spec,
- * alert, handshake, application data), then the major version 3. */
-int
-tls_looks_like_tls(const unsigned char *buf, size_t len)
-{
-	return len >= 1 && buf[0] >= 20 && buf[0] <= 23 &&
-	    (len < 2 || buf[1] == 3);
-}
-
-/* The deepest reason OpenSSL queued, for a one-line message. */
-static const char *
-ssl_reason(void)
-{
-	unsigned long e = ERR_peek_error();
-	const char *r;
-
-	if (e == 0)
-		return "unknown error";
-	r = ERR_reason_error_string(e);
-	return r ? r : "unknown error";
 }
 
 /* An encrypted key must not make OpenSSL prompt on the terminal. */
@@ -155,7 +120,7 @@ static int
 setup_fail(char *err, size_t errlen, const char *what, int why_too)
 {
 	unsigned long e = ERR_peek_error();
-	const char *why = ssl_reason();
+	const char *why = tls_ssl_reason();
 
 	/* OpenSSL's words for a file that is not PEM at all. */
 	if (ERR_GET_LIB(e) == ERR_LIB_PEM && ERR_GET_REASON(e) ==
@@ -297,7 +262,7 @@ tls_setup(const struct tls_cfg *cfg, char *err, size_t errlen)
 	tls_teardown();
 	ERR_clear_error();
 	if ((tls_ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
-		snprintf(err, errlen, "cannot set up TLS: %s", ssl_reason());
+		snprintf(err, errlen, "cannot set up TLS: %s", tls_ssl_reason());
 		ERR_clear_error();
 		return RL_EXIT_UNAVAILABLE;
 	}
@@ -378,307 +343,51 @@ set_names(struct tls_session *s, const char *name)
 	return X509_VERIFY_PARAM_set1_host(vp, name, 0) == 1 ? 0 : -1;
 }
 
-/* "localhost, 127.0.0.1": the names a certificate is for. */
-static void
-cert_names(X509 *cert, char *buf, size_t len)
+/* How a wait in the handshake ended: go on, or why it stopped. */
+enum hs_wait { HS_GO, HS_PLAIN, HS_TIMEOUT, HS_ERRNO };
+
+/*
+ * Wait for the fd as SSL_connect wants (e), probing for a plain port
+ * meanwhile; the first bytes the server sends are peeked before OpenSSL
+ * reads them (*heard set once they look like TLS).
+ */
+static enum hs_wait
+hs_wait(struct tls_session *s, int e, int64_t start, int64_t deadline,
+    struct tls_probe_state *pr, int *heard)
 {
-	GENERAL_NAMES *gens = X509_get_ext_d2i(cert, NID_subject_alt_name,
-	    NULL, NULL);
-	char one[INET6_ADDRSTRLEN + 256];
-	size_t off = 0;
-	int i;
+	short want = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
+	int w;
 
-	buf[0] = '\0';
-	for (i = 0; gens && i < sk_GENERAL_NAME_num(gens) && off < len; i++) {
-		const GENERAL_NAME *g = sk_GENERAL_NAME_value(gens, i);
-		const unsigned char *d;
-		int n;
-
-		one[0] = '\0';
-		if (g->type == GEN_DNS) {
-			d = ASN1_STRING_get0_data(g->d.dNSName);
-			n = ASN1_STRING_length(g->d.dNSName);
-			printable((const char *)d, (size_t)n, one,
-			    sizeof(one));
-		} else if (g->type == GEN_IPADD) {
-			d = ASN1_STRING_get0_data(g->d.iPAddress);
-			n = ASN1_STRING_length(g->d.iPAddress);
-			if (n == 4 || n == 16)
-				inet_ntop(n == 4 ? AF_INET : AF_INET6, d, one,
-				    sizeof(one));
-		}
-		if (one[0])
-			off += (size_t)snprintf(buf + off, len - off, "%s%s",
-			    off ? ", " : "", one);
+	switch (tls_wait_fd(s->fd, want, start, deadline, pr, *heard)) {
+	case 2:
+		return HS_PLAIN;
+	case 0:
+		return HS_TIMEOUT;
+	case -1:
+		return HS_ERRNO;
 	}
-	GENERAL_NAMES_free(gens);
-	if (buf[0] == '\0' && X509_NAME_get_text_by_NID(
-	    X509_get_subject_name(cert), NID_commonName, one,
-	    sizeof(one)) > 0)
-		printable(one, strlen(one), buf, len);
-	if (buf[0] == '\0')
-		snprintf(buf, len, "no name");
+	if (!*heard && want == POLLIN) {
+		if ((w = tls_peek_plain(s->fd)) > 0)
+			return HS_PLAIN;
+		if (w < 0)
+			return HS_ERRNO;
+		*heard = 1;
+	}
+	return HS_GO;
 }
 
-static void
-cert_date(const ASN1_TIME *t, char *buf, size_t len)
+/* The line for a handshake the network ended (errno; 0 for EOF). */
+static int
+hs_cut(int e, int heard, char *err, size_t errlen)
 {
-	struct tm tm;
-
-	if (t == NULL || ASN1_TIME_to_tm(t, &tm) != 1 ||
-	    strftime(buf, len, "%Y-%m-%d %H:%M UTC", &tm) == 0)
-		snprintf(buf, len, "an unknown date");
-}
-
-static void
-issuer_name(X509 *cert, char *buf, size_t len)
-{
-	char cn[256];
-
-	if (cert && X509_NAME_get_text_by_NID(X509_get_issuer_name(cert),
-	    NID_commonName, cn, sizeof(cn)) > 0)
-		printable(cn, strlen(cn), buf, len);
+	if (e == 0 || e == EPIPE || e == ECONNRESET)
+		snprintf(err, errlen, "TLS: the server %s the connection in "
+		    "the handshake%s", e == 0 ? "closed" : "reset",
+		    heard ? "" : ", before any answer: is TLS on at this "
+		    "port?");
 	else
-		snprintf(buf, len, "not named");
-}
-
-/* The server's certificate did not verify: which rule, and the cure. */
-static void
-verify_failed(struct tls_session *s, const char *name, char *err,
-    size_t errlen)
-{
-	long v = s->verr ? s->verr : SSL_get_verify_result(s->ssl);
-	char names[256], date[64], which[320];
-
-	/* Depth 0 is the server's own; above, a CA of its chain. */
-	if (s->vdepth > 0 && s->vcert) {
-		cert_names(s->vcert, names, sizeof(names));
-		snprintf(which, sizeof(which), "the CA certificate \"%s\" of "
-		    "the server's chain", names);
-	} else {
-		snprintf(which, sizeof(which), "the server's certificate");
-	}
-
-	switch (v) {
-	case X509_V_ERR_HOSTNAME_MISMATCH:
-	case X509_V_ERR_IP_ADDRESS_MISMATCH:
-		cert_names(s->vcert ? s->vcert :
-		    SSL_get0_peer_certificate(s->ssl), names, sizeof(names));
-		snprintf(err, errlen, "TLS: the server's certificate is for "
-		    "%s, not %s (host name mismatch); connect by a name it "
-		    "lists, or name one with --tls-sni", names, name);
-		break;
-	case X509_V_ERR_CERT_HAS_EXPIRED:
-		cert_date(s->vcert ? X509_get0_notAfter(s->vcert) : NULL, date,
-		    sizeof(date));
-		snprintf(err, errlen, "TLS: %s expired on %s; renew it on the "
-		    "server (or check this machine's clock)", which, date);
-		break;
-	case X509_V_ERR_CERT_NOT_YET_VALID:
-		cert_date(s->vcert ? X509_get0_notBefore(s->vcert) : NULL, date,
-		    sizeof(date));
-		snprintf(err, errlen, "TLS: %s is not valid before %s; check "
-		    "the clocks of this machine and the server", which, date);
-		break;
-	case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY:
-	case X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT:
-	case X509_V_ERR_SELF_SIGNED_CERT_IN_CHAIN:
-	case X509_V_ERR_DEPTH_ZERO_SELF_SIGNED_CERT:
-	case X509_V_ERR_UNABLE_TO_VERIFY_LEAF_SIGNATURE:
-	case X509_V_ERR_CERT_UNTRUSTED:
-		issuer_name(s->vcert, names, sizeof(names));
-		snprintf(err, errlen, "TLS: the server's certificate is signed "
-		    "by an unknown CA (issuer \"%s\"); give that CA with "
-		    "--tls-cacert FILE (or RLOCK_TLS_CACERT)", names);
-		break;
-	default:
-		snprintf(err, errlen, "TLS: the server's certificate does not "
-		    "verify (%s); check --tls-cacert",
-		    X509_verify_cert_error_string(v));
-		break;
-	}
-}
-
-/*
- * What an error queued by OpenSSL means for us; 69 or 77 and the line.
- * Alerts name the server's verdict on our certificate: under TLS 1.2 in
- * the handshake, under TLS 1.3 at our first read after it.
- */
-static int
-explain_ssl(struct tls_session *s, const char *name, char *err,
-    size_t errlen)
-{
-	unsigned long e = ERR_peek_error();
-	int reason = ERR_GET_REASON(e);
-
-	switch (reason) {
-	case SSL_R_CERTIFICATE_VERIFY_FAILED:
-		verify_failed(s, name, err, errlen);
-		return RL_EXIT_NOPERM;
-	case SSL_R_TLSV13_ALERT_CERTIFICATE_REQUIRED:
-		goto want_cert;
-	case SSL_R_SSLV3_ALERT_HANDSHAKE_FAILURE:
-		if (s->asked_cert)
-			goto want_cert;
-		break;
-	case SSL_R_TLSV1_ALERT_UNKNOWN_CA:
-	case SSL_R_SSLV3_ALERT_BAD_CERTIFICATE:
-	case SSL_R_SSLV3_ALERT_CERTIFICATE_UNKNOWN:
-	case SSL_R_SSLV3_ALERT_CERTIFICATE_EXPIRED:
-	case SSL_R_SSLV3_ALERT_CERTIFICATE_REVOKED:
-	case SSL_R_SSLV3_ALERT_UNSUPPORTED_CERTIFICATE:
-	case SSL_R_TLSV1_ALERT_ACCESS_DENIED:
-	case SSL_R_TLSV1_ALERT_DECRYPT_ERROR:
-		if (!tls_have_cert) {
-			if (s->asked_cert)
-				goto want_cert;
-			break;
-		}
-		snprintf(err, errlen, "TLS: the server refused our client "
-		    "certificate (%s); give --tls-cert one that a CA the "
-		    "server trusts (its tls-ca-cert-file) signed, and that is "
-		    "valid now", ssl_reason());
-		return RL_EXIT_NOPERM;
-	case SSL_R_WRONG_VERSION_NUMBER:
-	case SSL_R_PACKET_LENGTH_TOO_LONG:
-		goto not_tls;
-	}
-	snprintf(err, errlen, "TLS: %s", ssl_reason());
+		snprintf(err, errlen, "TLS handshake: %s", strerror(e));
 	return RL_EXIT_UNAVAILABLE;
-want_cert:
-	snprintf(err, errlen, "TLS: the server requires a client certificate; "
-	    "give one with --tls-cert FILE and --tls-key FILE (or "
-	    "RLOCK_TLS_CERT, RLOCK_TLS_KEY)");
-	return RL_EXIT_NOPERM;
-not_tls:
-	snprintf(err, errlen, "TLS: the server does not answer in TLS (%s): "
-	    "rediss:// (or --tls) against a plain-text port?; use redis:// "
-	    "there, or the server's TLS port", ssl_reason());
-	return RL_EXIT_UNAVAILABLE;
-}
-
-/*
- * The first bytes the server sent, peeked before OpenSSL reads them: a
- * Redis on a plain-text port answers our hello (as a junk inline command)
- * with "-ERR ...", which is worth naming. 1 plain text, 0 TLS or nothing
- * yet, -1 EOF or error (errno).
- */
-static int
-peek_plain(int fd)
-{
-	unsigned char b[2];
-	ssize_t n;
-
-	do
-		n = recv(fd, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
-	while (n < 0 && errno == EINTR);
-	if (n == 0)
-		errno = 0;
-	if (n <= 0)
-		return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 :
-		    -1;
-	return tls_looks_like_tls(b, (size_t)n) ? 0 : 1;
-}
-
-/*
- * A Redis on a plain-text port takes our hello for the start of an inline
- * command, and as the hello holds NUL bytes it never sees the command end:
- * it waits, silent, as a hung TLS server would. So when the server has
- * said nothing by half the time, a second connection to the same address
- * sends "*x" (not a command: a malformed request); a plain Redis answers
- * "-ERR Protocol error", a TLS port drops it. The probe lives only within
- * the handshake's deadline, and nothing it sends is a command or a secret.
- */
-struct probe {
-	int fd;			/* -1: not started or over */
-	int sent;
-	int started;
-};
-
-static void
-probe_start(struct probe *pr, int fd)
-{
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-
-	pr->started = 1;
-	if (getpeername(fd, (struct sockaddr *)&ss, &len) < 0 ||
-	    (pr->fd = socket(ss.ss_family, SOCK_STREAM | SOCK_NONBLOCK |
-	    SOCK_CLOEXEC, 0)) < 0)
-		return;
-	if (connect(pr->fd, (struct sockaddr *)&ss, len) < 0 &&
-	    errno != EINPROGRESS) {
-		close(pr->fd);
-		pr->fd = -1;
-	}
-}
-
-static void
-probe_end(struct probe *pr)
-{
-	if (pr->fd >= 0)
-		close(pr->fd);
-	pr->fd = -1;
-}
-
-/* The probe's socket is ready: 1 a plain Redis answered, else 0. */
-static int
-probe_step(struct probe *pr, short revents)
-{
-	char b[8];
-	ssize_t n;
-
-	if (!pr->sent && (revents & POLLOUT)) {
-		pr->sent = 1;
-		if (send(pr->fd, "*x\r\n", 4, MSG_NOSIGNAL) == 4)
-			return 0;
-	} else if (pr->sent && (revents & (POLLIN | POLLHUP | POLLERR))) {
-		n = recv(pr->fd, b, sizeof(b), MSG_DONTWAIT);
-		if (n > 0 && b[0] == '-') {
-			probe_end(pr);
-			return 1;
-		}
-	} else {
-		return 0;
-	}
-	probe_end(pr);
-	return 0;
-}
-
-/*
- * Wait for the fd as the handshake wants, by deadline, with the probe
- * above once the server has been silent for half the time. 1 ready, 0
- * timed out, 2 a plain Redis there, -1 error (errno).
- */
-static int
-wait_fd(int fd, short want, int64_t start, int64_t deadline,
-    struct probe *pr, int heard)
-{
-	int64_t probe_at = start + (deadline - start) / 2, now, until;
-	struct pollfd p[2];
-	int n;
-
-	while ((now = mono_ms()) < deadline) {
-		if (!pr->started && !heard && now >= probe_at)
-			probe_start(pr, fd);
-		p[0] = (struct pollfd){ .fd = fd, .events = want };
-		p[1] = (struct pollfd){ .fd = pr->fd, .events = pr->sent ?
-		    POLLIN : POLLOUT };
-		until = !pr->started && !heard ? probe_at : deadline;
-		if (until - now > 60000)
-			until = now + 60000;
-		n = poll(p, pr->fd >= 0 ? 2 : 1, (int)(until - now));
-		if (n < 0 && errno != EINTR)
-			return -1;
-		if (n <= 0)
-			continue;
-		if (pr->fd >= 0 && p[1].revents && probe_step(pr,
-		    p[1].revents))
-			return 2;
-		if (p[0].revents)
-			return 1;
-	}
-	return 0;
 }
 
 /* The handshake loop; 0 done, or a status with err set. */
@@ -686,75 +395,50 @@ static int
 drive(struct tls_session *s, const char *name, int64_t deadline, char *err,
     size_t errlen)
 {
-	struct probe pr = { .fd = -1 };
+	struct tls_probe_state pr = { .fd = -1 };
 	int64_t start = mono_ms();
-	int rc, e, heard = 0, w, st;
-	short want;
+	enum hs_wait w = HS_GO;
+	int rc, e, heard = 0, st = 0;
 
-	for (;;) {
+	while (w == HS_GO) {
 		ERR_clear_error();
-		if ((rc = SSL_connect(s->ssl)) == 1) {
-			probe_end(&pr);
-			return 0;
-		}
-		switch ((e = SSL_get_error(s->ssl, rc))) {
-		case SSL_ERROR_WANT_READ:
-		case SSL_ERROR_WANT_WRITE:
-			want = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
-			w = wait_fd(s->fd, want, start, deadline, &pr,
-			    heard);
-			if (w == 2)
-				goto plain;
-			if (w == 0) {
-				probe_end(&pr);
-				snprintf(err, errlen, "TLS: no handshake within "
-				    "--connect-timeout: the server took the "
-				    "connection and %s", heard ? "then stalled "
-				    "in the middle of the TLS handshake" :
-				    "never answered our TLS hello");
-				return RL_EXIT_UNAVAILABLE;
-			}
-			if (w < 0)
-				goto syscall;
-			if (!heard && want == POLLIN) {
-				if ((w = peek_plain(s->fd)) > 0)
-					goto plain;
-				if (w < 0)
-					goto syscall;
-				heard = 1;
-			}
+		if ((rc = SSL_connect(s->ssl)) == 1)
+			break;
+		e = SSL_get_error(s->ssl, rc);
+		if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+			w = hs_wait(s, e, start, deadline, &pr, &heard);
 			continue;
-		case SSL_ERROR_ZERO_RETURN:
-			/* EOF: SSL_OP_IGNORE_UNEXPECTED_EOF says it so. */
-			errno = 0;
-			goto syscall;
-		case SSL_ERROR_SYSCALL:
-			if (ERR_peek_error() == 0)
-				goto syscall;
-			/* FALLTHROUGH */
-		default:
-			if (!heard && peek_plain(s->fd) > 0)
-				goto plain;
-			probe_end(&pr);
-			return explain_ssl(s, name, err, errlen);
+		}
+		/* EOF (SSL_OP_IGNORE_UNEXPECTED_EOF says it so), or I/O. */
+		if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL &&
+		    ERR_peek_error() == 0)) {
+			if (e == SSL_ERROR_ZERO_RETURN)
+				errno = 0;
+			w = HS_ERRNO;
+		} else if (!heard && tls_peek_plain(s->fd) > 0) {
+			w = HS_PLAIN;
+		} else {
+			st = tls_explain(s, name, err, errlen);
+			break;
 		}
 	}
-plain:
-	probe_end(&pr);
-	snprintf(err, errlen, "%s", TLS_TLS_TO_PLAIN);
-	return RL_EXIT_UNAVAILABLE;
-syscall:
-	st = errno;
-	probe_end(&pr);
-	errno = st;
-	if (errno == 0 || errno == EPIPE || errno == ECONNRESET)
-		snprintf(err, errlen, "TLS: the server %s the connection in "
-		    "the handshake%s", errno == 0 ? "closed" : "reset",
-		    heard ? "" : ", before any answer: is TLS on at this "
-		    "port?");
-	else
-		snprintf(err, errlen, "TLS handshake: %s", strerror(errno));
-	return RL_EXIT_UNAVAILABLE;
+	e = errno;
+	tls_probe_end(&pr);
+	switch (w) {
+	case HS_PLAIN:
+		snprintf(err, errlen, "%s", TLS_TLS_TO_PLAIN);
+		return RL_EXIT_UNAVAILABLE;
+	case HS_TIMEOUT:
+		snprintf(err, errlen, "TLS: no handshake within "
+		    "--connect-timeout: the server took the connection and %s",
+		    heard ? "then stalled in the middle of the TLS handshake" :
+		    "never answered our TLS hello");
+		return RL_EXIT_UNAVAILABLE;
+	case HS_ERRNO:
+		return hs_cut(e, heard, err, errlen);
+	default:
+		return st;
+	}
 }
 
 struct tls_session *
@@ -771,11 +455,12 @@ tls_handshake(int fd, const char *host, int64_t deadline, int *status,
 	}
 	s = xcalloc(1, sizeof(*s));
 	s->fd = fd;
+	s->have_cert = tls_have_cert;
 	ERR_clear_error();
 	if ((s->ssl = SSL_new(tls_ctx)) == NULL ||
 	    SSL_set_fd(s->ssl, fd) != 1 || set_names(s, name) < 0) {
 		snprintf(err, errlen, "TLS: cannot start a session: %s",
-		    ssl_reason());
+		    tls_ssl_reason());
 		goto fail;
 	}
 	SSL_set_app_data(s->ssl, s);
@@ -816,7 +501,7 @@ io_failed(struct tls_session *s, int rc, short *want)
 		/* FALLTHROUGH */
 	default:
 		s->failed = 1;
-		s->status = explain_ssl(s, "", s->err, sizeof(s->err));
+		s->status = tls_explain(s, "", s->err, sizeof(s->err));
 		ERR_clear_error();
 		errno = EPROTO;
 		return -1;
@@ -888,64 +573,3 @@ tls_free(struct tls_session *s)
 	free(s);
 }
 
-/* Wait for one event on fd by deadline: 1 ready, 0 not. */
-static int
-wait_one(int fd, short events, int64_t deadline)
-{
-	struct pollfd p = { .fd = fd, .events = events };
-	int64_t left;
-	int n;
-
-	while ((left = deadline - mono_ms()) > 0) {
-		n = poll(&p, 1, (int)(left > 60000 ? 60000 : left));
-		if (n > 0)
-			return 1;
-		if (n < 0 && errno != EINTR)
-			return 0;
-	}
-	return 0;
-}
-
-int
-tls_probe(const struct sockaddr *sa, socklen_t salen, int64_t deadline)
-{
-	SSL_CTX *pctx = NULL;
-	SSL *ssl = NULL;
-	unsigned char b[2];
-	int fd, yes = 0, e, rc, r;
-	socklen_t elen = sizeof(e);
-	ssize_t n;
-
-	if ((fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK |
-	    SOCK_CLOEXEC, 0)) < 0)
-		return 0;
-	if (connect(fd, sa, salen) < 0 && (errno != EINPROGRESS ||
-	    !wait_one(fd, POLLOUT, deadline) || getsockopt(fd, SOL_SOCKET,
-	    SO_ERROR, &e, &elen) < 0 || e != 0))
-		goto out;
-	/* A context of its own: the user may not have asked for TLS. */
-	if ((pctx = SSL_CTX_new(TLS_client_method())) == NULL ||
-	    (ssl = SSL_new(pctx)) == NULL || SSL_set_fd(ssl, fd) != 1)
-		goto out;
-	SSL_set_verify(ssl, SSL_VERIFY_NONE, NULL);
-	/* Sends the hello, then wants to read: all we need. An answer
-	 * already there may have been read: an alert is TLS too. */
-	if ((rc = SSL_connect(ssl)) == 1)
-		goto out;
-	if (SSL_get_error(ssl, rc) != SSL_ERROR_WANT_READ) {
-		r = ERR_GET_REASON(ERR_peek_error());
-		yes = r >= SSL_AD_REASON_OFFSET && r < SSL_AD_REASON_OFFSET +
-		    256;
-		goto out;
-	}
-	if (!wait_one(fd, POLLIN, deadline))
-		goto out;
-	n = recv(fd, b, sizeof(b), MSG_PEEK | MSG_DONTWAIT);
-	yes = n > 0 && tls_looks_like_tls(b, (size_t)n);
-out:
-	SSL_free(ssl);
-	SSL_CTX_free(pctx);
-	ERR_clear_error();
-	close(fd);
-	return yes;
-}

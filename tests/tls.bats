@@ -267,6 +267,16 @@ want:   $line"
 	BG=()
 }
 
+@test "tls: renewals over TLS; the idle watch is not fooled by TLS records" {
+	# Several lease/3 renewals on the renewal thread's connection, which
+	# the supervisor and then the thread watch while idle: a TLS record
+	# that is no reply (a session ticket) must not count as a drop.
+	run -0 --separate-stderr "$RLOCK" -v -l "$(tf 0.6)" -k renew -- \
+		sleep "$(tf 2)"
+	[[ $stderr == *"acquired 'renew'"*"released 'renew'"* ]]
+	[[ $stderr != *dropped* && $stderr != *cannot* ]] || fail "$stderr"
+}
+
 @test "tls: a SIGKILLed holder frees the lock at its lease's end" {
 	"$RLOCK" -l "$(tf 1)" -k kill -- sleep 60 & BG+=($!)
 	wait_until 5 held kill
