@@ -634,6 +634,30 @@ server_recv(struct server *s, int64_t deadline, struct reply **out)
 	return r;
 }
 
+struct reply *
+server_reply(struct server *s, int64_t deadline, const char *what)
+{
+	char timeout[] = "timeout";
+	struct reply *r, fake = { .type = REPLY_ERROR, .str = timeout,
+	    .len = sizeof(timeout) - 1 };
+	int n = conn_recv(s->cn, deadline, &r);
+
+	if (n > 0)
+		return r;
+	if (n < 0) {
+		from_conn(s);
+		return NULL;
+	}
+	/* conn_recv leaves a late reply possible; we give up on it. A
+	 * failure on the conn makes conn_close reset the socket, as a
+	 * timed-out conn_command does. */
+	(void)conn_fail_reply(s->cn, what, &fake);
+	conn_close(s->cn);
+	failure_set(&s->fail, RL_EXIT_UNAVAILABLE, "%s: no answer within "
+	    "%lldms", what, (long long)conn_timeout(s->cn));
+	return NULL;
+}
+
 int
 server_pending(struct server *s)
 {

@@ -66,6 +66,16 @@ int server_pending(struct server *s);
 int server_fd(const struct server *s);
 
 /*
+ * The reply to a command sent with server_send, by `deadline` (mono ms):
+ * the reply (error replies included; no redirect followed), or NULL with
+ * s closed and the failure recorded. Past the deadline the socket is
+ * reset, as after a timed-out server_command, so the kernel cannot hand
+ * the command to Redis later. `what` names it in the failure.
+ */
+struct reply *server_reply(struct server *s, int64_t deadline,
+    const char *what);
+
+/*
  * An error reply that sends us elsewhere (MOVED, ASK, TRYAGAIN, a
  * Sentinel master turned READONLY, a blocked command UNBLOCKED by a role
  * change): note where to go, close s and return 1; 0 for any other reply.
