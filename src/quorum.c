@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * Redlock, as the Redis docs describe it, on top of the one-server lock
- * (single.c), which it uses as it is: the same token and scripts on every
- * master, one at a time (loopback showed no gain from multiplexing,
- * REDIS-NOTES section 6), each master bounded by a per-master timeout far
- * below the lease (lease_master_timeout_ms), so a stalled master costs
- * one such timeout.
+ * (single.c): the same token and scripts on every master, sent to all of
+ * them before any reply is read (single_send, then single_recv), so the
+ * masters work at once and a round costs the slowest master's time, not
+ * the sum. Each reply is awaited at most a per-master timeout far below
+ * the lease (lease_master_timeout_ms), so stalled masters cost one such
+ * timeout in all, however many they are.
  *
  * Fencing: each master's acquire gives max(its last + 1, its clock). The
  * holder uses F = the largest of its majority and first writes F back to
@@ -37,6 +38,7 @@ struct quorum {
 	int n;
 	const struct conn_cfg *cfgs;
 	int64_t cap;			/* each master's timeouts, at most */
+	int64_t cmd_ms;			/* each master's reply, at most */
 	struct failure fail;
 };
 
@@ -158,35 +160,100 @@ op_set_timeouts(struct lock *l, int64_t connect_ms, int64_t cmd_ms)
 	int i;
 
 	l->connect_ms = connect_ms;
+	q->cmd_ms = min64(cmd_ms, q->cap);
 	for (i = 0; i < q->n; i++)
 		q->m[i]->ops->set_timeouts(q->m[i], min64(connect_ms, q->cap),
-		    min64(cmd_ms, q->cap));
+		    q->cmd_ms);
 }
 
-static int
-fence_raise(struct lock *m, const struct lock_ctx *ctx, int64_t fence)
+/* When the replies to what was just sent to the masters are due. */
+static int64_t
+answers_by(const struct quorum *q)
 {
-	struct server *s = m->ops->server(m, 0);
-	const struct lock_keys *k = &ctx->k;
-	char f[24], ttl[24];
-	const char *argv[6] = { k->lock, k->fence, k->meta, ctx->token, f,
-	    ttl };
-	size_t lens[6] = { k->lock_len, k->fence_len, k->meta_len,
-	    strlen(ctx->token), 0, 0 };
-	struct reply *r;
-	long long v;
+	return mono_ms() + q->cmd_ms;
+}
 
-	lens[4] = (size_t)snprintf(f, sizeof(f), "%lld", (long long)fence);
-	lens[5] = (size_t)snprintf(ttl, sizeof(ttl), "%lld",
-	    (long long)FENCE_TTL_MS);
-	if ((r = script_run(s, &lua_fence_raise, 3, 3, argv, lens)) == NULL)
-		return -1;
-	if (reply_int(r, &v) < 0) {
-		server_fail_reply(s, "fence", r);
-		v = -1;
+/* fence_raise.lua's arguments for F = fence, in av/al (6 of them). */
+static void
+fence_args(const struct lock_ctx *ctx, int64_t fence, char *f, char *ttl,
+    const char **av, size_t *al)
+{
+	const struct lock_keys *k = &ctx->k;
+
+	av[0] = k->lock;
+	al[0] = k->lock_len;
+	av[1] = k->fence;
+	al[1] = k->fence_len;
+	av[2] = k->meta;
+	al[2] = k->meta_len;
+	av[3] = ctx->token;
+	al[3] = strlen(ctx->token);
+	av[4] = f;
+	al[4] = (size_t)snprintf(f, 24, "%lld", (long long)fence);
+	av[5] = ttl;
+	al[5] = (size_t)snprintf(ttl, 24, "%lld", (long long)FENCE_TTL_MS);
+}
+
+static struct server *
+m_server(struct lock *m)
+{
+	return m->ops->server(m, 0);
+}
+
+/*
+ * Script sc, with the same arguments, on every connected master in `to`
+ * (NULL: every one) at once: each one's integer answer in said[i], -1
+ * for an error or a master not asked.
+ */
+static void
+script_all(struct quorum *q, const struct lua_script *sc, int nkeys,
+    int nargs, const char **av, const size_t *al, const unsigned char *to,
+    long long *said)
+{
+	unsigned char sent[QUORUM_MAX];
+	struct reply *r;
+	struct server *s;
+	int64_t by;
+	int i;
+
+	for (i = 0; i < q->n; i++) {
+		said[i] = -1;
+		sent[i] = (to == NULL || to[i]) && m_open(q->m[i]) &&
+		    script_send(m_server(q->m[i]), sc, nkeys, nargs, av,
+		    al) == 0;
 	}
-	reply_free(r);
-	return (int)v;
+	by = answers_by(q);
+	for (i = 0; i < q->n; i++) {
+		if (!sent[i])
+			continue;
+		s = m_server(q->m[i]);
+		if ((r = script_recv(s, sc, nkeys, nargs, av, al, by)) == NULL)
+			continue;
+		if (reply_int(r, &said[i]) < 0) {
+			server_fail_reply(s, sc->name, r);
+			said[i] = -1;
+		}
+		reply_free(r);
+	}
+}
+
+/* Write F = fence back to every master in `to`, at once: how many took
+ * it (fence_raise.lua said 1). */
+static int
+fence_raise(struct quorum *q, const struct lock_ctx *ctx, int64_t fence,
+    const unsigned char *to)
+{
+	const char *av[6];
+	size_t al[6];
+	char f[24], ttl[24];
+	long long said[QUORUM_MAX];
+	int i, raised = 0;
+
+	fence_args(ctx, fence, f, ttl, av, al);
+	script_all(q, &lua_fence_raise, 3, 3, av, al, to, said);
+	for (i = 0; i < q->n; i++)
+		raised += said[i] == 1;
+	return raised;
 }
 
 static int64_t
@@ -210,6 +277,28 @@ reconnect_dropped(struct quorum *q)
 			(void)q->m[i]->ops->open(q->m[i]);
 }
 
+/* op (extend, release or the re-entry check) on every connected master
+ * at once: each one's answer in said[i], 1, 0 or -1 (an error, or a
+ * master not connected). */
+static void
+ask_all(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
+    int *said)
+{
+	unsigned char sent[QUORUM_MAX];
+	int64_t by;
+	int i;
+
+	for (i = 0; i < q->n; i++) {
+		said[i] = -1;
+		sent[i] = m_open(q->m[i]) &&
+		    single_send(q->m[i], op, ctx, 0) == 0;
+	}
+	by = answers_by(q);
+	for (i = 0; i < q->n; i++)
+		if (sent[i])
+			said[i] = single_recv(q->m[i], op, ctx, by);
+}
+
 /* Undo a partial grant on every master still connected, those that
  * said busy included (Redlock's step 3). One whose answer timed out was
  * closed (a reset socket) and may still have applied the acquire: that
@@ -218,11 +307,9 @@ reconnect_dropped(struct quorum *q)
 static void
 undo(struct quorum *q, const struct lock_ctx *ctx)
 {
-	int i;
+	int said[QUORUM_MAX];
 
-	for (i = 0; i < q->n; i++)
-		if (m_open(q->m[i]))
-			(void)q->m[i]->ops->release(q->m[i], ctx);
+	ask_all(q, SINGLE_RELEASE, ctx, said);
 }
 
 /* The busy reply to pass on: the first one, with the soonest end. */
@@ -247,23 +334,26 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
     int want_holder, int64_t *fence, struct lock_busy *busy)
 {
 	struct quorum *q = q_of(l);
-	int i, n = q->n, got = 0, errs = 0, own = -1, raised = 0;
-	int64_t t0 = mono_ms(), f, best = 0;
-	unsigned char granted[QUORUM_MAX] = { 0 };
+	int i, n = q->n, got = 0, errs = 0, own = -1, raised;
+	int64_t t0 = mono_ms(), f, best = 0, by;
+	unsigned char granted[QUORUM_MAX] = { 0 }, sent[QUORUM_MAX];
 	struct lock_busy b;
 	int have_busy = 0;
 
 	(void)queue;
 	reconnect_dropped(q);
+	for (i = 0; i < n; i++)
+		sent[i] = m_open(q->m[i]) && single_send(q->m[i],
+		    SINGLE_ACQUIRE, ctx, want_holder) == 0;
+	by = answers_by(q);
 	for (i = 0; i < n; i++) {
 		struct lock *m = q->m[i];
 
-		if (!m_open(m)) {
+		if (!sent[i]) {
 			errs++;
 			continue;
 		}
-		switch (m->ops->acquire(m, ctx, 0, want_holder && !have_busy,
-		    &f, &b)) {
+		switch (single_recv_acquire(m, ctx, want_holder, by, &f, &b)) {
 		case LOCK_GRANTED:
 			granted[i] = 1;
 			got++;
@@ -282,9 +372,7 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 		}
 	}
 	if (got >= majority(q) && own < 0) {
-		for (i = 0; i < n; i++)
-			if (granted[i] && fence_raise(q->m[i], ctx, best) == 1)
-				raised++;
+		raised = fence_raise(q, ctx, best, granted);
 		if (raised >= majority(q) && mono_ms() - t0 < ctx->lease_ms -
 		    lease_drift_ms(ctx->lease_ms)) {
 			*fence = best;
@@ -315,30 +403,20 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 	return LOCK_BUSY;
 }
 
-enum tally_op { T_EXTEND, T_RELEASE, T_IS_OURS };
-
 /* op on every connected master (after trying the dropped ones again):
  * how many said 1 and how many said 0; errors count as neither. */
 static void
-tally(struct quorum *q, const struct lock_ctx *ctx, enum tally_op op,
-    int *yes, int *no)
+tally(struct quorum *q, const struct lock_ctx *ctx, enum single_op op,
+    int *said, int *yes, int *no)
 {
-	struct lock *m;
-	int i, r;
+	int i;
 
 	*yes = *no = 0;
 	reconnect_dropped(q);
+	ask_all(q, op, ctx, said);
 	for (i = 0; i < q->n; i++) {
-		if (!m_open(m = q->m[i]))
-			continue;
-		if (op == T_EXTEND)
-			r = m->ops->extend(m, ctx);
-		else if (op == T_RELEASE)
-			r = m->ops->release(m, ctx);
-		else
-			r = m->ops->is_ours(m, ctx);
-		*yes += r == 1;
-		*no += r == 0;
+		*yes += said[i] == 1;
+		*no += said[i] == 0;
 	}
 }
 
@@ -348,9 +426,9 @@ static int
 op_extend(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct quorum *q = q_of(l);
-	int ok, lost;
+	int said[QUORUM_MAX], ok, lost;
 
-	tally(q, ctx, T_EXTEND, &ok, &lost);
+	tally(q, ctx, SINGLE_EXTEND, said, &ok, &lost);
 	if (ok >= majority(q))
 		return 1;
 	if (lost > q->n - majority(q))
@@ -365,9 +443,9 @@ static int
 op_release(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct quorum *q = q_of(l);
-	int done, lost;
+	int said[QUORUM_MAX], done, lost;
 
-	tally(q, ctx, T_RELEASE, &done, &lost);
+	tally(q, ctx, SINGLE_RELEASE, said, &done, &lost);
 	if (lost > q->n - majority(q))
 		return 0;
 	if (done + lost < majority(q)) {
@@ -401,9 +479,9 @@ static int
 op_is_ours(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct quorum *q = q_of(l);
-	int yes, no;
+	int said[QUORUM_MAX], yes, no;
 
-	tally(q, ctx, T_IS_OURS, &yes, &no);
+	tally(q, ctx, SINGLE_IS_OURS, said, &yes, &no);
 	if (yes >= majority(q))
 		return 1;
 	if (no > q->n - majority(q))
@@ -453,7 +531,7 @@ op_waker(struct lock *l, const struct lock_ctx *ctx)
 	int i;
 
 	for (i = 0; i < q->n; i++)
-		s[i] = q->m[i]->ops->server(q->m[i], 0);
+		s[i] = m_server(q->m[i]);
 	return wake_sub(s, q->n, majority(q), ctx->k.wake, ctx->k.wake_len);
 }
 
@@ -482,7 +560,7 @@ op_server(struct lock *l, int i)
 {
 	struct quorum *q = q_of(l);
 
-	return q->m[i]->ops->server(q->m[i], 0);
+	return m_server(q->m[i]);
 }
 
 static const struct failure *
@@ -534,6 +612,7 @@ quorum_new(const struct conn_cfg *cfgs, int n, int64_t connect_ms,
 
 	q->base.ops = &QUORUM_OPS;
 	q->cap = master_ms;
+	q->cmd_ms = t;
 	q->base.connect_ms = connect_ms;
 	q->base.user_connect_ms = connect_ms;
 	q->cfgs = cfgs;
