@@ -300,16 +300,20 @@ ask_all(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
 }
 
 /* Undo a partial grant on every master still connected, those that
- * said busy included (Redlock's step 3). One whose answer timed out was
- * closed (a reset socket) and may still have applied the acquire: that
- * grant nobody uses lapses with the lease, or is undone by our next
- * attempt, as acquire and release are idempotent per token. */
+ * said busy included (Redlock's step 3), waking nobody (undo.lua). One
+ * whose answer timed out was closed (a reset socket) and may still have
+ * applied the acquire: that grant nobody uses lapses with the lease, or
+ * is undone by our next attempt, as acquire and release are idempotent
+ * per token. */
 static void
 undo(struct quorum *q, const struct lock_ctx *ctx)
 {
-	int said[QUORUM_MAX];
+	const char *av[3] = { ctx->k.lock, ctx->k.meta, ctx->token };
+	size_t al[3] = { ctx->k.lock_len, ctx->k.meta_len,
+	    strlen(ctx->token) };
+	long long said[QUORUM_MAX];
 
-	ask_all(q, SINGLE_RELEASE, ctx, said);
+	script_all(q, &lua_undo, 2, 1, av, al, NULL, said);
 }
 
 /* The busy reply to pass on: the first one, with the soonest end. */
@@ -437,6 +441,30 @@ op_extend(struct lock *l, const struct lock_ctx *ctx)
 	return -1;
 }
 
+/*
+ * A waiter blocks on one master only (op_waker), and a master where KEY
+ * was not ours any more (it restarted empty, or our lease there ran out)
+ * got no wake token from our release: leave one there, or a waiter
+ * blocked on it would sleep until the lease we just gave up ends. A
+ * failure here costs such a waiter only that sleep.
+ */
+static void
+wake_where_lost(struct quorum *q, const struct lock_ctx *ctx, const int *said)
+{
+	char cap[24], ttl[24];
+	const char *av[3] = { ctx->k.tokens, cap, ttl };
+	size_t al[3] = { ctx->k.tokens_len, 0, 0 };
+	unsigned char to[QUORUM_MAX];
+	long long woke[QUORUM_MAX];
+	int i;
+
+	al[1] = (size_t)snprintf(cap, sizeof(cap), "%ld", ctx->limit);
+	al[2] = (size_t)snprintf(ttl, sizeof(ttl), "%d", WAKE_TOKEN_TTL_MS);
+	for (i = 0; i < q->n; i++)
+		to[i] = said[i] == 0;
+	script_all(q, &lua_wake, 1, 2, av, al, to, woke);
+}
+
 /* Released on every master that answers: 1, 0 not ours on a majority,
  * -1 not known (errors). */
 static int
@@ -452,6 +480,8 @@ op_release(struct lock *l, const struct lock_ctx *ctx)
 		say_short(q, "release", done + lost);
 		return -1;
 	}
+	if (lost > 0)
+		wake_where_lost(q, ctx, said);
 	return 1;
 }
 
@@ -517,11 +547,15 @@ op_describe_holder(struct lock *l, const struct lock_ctx *ctx, char *buf,
 }
 
 /*
- * A release on any master wakes us, so listen to P{KEY}:wake on each (a
- * release publishes there on every master it frees). A master that cannot
- * be reached is left out: its silence costs nothing, as the holder's
- * lease end is our deadline anyway; but once fewer than a majority
- * listen, the wait ends, as no grant is possible then.
+ * A release leaves one wake token in P{KEY}:tok on every master
+ * (release.lua, or wake_where_lost), so one master is enough to block
+ * on: BLPOP there, on the first master connected, and Redis hands the
+ * token to the one waiter that has waited longest, as on one server; the
+ * others sleep on, instead of every waiter waking on every master and
+ * splitting the votes. Waiters that list the masters in the same order
+ * all block on the same one. The other masters' idle connections are
+ * watched: once fewer than a majority are left, the wait ends at once,
+ * as no grant is possible then.
  */
 static struct waker *
 op_waker(struct lock *l, const struct lock_ctx *ctx)
@@ -532,7 +566,8 @@ op_waker(struct lock *l, const struct lock_ctx *ctx)
 
 	for (i = 0; i < q->n; i++)
 		s[i] = m_server(q->m[i]);
-	return wake_sub(s, q->n, majority(q), ctx->k.wake, ctx->k.wake_len);
+	return wake_pop_any(s, q->n, majority(q), ctx->k.tokens,
+	    ctx->k.tokens_len);
 }
 
 static int
