@@ -237,18 +237,32 @@ script_all(struct quorum *q, const struct lua_script *sc, int nkeys,
 	}
 }
 
-/* Write F = fence back to every master in `to`, at once: how many took
- * it (fence_raise.lua said 1). */
+/*
+ * Write F = fence back, at once, to every master that granted and drew
+ * less than F: how many of those that granted know F now. One that drew
+ * F itself wrote it with its grant (the fence counter and the holder's
+ * meta, in acquire.lua), so the write-back there would change nothing
+ * and costs no round trip; when every master drew F (masters whose
+ * clocks agree to the millisecond, such as on one machine) there is none.
+ */
 static int
 fence_raise(struct quorum *q, const struct lock_ctx *ctx, int64_t fence,
-    const unsigned char *to)
+    const unsigned char *granted, const int64_t *drew)
 {
 	const char *av[6];
 	size_t al[6];
 	char f[24], ttl[24];
+	unsigned char to[QUORUM_MAX];
 	long long said[QUORUM_MAX];
-	int i, raised = 0;
+	int i, raised = 0, behind = 0;
 
+	for (i = 0; i < q->n; i++) {
+		to[i] = granted[i] && drew[i] < fence;
+		behind += to[i];
+		raised += granted[i] && !to[i];
+	}
+	if (behind == 0)
+		return raised;
 	fence_args(ctx, fence, f, ttl, av, al);
 	script_all(q, &lua_fence_raise, 3, 3, av, al, to, said);
 	for (i = 0; i < q->n; i++)
@@ -339,7 +353,7 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 {
 	struct quorum *q = q_of(l);
 	int i, n = q->n, got = 0, errs = 0, own = -1, raised;
-	int64_t t0 = mono_ms(), f, best = 0, by;
+	int64_t t0 = mono_ms(), f, best = 0, by, drew[QUORUM_MAX];
 	unsigned char granted[QUORUM_MAX] = { 0 }, sent[QUORUM_MAX];
 	struct lock_busy b;
 	int have_busy = 0;
@@ -360,6 +374,7 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 		switch (single_recv_acquire(m, ctx, want_holder, by, &f, &b)) {
 		case LOCK_GRANTED:
 			granted[i] = 1;
+			drew[i] = f;
 			got++;
 			if (f > best)
 				best = f;
@@ -376,7 +391,7 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 		}
 	}
 	if (got >= majority(q) && own < 0) {
-		raised = fence_raise(q, ctx, best, granted);
+		raised = fence_raise(q, ctx, best, granted, drew);
 		if (raised >= majority(q) && mono_ms() - t0 < ctx->lease_ms -
 		    lease_drift_ms(ctx->lease_ms)) {
 			*fence = best;
