@@ -65,7 +65,7 @@ guard_eviction(struct lock *l)
 			continue;
 		s = lock_server(l, i);
 		r = server_reply(s, mono_ms() + server_cmd_timeout(s),
-		    "CONFIG GET");
+		    "CONFIG");
 		if (r != NULL && !warned)
 			warned = may_evict(r);
 		reply_free(r);

@@ -651,7 +651,11 @@ server_reply(struct server *s, int64_t deadline, const char *what)
 	if (n > 0)
 		return r;
 	if (n < 0) {
+		/* Named as server_command names it: by the command. */
 		from_conn(s);
+		if (strncmp(s->fail.why, "reply: ", 7) == 0)
+			failure_set(&s->fail, s->fail.status, "%s: %s", what,
+			    conn_failure(s->cn)->why + 7);
 		return NULL;
 	}
 	/* conn_recv leaves a late reply possible; we give up on it. A
