@@ -292,17 +292,21 @@ reconnect_dropped(struct quorum *q)
 }
 
 /* op (extend, release or the re-entry check) on every connected master
- * at once: each one's answer in said[i], 1, 0 or -1 (an error, or a
- * master not connected). */
+ * in `to` (NULL: every one) at once: each one's answer in said[i], 1, 0
+ * or -1 (an error, or a master not connected); said[i] of a master not in
+ * `to` is left as it was. */
 static void
 ask_all(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
-    int *said)
+    const unsigned char *to, int *said)
 {
 	unsigned char sent[QUORUM_MAX];
 	int64_t by;
 	int i;
 
 	for (i = 0; i < q->n; i++) {
+		sent[i] = 0;
+		if (to != NULL && !to[i])
+			continue;
 		said[i] = -1;
 		sent[i] = m_open(q->m[i]) &&
 		    single_send(q->m[i], op, ctx, 0) == 0;
@@ -422,21 +426,27 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 	return LOCK_BUSY;
 }
 
+static void
+count(const struct quorum *q, const int *said, int *yes, int *no)
+{
+	int i;
+
+	*yes = *no = 0;
+	for (i = 0; i < q->n; i++) {
+		*yes += said[i] == 1;
+		*no += said[i] == 0;
+	}
+}
+
 /* op on every connected master (after trying the dropped ones again):
  * how many said 1 and how many said 0; errors count as neither. */
 static void
 tally(struct quorum *q, const struct lock_ctx *ctx, enum single_op op,
     int *said, int *yes, int *no)
 {
-	int i;
-
-	*yes = *no = 0;
 	reconnect_dropped(q);
-	ask_all(q, op, ctx, said);
-	for (i = 0; i < q->n; i++) {
-		*yes += said[i] == 1;
-		*no += said[i] == 0;
-	}
+	ask_all(q, op, ctx, NULL, said);
+	count(q, said, yes, no);
 }
 
 /* 1 extended on a majority, 0 lost (too many masters say not ours), -1
@@ -486,9 +496,29 @@ static int
 op_release(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct quorum *q = q_of(l);
-	int said[QUORUM_MAX], done, lost;
+	int said[QUORUM_MAX], done, lost, i, again = 0;
+	unsigned char was_open[QUORUM_MAX], to[QUORUM_MAX];
 
-	tally(q, ctx, SINGLE_RELEASE, said, &done, &lost);
+	reconnect_dropped(q);
+	for (i = 0; i < q->n; i++)
+		was_open[i] = m_open(q->m[i]);
+	ask_all(q, SINGLE_RELEASE, ctx, NULL, said);
+	count(q, said, &done, &lost);
+	/* Undecided, because a master's connection turned out to be dead (it
+	 * restarted since our last command there), which counts as neither
+	 * ours nor lost: ask it again at once on a new connection, or a lock
+	 * left on a minority (2 of 5 ours, 2 not, 1 dead) would pass for
+	 * released. */
+	for (i = 0; i < q->n; i++) {
+		to[i] = done < majority(q) && lost <= q->n - majority(q) &&
+		    was_open[i] && !m_open(q->m[i]) &&
+		    q->m[i]->ops->open(q->m[i]) == 0;
+		again += to[i];
+	}
+	if (again) {
+		ask_all(q, SINGLE_RELEASE, ctx, to, said);
+		count(q, said, &done, &lost);
+	}
 	if (lost > q->n - majority(q))
 		return 0;
 	if (done + lost < majority(q)) {
