@@ -4,7 +4,11 @@
 -- grant would otherwise leave itself a wake token, or a message, and
 -- spin: try, undo, wake, try... while the holder keeps its majority.)
 -- KEYS[1] lock  KEYS[2] holder meta  ARGV[1] token
--- Returns 1 when taken back, 0 when KEY was not ours (nothing done).
+-- Returns 1 when taken back, 0 when KEY was not ours (nothing done);
+-- refused with RLOCK_NOPERM (acl.lua), nothing done, when the ACL lacks a
+-- permission it needs.
+local refused = acl_refusal({{'GET', KEYS[1]}, {'DEL', KEYS[1], KEYS[2]}})
+if refused then return refused end
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1], KEYS[2])
 return 1
