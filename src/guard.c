@@ -11,17 +11,16 @@
 
 #include "util.h"
 
-/* 1 if s says it may evict (and we said so), else 0. */
-static int
-may_evict(struct server *s)
-{
-	const char *argv[3] = { "CONFIG", "GET", "maxmemory-policy" };
-	size_t lens[3] = { 6, 3, 16 };
-	struct reply *r, *v;
-	int warned = 0;
+/* --redlock takes at most this many masters. */
+#define GUARD_MAX_SERVERS 9
 
-	if ((r = server_command(s, 3, argv, lens)) == NULL)
-		return 0;
+/* 1 if r, CONFIG GET maxmemory-policy's reply, says the server may evict
+ * (and we said so), else 0. */
+static int
+may_evict(const struct reply *r)
+{
+	const struct reply *v;
+
 	/* Managed services block CONFIG (renamed, or not in the ACL): that
 	 * costs the warning, and a line with -v, nothing more. */
 	if (r->type == REPLY_ERROR)
@@ -29,23 +28,47 @@ may_evict(struct server *s)
 		    "GET: %.80s); it must be noeviction", r->str);
 	if (r->type == REPLY_ARRAY && r->elements == 2 &&
 	    (v = r->element[1])->type == REPLY_STRING &&
-	    strcmp(v->str, "noeviction") != 0 && ++warned)
+	    strcmp(v->str, "noeviction") != 0) {
 		msg_warn("the server's maxmemory-policy is %s: under memory "
 		    "pressure Redis may evict lock keys and grant a lock "
 		    "twice; set maxmemory-policy noeviction", v->str);
-	reply_free(r);
-	return warned;
+		return 1;
+	}
+	return 0;
 }
 
+/*
+ * Every server is asked at once (--redlock: all the masters, then their
+ * answers read, each within its command timeout), so a quorum pays one
+ * round trip for this, not one per master.
+ */
 int
 guard_eviction(struct lock *l)
 {
-	int i, n = lock_servers(l);
+	const char *argv[3] = { "CONFIG", "GET", "maxmemory-policy" };
+	size_t lens[3] = { 6, 3, 16 };
+	unsigned char sent[GUARD_MAX_SERVERS];
+	int i, n = lock_servers(l), warned = 0;
+	struct server *s;
+	struct reply *r;
 
+	if (n > GUARD_MAX_SERVERS)
+		n = GUARD_MAX_SERVERS;
+	for (i = 0; i < n; i++) {
+		s = lock_server(l, i);
+		sent[i] = server_is_open(s) && server_send(s, 3, argv,
+		    lens) == 0;
+	}
 	/* --redlock: the first master that may evict is worth the line. */
-	for (i = 0; i < n; i++)
-		if (server_is_open(lock_server(l, i)) &&
-		    may_evict(lock_server(l, i)))
-			return 1;
-	return 0;
+	for (i = 0; i < n; i++) {
+		if (!sent[i])
+			continue;
+		s = lock_server(l, i);
+		r = server_reply(s, mono_ms() + server_cmd_timeout(s),
+		    "CONFIG");
+		if (r != NULL && !warned)
+			warned = may_evict(r);
+		reply_free(r);
+	}
+	return warned;
 }

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
  * Redlock, as the Redis docs describe it, on top of the one-server lock
- * (single.c), which it uses as it is: the same token and scripts on every
- * master, one at a time (loopback showed no gain from multiplexing,
- * REDIS-NOTES section 6), each master bounded by a per-master timeout far
- * below the lease (lease_master_timeout_ms), so a stalled master costs
- * one such timeout.
+ * (single.c): the same token and scripts on every master, sent to all of
+ * them before any reply is read (single_send, then single_recv), so the
+ * masters work at once and a round costs the slowest master's time, not
+ * the sum. Each reply is awaited at most a per-master timeout far below
+ * the lease (lease_master_timeout_ms), so stalled masters cost one such
+ * timeout in all, however many they are.
  *
  * Fencing: each master's acquire gives max(its last + 1, its clock). The
  * holder uses F = the largest of its majority and first writes F back to
@@ -37,6 +38,7 @@ struct quorum {
 	int n;
 	const struct conn_cfg *cfgs;
 	int64_t cap;			/* each master's timeouts, at most */
+	int64_t cmd_ms;			/* each master's reply, at most */
 	struct failure fail;
 };
 
@@ -158,35 +160,114 @@ op_set_timeouts(struct lock *l, int64_t connect_ms, int64_t cmd_ms)
 	int i;
 
 	l->connect_ms = connect_ms;
+	q->cmd_ms = min64(cmd_ms, q->cap);
 	for (i = 0; i < q->n; i++)
 		q->m[i]->ops->set_timeouts(q->m[i], min64(connect_ms, q->cap),
-		    min64(cmd_ms, q->cap));
+		    q->cmd_ms);
 }
 
-static int
-fence_raise(struct lock *m, const struct lock_ctx *ctx, int64_t fence)
+/* When the replies to what was just sent to the masters are due. */
+static int64_t
+answers_by(const struct quorum *q)
 {
-	struct server *s = m->ops->server(m, 0);
-	const struct lock_keys *k = &ctx->k;
-	char f[24], ttl[24];
-	const char *argv[6] = { k->lock, k->fence, k->meta, ctx->token, f,
-	    ttl };
-	size_t lens[6] = { k->lock_len, k->fence_len, k->meta_len,
-	    strlen(ctx->token), 0, 0 };
-	struct reply *r;
-	long long v;
+	return mono_ms() + q->cmd_ms;
+}
 
-	lens[4] = (size_t)snprintf(f, sizeof(f), "%lld", (long long)fence);
-	lens[5] = (size_t)snprintf(ttl, sizeof(ttl), "%lld",
-	    (long long)FENCE_TTL_MS);
-	if ((r = script_run(s, &lua_fence_raise, 3, 3, argv, lens)) == NULL)
-		return -1;
-	if (reply_int(r, &v) < 0) {
-		server_fail_reply(s, "fence", r);
-		v = -1;
+/* fence_raise.lua's arguments for F = fence, in av/al (6 of them). */
+static void
+fence_args(const struct lock_ctx *ctx, int64_t fence, char *f, char *ttl,
+    const char **av, size_t *al)
+{
+	const struct lock_keys *k = &ctx->k;
+
+	av[0] = k->lock;
+	al[0] = k->lock_len;
+	av[1] = k->fence;
+	al[1] = k->fence_len;
+	av[2] = k->meta;
+	al[2] = k->meta_len;
+	av[3] = ctx->token;
+	al[3] = strlen(ctx->token);
+	av[4] = f;
+	al[4] = (size_t)snprintf(f, 24, "%lld", (long long)fence);
+	av[5] = ttl;
+	al[5] = (size_t)snprintf(ttl, 24, "%lld", (long long)FENCE_TTL_MS);
+}
+
+static struct server *
+m_server(struct lock *m)
+{
+	return m->ops->server(m, 0);
+}
+
+/*
+ * Script sc, with the same arguments, on every connected master in `to`
+ * (NULL: every one) at once: each one's integer answer in said[i], -1
+ * for an error or a master not asked.
+ */
+static void
+script_all(struct quorum *q, const struct lua_script *sc, int nkeys,
+    int nargs, const char **av, const size_t *al, const unsigned char *to,
+    long long *said)
+{
+	unsigned char sent[QUORUM_MAX];
+	struct reply *r;
+	struct server *s;
+	int64_t by;
+	int i;
+
+	for (i = 0; i < q->n; i++) {
+		said[i] = -1;
+		sent[i] = (to == NULL || to[i]) && m_open(q->m[i]) &&
+		    script_send(m_server(q->m[i]), sc, nkeys, nargs, av,
+		    al) == 0;
 	}
-	reply_free(r);
-	return (int)v;
+	by = answers_by(q);
+	for (i = 0; i < q->n; i++) {
+		if (!sent[i])
+			continue;
+		s = m_server(q->m[i]);
+		if ((r = script_recv(s, sc, nkeys, nargs, av, al, by)) == NULL)
+			continue;
+		if (reply_int(r, &said[i]) < 0) {
+			server_fail_reply(s, sc->name, r);
+			said[i] = -1;
+		}
+		reply_free(r);
+	}
+}
+
+/*
+ * Write F = fence back, at once, to every master that granted and drew
+ * less than F: how many of those that granted know F now. One that drew
+ * F itself wrote it with its grant (the fence counter and the holder's
+ * meta, in acquire.lua), so the write-back there would change nothing
+ * and costs no round trip; when every master drew F (masters whose
+ * clocks agree to the millisecond, such as on one machine) there is none.
+ */
+static int
+fence_raise(struct quorum *q, const struct lock_ctx *ctx, int64_t fence,
+    const unsigned char *granted, const int64_t *drew)
+{
+	const char *av[6];
+	size_t al[6];
+	char f[24], ttl[24];
+	unsigned char to[QUORUM_MAX];
+	long long said[QUORUM_MAX];
+	int i, raised = 0, behind = 0;
+
+	for (i = 0; i < q->n; i++) {
+		to[i] = granted[i] && drew[i] < fence;
+		behind += to[i];
+		raised += granted[i] && !to[i];
+	}
+	if (behind == 0)
+		return raised;
+	fence_args(ctx, fence, f, ttl, av, al);
+	script_all(q, &lua_fence_raise, 3, 3, av, al, to, said);
+	for (i = 0; i < q->n; i++)
+		raised += said[i] == 1;
+	return raised;
 }
 
 static int64_t
@@ -210,19 +291,47 @@ reconnect_dropped(struct quorum *q)
 			(void)q->m[i]->ops->open(q->m[i]);
 }
 
+/* op (extend, release or the re-entry check) on every connected master
+ * in `to` (NULL: every one) at once: each one's answer in said[i], 1, 0
+ * or -1 (an error, or a master not connected); said[i] of a master not in
+ * `to` is left as it was. */
+static void
+ask_all(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
+    const unsigned char *to, int *said)
+{
+	unsigned char sent[QUORUM_MAX];
+	int64_t by;
+	int i;
+
+	for (i = 0; i < q->n; i++) {
+		sent[i] = 0;
+		if (to != NULL && !to[i])
+			continue;
+		said[i] = -1;
+		sent[i] = m_open(q->m[i]) &&
+		    single_send(q->m[i], op, ctx, 0) == 0;
+	}
+	by = answers_by(q);
+	for (i = 0; i < q->n; i++)
+		if (sent[i])
+			said[i] = single_recv(q->m[i], op, ctx, by);
+}
+
 /* Undo a partial grant on every master still connected, those that
- * said busy included (Redlock's step 3). One whose answer timed out was
- * closed (a reset socket) and may still have applied the acquire: that
- * grant nobody uses lapses with the lease, or is undone by our next
- * attempt, as acquire and release are idempotent per token. */
+ * said busy included (Redlock's step 3), waking nobody (undo.lua). One
+ * whose answer timed out was closed (a reset socket) and may still have
+ * applied the acquire: that grant nobody uses lapses with the lease, or
+ * is undone by our next attempt, as acquire and release are idempotent
+ * per token. */
 static void
 undo(struct quorum *q, const struct lock_ctx *ctx)
 {
-	int i;
+	const char *av[3] = { ctx->k.lock, ctx->k.meta, ctx->token };
+	size_t al[3] = { ctx->k.lock_len, ctx->k.meta_len,
+	    strlen(ctx->token) };
+	long long said[QUORUM_MAX];
 
-	for (i = 0; i < q->n; i++)
-		if (m_open(q->m[i]))
-			(void)q->m[i]->ops->release(q->m[i], ctx);
+	script_all(q, &lua_undo, 2, 1, av, al, NULL, said);
 }
 
 /* The busy reply to pass on: the first one, with the soonest end. */
@@ -247,25 +356,29 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
     int want_holder, int64_t *fence, struct lock_busy *busy)
 {
 	struct quorum *q = q_of(l);
-	int i, n = q->n, got = 0, errs = 0, own = -1, raised = 0;
-	int64_t t0 = mono_ms(), f, best = 0;
-	unsigned char granted[QUORUM_MAX] = { 0 };
+	int i, n = q->n, got = 0, errs = 0, own = -1, raised;
+	int64_t t0 = mono_ms(), f, best = 0, by, drew[QUORUM_MAX];
+	unsigned char granted[QUORUM_MAX] = { 0 }, sent[QUORUM_MAX];
 	struct lock_busy b;
 	int have_busy = 0;
 
 	(void)queue;
 	reconnect_dropped(q);
+	for (i = 0; i < n; i++)
+		sent[i] = m_open(q->m[i]) && single_send(q->m[i],
+		    SINGLE_ACQUIRE, ctx, want_holder) == 0;
+	by = answers_by(q);
 	for (i = 0; i < n; i++) {
 		struct lock *m = q->m[i];
 
-		if (!m_open(m)) {
+		if (!sent[i]) {
 			errs++;
 			continue;
 		}
-		switch (m->ops->acquire(m, ctx, 0, want_holder && !have_busy,
-		    &f, &b)) {
+		switch (single_recv_acquire(m, ctx, want_holder, by, &f, &b)) {
 		case LOCK_GRANTED:
 			granted[i] = 1;
+			drew[i] = f;
 			got++;
 			if (f > best)
 				best = f;
@@ -282,9 +395,7 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 		}
 	}
 	if (got >= majority(q) && own < 0) {
-		for (i = 0; i < n; i++)
-			if (granted[i] && fence_raise(q->m[i], ctx, best) == 1)
-				raised++;
+		raised = fence_raise(q, ctx, best, granted, drew);
 		if (raised >= majority(q) && mono_ms() - t0 < ctx->lease_ms -
 		    lease_drift_ms(ctx->lease_ms)) {
 			*fence = best;
@@ -315,31 +426,27 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 	return LOCK_BUSY;
 }
 
-enum tally_op { T_EXTEND, T_RELEASE, T_IS_OURS };
+static void
+count(const struct quorum *q, const int *said, int *yes, int *no)
+{
+	int i;
+
+	*yes = *no = 0;
+	for (i = 0; i < q->n; i++) {
+		*yes += said[i] == 1;
+		*no += said[i] == 0;
+	}
+}
 
 /* op on every connected master (after trying the dropped ones again):
  * how many said 1 and how many said 0; errors count as neither. */
 static void
-tally(struct quorum *q, const struct lock_ctx *ctx, enum tally_op op,
-    int *yes, int *no)
+tally(struct quorum *q, const struct lock_ctx *ctx, enum single_op op,
+    int *said, int *yes, int *no)
 {
-	struct lock *m;
-	int i, r;
-
-	*yes = *no = 0;
 	reconnect_dropped(q);
-	for (i = 0; i < q->n; i++) {
-		if (!m_open(m = q->m[i]))
-			continue;
-		if (op == T_EXTEND)
-			r = m->ops->extend(m, ctx);
-		else if (op == T_RELEASE)
-			r = m->ops->release(m, ctx);
-		else
-			r = m->ops->is_ours(m, ctx);
-		*yes += r == 1;
-		*no += r == 0;
-	}
+	ask_all(q, op, ctx, NULL, said);
+	count(q, said, yes, no);
 }
 
 /* 1 extended on a majority, 0 lost (too many masters say not ours), -1
@@ -348,9 +455,9 @@ static int
 op_extend(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct quorum *q = q_of(l);
-	int ok, lost;
+	int said[QUORUM_MAX], ok, lost;
 
-	tally(q, ctx, T_EXTEND, &ok, &lost);
+	tally(q, ctx, SINGLE_EXTEND, said, &ok, &lost);
 	if (ok >= majority(q))
 		return 1;
 	if (lost > q->n - majority(q))
@@ -359,21 +466,67 @@ op_extend(struct lock *l, const struct lock_ctx *ctx)
 	return -1;
 }
 
+/*
+ * A waiter blocks on one master only (op_waker), and a master where KEY
+ * was not ours any more (it restarted empty, or our lease there ran out)
+ * got no wake token from our release: leave one there, or a waiter
+ * blocked on it would sleep until the lease we just gave up ends. A
+ * failure here costs such a waiter only that sleep.
+ */
+static void
+wake_where_lost(struct quorum *q, const struct lock_ctx *ctx, const int *said)
+{
+	char cap[24], ttl[24];
+	const char *av[3] = { ctx->k.tokens, cap, ttl };
+	size_t al[3] = { ctx->k.tokens_len, 0, 0 };
+	unsigned char to[QUORUM_MAX];
+	long long woke[QUORUM_MAX];
+	int i;
+
+	al[1] = (size_t)snprintf(cap, sizeof(cap), "%ld", ctx->limit);
+	al[2] = (size_t)snprintf(ttl, sizeof(ttl), "%d", WAKE_TOKEN_TTL_MS);
+	for (i = 0; i < q->n; i++)
+		to[i] = said[i] == 0;
+	script_all(q, &lua_wake, 1, 2, av, al, to, woke);
+}
+
 /* Released on every master that answers: 1, 0 not ours on a majority,
  * -1 not known (errors). */
 static int
 op_release(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct quorum *q = q_of(l);
-	int done, lost;
+	int said[QUORUM_MAX], done, lost, i, again = 0;
+	unsigned char was_open[QUORUM_MAX], to[QUORUM_MAX];
 
-	tally(q, ctx, T_RELEASE, &done, &lost);
+	reconnect_dropped(q);
+	for (i = 0; i < q->n; i++)
+		was_open[i] = m_open(q->m[i]);
+	ask_all(q, SINGLE_RELEASE, ctx, NULL, said);
+	count(q, said, &done, &lost);
+	/* Undecided, because a master's connection turned out to be dead (it
+	 * restarted since our last command there), which counts as neither
+	 * ours nor lost: ask it again at once on a new connection, or a lock
+	 * left on a minority (2 of 5 ours, 2 not, 1 dead) would pass for
+	 * released. */
+	for (i = 0; i < q->n; i++) {
+		to[i] = done < majority(q) && lost <= q->n - majority(q) &&
+		    was_open[i] && !m_open(q->m[i]) &&
+		    q->m[i]->ops->open(q->m[i]) == 0;
+		again += to[i];
+	}
+	if (again) {
+		ask_all(q, SINGLE_RELEASE, ctx, to, said);
+		count(q, said, &done, &lost);
+	}
 	if (lost > q->n - majority(q))
 		return 0;
 	if (done + lost < majority(q)) {
 		say_short(q, "release", done + lost);
 		return -1;
 	}
+	if (lost > 0)
+		wake_where_lost(q, ctx, said);
 	return 1;
 }
 
@@ -401,9 +554,9 @@ static int
 op_is_ours(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct quorum *q = q_of(l);
-	int yes, no;
+	int said[QUORUM_MAX], yes, no;
 
-	tally(q, ctx, T_IS_OURS, &yes, &no);
+	tally(q, ctx, SINGLE_IS_OURS, said, &yes, &no);
 	if (yes >= majority(q))
 		return 1;
 	if (no > q->n - majority(q))
@@ -439,11 +592,15 @@ op_describe_holder(struct lock *l, const struct lock_ctx *ctx, char *buf,
 }
 
 /*
- * A release on any master wakes us, so listen to P{KEY}:wake on each (a
- * release publishes there on every master it frees). A master that cannot
- * be reached is left out: its silence costs nothing, as the holder's
- * lease end is our deadline anyway; but once fewer than a majority
- * listen, the wait ends, as no grant is possible then.
+ * A release leaves one wake token in P{KEY}:tok on every master
+ * (release.lua, or wake_where_lost), so one master is enough to block
+ * on: BLPOP there, on the first master connected, and Redis hands the
+ * token to the one waiter that has waited longest, as on one server; the
+ * others sleep on, instead of every waiter waking on every master and
+ * splitting the votes. Waiters that list the masters in the same order
+ * all block on the same one. The other masters' idle connections are
+ * watched: once fewer than a majority are left, the wait ends at once,
+ * as no grant is possible then.
  */
 static struct waker *
 op_waker(struct lock *l, const struct lock_ctx *ctx)
@@ -453,8 +610,9 @@ op_waker(struct lock *l, const struct lock_ctx *ctx)
 	int i;
 
 	for (i = 0; i < q->n; i++)
-		s[i] = q->m[i]->ops->server(q->m[i], 0);
-	return wake_sub(s, q->n, majority(q), ctx->k.wake, ctx->k.wake_len);
+		s[i] = m_server(q->m[i]);
+	return wake_pop_any(s, q->n, majority(q), ctx->k.tokens,
+	    ctx->k.tokens_len);
 }
 
 static int
@@ -482,7 +640,7 @@ op_server(struct lock *l, int i)
 {
 	struct quorum *q = q_of(l);
 
-	return q->m[i]->ops->server(q->m[i], 0);
+	return m_server(q->m[i]);
 }
 
 static const struct failure *
@@ -534,6 +692,7 @@ quorum_new(const struct conn_cfg *cfgs, int n, int64_t connect_ms,
 
 	q->base.ops = &QUORUM_OPS;
 	q->cap = master_ms;
+	q->cmd_ms = t;
 	q->base.connect_ms = connect_ms;
 	q->base.user_connect_ms = connect_ms;
 	q->cfgs = cfgs;

@@ -147,7 +147,7 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 	/* What the wait will run besides the scripts: acquire.lua checks
 	 * the ACL allows it before taking the lock. */
 	if (o->wait_ms != 0)
-		ctx.acl_needs = o->redlock ? "s" : o->fair ? "f" : "w";
+		ctx.acl_needs = o->fair ? "f" : "w";
 	switch (wait_lock(l, &ctx, o->wait_ms, sigfd, &res)) {
 	case WAIT_GRANTED:
 		if (wait_bound(o))

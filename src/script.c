@@ -13,24 +13,27 @@ error_has(const struct reply *r, const char *what)
 	return r->type == REPLY_ERROR && strstr(r->str, what) != NULL;
 }
 
-/* evalsha, then eval on NOSCRIPT: "EVALSHA"/"EVAL" or their _RO forms. */
-static struct reply *
-run(struct server *s, const char *evalsha, const char *eval,
-    const struct lua_script *sc, int nkeys, int nargs, const char **argv,
-    const size_t *lens)
+static int
+is_noscript(const struct reply *r)
 {
-	const char *av[3 + SCRIPT_MAX_ARGS];
-	size_t al[3 + SCRIPT_MAX_ARGS];
-	char nk[16];
-	struct reply *r;
+	return r->type == REPLY_ERROR && strncmp(r->str, "NOSCRIPT", 8) == 0;
+}
+
+/* EVALSHA (or evalsha: its _RO form) sha nkeys args... into av/al; their
+ * count, or -1 when there are too many arguments (failure recorded). */
+static int
+evalsha_argv(struct server *s, const char *evalsha,
+    const struct lua_script *sc, int nkeys, int nargs, const char **argv,
+    const size_t *lens, char *nk, size_t nklen, const char **av, size_t *al)
+{
 	int i, n = nkeys + nargs;
 
 	if (n > SCRIPT_MAX_ARGS) {
 		failure_set(server_failure_rw(s), RL_EXIT_PROTOCOL,
 		    "%s: too many arguments", sc->name);
-		return NULL;
+		return -1;
 	}
-	snprintf(nk, sizeof(nk), "%d", nkeys);
+	snprintf(nk, nklen, "%d", nkeys);
 	av[0] = evalsha;
 	al[0] = strlen(evalsha);
 	av[1] = sc->sha;
@@ -41,16 +44,33 @@ run(struct server *s, const char *evalsha, const char *eval,
 		av[3 + i] = argv[i];
 		al[3 + i] = lens[i];
 	}
-	r = server_command(s, 3 + n, av, al);
-	if (r == NULL || r->type != REPLY_ERROR ||
-	    strncmp(r->str, "NOSCRIPT", 8) != 0)
+	return 3 + n;
+}
+
+/* evalsha, then eval on NOSCRIPT: "EVALSHA"/"EVAL" or their _RO forms. */
+static struct reply *
+run(struct server *s, const char *evalsha, const char *eval,
+    const struct lua_script *sc, int nkeys, int nargs, const char **argv,
+    const size_t *lens)
+{
+	const char *av[3 + SCRIPT_MAX_ARGS];
+	size_t al[3 + SCRIPT_MAX_ARGS];
+	char nk[16];
+	struct reply *r;
+	int n;
+
+	if ((n = evalsha_argv(s, evalsha, sc, nkeys, nargs, argv, lens, nk,
+	    sizeof(nk), av, al)) < 0)
+		return NULL;
+	r = server_command(s, n, av, al);
+	if (r == NULL || !is_noscript(r))
 		return r;
 	reply_free(r);
 	av[0] = eval;
 	al[0] = strlen(eval);
 	av[1] = sc->body;
 	al[1] = sc->len;
-	return server_command(s, 3 + n, av, al);
+	return server_command(s, n, av, al);
 }
 
 struct reply *
@@ -70,6 +90,38 @@ script_run_ro(struct server *s, const struct lua_script *sc, int nkeys,
 	/* Redis 6 has no _RO forms (an ACL may also leave them out). */
 	if (r != NULL && (error_has(r, "unknown command") ||
 	    (error_has(r, "NOPERM") && error_has(r, "_ro")))) {
+		reply_free(r);
+		return script_run(s, sc, nkeys, nargs, argv, lens);
+	}
+	return r;
+}
+
+int
+script_send(struct server *s, const struct lua_script *sc, int nkeys,
+    int nargs, const char **argv, const size_t *lens)
+{
+	const char *av[3 + SCRIPT_MAX_ARGS];
+	size_t al[3 + SCRIPT_MAX_ARGS];
+	char nk[16];
+	int n;
+
+	if ((n = evalsha_argv(s, "EVALSHA", sc, nkeys, nargs, argv, lens, nk,
+	    sizeof(nk), av, al)) < 0)
+		return -1;
+	return server_send(s, n, av, al);
+}
+
+struct reply *
+script_recv(struct server *s, const struct lua_script *sc, int nkeys,
+    int nargs, const char **argv, const size_t *lens, int64_t deadline)
+{
+	struct reply *r = server_reply(s, deadline, "EVALSHA");
+
+	if (r == NULL)
+		return NULL;
+	/* A script cache emptied by a restart, or a Cluster slot that moved
+	 * (s then knows where to go): as script_run, from the start. */
+	if (is_noscript(r) || server_take_redirect(s, r)) {
 		reply_free(r);
 		return script_run(s, sc, nkeys, nargs, argv, lens);
 	}

@@ -8,6 +8,7 @@
 #define RLOCK_SCRIPT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "reply.h"
 #include "server.h"
@@ -37,5 +38,20 @@ struct reply *script_run(struct server *s, const struct lua_script *sc,
  */
 struct reply *script_run_ro(struct server *s, const struct lua_script *sc,
     int nkeys, int nargs, const char **argv, const size_t *lens);
+
+/*
+ * The two halves of script_run, so that several servers run a script at
+ * once (--redlock): script_send writes the EVALSHA and returns (0, or -1
+ * with s closed and the failure recorded); script_recv reads its reply by
+ * `deadline` (mono ms), given the same arguments again. A reply that
+ * cannot be used as it is (NOSCRIPT, or a redirect) makes script_recv run
+ * the script again at once, as script_run would. Past the deadline: NULL,
+ * s closed (its socket reset) and the failure recorded, as for a timeout.
+ */
+int script_send(struct server *s, const struct lua_script *sc, int nkeys,
+    int nargs, const char **argv, const size_t *lens);
+struct reply *script_recv(struct server *s, const struct lua_script *sc,
+    int nkeys, int nargs, const char **argv, const size_t *lens,
+    int64_t deadline);
 
 #endif

@@ -121,6 +121,12 @@ server_connect_timeout(const struct server *s)
 	return s->connect_ms;
 }
 
+int64_t
+server_cmd_timeout(const struct server *s)
+{
+	return conn_timeout(s->cn);
+}
+
 const struct conn_cfg *
 server_cfg(const struct server *s)
 {
@@ -632,6 +638,34 @@ server_recv(struct server *s, int64_t deadline, struct reply **out)
 	if (r < 0)
 		from_conn(s);
 	return r;
+}
+
+struct reply *
+server_reply(struct server *s, int64_t deadline, const char *what)
+{
+	char timeout[] = "timeout";
+	struct reply *r, fake = { .type = REPLY_ERROR, .str = timeout,
+	    .len = sizeof(timeout) - 1 };
+	int n = conn_recv(s->cn, deadline, &r);
+
+	if (n > 0)
+		return r;
+	if (n < 0) {
+		/* Named as server_command names it: by the command. */
+		from_conn(s);
+		if (strncmp(s->fail.why, "reply: ", 7) == 0)
+			failure_set(&s->fail, s->fail.status, "%s: %s", what,
+			    conn_failure(s->cn)->why + 7);
+		return NULL;
+	}
+	/* conn_recv leaves a late reply possible; we give up on it. A
+	 * failure on the conn makes conn_close reset the socket, as a
+	 * timed-out conn_command does. */
+	(void)conn_fail_reply(s->cn, what, &fake);
+	conn_close(s->cn);
+	failure_set(&s->fail, RL_EXIT_UNAVAILABLE, "%s: no answer within "
+	    "%lldms", what, (long long)conn_timeout(s->cn));
+	return NULL;
 }
 
 int

@@ -46,6 +46,7 @@ int server_is_open(const struct server *s);
 void server_set_timeouts(struct server *s, int64_t connect_ms,
     int64_t cmd_ms);
 int64_t server_connect_timeout(const struct server *s);
+int64_t server_cmd_timeout(const struct server *s);
 const struct conn_cfg *server_cfg(const struct server *s);
 
 /*
@@ -64,6 +65,16 @@ int server_send(struct server *s, int argc, const char **argv,
 int server_recv(struct server *s, int64_t deadline, struct reply **out);
 int server_pending(struct server *s);
 int server_fd(const struct server *s);
+
+/*
+ * The reply to a command sent with server_send, by `deadline` (mono ms):
+ * the reply (error replies included; no redirect followed), or NULL with
+ * s closed and the failure recorded. Past the deadline the socket is
+ * reset, as after a timed-out server_command, so the kernel cannot hand
+ * the command to Redis later. `what` names it in the failure.
+ */
+struct reply *server_reply(struct server *s, int64_t deadline,
+    const char *what);
 
 /*
  * An error reply that sends us elsewhere (MOVED, ASK, TRYAGAIN, a

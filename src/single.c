@@ -165,45 +165,170 @@ single_parse_acquire(const struct reply *r, int64_t *fence,
 	return LOCK_ERROR;
 }
 
-static enum lock_result
-op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
-    int want_holder, int64_t *fence, struct lock_busy *busy)
+/*
+ * One script call of the lock protocol, its arguments built once for both
+ * halves (single_send / single_recv) or for script_run.
+ */
+struct call {
+	const struct lua_script *sc;
+	const char *what;
+	int nkeys;
+	struct args a;
+	char num[6][24];
+};
+
+static const char *
+num(struct call *c, int i, long long v)
 {
-	struct server *cn = srv(l);
+	snprintf(c->num[i], sizeof(c->num[i]), "%lld", v);
+	return c->num[i];
+}
+
+static void
+holder_keys(struct args *a, const struct lock_ctx *ctx)
+{
+	a->n += lock_holder_keys(&ctx->k, a->v + a->n, a->len + a->n);
+}
+
+static void
+call_acquire(struct call *c, const struct lock_ctx *ctx, int queue,
+    int want_holder)
+{
 	const struct lock_keys *k = &ctx->k;
-	char lease[24], fttl[24], lim[24], wttl[24], look[24];
-	struct args a = { .n = 0 };
-	struct reply *r;
+	struct args *a = &c->a;
+
+	c->sc = &lua_acquire;
+	c->what = "acquire";
+	c->nkeys = 7;
+	arg(a, k->lock, k->lock_len);
+	arg(a, k->meta, k->meta_len);
+	arg(a, k->fence, k->fence_len);
+	arg(a, k->sem, k->sem_len);
+	arg(a, k->limit, k->limit_len);
+	arg(a, k->queue, k->queue_len);
+	arg(a, k->waiter, k->waiter_len);
+	arg_str(a, ctx->token);
+	arg_str(a, num(c, 0, ctx->lease_ms));
+	arg_str(a, ctx->host);
+	arg_str(a, ctx->pid);
+	arg_str(a, ctx->user);
+	arg_str(a, ctx->cmdline);
+	arg_str(a, num(c, 1, FENCE_TTL_MS));
+	arg_str(a, num(c, 2, ctx->limit));
+	arg_str(a, queue ? "1" : "0");
+	arg(a, k->waiter_prefix, k->waiter_prefix_len);
+	arg(a, k->wake_prefix, k->wake_prefix_len);
+	arg_str(a, num(c, 3, WAITER_TTL_MS));
+	arg_str(a, want_holder ? "1" : "0");
+	arg_str(a, num(c, 4, HANDOFF_LOOK_MS));
+	arg_str(a, ctx->acl_needs ? ctx->acl_needs : "");
+}
+
+static void
+call_is_ours(struct call *c, const struct lock_ctx *ctx)
+{
+	const struct lock_keys *k = &ctx->k;
+	struct args *a = &c->a;
+
+	c->sc = &lua_is_ours;
+	c->what = "re-entry check";
+	c->nkeys = 2;
+	arg(a, k->lock, k->lock_len);
+	arg(a, k->sem, k->sem_len);
+	arg_str(a, ctx->token);
+	arg_str(a, num(c, 0, ctx->limit));
+}
+
+static void
+call_extend(struct call *c, const struct lock_ctx *ctx)
+{
+	struct args *a = &c->a;
+
+	c->sc = &lua_extend;
+	c->what = "extend";
+	c->nkeys = 5;
+	holder_keys(a, ctx);
+	arg_str(a, ctx->token);
+	arg_str(a, num(c, 0, ctx->lease_ms));
+	arg_str(a, num(c, 1, ctx->limit));
+}
+
+/* ARGV[7..11] of release.lua: how the run ended (buf: the numbers). */
+static void
+run_end_args(struct args *a, const struct run_end *e, char (*buf)[24])
+{
+	snprintf(buf[0], 24, "%lld", (long long)e->min_hold_ms);
+	snprintf(buf[1], 24, "%d", e->exit_status);
+	snprintf(buf[2], 24, "%lld", (long long)LAST_RUN_TTL_MS);
+	snprintf(buf[3], 24, "%lld", (long long)e->ran_ms);
+	arg_str(a, buf[0]);
+	arg_str(a, buf[1]);
+	arg_str(a, e->lease_lost ? "1" : "0");
+	arg_str(a, buf[2]);
+	arg_str(a, buf[3]);
+}
+
+/* With ctx->end, the same call records the run and applies --min-hold
+ * (KEYS[7] and ARGV[7..11] of release.lua). */
+static void
+call_release(struct call *c, const struct lock_ctx *ctx)
+{
+	const struct lock_keys *k = &ctx->k;
+	struct args *a = &c->a;
+
+	c->sc = &lua_release;
+	c->what = "release";
+	holder_keys(a, ctx);
+	arg(a, k->tokens, k->tokens_len);
+	if (ctx->end)
+		arg(a, k->last, k->last_len);
+	c->nkeys = a->n;
+	arg_str(a, ctx->token);
+	arg_str(a, num(c, 0, ctx->limit));
+	arg(a, k->wake, k->wake_len);
+	arg(a, k->waiter_prefix, k->waiter_prefix_len);
+	arg(a, k->wake_prefix, k->wake_prefix_len);
+	arg_str(a, num(c, 1, WAKE_TOKEN_TTL_MS));
+	if (ctx->end)
+		run_end_args(a, ctx->end, c->num + 2);
+}
+
+static void
+call_build(struct call *c, enum single_op op, const struct lock_ctx *ctx,
+    int want_holder)
+{
+	c->a.n = 0;
+	switch (op) {
+	case SINGLE_ACQUIRE:
+		call_acquire(c, ctx, 0, want_holder);
+		break;
+	case SINGLE_EXTEND:
+		call_extend(c, ctx);
+		break;
+	case SINGLE_RELEASE:
+		call_release(c, ctx);
+		break;
+	case SINGLE_IS_OURS:
+		call_is_ours(c, ctx);
+		break;
+	}
+}
+
+static struct reply *
+call_run(struct server *cn, struct call *c)
+{
+	return script_run(cn, c->sc, c->nkeys, c->a.n - c->nkeys, c->a.v,
+	    c->a.len);
+}
+
+/* acquire.lua's reply r (freed here) as a lock_result. */
+static enum lock_result
+acquire_result(struct server *cn, struct reply *r, int64_t *fence,
+    struct lock_busy *busy)
+{
 	enum lock_result res;
 
-	snprintf(lease, sizeof(lease), "%lld", (long long)ctx->lease_ms);
-	snprintf(fttl, sizeof(fttl), "%lld", (long long)FENCE_TTL_MS);
-	snprintf(lim, sizeof(lim), "%ld", ctx->limit);
-	snprintf(wttl, sizeof(wttl), "%d", WAITER_TTL_MS);
-	snprintf(look, sizeof(look), "%d", HANDOFF_LOOK_MS);
-	arg(&a, k->lock, k->lock_len);
-	arg(&a, k->meta, k->meta_len);
-	arg(&a, k->fence, k->fence_len);
-	arg(&a, k->sem, k->sem_len);
-	arg(&a, k->limit, k->limit_len);
-	arg(&a, k->queue, k->queue_len);
-	arg(&a, k->waiter, k->waiter_len);
-	arg_str(&a, ctx->token);
-	arg_str(&a, lease);
-	arg_str(&a, ctx->host);
-	arg_str(&a, ctx->pid);
-	arg_str(&a, ctx->user);
-	arg_str(&a, ctx->cmdline);
-	arg_str(&a, fttl);
-	arg_str(&a, lim);
-	arg_str(&a, queue ? "1" : "0");
-	arg(&a, k->waiter_prefix, k->waiter_prefix_len);
-	arg(&a, k->wake_prefix, k->wake_prefix_len);
-	arg_str(&a, wttl);
-	arg_str(&a, want_holder ? "1" : "0");
-	arg_str(&a, look);
-	arg_str(&a, ctx->acl_needs ? ctx->acl_needs : "");
-	if ((r = script_run(cn, &lua_acquire, 7, a.n - 7, a.v, a.len)) == NULL)
+	if (r == NULL)
 		return LOCK_ERROR;
 	if ((res = single_parse_acquire(r, fence, busy)) == LOCK_ERROR)
 		server_fail_reply(cn, "acquire", r);
@@ -211,24 +336,35 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 	return res;
 }
 
+/* An extend, release or re-entry check's reply r (freed here): 1, 0, or
+ * -1 (failure recorded). */
+static int
+yes_no(struct server *cn, const char *what, struct reply *r)
+{
+	long long v;
+
+	if (int_reply(cn, what, r, &v) < 0)
+		return -1;
+	return v == 1;
+}
+
+static enum lock_result
+op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
+    int want_holder, int64_t *fence, struct lock_busy *busy)
+{
+	struct call c = { .a.n = 0 };
+
+	call_acquire(&c, ctx, queue, want_holder);
+	return acquire_result(srv(l), call_run(srv(l), &c), fence, busy);
+}
+
 static int
 op_is_ours(struct lock *l, const struct lock_ctx *ctx)
 {
-	struct server *cn = srv(l);
-	const struct lock_keys *k = &ctx->k;
-	struct args a = { .n = 0 };
-	char lim[24];
-	long long v;
+	struct call c = { .a.n = 0 };
 
-	snprintf(lim, sizeof(lim), "%ld", ctx->limit);
-	arg(&a, k->lock, k->lock_len);
-	arg(&a, k->sem, k->sem_len);
-	arg_str(&a, ctx->token);
-	arg_str(&a, lim);
-	if (int_reply(cn, "re-entry check", script_run(cn, &lua_is_ours, 2, 2,
-	    a.v, a.len), &v) < 0)
-		return -1;
-	return v == 1;
+	call_is_ours(&c, ctx);
+	return yes_no(srv(l), c.what, call_run(srv(l), &c));
 }
 
 static int
@@ -274,78 +410,64 @@ op_dequeue(struct lock *l, const struct lock_ctx *ctx)
 	    a.v, a.len), &v);
 }
 
-static void
-holder_keys(struct args *a, const struct lock_ctx *ctx)
-{
-	a->n += lock_holder_keys(&ctx->k, a->v + a->n, a->len + a->n);
-}
-
 static int
 op_extend(struct lock *l, const struct lock_ctx *ctx)
 {
-	struct server *cn = srv(l);
-	char lease[24], lim[24];
-	struct args a = { .n = 0 };
-	long long v;
+	struct call c = { .a.n = 0 };
 
-	snprintf(lease, sizeof(lease), "%lld", (long long)ctx->lease_ms);
-	snprintf(lim, sizeof(lim), "%ld", ctx->limit);
-	holder_keys(&a, ctx);
-	arg_str(&a, ctx->token);
-	arg_str(&a, lease);
-	arg_str(&a, lim);
-	if (int_reply(cn, "extend", script_run(cn, &lua_extend, 5, 3, a.v,
-	    a.len), &v) < 0)
-		return -1;
-	return v == 1;
+	call_extend(&c, ctx);
+	return yes_no(srv(l), c.what, call_run(srv(l), &c));
 }
 
-/* ARGV[7..11] of release.lua: how the run ended (buf: the numbers). */
-static void
-run_end_args(struct args *a, const struct run_end *e, char (*buf)[24])
-{
-	snprintf(buf[0], 24, "%lld", (long long)e->min_hold_ms);
-	snprintf(buf[1], 24, "%d", e->exit_status);
-	snprintf(buf[2], 24, "%lld", (long long)LAST_RUN_TTL_MS);
-	snprintf(buf[3], 24, "%lld", (long long)e->ran_ms);
-	arg_str(a, buf[0]);
-	arg_str(a, buf[1]);
-	arg_str(a, e->lease_lost ? "1" : "0");
-	arg_str(a, buf[2]);
-	arg_str(a, buf[3]);
-}
-
-/* With ctx->end, the same call records the run and applies --min-hold
- * (KEYS[7] and ARGV[7..11] of release.lua). */
 static int
 op_release(struct lock *l, const struct lock_ctx *ctx)
 {
-	struct server *cn = srv(l);
-	const struct lock_keys *k = &ctx->k;
-	struct args a = { .n = 0 };
-	char lim[24], ttl[24], end[4][24];
-	long long v;
-	int nkeys;
+	struct call c = { .a.n = 0 };
 
-	snprintf(lim, sizeof(lim), "%ld", ctx->limit);
-	snprintf(ttl, sizeof(ttl), "%d", WAKE_TOKEN_TTL_MS);
-	holder_keys(&a, ctx);
-	arg(&a, k->tokens, k->tokens_len);
-	if (ctx->end)
-		arg(&a, k->last, k->last_len);
-	nkeys = a.n;
-	arg_str(&a, ctx->token);
-	arg_str(&a, lim);
-	arg(&a, k->wake, k->wake_len);
-	arg(&a, k->waiter_prefix, k->waiter_prefix_len);
-	arg(&a, k->wake_prefix, k->wake_prefix_len);
-	arg_str(&a, ttl);
-	if (ctx->end)
-		run_end_args(&a, ctx->end, end);
-	if (int_reply(cn, "release", script_run(cn, &lua_release, nkeys,
-	    a.n - nkeys, a.v, a.len), &v) < 0)
-		return -1;
-	return v == 1;
+	call_release(&c, ctx);
+	return yes_no(srv(l), c.what, call_run(srv(l), &c));
+}
+
+int
+single_send(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
+    int want_holder)
+{
+	struct call c;
+
+	call_build(&c, op, ctx, want_holder);
+	return script_send(srv(m), c.sc, c.nkeys, c.a.n - c.nkeys, c.a.v,
+	    c.a.len);
+}
+
+static struct reply *
+call_recv(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
+    int want_holder, int64_t deadline, struct call *c)
+{
+	call_build(c, op, ctx, want_holder);
+	return script_recv(srv(m), c->sc, c->nkeys, c->a.n - c->nkeys,
+	    c->a.v, c->a.len, deadline);
+}
+
+enum lock_result
+single_recv_acquire(struct lock *m, const struct lock_ctx *ctx,
+    int want_holder, int64_t deadline, int64_t *fence,
+    struct lock_busy *busy)
+{
+	struct call c;
+	struct reply *r = call_recv(m, SINGLE_ACQUIRE, ctx, want_holder,
+	    deadline, &c);
+
+	return acquire_result(srv(m), r, fence, busy);
+}
+
+int
+single_recv(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
+    int64_t deadline)
+{
+	struct call c;
+	struct reply *r = call_recv(m, op, ctx, 0, deadline, &c);
+
+	return yes_no(srv(m), c.what, r);
 }
 
 static int

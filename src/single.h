@@ -17,6 +17,26 @@ struct lock *single_new(const struct conn_cfg *cfg, int64_t connect_ms,
     int64_t cmd_ms);
 
 /*
+ * The two halves of acquire, extend, release and the re-entry check on
+ * one server, so that a quorum asks its masters at once: single_send
+ * writes the script (0, or -1 with m closed and the failure recorded);
+ * single_recv_acquire / single_recv read its reply by `deadline` (mono
+ * ms), given the same ctx (and want_holder) again, and answer as
+ * lock_acquire (never queued) and lock_extend, lock_release and
+ * lock_is_ours do. One send, then one receive, per op on m.
+ */
+enum single_op { SINGLE_ACQUIRE, SINGLE_EXTEND, SINGLE_RELEASE,
+	SINGLE_IS_OURS };
+
+int single_send(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
+    int want_holder);
+enum lock_result single_recv_acquire(struct lock *m,
+    const struct lock_ctx *ctx, int want_holder, int64_t deadline,
+    int64_t *fence, struct lock_busy *busy);
+int single_recv(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
+    int64_t deadline);
+
+/*
  * The checks of acquire.lua's reply r, apart from the connection so they
  * can be tested and fuzzed alone: LOCK_GRANTED sets *fence, LOCK_BUSY
  * fills *busy, LOCK_ERROR means r is not a reply acquire.lua gives (the

@@ -21,8 +21,10 @@
 #define WAKE_MAX_SUBS 9
 
 struct waker {
-	/* BLPOP */
-	struct server *pop;		/* the caller's; NULL for subscriptions */
+	/* BLPOP on pop[at], the others watched while idle */
+	struct server *pop[WAKE_MAX_SUBS];	/* the caller's */
+	int npop;			/* 0 for subscriptions */
+	int at;				/* where the BLPOP is in flight */
 	int armed;			/* a BLPOP is in flight */
 	int64_t armed_until;
 	int sharp;			/* armed_until is an expiry: see below */
@@ -64,12 +66,36 @@ wake_parse_pop(const struct reply *r)
 struct waker *
 wake_pop(struct server *s, const char *list, size_t len)
 {
-	struct waker *w = xcalloc(1, sizeof(*w));
+	return wake_pop_any(&s, 1, 1, list, len);
+}
 
-	w->pop = s;
+struct waker *
+wake_pop_any(struct server *const *s, int n, int need, const char *list,
+    size_t len)
+{
+	struct waker *w = xcalloc(1, sizeof(*w));
+	int i;
+
+	if (n > WAKE_MAX_SUBS)
+		n = WAKE_MAX_SUBS;
+	for (i = 0; i < n; i++)
+		w->pop[i] = s[i];
+	w->npop = n;
+	w->need = need;
 	w->name = xstrndup(list, len);
 	w->name_len = len;
 	return w;
+}
+
+/* How many of the BLPOP servers are connected. */
+static int
+pop_open(const struct waker *w)
+{
+	int i, up = 0;
+
+	for (i = 0; i < w->npop; i++)
+		up += server_is_open(w->pop[i]);
+	return up;
 }
 
 struct waker *
@@ -160,8 +186,8 @@ waker_listen(struct waker *w)
 {
 	int i, up = 0;
 
-	if (w->pop)
-		return 1;
+	if (w->npop)
+		return w->npop == 1 ? 1 : pop_open(w);
 	for (i = 0; i < w->n; i++) {
 		if (!w->listening[i] || !server_is_open(w->sub[i]))
 			w->listening[i] = subscribe(w, i) == 0;
@@ -175,8 +201,9 @@ waker_listening(const struct waker *w)
 {
 	int i, up = 0;
 
-	if (w->pop)
-		return 1;
+	/* One server: a closed one is opened again by the BLPOP. */
+	if (w->npop)
+		return w->npop == 1 || pop_open(w) >= w->need;
 	for (i = 0; i < w->n; i++)
 		up += w->listening[i] && server_is_open(w->sub[i]);
 	return up >= w->need;
@@ -187,8 +214,8 @@ waker_cancel(struct waker *w)
 {
 	int i;
 
-	if (w->pop && w->armed)
-		server_close(w->pop);
+	if (w->npop && w->armed)
+		server_close(w->pop[w->at]);
 	w->armed = 0;
 	for (i = 0; i < w->n; i++) {
 		server_close(w->sub[i]);
@@ -285,13 +312,31 @@ wait_subs(struct waker *w, int64_t until, int sigfd)
 static enum woke
 pop_lost(struct waker *w, const char *why)
 {
+	struct server *s = w->pop[w->at];
+
 	if (why)
 		failure_set(&w->fail, RL_EXIT_UNAVAILABLE, "BLPOP: %s", why);
 	else
-		w->fail = *server_failure(w->pop);
+		w->fail = *server_failure(s);
 	w->armed = 0;
-	server_close(w->pop);
+	server_close(s);
 	return WOKE_LOST;
+}
+
+/* The server to BLPOP on: the only one (a closed one is opened by the
+ * send), or the first one connected; -1 when fewer than `need` are. */
+static int
+pick(const struct waker *w)
+{
+	int i;
+
+	if (w->npop == 1)
+		return 0;
+	if (pop_open(w) < w->need)
+		return -1;
+	for (i = 0; !server_is_open(w->pop[i]); i++)
+		;
+	return i;
 }
 
 static int
@@ -305,11 +350,33 @@ arm(struct waker *w, int64_t until)
 	lens[2] = (size_t)snprintf(secs, sizeof(secs), "%lld.%03lld",
 	    (long long)(left / 1000), (long long)(left % 1000));
 	argv[2] = secs;
-	if (server_send(w->pop, 3, argv, lens) < 0)
+	if (server_send(w->pop[w->at], 3, argv, lens) < 0)
 		return -1;
 	w->armed = 1;
 	w->armed_until = until;
 	return 0;
+}
+
+/*
+ * An idle server (no command in flight) became readable: Redis closed it,
+ * or said something it had not been asked. Either way it is closed now;
+ * 1 if it was, 0 if nothing came after all.
+ */
+static int
+idle_gone(struct server *s)
+{
+	struct reply *r = NULL;
+	int n = server_recv(s, 0, &r);
+
+	if (n == 0)
+		return 0;
+	if (n > 0) {
+		failure_set(server_failure_rw(s), RL_EXIT_UNAVAILABLE, "an "
+		    "unexpected reply on an idle connection");
+		reply_free(r);
+		server_close(s);
+	}
+	return 1;
 }
 
 /*
@@ -319,52 +386,74 @@ arm(struct waker *w, int64_t until)
  * (100 ms by default) late: when `until` is the moment the holder's key
  * expires (`sharp`: a dead holder, --min-hold), the BLPOP is abandoned
  * then, with its connection, so the waiter tries at once.
+ * With several servers (a quorum's masters), the BLPOP goes to one and
+ * the others' idle connections are polled too: when fewer than `need`
+ * are left, the BLPOP is abandoned (its connection closed) and the wait
+ * ends WOKE_LOST, as no grant is possible then.
  */
 static enum woke
 wait_pop(struct waker *w, int64_t until, int sigfd, int sharp)
 {
-	struct pollfd p[2];
+	struct pollfd p[1 + WAKE_MAX_SUBS];
 	struct reply *r = NULL;
 	int64_t hard;
-	int n;
+	int i, n;
 
 	if (!w->armed) {
 		if (until - mono_ms() <= 0)
 			return WOKE_TIMEOUT;
+		if ((w->at = pick(w)) < 0) {
+			failure_set(&w->fail, RL_EXIT_UNAVAILABLE, "fewer "
+			    "than %d servers connected", w->need);
+			return WOKE_LOST;
+		}
 		if (arm(w, until) < 0)
 			return pop_lost(w, NULL);
 		w->sharp = sharp;
 	}
-	hard = w->armed_until + server_connect_timeout(w->pop);
+	hard = w->armed_until + server_connect_timeout(w->pop[w->at]);
 	if (w->sharp)
 		hard = w->armed_until;
 	p[0] = (struct pollfd){ .fd = sigfd, .events = POLLIN };
-	p[1] = (struct pollfd){ .fd = server_fd(w->pop), .events = POLLIN };
 	while (r == NULL) {
-		if (!server_pending(w->pop)) {
+		if (!server_pending(w->pop[w->at])) {
 			if (w->sharp && mono_ms() >= hard) {
 				/* The next attempt reconnects. */
 				w->armed = 0;
-				server_close(w->pop);
+				server_close(w->pop[w->at]);
 				return WOKE_TIMEOUT;
 			}
 			if (mono_ms() >= hard)
 				return pop_lost(w, "no answer");
-			n = poll(p, 2, poll_ms(hard));
+			for (i = 0; i < w->npop; i++)
+				p[1 + i] = (struct pollfd){ .fd =
+				    server_fd(w->pop[i]), .events = POLLIN };
+			n = poll(p, (nfds_t)(1 + w->npop), poll_ms(hard));
 			if (n < 0 && errno != EINTR)
 				return pop_lost(w, strerror(errno));
 			if (n <= 0)
 				continue;
 			if (p[0].revents & POLLIN)
 				return WOKE_SIGFD;
-			if (p[1].revents == 0)
+			for (i = 0; i < w->npop; i++) {
+				if (i == w->at || p[1 + i].revents == 0 ||
+				    !idle_gone(w->pop[i]))
+					continue;
+				if (pop_open(w) < w->need) {
+					w->fail = *server_failure(w->pop[i]);
+					w->armed = 0;
+					server_close(w->pop[w->at]);
+					return WOKE_LOST;
+				}
+			}
+			if (p[1 + w->at].revents == 0)
 				continue;
 		}
-		if (server_recv(w->pop, 0, &r) < 0)
+		if (server_recv(w->pop[w->at], 0, &r) < 0)
 			return pop_lost(w, NULL);
 	}
 	w->armed = 0;
-	if (server_take_redirect(w->pop, r)) {
+	if (server_take_redirect(w->pop[w->at], r)) {
 		/* The slot moved, or the master changed: try there. */
 		reply_free(r);
 		failure_set(&w->fail, RL_EXIT_UNAVAILABLE, "BLPOP redirected");
@@ -380,13 +469,13 @@ wait_pop(struct waker *w, int64_t until, int sigfd, int sharp)
 enum woke
 waker_wait(struct waker *w, int64_t until, int sigfd)
 {
-	return w->pop ? wait_pop(w, until, sigfd, 0) :
+	return w->npop ? wait_pop(w, until, sigfd, 0) :
 	    wait_subs(w, until, sigfd);
 }
 
 enum woke
 waker_wait_expiry(struct waker *w, int64_t until, int sigfd)
 {
-	return w->pop ? wait_pop(w, until, sigfd, 1) :
+	return w->npop ? wait_pop(w, until, sigfd, 1) :
 	    wait_subs(w, until, sigfd);
 }

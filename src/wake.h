@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * How a waiter is woken, as the lock layer arranges it: a BLPOP on the
- * lock's own connection (plain waiters: each release leaves one token, so
- * one waiter wakes), or subscriptions on connections of their own (the
- * --fair waiter's own channel; P{KEY}:wake on every --redlock master).
+ * lock's own connection (plain and --redlock waiters: each release leaves
+ * one token, so one waiter wakes), or a subscription on a connection of
+ * its own (the --fair waiter's own channel).
  * Reads use poll(), never a socket timeout, and look at what the
  * transport has already buffered first. Never prints.
  */
@@ -27,6 +27,15 @@ struct waker;
 
 /* BLPOP list on s, a server the caller keeps (and uses between waits). */
 struct waker *wake_pop(struct server *s, const char *list, size_t len);
+
+/*
+ * BLPOP list on one of n servers the caller keeps (a quorum's masters):
+ * the first one connected, the next one once that fails. The others'
+ * idle connections are watched while waiting, and a wait ends WOKE_LOST
+ * as soon as fewer than `need` of the n are connected.
+ */
+struct waker *wake_pop_any(struct server *const *s, int n, int need,
+    const char *list, size_t len);
 
 /*
  * Subscriptions to channel ch on n servers, on connections cloned from

@@ -7,8 +7,8 @@
 -- ARGV[10] "P{K}:w:"  ARGV[11] "P{K}:wake:"  ARGV[12] waiter ttl ms
 -- ARGV[13] 1: return the holder's meta when busy  ARGV[14] ms between looks
 -- at a queue head that has yet to take a free KEY  ARGV[15] what else the
--- caller runs while it waits: 'w' BLPOP (a plain waiter), 'f' SSUBSCRIBE
--- and dequeue (a --fair one), 's' SSUBSCRIBE to P{K}:wake (--redlock)
+-- caller runs while it waits: 'w' BLPOP (a plain or --redlock waiter),
+-- 'f' SSUBSCRIBE and dequeue (a --fair one)
 -- Refused with RLOCK_NOPERM (acl.lua), writing nothing, when the caller's
 -- ACL lacks a permission this script, the holder's extend and release, or
 -- the waiter's commands (ARGV[15]) need.
@@ -53,9 +53,6 @@ if ARGV[9] == '1' or string.find(needs, 'f', 1, true) then
 end
 if string.find(needs, 'w', 1, true) then
   acl_add(checks, {{'BLPOP', KEYS[1] .. ':tok', '0'}})
-end
-if string.find(needs, 's', 1, true) then
-  acl_add(checks, {{'SSUBSCRIBE', KEYS[1] .. ':wake'}})
 end
 acl_add(checks, acl_extend(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], n))
 acl_add(checks, acl_release(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6],
