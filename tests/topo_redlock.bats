@@ -416,32 +416,38 @@ someone_in() { [ "$(in_sections)" -ge 1 ]; }
 	! grep -q '^shown' <<< "$output" || fail "$output"
 }
 
-@test "redlock: --min-hold on every master, the run recorded on each, a waiter at the hold's end" {
-	local g w late p
+@test "redlock: --min-hold on the masters that granted, the run recorded on each, a waiter at the hold's end" {
+	local g w late p n=0 granted=""
 	# A hold long enough to look at five masters on a busy machine.
 	rl --min-hold 5s -k held -- true
 	for p in $MASTERS_PORTS; do
-		[ "$(topo_cli "$p" exists 'rlock:{held}')" = 1 ] ||
-			fail "not kept on $p"
-		[ "$(topo_cli "$p" hget 'rlock:{held}:last' exit)" = 0 ]
+		# A master may have missed the grant (its per-master timeout
+		# on a busy machine): a majority is what holds.
+		[ "$(topo_cli "$p" exists 'rlock:{held}')" = 1 ] || continue
+		[ "$(topo_cli "$p" hget 'rlock:{held}:last' exit)" = 0 ] ||
+			fail "no record on $p"
 		topo_cli "$p" hget 'rlock:{held}:last' started >> "$T/started"
+		granted+=" $p"
+		n=$((n + 1))
 	done
+	[ "$n" -ge 3 ] || fail "kept on $n masters only"
 	run -75 rl -n -q -k held -- true
 	rl -w 15s -k held -- sh -c 'echo "$RLOCK_FENCE" > "$1/w"' sh "$T"
-	# Each master holds until its own grant + 5 s; a majority of them is
-	# free from the third grant on (the masters are asked in turn). The
-	# waiter's fence is the clock of its last master to grant.
-	g=$(sort -n "$T/started" | sed -n 3p)
+	# Each master holds until its own grant + 5 s (the masters are asked
+	# in turn); one that did not grant is free. A majority (3) is free
+	# from the (n - 2)th grant on. The waiter's fence is the clock of its
+	# last master to grant.
+	g=$(sort -n "$T/started" | sed -n "$((n - 2))p")
 	w=$(cat "$T/w")
 	late=$((w - g - 5000))
-	echo "# granted ${late}ms after the hold's end" >&3
+	echo "# granted ${late}ms after the hold's end ($n masters held)" >&3
 	[ "$late" -ge 0 ] && [ "$late" -lt 1000 ] || fail "late by ${late}ms"
 	# Each master's own view, and one exposition for all of them.
 	run -1 --separate-stderr "$RLOCK" status --redlock --prometheus \
 		"${MASTERS_UARGS[@]}" held never
 	echo "$output" > "$T/p.prom"
 	run -0 promtool check metrics < "$T/p.prom"
-	for p in $MASTERS_PORTS; do
+	for p in $granted; do
 		grep -q "^rlock_last_run_exit_status{key=\"held\",master=\"redis://127.0.0.1:$p/0\"} 0\$" "$T/p.prom" ||
 			fail "no series for $p: $(cat "$T/p.prom")"
 	done
