@@ -112,21 +112,23 @@ _topo_pass() {
 	cat "$(_topo_dir "$1")/pass" 2>/dev/null || true
 }
 
-# The redis-cli options to reach our node on PORT (TLS, if it speaks it).
+# The redis-cli options to reach our node on PORT (TLS, if it speaks it),
+# in the array TLS_ARGS. No fork: topo_cli runs often.
 _topo_tls_args() {
-	local d
-	d=$(cat "$(_topo_dir "$1")/tls" 2>/dev/null) || return 0
-	[ -z "$d" ] || printf '%s\n' --tls --cacert "$d/ca.crt"
+	local d=
+	TLS_ARGS=()
+	read -r d 2>/dev/null < "${TOPO_DIR:?}/n$1/tls" || true
+	[ -z "$d" ] || TLS_ARGS=(--tls --cacert "$d/ca.crt")
 }
 
 # The scheme of the URLs of the nodes started now: redis or rediss.
 _topo_scheme() { echo "redis${TOPO_TLS:+s}"; }
 
 topo_cli() {
-	local port=$1 pass tls=()
+	local port=$1 pass TLS_ARGS
 	shift
-	mapfile -t tls < <(_topo_tls_args "$port")
-	set -- "${tls[@]}" "$@"
+	_topo_tls_args "$port"
+	set -- "${TLS_ARGS[@]}" "$@"
 	pass=$(_topo_pass "$port")
 	# REDISCLI_AUTH, not -a: no warning line mixed into the output.
 	if [ -n "$pass" ]; then
@@ -639,7 +641,7 @@ _cluster_links_up() {
 }
 
 cluster_up() {
-	local replicas=${1:-0} n ports=() hp=() p m=() r=() tls=()
+	local replicas=${1:-0} n ports=() hp=() p m=() r=() TLS_ARGS
 	n=$(( 3 * (1 + replicas) ))
 	for _ in $(seq 1 "$n"); do
 		p=$(_topo_start bus) || return 1
@@ -648,9 +650,9 @@ cluster_up() {
 	done
 	# redis-cli reads REDISCLI_AUTH in --cluster mode too (and sends
 	# AUTH even when it is empty).
-	mapfile -t tls < <(_topo_tls_args "${ports[0]}")
+	_topo_tls_args "${ports[0]}"
 	env -u REDISCLI_AUTH ${TOPO_PASSWORD:+REDISCLI_AUTH="$TOPO_PASSWORD"} \
-		timeout -k 1 60 redis-cli "${tls[@]}" --cluster create "${hp[@]}" \
+		timeout -k 1 60 redis-cli "${TLS_ARGS[@]}" --cluster create "${hp[@]}" \
 		--cluster-replicas "$replicas" --cluster-yes \
 		> "$TOPO_DIR/cluster-create.log" 2>&1 || {
 		_topo_err "redis-cli --cluster create failed:" \
