@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /*
@@ -31,6 +32,47 @@ static const int SIGNALS[] = {
 	SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS
 };
 
+/*
+ * libc keeps the real-time signals below SIGRTMIN for itself (32 and 33
+ * with glibc), and glibc installs a handler on one of them when the first
+ * thread starts. The renewal thread starts before COMMAND, and an exec
+ * resets a handled signal to its default, so one our caller ignored would
+ * reach COMMAND no longer ignored. Which of them were ignored is noted
+ * before any thread and put back by sig_restore; libc refuses sigaction()
+ * on them, so with the system call, in the kernel's struct (the generic
+ * layout: handler first; a zeroed one with SIG_IGN means the same where
+ * there is no restorer field). MIPS, Alpha and SPARC order it otherwise:
+ * there the note is not taken.
+ */
+#if defined(__mips__) || defined(__alpha__) || defined(__sparc__)
+#define RESERVED_BY_SYSCALL 0
+#else
+#define RESERVED_BY_SYSCALL 1
+#endif
+#define FIRST_RT_SIGNAL 32
+
+struct ksigaction {
+	void (*handler)(int);
+	unsigned long flags;
+	void (*restorer)(void);
+	unsigned long mask;
+};
+
+static unsigned long reserved_ignored;	/* bit n: signal 32 + n */
+
+static void
+note_reserved_ignored(void)
+{
+	struct ksigaction k;
+	int sig;
+
+	for (sig = FIRST_RT_SIGNAL; RESERVED_BY_SYSCALL && sig < SIGRTMIN &&
+	    sig < FIRST_RT_SIGNAL + 64; sig++)
+		if (syscall(SYS_rt_sigaction, sig, NULL, &k, _NSIG / 8) == 0 &&
+		    k.handler == SIG_IGN)
+			reserved_ignored |= 1UL << (sig - FIRST_RT_SIGNAL);
+}
+
 int
 sig_setup(void)
 {
@@ -38,6 +80,7 @@ sig_setup(void)
 	size_t i;
 	int rt;
 
+	note_reserved_ignored();
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
 	for (i = 0; i < sizeof(SIGNALS) / sizeof(SIGNALS[0]); i++)
@@ -68,9 +111,15 @@ sig_take(int fd, struct signalfd_siginfo *si)
 void
 sig_restore(void)
 {
+	struct ksigaction ign = { .handler = SIG_IGN };
 	sigset_t none;
+	int n;
 
 	signal(SIGPIPE, SIG_DFL);
+	for (n = 0; n < 64; n++)
+		if (reserved_ignored & 1UL << n)
+			(void)syscall(SYS_rt_sigaction, FIRST_RT_SIGNAL + n,
+			    &ign, NULL, _NSIG / 8);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 }
