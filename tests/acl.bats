@@ -8,6 +8,10 @@
 
 load helper
 
+# Each test runs rlock some 30 to 60 times: on a loaded machine that
+# takes longer than helper.bash's 90 s.
+BATS_TEST_TIMEOUT=$(tf 240)
+
 setup_file() {
 	redis_start main
 	local top=$BATS_TEST_DIRNAME/..
@@ -191,16 +195,20 @@ without_each() {
 	[ "$nth" -ge "$1" ] || fail "only $nth rules"
 }
 
-@test "acl: without any one of rules 1-12, 77 naming it, nothing written" {
-	without_each 1 12
+@test "acl: without any one of rules 1-9, 77 naming it, nothing written" {
+	without_each 1 9
 }
 
-@test "acl: without any one of rules 13-24, 77 naming it, nothing written" {
-	without_each 13 24
+@test "acl: without any one of rules 10-18, 77 naming it, nothing written" {
+	without_each 10 18
 }
 
-@test "acl: without any one of rules 25 on, 77 naming it, nothing written" {
-	without_each 25 99
+@test "acl: without any one of rules 19-27, 77 naming it, nothing written" {
+	without_each 19 27
+}
+
+@test "acl: without any one of rules 28 on, 77 naming it, nothing written" {
+	without_each 28 99
 }
 
 @test "acl: Redis 7's default user (resetchannels): 77 naming the channels, not 70; no half release" {
