@@ -159,7 +159,7 @@ want:   $line"
 		fail "stderr: $stderr"
 	# It waited the timeout out, and did not hang (a wide window: a
 	# loaded machine takes seconds to start rlock at all).
-	[ "$took" -ge 1000 ] && [ "$took" -lt "$(tf_ms 10000)" ] ||
+	[ "$took" -ge "$(tf_ms 1000)" ] && [ "$took" -lt "$(tf_ms 10000)" ] ||
 		fail "took $took ms"
 }
 
