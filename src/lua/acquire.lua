@@ -51,6 +51,12 @@ if ARGV[9] == '1' or string.find(needs, 'f', 1, true) then
     {'PEXPIRE', KEYS[6], '1'}, {'SSUBSCRIBE', ARGV[11] .. token}})
   acl_add(checks, acl_dequeue(KEYS[6], KEYS[7], ARGV[10], ARGV[11]))
 end
+-- A run not obtained counts itself in P{K}:last (record.lua's skip),
+-- named here from the waiters' prefix: only asked about, never touched.
+local last = string.sub(ARGV[10], 1, -3) .. 'last'
+acl_add(checks, {{'HGET', last, 'skip_fence'}, {'HMGET', last, 'fence'},
+  {'HINCRBY', last, 'skips', '1'}, {'HSET', last, 'x', 'x'},
+  {'PEXPIRE', last, '1'}})
 if string.find(needs, 'w', 1, true) then
   acl_add(checks, {{'BLPOP', KEYS[1] .. ':tok', '0'}})
 end
