@@ -5,8 +5,8 @@
 # a promoted replica that never got the lock (the holder finds out at its
 # next extend and follows --on-lost).
 
-load helper
-load topology
+load ../helper
+load ../topology
 
 BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-90}
 

@@ -4,9 +4,9 @@
 # rediss+cluster:// URLs: locks on every master, a slot that migrates
 # under a waiter (MOVED to a TLS node), status and list on every master.
 
-load helper
-load topology
-load tls
+load ../helper
+load ../topology
+load ../tls
 
 unset TOPO_PASSWORD TOPO_SENTINEL_PASSWORD
 

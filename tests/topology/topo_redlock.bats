@@ -6,8 +6,8 @@
 # left without an expiry. Five masters, plus three for the smaller set.
 # About 15-20 s.
 
-load helper
-load topology
+load ../helper
+load ../topology
 
 unset TOPO_PASSWORD TOPO_SENTINEL_PASSWORD
 
@@ -284,7 +284,7 @@ log_all() {
 acquires() {
 	local c sha
 	c=$(dirname "$RLOCK")/lua_scripts.c
-	[ -f "$c" ] || c=$BATS_TEST_DIRNAME/../build/lua_scripts.c
+	[ -f "$c" ] || c=$BATS_TEST_DIRNAME/../../build/lua_scripts.c
 	sha=$(grep -A1 'lua_acquire = ' "$c" | grep -o '[0-9a-f]\{40\}')
 	[ -n "$sha" ] || fail "no SHA of acquire.lua in $c"
 	topo_cli "$1" slowlog get 10000 | { grep -cx "$sha" || true; }

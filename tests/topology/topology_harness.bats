@@ -8,7 +8,7 @@
 bats_require_minimum_version 1.5.0
 load '/usr/lib/bats/bats-support/load.bash'
 load '/usr/lib/bats/bats-assert/load.bash'
-load topology
+load ../topology
 
 BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-60}
 unset REDISCLI_AUTH TOPO_PASSWORD TOPO_SENTINEL_PASSWORD

@@ -3,9 +3,9 @@
 # sentinels listen on TLS ports only (tls-replication yes), reached through
 # rediss+sentinel:// (the sentinels and the master both over TLS).
 
-load helper
-load topology
-load tls
+load ../helper
+load ../topology
+load ../tls
 
 unset TOPO_PASSWORD TOPO_SENTINEL_PASSWORD
 
