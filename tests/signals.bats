@@ -78,7 +78,7 @@ death_ms() { # PID MS (scaled)
 	local end=$(( $(now_ms) + $(tf_ms "$2") ))
 	while proc_alive "$1"; do
 		[ "$(now_ms)" -lt "$end" ] || return 1
-		sleep 0.005
+		nap 0.005
 	done
 	now_ms
 }

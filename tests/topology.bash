@@ -875,7 +875,7 @@ fi
 
 # tests/no_ttl.lua, in one round trip per node: a redis-cli per key made
 # a teardown after a busy test take minutes on a loaded machine.
-NO_TTL_LUA=$(cat "${BASH_SOURCE[0]%/*}/no_ttl.lua")
+IFS= read -r -d '' NO_TTL_LUA < "${BASH_SOURCE[0]%/*}/no_ttl.lua" || true
 
 # keys_without_ttl_on PORT...: "PORT: KEY" for every key without an expiry
 # (an error from a node is printed too, so it fails the caller's check).
