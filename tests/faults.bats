@@ -29,7 +29,7 @@ proc_gone() { ! kill -0 "$1" 2>/dev/null; }
 	LD_PRELOAD=$BATS_FILE_TMPDIR/fault.so RLOCK_FAULT_POLL_MS=300 \
 		"$RLOCK" -k pollfail -- sh -c \
 		"trap 'echo got-term > $T/term; exit 7' TERM; touch $T/in;
-		 while :; do sleep 0.05; done" 2> "$T/err" &
+		 while :; do sleep 0.05; done" 2> "$T/err" 3>&- &
 	local rl=$!
 	wait_ms 5000 test -e "$T/in" || fail "COMMAND did not start"
 	sleep 0.6	# past the injected failure
@@ -46,8 +46,8 @@ proc_gone() { ! kill -0 "$1" 2>/dev/null; }
 	# The first allocation after 700 ms fails: the renewal thread's, for
 	# its first extend (at lease/3), unless something else comes first.
 	LD_PRELOAD=$BATS_FILE_TMPDIR/fault.so RLOCK_FAULT_MALLOC_MS=700 \
-		"$RLOCK" -l 10s -k oom -- sh -c "echo \$\$ > $T/cmd; sleep 60" \
-		2> "$T/err" &
+		"$RLOCK" -l 10s -k oom -- sh -c "echo \$\$ > $T/cmd; exec sleep 60" \
+		2> "$T/err" 3>&- &
 	local rl=$! t0
 	t0=$(now_ms)
 	wait_ms 10000 proc_gone "$rl" || { kill -9 "$rl"; fail "rlock runs on"; }
