@@ -45,6 +45,8 @@ struct conn {
 	socklen_t peer_len;
 	redisReader *reader;
 	struct reply *stash;		/* parsed, not yet handed out */
+	conn_ahead_fn ahead[CONN_AHEAD_MAX];	/* owed replies, in order */
+	int nahead;
 	int64_t cmd_timeout_ms;
 	struct failure fail;
 };
@@ -127,6 +129,8 @@ drop(struct conn *cn, int reset)
 	}
 	reply_free(cn->stash);
 	cn->stash = NULL;
+	/* Replies still owed die with the connection, unseen. */
+	cn->nahead = 0;
 }
 
 void
@@ -395,6 +399,18 @@ conn_send(struct conn *cn, int argc, const char **argv, const size_t *lens)
 }
 
 int
+conn_send_ahead(struct conn *cn, int argc, const char **argv,
+    const size_t *lens, conn_ahead_fn fn)
+{
+	if (cn->nahead == CONN_AHEAD_MAX)
+		return -1;
+	if (conn_send(cn, argc, argv, lens) < 0)
+		return -1;
+	cn->ahead[cn->nahead++] = fn;
+	return 0;
+}
+
+int
 conn_pending(struct conn *cn)
 {
 	/* Bytes the reader holds count only as a whole reply (parsed into
@@ -411,7 +427,7 @@ conn_pending(struct conn *cn)
 }
 
 static int
-recv_by(struct conn *cn, int64_t deadline, struct reply **out,
+recv_one(struct conn *cn, int64_t deadline, struct reply **out,
     const char *what, int timeout_fails)
 {
 	char buf[READ_CHUNK];
@@ -467,6 +483,26 @@ recv_by(struct conn *cn, int64_t deadline, struct reply **out,
 			return -1;
 		}
 	}
+}
+
+/* The next reply; one owed to a command sent ahead goes to its taker. */
+static int
+recv_by(struct conn *cn, int64_t deadline, struct reply **out,
+    const char *what, int timeout_fails)
+{
+	conn_ahead_fn fn;
+	int st;
+
+	while ((st = recv_one(cn, deadline, out, what, timeout_fails)) > 0 &&
+	    cn->nahead > 0) {
+		fn = cn->ahead[0];
+		memmove(cn->ahead, cn->ahead + 1,
+		    (size_t)--cn->nahead * sizeof(cn->ahead[0]));
+		fn(*out);
+		reply_free(*out);
+		*out = NULL;
+	}
+	return st;
 }
 
 int

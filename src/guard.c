@@ -11,9 +11,6 @@
 
 #include "util.h"
 
-/* --redlock takes at most this many masters. */
-#define GUARD_MAX_SERVERS 9
-
 /* 1 if r, CONFIG GET maxmemory-policy's reply, says the server may evict
  * (and we said so), else 0. */
 static int
@@ -37,38 +34,31 @@ may_evict(const struct reply *r)
 	return 0;
 }
 
+/* --redlock: the first master that may evict is worth the line, and a
+ * run makes one lock, so once per process is once per run. */
+static int warned;
+
+static void
+on_policy(const struct reply *r)
+{
+	if (!warned)
+		warned = may_evict(r);
+}
+
 /*
- * Every server is asked at once (--redlock: all the masters, then their
- * answers read, each within its command timeout), so a quorum pays one
- * round trip for this, not one per master.
+ * The question rides ahead of the first command each server is asked
+ * next (the acquire, or the re-entry check): pipelined, it costs no round
+ * trip, and with --redlock every master is asked at once. A server that
+ * closes first, or has no room for it, is not asked.
  */
-int
+void
 guard_eviction(struct lock *l)
 {
 	const char *argv[3] = { "CONFIG", "GET", "maxmemory-policy" };
 	size_t lens[3] = { 6, 3, 16 };
-	unsigned char sent[GUARD_MAX_SERVERS];
-	int i, n = lock_servers(l), warned = 0;
-	struct server *s;
-	struct reply *r;
+	int i, n = lock_servers(l);
 
-	if (n > GUARD_MAX_SERVERS)
-		n = GUARD_MAX_SERVERS;
-	for (i = 0; i < n; i++) {
-		s = lock_server(l, i);
-		sent[i] = server_is_open(s) && server_send(s, 3, argv,
-		    lens) == 0;
-	}
-	/* --redlock: the first master that may evict is worth the line. */
-	for (i = 0; i < n; i++) {
-		if (!sent[i])
-			continue;
-		s = lock_server(l, i);
-		r = server_reply(s, mono_ms() + server_cmd_timeout(s),
-		    "CONFIG");
-		if (r != NULL && !warned)
-			warned = may_evict(r);
-		reply_free(r);
-	}
-	return warned;
+	for (i = 0; i < n; i++)
+		(void)server_send_ahead(lock_server(l, i), 3, argv, lens,
+		    on_policy);
 }

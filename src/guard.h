@@ -10,11 +10,12 @@
 
 /*
  * Warn (once, on stderr) if the server may evict our keys: any
- * maxmemory-policy but noeviction. A server that refuses CONFIG (ACL,
- * renamed command, managed Redis) is not asked again and not reported.
- * With --redlock, one line for the first master that may evict. Returns
- * 1 if it warned.
+ * maxmemory-policy but noeviction. The question is sent now and answered
+ * with the next command on each connection (see guard.c), so the line
+ * comes during the acquire. A server that refuses CONFIG (ACL, renamed
+ * command, managed Redis) is reported only with -v. With --redlock, one
+ * line for the first master that may evict.
  */
-int guard_eviction(struct lock *l);
+void guard_eviction(struct lock *l);
 
 #endif

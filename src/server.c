@@ -631,6 +631,16 @@ server_send(struct server *s, int argc, const char **argv,
 }
 
 int
+server_send_ahead(struct server *s, int argc, const char **argv,
+    const size_t *lens, conn_ahead_fn fn)
+{
+	/* Not worth a connection of its own: it rides on one in use. */
+	if (!conn_is_open(s->cn))
+		return -1;
+	return conn_send_ahead(s->cn, argc, argv, lens, fn) < 0 ? -1 : 0;
+}
+
+int
 server_recv(struct server *s, int64_t deadline, struct reply **out)
 {
 	int r = conn_recv(s->cn, deadline, out);

@@ -63,6 +63,10 @@ struct reply *server_command(struct server *s, int argc, const char **argv,
 int server_send(struct server *s, int argc, const char **argv,
     const size_t *lens);
 int server_recv(struct server *s, int64_t deadline, struct reply **out);
+/* A command whose reply fn takes when the next command's reply is read
+ * (conn_send_ahead): only on a connection already open; 0 or -1. */
+int server_send_ahead(struct server *s, int argc, const char **argv,
+    const size_t *lens, conn_ahead_fn fn);
 int server_pending(struct server *s);
 int server_fd(const struct server *s);
 
