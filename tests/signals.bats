@@ -50,10 +50,12 @@ teardown() {
 }
 
 # bg_rlock RLOCK-ARGS...: rlock in the background, pid in $BG. bash starts
-# background jobs with SIGINT and SIGQUIT ignored; env gives them back,
-# as a job started from a terminal would have them.
+# background jobs with SIGINT and SIGQUIT ignored, and a suite run under
+# nohup(1) ignores SIGHUP (which rlock then rightly keeps ignoring): env
+# gives every signal its default action, as a job started from a terminal
+# would have them.
 bg_rlock() {
-	env --default-signal=INT,QUIT "$RLOCK" "$@" > "$T/out" 2> "$T/err" \
+	env --default-signal "$RLOCK" "$@" > "$T/out" 2> "$T/err" \
 	    3>&- &
 	BG=$!
 	PIDS+=("$BG")
@@ -238,7 +240,7 @@ group_once() {
 	EOF
 	for ((i = 1; i <= $2; i++)); do
 		rm -f "$T/cmd.pid"
-		env --default-signal=INT,QUIT setsid "$RLOCK" -k "$K" -- \
+		env --default-signal setsid "$RLOCK" -k "$K" -- \
 		    perl "$T/count.pl" "$sig" "$(tf 0.15)" > "$T/out" \
 		    2> "$T/err" 3>&- &
 		BG=$!
@@ -267,7 +269,7 @@ group_once() {
 	local kid
 	rm -f "$T/cmd.pid"
 	# setsid: no controlling terminal, even under a developer's make check.
-	env --default-signal=INT,QUIT setsid "$RLOCK" -k "$K" -- sh -c \
+	env --default-signal setsid "$RLOCK" -k "$K" -- sh -c \
 	    'sleep 30 & echo $! > "$T/kid"; echo $$ > "$T/cmd.pid"; wait' \
 	    > "$T/out" 2> "$T/err" 3>&- &
 	BG=$!
