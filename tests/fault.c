@@ -4,8 +4,11 @@
  * refusing rlock something once, at a chosen moment. Redis is never
  * mocked; only the two libc calls below are wrapped.
  *
- *   RLOCK_FAULT_POLL_MS=N    the first poll() of the main thread N ms
- *                            after start fails with ENOMEM
+ *   RLOCK_FAULT_POLL_FILE=F  the first poll() of the main thread once
+ *                            the file F exists fails with ENOMEM (the
+ *                            test makes F when it wants the fault: a
+ *                            time after start could fall in the connect
+ *                            on a busy machine)
  *   RLOCK_FAULT_MALLOC_MS=N  the first malloc() N ms after start (in
  *                            any thread) returns NULL
  */
@@ -52,13 +55,13 @@ int
 poll(struct pollfd *fds, nfds_t n, int timeout)
 {
 	static int (*real)(struct pollfd *, nfds_t, int);
-	int64_t when = at("RLOCK_FAULT_POLL_MS");
+	const char *file = getenv("RLOCK_FAULT_POLL_FILE");
 
 	if (real == NULL)
 		real = (int (*)(struct pollfd *, nfds_t, int))dlsym(RTLD_NEXT,
 		    "poll");
-	if (when >= 0 && start >= 0 && now_ms() - start >= when &&
-	    syscall(SYS_gettid) == getpid() &&
+	if (file != NULL && syscall(SYS_gettid) == getpid() &&
+	    !atomic_load(&poll_done) && access(file, F_OK) == 0 &&
 	    !atomic_exchange(&poll_done, 1)) {
 		errno = ENOMEM;
 		return -1;

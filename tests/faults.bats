@@ -26,13 +26,17 @@ setup() {
 proc_gone() { ! kill -0 "$1" 2>/dev/null; }
 
 @test "a failed poll() while holding: signals are still forwarded" {
-	LD_PRELOAD=$BATS_FILE_TMPDIR/fault.so RLOCK_FAULT_POLL_MS=300 \
+	LD_PRELOAD=$BATS_FILE_TMPDIR/fault.so RLOCK_FAULT_POLL_FILE=$T/fault \
 		"$RLOCK" -k pollfail -- sh -c \
 		"trap 'echo got-term > $T/term; exit 7' TERM; touch $T/in;
 		 while :; do sleep 0.05; done" 2> "$T/err" 3>&- &
 	local rl=$!
 	wait_ms 5000 test -e "$T/in" || fail "COMMAND did not start"
-	sleep 0.6	# past the injected failure
+	# COMMAND runs, so rlock is supervising: its next poll() fails (at
+	# the latest the one after the SIGTERM wakes it), and the SIGTERM
+	# must still reach COMMAND.
+	touch "$T/fault"
+	sleep 0.3
 	kill -TERM "$rl"
 	wait_ms 5000 proc_gone "$rl" || { kill -9 "$rl"; fail "rlock hangs"; }
 	run wait "$rl"
