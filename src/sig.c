@@ -55,7 +55,7 @@ struct ksigaction {
 	void (*handler)(int);
 	unsigned long flags;
 	void (*restorer)(void);
-	unsigned long mask;
+	unsigned char mask[_NSIG / 8];	/* bytes: no padding before it */
 };
 
 static unsigned long reserved_ignored;	/* bit n: signal 32 + n */

@@ -51,22 +51,37 @@ init(void)
 	start = now_ms();
 }
 
+/* Once F exists, fail the main thread's poll() that is waiting, not the
+ * next one: a wait is cut into 10 ms slices, and the file is looked for
+ * between them. */
 int
 poll(struct pollfd *fds, nfds_t n, int timeout)
 {
 	static int (*real)(struct pollfd *, nfds_t, int);
 	const char *file = getenv("RLOCK_FAULT_POLL_FILE");
+	int64_t end, left;
+	int r, slice;
 
 	if (real == NULL)
 		real = (int (*)(struct pollfd *, nfds_t, int))dlsym(RTLD_NEXT,
 		    "poll");
-	if (file != NULL && syscall(SYS_gettid) == getpid() &&
-	    !atomic_load(&poll_done) && access(file, F_OK) == 0 &&
-	    !atomic_exchange(&poll_done, 1)) {
-		errno = ENOMEM;
-		return -1;
+	if (file == NULL || syscall(SYS_gettid) != getpid())
+		return real(fds, n, timeout);
+	end = timeout < 0 ? -1 : now_ms() + timeout;
+	for (;;) {
+		if (!atomic_load(&poll_done) && access(file, F_OK) == 0 &&
+		    !atomic_exchange(&poll_done, 1)) {
+			errno = ENOMEM;
+			return -1;
+		}
+		slice = 10;
+		if (end >= 0 && (left = end - now_ms()) < slice)
+			slice = left > 0 ? (int)left : 0;
+		if ((r = real(fds, n, slice)) != 0 || atomic_load(&poll_done))
+			return r;
+		if (end >= 0 && now_ms() >= end)
+			return 0;
 	}
-	return real(fds, n, timeout);
 }
 
 void *

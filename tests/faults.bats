@@ -32,11 +32,12 @@ proc_gone() { ! kill -0 "$1" 2>/dev/null; }
 		 while :; do sleep 0.05; done" 2> "$T/err" 3>&- &
 	local rl=$!
 	wait_ms 5000 test -e "$T/in" || fail "COMMAND did not start"
-	# COMMAND runs, so rlock is supervising: its next poll() fails (at
-	# the latest the one after the SIGTERM wakes it), and the SIGTERM
-	# must still reach COMMAND.
+	# COMMAND runs, so rlock is supervising: the poll() it waits in
+	# fails now, and only then comes the SIGTERM, which must still reach
+	# COMMAND.
 	touch "$T/fault"
-	sleep 0.3
+	wait_ms 5000 grep -q 'warning: poll: Cannot allocate memory; retrying' \
+		"$T/err" || fail "no poll failure: $(cat "$T/err")"
 	kill -TERM "$rl"
 	wait_ms 5000 proc_gone "$rl" || { kill -9 "$rl"; fail "rlock hangs"; }
 	run wait "$rl"
