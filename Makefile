@@ -25,9 +25,12 @@ RL_CFLAGS = -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
 	-Isrc -I$(BUILD) -MMD -MP
 PKG_CFLAGS := $(shell pkg-config --cflags hiredis uuid openssl 2>/dev/null)
 PKG_LIBS   := $(shell pkg-config --libs hiredis uuid 2>/dev/null || echo -lhiredis -luuid)
-# OpenSSL stays a shared library: its security fixes must reach rlock
-# with the distribution's updates.
-SSL_LIBS   := $(shell pkg-config --libs openssl 2>/dev/null || echo -lssl -lcrypto)
+# OpenSSL is not linked: src/tls_lib.c loads the system's libssl by its
+# soname the first time a connection needs TLS (a plain run then maps
+# neither it nor libcrypto), and its security fixes still reach rlock with
+# the distribution's updates. A package must depend on it by hand
+# (Debian: libssl3): the link no longer shows it to dpkg-shlibdeps.
+DL_LIBS    := -ldl
 # STATIC=1 links hiredis and libuuid into rlock from their .a files
 # (libhiredis-dev and uuid-dev ship them): a run then maps and relocates
 # one shared library (libc) instead of three, 17 page faults fewer of
@@ -41,9 +44,9 @@ PKG_LDIRS := $(patsubst -L%,%,$(filter -L%,$(PKG_LIBS)))
 static_lib = $(if $(PKG_LDIRS),$(firstword $(wildcard $(PKG_LDIRS:%=%/lib$(1).a))),$(wildcard $(shell $(CC) -print-file-name=lib$(1).a)))
 STATIC ?= $(if $(and $(call static_lib,hiredis),$(call static_lib,uuid)),1,0)
 ifeq ($(STATIC),1)
-LIBS = -Wl,-Bstatic $(PKG_LIBS) -Wl,-Bdynamic $(SSL_LIBS) -pthread
+LIBS = -Wl,-Bstatic $(PKG_LIBS) -Wl,-Bdynamic $(DL_LIBS) -pthread
 else
-LIBS = $(PKG_LIBS) $(SSL_LIBS) -pthread
+LIBS = $(PKG_LIBS) $(DL_LIBS) -pthread
 endif
 
 BUILD ?= build
@@ -52,9 +55,9 @@ LIB_SRC = src/acl.c src/cli.c src/config.c src/conn.c src/foreign.c \
 	src/glob.c src/guard.c src/keys.c src/lock.c src/quorum.c src/renew.c \
 	src/reply.c src/report.c src/report_prom.c src/report_run.c \
 	src/report_view.c src/run.c src/script.c src/server.c src/sig.c \
-	src/single.c src/supervise.c src/tls.c src/tls_why.c src/tls_wire.c \
-	src/url.c src/util.c src/view.c \
-	src/wait.c src/waitline.c src/wake.c
+	src/single.c src/supervise.c src/tls.c src/tls_lib.c src/tls_why.c \
+	src/tls_wire.c src/url.c src/util.c src/view.c src/wait.c \
+	src/waitline.c src/wake.c
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
 BIN = rlock
 

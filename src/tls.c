@@ -25,10 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/crypto.h>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
-#include <openssl/x509v3.h>
 
 #include "exitcode.h"
 #include "util.h"
@@ -260,6 +256,8 @@ tls_setup(const struct tls_cfg *cfg, char *err, size_t errlen)
 	int st;
 
 	tls_teardown();
+	if (tls_lib_load(err, errlen) != 0)
+		return RL_EXIT_OSERR;
 	ERR_clear_error();
 	if ((tls_ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
 		snprintf(err, errlen, "cannot set up TLS: %s", tls_ssl_reason());
@@ -297,7 +295,10 @@ tls_setup(const struct tls_cfg *cfg, char *err, size_t errlen)
 void
 tls_teardown(void)
 {
-	SSL_CTX_free(tls_ctx);
+	/* Without OpenSSL loaded there is no context, nor a function to
+	 * free it with. */
+	if (tls_ctx != NULL)
+		SSL_CTX_free(tls_ctx);
 	tls_ctx = NULL;
 	free(tls_sni);
 	tls_sni = NULL;
@@ -307,6 +308,10 @@ tls_teardown(void)
 const char *
 tls_library(void)
 {
+	char err[256];
+
+	if (tls_lib_load(err, sizeof(err)) != 0)
+		return "OpenSSL not found";
 	return OpenSSL_version(OPENSSL_VERSION);
 }
 

@@ -14,8 +14,6 @@
 #include <string.h>
 #include <time.h>
 
-#include <openssl/err.h>
-#include <openssl/x509v3.h>
 
 #include "exitcode.h"
 #include "util.h"

@@ -14,7 +14,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <openssl/err.h>
 
 #include "util.h"
 
@@ -172,7 +171,11 @@ tls_probe(const struct sockaddr *sa, socklen_t salen, int64_t deadline)
 	int fd, yes = 0, e, rc, r;
 	socklen_t elen = sizeof(e);
 	ssize_t n;
+	char err[256];
 
+	/* Without OpenSSL there is no telling; the plain failure stands. */
+	if (tls_lib_load(err, sizeof(err)) != 0)
+		return 0;
 	if ((fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK |
 	    SOCK_CLOEXEC, 0)) < 0)
 		return 0;

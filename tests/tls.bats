@@ -125,6 +125,20 @@ want:   $line"
 	assert_output env
 }
 
+@test "tls: OpenSSL is loaded only by a run that uses TLS" {
+	# COMMAND's parent is rlock, holding the lock: its maps show what it
+	# loaded by then.
+	run "$RLOCK" -u "unix://$REDIS_SOCK" -k k -- sh -c 'cat /proc/$PPID/maps'
+	assert_success
+	assert_output --partial '/libc.so'
+	refute_output --partial 'libssl'
+	refute_output --partial 'libcrypto'
+	run "$RLOCK" -k k -- sh -c 'cat /proc/$PPID/maps'
+	assert_success
+	assert_output --partial 'libssl.so'
+	assert_output --partial 'libcrypto.so'
+}
+
 @test "tls: rediss:// against a plain port -> 69, says so, within --connect-timeout" {
 	local t0
 	t0=$(now_ms)
