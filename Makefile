@@ -99,7 +99,8 @@ LUA_LIB = $(sort $(wildcard src/lua/lib/*.lua))
 $(BUILD)/lua_prelude.lua: $(LUA_LIB) | $(BUILD)
 	cat $(LUA_LIB) > $@
 
-$(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h: $(LUA) $(BUILD)/lua_prelude.lua \
+# One run makes both (&:): under make -j two runs raced on its temp files.
+$(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h &: $(LUA) $(BUILD)/lua_prelude.lua \
 		src/embed-lua.sh | $(BUILD)
 	sh src/embed-lua.sh $(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h \
 		$(BUILD)/lua_prelude.lua $(LUA)
