@@ -100,6 +100,10 @@ $(BUILD)/lua_prelude.lua: $(LUA_LIB) | $(BUILD)
 	cat $(LUA_LIB) > $@
 
 # One run makes both (&:): under make -j two runs raced on its temp files.
+# An older make would read &: as a plain rule and race again: stop there.
+ifeq ($(filter grouped-target,$(.FEATURES)),)
+$(error GNU make 4.3 or later is needed (grouped targets))
+endif
 $(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h &: $(LUA) $(BUILD)/lua_prelude.lua \
 		src/embed-lua.sh | $(BUILD)
 	sh src/embed-lua.sh $(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h \

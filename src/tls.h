@@ -29,9 +29,10 @@ struct tls_cfg {
 /*
  * Once, before any connection and any thread: build the shared SSL_CTX
  * (TLS 1.2 or later; the system CA store unless cacert or cacertdir; the
- * client certificate and key if given). 0, or 64 with a one-line reason
- * in err (a file that cannot be read or holds no usable certificate or
- * key). With insecure, warns once on stderr.
+ * client certificate and key if given). 0, or with a one-line reason in
+ * err: 64 (a file that cannot be read or holds no usable certificate or
+ * key), 69 (OpenSSL cannot make a context), 71 (OpenSSL cannot be
+ * loaded). With insecure, warns once on stderr.
  */
 int tls_setup(const struct tls_cfg *cfg, char *err, size_t errlen);
 

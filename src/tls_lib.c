@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #define TLS_LIB_STR2(x)	#x
 #define TLS_LIB_STR(x)	TLS_LIB_STR2(x)
@@ -47,6 +48,7 @@ tls_lib_load(char *err, size_t errlen)
 		snprintf(err, errlen, "TLS needs OpenSSL's %s with %s, which "
 		    "it lacks", TLS_LIB_SONAME, missing);
 		dlclose(h);
+		memset(&tls_lib, 0, sizeof(tls_lib));
 		st = -1;
 		goto out;
 	}
@@ -54,15 +56,4 @@ tls_lib_load(char *err, size_t errlen)
 out:
 	pthread_mutex_unlock(&load_lock);
 	return st;
-}
-
-int
-tls_lib_loaded(void)
-{
-	int yes;
-
-	pthread_mutex_lock(&load_lock);
-	yes = loaded;
-	pthread_mutex_unlock(&load_lock);
-	return yes;
 }

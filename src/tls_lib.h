@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * OpenSSL, loaded the first time a connection needs TLS. Linked, libssl
- * and libcrypto were mapped and relocated by every run, over a unix
- * socket too: some 19,000 relocations, ~140 page faults and 1.9 MB of
- * peak RSS, the most of what separated an uncontended run from flock's
- * (make bench). Loaded by name, they still come from the system, so
+ * OpenSSL, loaded the first time rlock needs it: a TLS connection, the
+ * check whether a plain connection reached a TLS port, --version.
+ * Linked, libssl and libcrypto were mapped and relocated by every run,
+ * over a unix socket too: some 19,000 relocations, ~140 page faults and
+ * 1.9 MB of peak RSS, the most of what separated an uncontended run from
+ * flock's (make bench). Loaded by name, they still come from the system, so
  * OpenSSL's security updates still reach rlock.
  *
  * Only tls_lib.c and tls_int.h include this file; the rest of tls*.c
@@ -62,8 +63,5 @@ extern struct tls_lib tls_lib;
  * with the reason in err. Later calls cost a lock and a test.
  */
 int tls_lib_load(char *err, size_t errlen);
-
-/* Has tls_lib_load succeeded (so there may be OpenSSL state to free)? */
-int tls_lib_loaded(void);
 
 #endif

@@ -14,7 +14,6 @@
 #include <string.h>
 #include <time.h>
 
-
 #include "exitcode.h"
 #include "util.h"
 

@@ -14,7 +14,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-
 #include "util.h"
 
 /* A TLS record starts with its content type: 20..23 (change cipher spec,

@@ -471,13 +471,13 @@ with_syslog() {
 @test "--syslog: one line per event, ident rlock; -q silences stderr, not syslog" {
 	# The hold and the lease scale with TIME_FACTOR: under valgrind one
 	# start takes half a second.
-	export HOLD LEASE
-	HOLD=$(tf 2) LEASE=$(tf 0.5)
+	export HOLD LEASE NAP
+	HOLD=$(tf 2) LEASE=$(tf 0.5) NAP=$(tf 1)
 	cat > "$T/run.sh" <<-'EOF'
 	"$RLOCK" --syslog -q --min-hold "$HOLD" -k "$K" -- sh -c 'exit 3' 2> "$T/err1"
 	"$RLOCK" --syslog -q -n -k "$K" -- true 2> "$T/err2"
 	"$RLOCK" --syslog -q --max-hold 0.2 -k "$K-m" -- sleep 5 2> "$T/err3"
-	"$RLOCK" --syslog -q -l "$LEASE" -k "$K-l" -- sh -c 'redis-cli -s "$REDIS_SOCK" del "rlock:{$RLOCK_KEY}" > /dev/null; sleep 1' 2> "$T/err4"
+	"$RLOCK" --syslog -q -l "$LEASE" -k "$K-l" -- sh -c 'redis-cli -s "$REDIS_SOCK" del "rlock:{$RLOCK_KEY}" > /dev/null; sleep "$NAP"' 2> "$T/err4"
 	"$RLOCK" --syslog -q -u redis://127.0.0.1:1 -k "$K" -- true 2> "$T/err5"
 	"$RLOCK" -q -n -k "$K" -- true
 	EOF

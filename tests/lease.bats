@@ -114,7 +114,7 @@ redis_pid() { cat "$REDIS_PIDFILE"; }
 # stop_late_in_period: SIGSTOP Redis late in a renewal period (PTTL at
 # most 800 of a 1 s lease: the last extend 200-333 ms old), with EXP the
 # lock's expiry at that moment exactly. An extend can come between a
-# separate PTTL and the SIGSTOP (the next is due 20-110 ms later), moving
+# separate PTTL and the SIGSTOP (the next is due 70-130 ms later), moving
 # the expiry by a third of the lease behind the test's back: one run in
 # ten failed so. So the PTTL is read again in one MULTI with a short
 # CLIENT PAUSE, which holds every other command until the SIGSTOP lands.

@@ -139,6 +139,23 @@ want:   $line"
 	assert_output --partial 'libcrypto.so'
 }
 
+@test "tls: no loadable OpenSSL -> 71 and one line for TLS; a plain run and --version go on" {
+	# An empty libssl.so.3 first on the library path: dlopen refuses it.
+	mkdir -p "$T/nossl"
+	: > "$T/nossl/libssl.so.3"
+	run -71 --separate-stderr env LD_LIBRARY_PATH="$T/nossl" \
+	    "$RLOCK" -k k -- echo no
+	assert_output ''
+	[[ $stderr == "rlock: TLS needs OpenSSL's libssl.so.3, which cannot be loaded: $T/nossl/libssl.so.3: "* ]] ||
+		fail "$stderr"
+	[ "${#stderr_lines[@]}" = 1 ] || fail "$stderr"
+	run -0 env LD_LIBRARY_PATH="$T/nossl" "$RLOCK" \
+	    -u "unix://$REDIS_SOCK" -k k -- echo plain
+	assert_output plain
+	run -0 env LD_LIBRARY_PATH="$T/nossl" "$RLOCK" --version
+	assert_output --partial "TLS needs OpenSSL's libssl.so.3, which cannot be loaded"
+}
+
 @test "tls: rediss:// against a plain port -> 69, says so, within --connect-timeout" {
 	local t0
 	t0=$(now_ms)
