@@ -169,6 +169,10 @@ section(long ms, int ign, const char *count)
 		return 1;
 	if (w == 0) {
 		close(p[1]);
+		/* rlock signals COMMAND's whole process group, its SIGKILL
+		 * too: in the section's group the watcher died with it and
+		 * a SIGKILLed section left no trace (c2: "unterminated"). */
+		setpgid(0, 0);
 		/* Not in rlock's way: rlock waits for the section only. */
 		signal(SIGTERM, SIG_IGN);
 		signal(SIGINT, SIG_IGN);
