@@ -18,13 +18,17 @@
 
 /* Fencing counters outlive any lease by far; see acquire.lua. */
 #define FENCE_TTL_MS ((int64_t)7 * 24 * 3600 * 1000)
-/* A --fair waiter is alive while its :w key is, and while it is
- * subscribed (queue.lua): the key is refreshed every WAITER_BEAT_MS and
- * lapses WAITER_TTL_MS after the waiter's death; the subscription goes
- * with the process, so a dead waiter's key only matters if its
- * connection hangs open. */
-#define WAITER_TTL_MS 6000
-#define WAITER_BEAT_MS 2000
+/* A --fair waiter is alive while it is subscribed (queue.lua): the kernel
+ * closes a dead process's sockets at once. Its :w key only bounds a
+ * connection that hangs open (a host gone from the network): refreshed
+ * every WAITER_BEAT_MS, it lapses WAITER_TTL_MS after the last refresh.
+ * Rare refreshes keep a blocked waiter's cost to Redis near nothing. */
+#define WAITER_TTL_MS 90000
+#define WAITER_BEAT_MS 30000
+/* A live head that has yet to take a free KEY this long after its turn
+ * came (frozen, or its connection hanging open) is passed over
+ * (acquire.lua); a woken head takes its turn in one round trip. */
+#define TURN_MS 6000
 /* The one next in line looks this often whether a head that has yet to
  * take a free KEY died (acquire.lua): it costs one attempt per look. */
 #define HANDOFF_LOOK_MS 200

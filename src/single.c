@@ -28,7 +28,9 @@
  *                               or nobody listens on its wake channel)
  *   P{KEY}:w:TOKEN      string  one --fair waiter, alive while it exists
  *                               and the waiter is subscribed:
- *                               "user\x1fhost\x1fpid\x1fcmd"     PX 6 s
+ *                               "user\x1fhost\x1fpid\x1fcmd"    PX 90 s
+ *   P{KEY}:turn         string  "TOKEN DUE": the --fair head whose turn
+ *                               to take a free KEY ends at DUE    PX 12 s
  *   P{KEY}:tok          list    one-shot wake tokens for plain waiters,
  *                               who BLPOP it: Redis hands each token to
  *                               the oldest blocked waiter (at most N)  PX 5 s
@@ -37,9 +39,11 @@
  *   P{KEY}:wake         channel "released" on every release
  *   P{KEY}:wake:TOKEN   channel the one --fair waiter whose turn it is
  *
- * A fair waiter's heartbeat is one plain SET of its :w key every 2 s (a
- * script would cost Redis several commands). P{KEY}:q is kept alive by the
- * holders' extends and the waiters' attempts, and expires after them.
+ * A fair waiter refreshes its :w key with one plain SET every 30 s (a
+ * script would cost Redis several commands); its liveness is its
+ * subscription and, at the head, its turn (acquire.lua). P{KEY}:q is kept
+ * alive by the holders' extends and the waiters' attempts, and expires
+ * after them.
  *
  * Each script runs atomically in Redis, so compare-then-write never races.
  */
@@ -222,6 +226,7 @@ call_acquire(struct call *c, const struct lock_ctx *ctx, int queue,
 	arg_str(a, want_holder ? "1" : "0");
 	arg_str(a, num(c, 4, HANDOFF_LOOK_MS));
 	arg_str(a, ctx->acl_needs ? ctx->acl_needs : "");
+	arg_str(a, num(c, 5, TURN_MS));
 }
 
 static void

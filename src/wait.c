@@ -13,8 +13,9 @@
  * release leaves one token: Redis gives it to the oldest blocked waiter, so
  * a release wakes one process, not a herd, and a token pushed between our
  * try and our BLPOP waits for us. Between attempts the only traffic is a
- * --fair waiter's heartbeat, and the looks of the one next in line while
- * the head has yet to take a free KEY (HANDOFF_LOOK_MS). A holder that is
+ * --fair waiter's refresh of its :w key (every 30 s), and the looks of the
+ * one next in line while the head has yet to take a free KEY
+ * (HANDOFF_LOOK_MS). A holder that is
  * not rlock wakes nobody when it lets go: its plain waiters sleep without
  * BLPOP and, like the head of a --fair queue, look once a second whether
  * it is gone (foreign.h).
@@ -50,7 +51,7 @@ struct waiter {
 	int sigfd;
 	int64_t deadline;		/* INT64_MAX: forever */
 	int64_t no_ttl_backoff;
-	int64_t next_beat;		/* --fair heartbeat due */
+	int64_t next_beat;		/* --fair :w key refresh due */
 	int queued;			/* we are in the --fair queue */
 	int uncertain;			/* an attempt's outcome is unknown */
 	int sentinel;			/* ask the sentinels while waiting */

@@ -46,6 +46,7 @@ blocked() {
 		[ "$(rcli pubsub numsub "rlock:{$1}:wake" | tail -1)" != 0 ]
 }
 gone() { ! kill -0 "$1" 2>/dev/null; }
+listening() { [ "$(rcli pubsub numsub "$1" | tail -1)" = 1 ]; }
 server_ms() { rcli time | { read -r s; read -r u; echo $((s * 1000 + u / 1000)); }; }
 me() { echo "$(id -un)@$(hostname)"; }
 
@@ -271,6 +272,13 @@ fake_meta() {
 			"$(printf 'user%s\037host%s\037%s\037make t%s' $i $i $i $i)" \
 			px 30000 >/dev/null
 	done
+	# A live waiter listens on its wake channel; "dead" has no :w key.
+	# One client for all seven, as the waiters would be (its pid is
+	# killed in teardown).
+	rcli subscribe $(printf 'rlock:{fq-hand}:wake:w%s ' 1 2 3 4 5 6 7) \
+		> /dev/null 3>&- &
+	HOLDERS+=("$!")
+	wait_until 5 listening 'rlock:{fq-hand}:wake:w7'
 	run -0 "$RLOCK" status fq-hand
 	assert_line "  waiting     7 (--fair)"
 	assert_line "  next        user1@host1, pid 1: make t1"
@@ -296,6 +304,29 @@ fake_meta() {
 	run -0 "$RLOCK" status fq-real
 	assert_line "  waiting     2 (--fair)"
 	assert_line "  next        $(me), pid $w1: true"
+}
+
+# Alive is subscribed (as the scripts judge it): a waiter killed a moment
+# ago is gone from status at once, though its :w key lives on a while.
+@test "status: a SIGKILLed --fair waiter is gone from the queue shown at once" {
+	local w1 w2
+	bg_rlock -k fq-kill -l 10s -- sleep 30
+	wait_until 5 held fq-kill
+	bg_rlock --fair -w 20 -k fq-kill -- true
+	w1=$BG
+	wait_until 5 queued fq-kill 1
+	bg_rlock --fair -w 20 -k fq-kill -- true
+	w2=$BG
+	wait_until 5 queued fq-kill 2
+	kill -KILL "$w1"
+	wait_until 5 gone "$w1"
+	wait "$w1" 2>/dev/null || true
+	run -0 "$RLOCK" status fq-kill
+	assert_line "  waiting     1 (--fair)"
+	assert_line "  next        $(me), pid $w2: true"
+	run -0 "$RLOCK" status --json fq-kill
+	echo "$output" | jq -e ".[0].queue.length == 1 and
+		.[0].queue.waiters[0].pid == $w2"
 }
 
 @test "status: an unknown holder (not written by rlock), a key without expiry" {

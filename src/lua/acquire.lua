@@ -8,7 +8,8 @@
 -- ARGV[13] 1: return the holder's meta when busy  ARGV[14] ms between looks
 -- at a queue head that has yet to take a free KEY  ARGV[15] what else the
 -- caller runs while it waits: 'w' BLPOP (a plain or --redlock waiter),
--- 'f' SSUBSCRIBE and dequeue (a --fair one)
+-- 'f' SSUBSCRIBE and dequeue (a --fair one)  ARGV[16] ms a live queue
+-- head has to take a free KEY (its turn) before it is passed over
 -- Refused with RLOCK_NOPERM (acl.lua), writing nothing, when the caller's
 -- ACL lacks a permission this script, the holder's extend and release, or
 -- the waiter's commands (ARGV[15]) need.
@@ -21,7 +22,8 @@
 -- the holder is not rlock (KEY without :meta: its release wakes nobody).
 -- Invariants: at most N holders; a token already holding is a harmless
 -- retry or a nested run and never shortens its lease; nobody overtakes a
--- live queue head; fence = max(last + 1, server ms).
+-- live queue head (one that takes its turn in time); fence = max(last +
+-- 1, server ms).
 local token, lease, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[8])
 
 -- Everything this KEY's holder and waiter will run, asked before any write.
@@ -54,6 +56,10 @@ end
 -- A run not obtained counts itself in P{K}:last (record.lua's skip),
 -- named here from the waiters' prefix: only asked about, never touched.
 local last = string.sub(ARGV[10], 1, -3) .. 'last'
+-- P{K}:turn: "TOKEN DUE", the queue head whose turn runs out at DUE.
+local turn = string.sub(ARGV[10], 1, -3) .. 'turn'
+acl_add(checks, {{'GET', turn}, {'SET', turn, 'x', 'PX', '1'},
+  {'DEL', turn}})
 acl_add(checks, {{'HGET', last, 'skip_fence'}, {'HMGET', last, 'fence'},
   {'HINCRBY', last, 'skips', '1'}, {'HSET', last, 'x', 'x'},
   {'PEXPIRE', last, '1'}})
@@ -126,10 +132,36 @@ else
   free = redis.call('ZCARD', KEYS[4]) < n
   wait = first[2] and tonumber(first[2]) - now or -2
 end
--- What a waiter shows as the lease left: wait may become the queue
--- head's heartbeat below, which is no holder's lease.
+-- What a waiter shows as the lease left: wait may become what is left of
+-- the queue head's turn below, which is no holder's lease.
 local left = free and -2 or wait
 local foreign = 0
+
+-- A free KEY is the live head's to take, within its turn: the first to
+-- see it free starts the clock (a release wakes the head and the one
+-- after it, who looks every ARGV[14] ms). A head still there when its
+-- turn is over is alive but not taking it (frozen, or its connection
+-- hanging open): it is passed over, and joins again at the back if it
+-- ever tries again. This, not a steady heartbeat, is how a head that
+-- cannot take its turn is told from a live one.
+local due
+while free and head and head ~= token do
+  local cur = redis.call('GET', turn)
+  local who, at
+  if cur then who, at = string.match(cur, '^(%S+) (%d+)$') end
+  if who ~= head then
+    due = now + tonumber(ARGV[16])
+    redis.call('SET', turn, head .. ' ' .. string.format('%d', due), 'PX',
+      2 * tonumber(ARGV[16]))
+    break
+  end
+  due = tonumber(at)
+  if now < due then break end
+  redis.call('LPOP', KEYS[6])
+  redis.call('DEL', ARGV[10] .. head)
+  head = live_head(KEYS[6], ARGV[10], ARGV[11])
+  if head and head ~= token then publish(ARGV[11] .. head, 'turn') end
+end
 if n == 1 and not free and redis.call('EXISTS', KEYS[2]) == 0 then
   foreign = 1
 end
@@ -143,7 +175,10 @@ if free and (not head or head == token) then
   redis.call('SET', KEYS[3], fs, 'PX', ARGV[7])
   -- Our :w key goes even if we were not the head: a waiter that lost its
   -- place (queue.lua) may have refreshed it since.
-  if head == token then redis.call('LPOP', KEYS[6]) end
+  if head == token then
+    redis.call('LPOP', KEYS[6])
+    redis.call('DEL', turn)
+  end
   redis.call('DEL', KEYS[7])
   if n == 1 then
     redis.call('SET', KEYS[1], token, 'PX', lease)
@@ -181,15 +216,13 @@ if ARGV[9] == '1' then
     redis.call('PEXPIRE', KEYS[6], qttl)
   end
 end
--- The head's turn (or next to it): watch its heartbeat, it may be dead.
--- Next in line while the head has yet to take a free KEY, look again soon:
--- if it dies first, live_head sees it at once (its subscription goes with
--- its process), its heartbeat key only seconds later.
-if head and head ~= token and (free or pos == 1) then
-  local hb = redis.call('PTTL', ARGV[10] .. head)
-  if free or (hb >= 0 and (wait < 0 or hb < wait)) then wait = hb end
+-- Waiting out a head's turn: look again when it is over; the one next in
+-- line sooner, as the head may die first (live_head sees that at once:
+-- its subscription goes with its process).
+if due then
+  wait = math.max(due - now, 1)
   local look = tonumber(ARGV[14])
-  if free and pos == 1 and (wait < 0 or wait > look) then wait = look end
+  if pos == 1 and wait > look then wait = look end
 end
 
 local m = {}
