@@ -490,19 +490,38 @@ wake_where_lost(struct quorum *q, const struct lock_ctx *ctx, const int *said)
 	script_all(q, &lua_wake, 1, 2, av, al, to, woke);
 }
 
-/* Released on every master that answers: 1, 0 not ours on a majority,
- * -1 not known (errors). */
+/*
+ * Released on every master that answers: 1, 0 not ours on a majority,
+ * -1 not known (errors). The master waiters block on (the first
+ * connected: op_waker) is released last, once the others answered: its
+ * release leaves the wake token, and the waiter it wakes must find the
+ * other masters free already. Released all at once, the woken waiter's
+ * attempt could reach a master before our release there, draw a split
+ * vote, and sleep its random pause (up to SPLIT_RETRY_MAX_MS): the slow
+ * hand-offs of a Redlock. The order costs the release one round trip.
+ */
 static int
 op_release(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct quorum *q = q_of(l);
-	int said[QUORUM_MAX], done, lost, i, again = 0;
+	int said[QUORUM_MAX], done, lost, i, again = 0, waker = -1;
 	unsigned char was_open[QUORUM_MAX], to[QUORUM_MAX];
 
 	reconnect_dropped(q);
-	for (i = 0; i < q->n; i++)
+	for (i = 0; i < q->n; i++) {
 		was_open[i] = m_open(q->m[i]);
-	ask_all(q, SINGLE_RELEASE, ctx, NULL, said);
+		said[i] = -1;
+		if (was_open[i] && waker < 0)
+			waker = i;
+	}
+	for (i = 0; i < q->n; i++)
+		to[i] = i != waker;
+	ask_all(q, SINGLE_RELEASE, ctx, to, said);
+	if (waker >= 0) {
+		for (i = 0; i < q->n; i++)
+			to[i] = i == waker;
+		ask_all(q, SINGLE_RELEASE, ctx, to, said);
+	}
 	count(q, said, &done, &lost);
 	/* Undecided, because a master's connection turned out to be dead (it
 	 * restarted since our last command there), which counts as neither
