@@ -17,6 +17,7 @@
  */
 #include "quorum.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -291,16 +292,12 @@ reconnect_dropped(struct quorum *q)
 			(void)q->m[i]->ops->open(q->m[i]);
 }
 
-/* op (extend, release or the re-entry check) on every connected master
- * in `to` (NULL: every one) at once: each one's answer in said[i], 1, 0
- * or -1 (an error, or a master not connected); said[i] of a master not in
- * `to` is left as it was. */
+/* Send op to every connected master in `to` (NULL: every one); sent[i]
+ * says who got it. said[i] of those becomes -1 until answered. */
 static void
-ask_all(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
-    const unsigned char *to, int *said)
+send_all(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
+    const unsigned char *to, unsigned char *sent, int *said)
 {
-	unsigned char sent[QUORUM_MAX];
-	int64_t by;
 	int i;
 
 	for (i = 0; i < q->n; i++) {
@@ -311,10 +308,63 @@ ask_all(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
 		sent[i] = m_open(q->m[i]) &&
 		    single_send(q->m[i], op, ctx, 0) == 0;
 	}
-	by = answers_by(q);
+}
+
+/* The answers of the masters in `sent`, each awaited until `by`: 1, 0 or
+ * -1 (an error) in said[i]. */
+static void
+recv_all(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
+    const unsigned char *sent, int64_t by, int *said)
+{
+	int i;
+
 	for (i = 0; i < q->n; i++)
 		if (sent[i])
 			said[i] = single_recv(q->m[i], op, ctx, by);
+}
+
+/* op (extend, release or the re-entry check) on every connected master
+ * in `to` (NULL: every one) at once: each one's answer in said[i], 1, 0
+ * or -1 (an error, or a master not connected); said[i] of a master not in
+ * `to` is left as it was. */
+static void
+ask_all(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
+    const unsigned char *to, int *said)
+{
+	unsigned char sent[QUORUM_MAX];
+
+	send_all(q, op, ctx, to, sent, said);
+	recv_all(q, op, ctx, sent, answers_by(q), said);
+}
+
+/* Until every master in `sent` has an answer to read (or its connection
+ * ended), or until `until`: reads nothing. */
+static void
+await_answers(struct quorum *q, const unsigned char *sent, int64_t until)
+{
+	struct pollfd p[QUORUM_MAX];
+	unsigned char ready[QUORUM_MAX] = { 0 };
+	struct server *s;
+	int64_t left;
+	int at[QUORUM_MAX], i, n;
+
+	for (;;) {
+		for (i = 0, n = 0; i < q->n; i++) {
+			s = m_server(q->m[i]);
+			if (!sent[i] || ready[i] || server_fd(s) < 0 ||
+			    server_pending(s))
+				continue;
+			p[n].fd = server_fd(s);
+			p[n].events = POLLIN;
+			p[n].revents = 0;
+			at[n++] = i;
+		}
+		left = until - mono_ms();
+		if (n == 0 || left <= 0 || poll(p, (nfds_t)n, (int)left) < 0)
+			return;
+		for (i = 0; i < n; i++)
+			ready[at[i]] |= p[i].revents != 0;
+	}
 }
 
 /* Undo a partial grant on every master still connected, those that
@@ -493,19 +543,24 @@ wake_where_lost(struct quorum *q, const struct lock_ctx *ctx, const int *said)
 /*
  * Released on every master that answers: 1, 0 not ours on a majority,
  * -1 not known (errors). The master waiters block on (the first
- * connected: op_waker) is released last, once the others answered: its
- * release leaves the wake token, and the waiter it wakes must find the
- * other masters free already. Released all at once, the woken waiter's
- * attempt could reach a master before our release there, draw a split
- * vote, and sleep its random pause (up to SPLIT_RETRY_MAX_MS): the slow
- * hand-offs of a Redlock. The order costs the release one round trip.
+ * connected: op_waker) is sent our release last, once the others
+ * answered: its release leaves the wake token, and the waiter it wakes
+ * must find the other masters free already. Released all at once, the
+ * woken waiter's attempt could reach a master before our release there,
+ * draw a split vote, and sleep its random pause (up to
+ * SPLIT_RETRY_MAX_MS): the slow hand-offs of a Redlock. A stalled master
+ * holds the waiters' one back half a per-master timeout at most, and all
+ * answers share one deadline, so stalled masters still cost the release
+ * one timeout in all. The order costs the release one round trip.
  */
 static int
 op_release(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct quorum *q = q_of(l);
 	int said[QUORUM_MAX], done, lost, i, again = 0, waker = -1;
-	unsigned char was_open[QUORUM_MAX], to[QUORUM_MAX];
+	unsigned char was_open[QUORUM_MAX], to[QUORUM_MAX] = { 0 };
+	unsigned char sent[QUORUM_MAX], last[QUORUM_MAX];
+	int64_t by;
 
 	reconnect_dropped(q);
 	for (i = 0; i < q->n; i++) {
@@ -516,12 +571,16 @@ op_release(struct lock *l, const struct lock_ctx *ctx)
 	}
 	for (i = 0; i < q->n; i++)
 		to[i] = i != waker;
-	ask_all(q, SINGLE_RELEASE, ctx, to, said);
+	send_all(q, SINGLE_RELEASE, ctx, to, sent, said);
+	by = answers_by(q);
 	if (waker >= 0) {
+		await_answers(q, sent, mono_ms() + q->cmd_ms / 2);
 		for (i = 0; i < q->n; i++)
 			to[i] = i == waker;
-		ask_all(q, SINGLE_RELEASE, ctx, to, said);
+		send_all(q, SINGLE_RELEASE, ctx, to, last, said);
+		sent[waker] = last[waker];
 	}
+	recv_all(q, SINGLE_RELEASE, ctx, sent, by, said);
 	count(q, said, &done, &lost);
 	/* Undecided, because a master's connection turned out to be dead (it
 	 * restarted since our last command there), which counts as neither

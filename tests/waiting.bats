@@ -281,6 +281,41 @@ ran_is() { [ -e "$T/order" ] && [ "$(wc -l < "$T/order")" = "$1" ]; }
 	assert_output ''
 }
 
+# A head passed over joins again at the back (here the queue is empty, so
+# it is the head again at once) and must get a turn of its own at the next
+# release, not the end of the old one. The pass-over is written by hand:
+# A's token leaves the queue, and the turn left behind names A with its
+# end already past, as when a plain waiter had passed A over and taken the
+# lock. Woken, A joins again; frozen, it must keep the lock from the plain
+# waiter P for a whole turn (6 s) after the release.
+@test "--fair: a head passed over that joins again gets a whole turn of its own" {
+	local a p ta past el
+	holder
+	bg a --fair -k "$K" -- sh "$T/mark.sh" a
+	a=$BG
+	wait_until 5 qlen_is 1 || fail "A not queued"
+	ta=$(rcli lindex "$L:q" 0)
+	past=$(( $(rcli time | head -1) * 1000 - 1000 ))
+	rcli lrem "$L:q" 0 "$ta" > /dev/null
+	rcli del "$L:w:$ta" > /dev/null
+	rcli set "$L:turn" "$ta $past" px 12000 > /dev/null
+	rcli spublish "$L:wake:$ta" turn > /dev/null
+	wait_until 5 qlen_is 1 || fail "A did not join again"
+	kill -STOP "$a"
+	bg p -w 20 -k "$K" -- sh "$T/mark.sh" p
+	p=$BG
+	wait_until 5 blocked_is 1 || fail "P not blocked"
+	end_holder
+	wait_ms 12000 test -e "$T/p.start" || fail "P never got the lock"
+	el=$(( $(start_of p) - $(cat "$T/hold.end") ))
+	[ "$el" -ge 5500 ] || fail "P took A's place ${el}ms after the release"
+	kill -CONT "$a"
+	reap "$p" 3000
+	[ "$RC" = 0 ] || fail "P: status $RC: $(cat "$T/p.err")"
+	reap "$a" 5000
+	[ "$RC" = 0 ] || fail "A: status $RC: $(cat "$T/a.err")"
+}
+
 # Liveness comes from the subscription and the turn, not a heartbeat: ten
 # queued waiters behind a holder cost Redis about nothing while they wait.
 @test "--fair: blocked waiters cost Redis almost nothing until a release" {

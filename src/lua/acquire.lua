@@ -51,6 +51,10 @@ if ARGV[9] == '1' or string.find(needs, 'f', 1, true) then
   acl_add(checks, {{'LPOS', KEYS[6], token}, {'RPUSH', KEYS[6], token},
     {'SET', KEYS[7], 'x', 'PX', '1'}, {'PTTL', KEYS[6]},
     {'PEXPIRE', KEYS[6], '1'}, {'SSUBSCRIBE', ARGV[11] .. token}})
+  -- Without PUBSUB a dead waiter passes for alive until its :w key
+  -- lapses (queue.lua): those behind it would wait that long.
+  acl_add(checks, {{'PUBSUB', 'NUMSUB', ARGV[11] .. 'x'},
+    {'PUBSUB', 'SHARDNUMSUB', ARGV[11] .. 'x'}})
   acl_add(checks, acl_dequeue(KEYS[6], KEYS[7], ARGV[10], ARGV[11]))
 end
 -- A run not obtained counts itself in P{K}:last (record.lua's skip),
@@ -151,7 +155,9 @@ while free and head and head ~= token do
   if cur then who, at = string.match(cur, '^(%S+) (%d+)$') end
   if who ~= head then
     due = now + tonumber(ARGV[16])
-    redis.call('SET', turn, head .. ' ' .. string.format('%d', due), 'PX',
+    -- pcall: a server out of memory refuses this first write, and then a
+    -- waiter is told "busy" as before, its turn not recorded.
+    redis.pcall('SET', turn, head .. ' ' .. string.format('%d', due), 'PX',
       2 * tonumber(ARGV[16]))
     break
   end
@@ -170,15 +176,16 @@ if free and (not head or head == token) then
   local fence = math.max(tonumber(redis.call('GET', KEYS[3]) or '0') + 1,
     now)
   local fs = string.format('%d', fence)
-  -- The first write needs memory: Redis refuses a script out of memory
-  -- only at its first write, so nothing may be written before it.
+  -- The grant's first write needs memory: out of memory, Redis refuses
+  -- it (unless a pop above wrote first), and nothing of the grant is
+  -- half done.
   redis.call('SET', KEYS[3], fs, 'PX', ARGV[7])
   -- Our :w key goes even if we were not the head: a waiter that lost its
   -- place (queue.lua) may have refreshed it since.
-  if head == token then
-    redis.call('LPOP', KEYS[6])
-    redis.call('DEL', turn)
-  end
+  if head == token then redis.call('LPOP', KEYS[6]) end
+  -- Any turn recorded is over now: a head passed over that joins again
+  -- must get a turn of its own, not the old one's end.
+  redis.call('DEL', turn)
   redis.call('DEL', KEYS[7])
   if n == 1 then
     redis.call('SET', KEYS[1], token, 'PX', lease)
@@ -208,6 +215,11 @@ if ARGV[9] == '1' then
   pos = redis.call('LPOS', KEYS[6], token)
   if not pos then
     pos = redis.call('RPUSH', KEYS[6], token) - 1
+    -- Passed over and back: the turn we had is not ours to keep.
+    local cur = redis.call('GET', turn)
+    if cur and string.sub(cur, 1, #token + 1) == token .. ' ' then
+      redis.call('DEL', turn)
+    end
   end
   redis.call('SET', KEYS[7], ARGV[5] .. '\31' .. ARGV[3] .. '\31' ..
     ARGV[4] .. '\31' .. ARGV[6], 'PX', ARGV[12])

@@ -58,15 +58,21 @@ else
 end
 
 -- Dead waiters stay in the list until they reach its head: skip them
--- (no :w key, or nobody listening on its wake channel: queue.lua).
+-- (no :w key, or nobody listening on its wake channel: queue.lua). On a
+-- replica nobody listens (waiters subscribe on the master): there a :w
+-- key alone says a waiter is queued. A user without INFO is taken to be
+-- on a master.
 local wakepre = string.sub(ARGV[2], 1, -3) .. 'wake:'
+local info = redis.pcall('INFO', 'replication')
+local on_replica = type(info) == 'string' and
+  string.find(info, 'role:slave', 1, true) ~= nil
 local qlen = redis.call('LLEN', KEYS[5])
 local walk = math.min(qlen, 1000)
 local queued, waiters, want = qlen - walk, {}, tonumber(ARGV[3])
 if walk > 0 then
   for _, tok in ipairs(redis.call('LRANGE', KEYS[5], 0, walk - 1)) do
     local v = redis.call('GET', ARGV[2] .. tok)
-    if v and subscribed(wakepre .. tok) then
+    if v and (on_replica or subscribed(wakepre .. tok)) then
       queued = queued + 1
       if #waiters < want then
         -- "user\31host\31pid\31cmd"; cmd may hold \31 itself.

@@ -53,6 +53,10 @@ setup() {
 
 teardown() {
 	local p left
+	# A master a test stopped answers again.
+	for p in $M5_PORTS $M3_PORTS; do
+		p=$(topo_pid "$p") && kill -CONT "$p" 2>/dev/null
+	done
 	[ -e "$T/go" ] || touch "$T/go"
 	[ -e "$T/end" ] || touch "$T/end"
 	for p in "${BG[@]}"; do
@@ -408,6 +412,38 @@ $(grep -E "\"($sa|$sr)\"" "$T/mon.$p" | cut -c1-80)"
 		[ "$ts" -lt "$t0" ] ||
 			fail "master $p released at $ts, after the first ($t0)"
 	done
+}
+
+# A master that stalls (SIGSTOP: it accepts and reads nothing) while the
+# holder releases: the waiters' master is released all the same, after
+# half a per-master timeout at most (lease/30: 100 ms here), and the
+# waiter gets the lock on the other four; the release costs the holder one
+# per-master timeout, not one per part.
+@test "redlock: a master stalled at the release: the waiter still gets the lock at once" {
+	local p2 pid holder waiter t0 el
+	p2=$(masters_port 2)
+	bg rl -l 3s -k stall -- sh -c '
+		until [ -e "$1/go" ]; do sleep 0.02; done' sh "$T"
+	holder=$LAST
+	wait_until 10 held_on_n stall 5 || fail "holder did not start"
+	bg rl -l 3s -k stall -- sh -c 'echo "$RLOCK_FENCE" > "$1/waited"' sh "$T"
+	waiter=$LAST
+	wait_until 10 blocked 1 || fail "the waiter does not wait"
+	pid=$(topo_pid "$p2") || fail "no master on $p2"
+	kill -STOP "$pid"
+	t0=$(now_ms)
+	touch "$T/go"
+	wait_until 10 test -s "$T/waited" ||
+		fail "the waiter did not run within 10 s of the release"
+	el=$(( $(now_ms) - t0 ))
+	kill -CONT "$pid"
+	wait_exit "$holder"
+	[ "$STATUS" = 0 ] || fail "holder exit $STATUS"
+	wait_exit "$waiter"
+	[ "$STATUS" = 0 ] || fail "waiter exit $STATUS"
+	echo "# the waiter ran ${el}ms after the release, one master stalled" >&3
+	# Well under the lease (3 s), which a waiter never woken would wait.
+	[ "$el" -lt "$(tf_ms 2000)" ] || fail "the waiter ran ${el}ms after"
 }
 
 # The waiter blocks on the first master, where another client's key

@@ -13,7 +13,10 @@
 -- checked here with no key at all (EVAL's numkeys is 0 in the checks).
 local ACL_CHANNEL = {SPUBLISH = true, PUBLISH = true, SSUBSCRIBE = true,
   SUBSCRIBE = true}
-local ACL_KEYLESS = {EVAL = true, EVALSHA = true, TIME = true}
+local ACL_KEYLESS = {EVAL = true, EVALSHA = true, TIME = true,
+  PUBSUB = true}
+-- Commands whose permissions are given per subcommand (+pubsub|numsub).
+local ACL_CONTAINER = {PUBSUB = true}
 
 -- May the caller use key k at all? Asked with the EVAL or EVALSHA it runs
 -- us with (numkeys 0 asks for the command alone): Redis 7.0 reads past
@@ -53,7 +56,11 @@ local function acl_refusal(list)
         what = nil
       end
       if what == nil then
-        return redis.error_reply('RLOCK_NOPERM +' .. string.lower(c[1]))
+        local name = string.lower(c[1])
+        if ACL_CONTAINER[c[1]] then
+          name = name .. '|' .. string.lower(c[2])
+        end
+        return redis.error_reply('RLOCK_NOPERM +' .. name)
       end
       return redis.error_reply('RLOCK_NOPERM ' ..
         (ACL_CHANNEL[c[1]] and '&' or '~') .. ' ' .. what .. ' ' .. c[1])
