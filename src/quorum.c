@@ -337,33 +337,49 @@ ask_all(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
 	recv_all(q, op, ctx, sent, answers_by(q), said);
 }
 
-/* Until every master in `sent` has an answer to read (or its connection
- * ended), or until `until`: reads nothing. */
+/*
+ * Read the answers of the masters in `sent` as they come in, until `need`
+ * of them answered (an error is no answer), or until `until` (each read
+ * itself awaited until `by`): each one read leaves sent[] for said[]. Read, not just seen
+ * readable: a server that had not cached the script answers NOSCRIPT at
+ * once, and the script runs only on the EVAL that follows.
+ */
 static void
-await_answers(struct quorum *q, const unsigned char *sent, int64_t until)
+recv_some(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
+    unsigned char *sent, int need, int64_t until, int64_t by, int *said)
 {
 	struct pollfd p[QUORUM_MAX];
-	unsigned char ready[QUORUM_MAX] = { 0 };
 	struct server *s;
 	int64_t left;
-	int at[QUORUM_MAX], i, n;
+	int at[QUORUM_MAX], i, n, got = 0;
 
 	for (;;) {
-		for (i = 0, n = 0; i < q->n; i++) {
-			s = m_server(q->m[i]);
-			if (!sent[i] || ready[i] || server_fd(s) < 0 ||
-			    server_pending(s))
+		for (i = 0, n = 0; i < q->n && got < need; i++) {
+			if (!sent[i])
 				continue;
-			p[n].fd = server_fd(s);
-			p[n].events = POLLIN;
-			p[n].revents = 0;
-			at[n++] = i;
+			s = m_server(q->m[i]);
+			if (server_fd(s) >= 0 && !server_pending(s)) {
+				p[n].fd = server_fd(s);
+				p[n].events = POLLIN;
+				p[n].revents = 0;
+				at[n++] = i;
+				continue;
+			}
+			said[i] = single_recv(q->m[i], op, ctx, by);
+			sent[i] = 0;
+			got += said[i] >= 0;
 		}
 		left = until - mono_ms();
-		if (n == 0 || left <= 0 || poll(p, (nfds_t)n, (int)left) < 0)
+		if (got >= need || n == 0 || left <= 0 ||
+		    poll(p, (nfds_t)n, (int)left) < 0)
 			return;
-		for (i = 0; i < n; i++)
-			ready[at[i]] |= p[i].revents != 0;
+		for (i = 0; i < n && got < need; i++) {
+			if (p[i].revents == 0)
+				continue;
+			said[at[i]] = single_recv(q->m[at[i]], op, ctx, by);
+			sent[at[i]] = 0;
+			got += said[at[i]] >= 0;
+		}
 	}
 }
 
@@ -543,15 +559,17 @@ wake_where_lost(struct quorum *q, const struct lock_ctx *ctx, const int *said)
 /*
  * Released on every master that answers: 1, 0 not ours on a majority,
  * -1 not known (errors). The master waiters block on (the first
- * connected: op_waker) is sent our release last, once the others
- * answered: its release leaves the wake token, and the waiter it wakes
- * must find the other masters free already. Released all at once, the
- * woken waiter's attempt could reach a master before our release there,
- * draw a split vote, and sleep its random pause (up to
- * SPLIT_RETRY_MAX_MS): the slow hand-offs of a Redlock. A stalled master
- * holds the waiters' one back half a per-master timeout at most, and all
- * answers share one deadline, so stalled masters still cost the release
- * one timeout in all. The order costs the release one round trip.
+ * connected: op_waker) is sent our release last, once enough of the
+ * others answered that it makes a majority with them: its release leaves
+ * the wake token, and the waiter it wakes must find a majority free
+ * already. Released all at once, the woken waiter's attempt could reach
+ * masters before our release there, draw a split vote, and sleep its
+ * random pause (up to SPLIT_RETRY_MAX_MS): the slow hand-offs of a
+ * Redlock. Waiting for a majority, not for all, keeps the slowest masters
+ * (far away, or stalled: half a per-master timeout at most) out of every
+ * hand-off; all answers share one deadline, so stalled masters still cost
+ * the release one timeout in all. The order costs the release about one
+ * round trip.
  */
 static int
 op_release(struct lock *l, const struct lock_ctx *ctx)
@@ -574,7 +592,8 @@ op_release(struct lock *l, const struct lock_ctx *ctx)
 	send_all(q, SINGLE_RELEASE, ctx, to, sent, said);
 	by = answers_by(q);
 	if (waker >= 0) {
-		await_answers(q, sent, mono_ms() + q->cmd_ms / 2);
+		recv_some(q, SINGLE_RELEASE, ctx, sent, majority(q) - 1,
+		    mono_ms() + q->cmd_ms / 2, by, said);
 		for (i = 0; i < q->n; i++)
 			to[i] = i == waker;
 		send_all(q, SINGLE_RELEASE, ctx, to, last, said);

@@ -358,13 +358,13 @@ someone_in() { [ "$(in_sections)" -ge 1 ]; }
 monitor_has() { grep -qE -- "$2" "$T/mon.$1"; }
 
 # The master the waiters block on (the first) gets the holder's release
-# last, once every other master answered its own: the waiter it wakes finds
-# them all free and gets the lock in one attempt. Before, the release went
-# to all five at once, and the woken waiter's attempt could overtake it on
-# a master, draw a split vote, undo, and sleep a random pause of up to
-# 50 ms (the p99 of a Redlock hand-off).
-@test "redlock: the waiters' master is released last; the woken waiter gets the lock in one attempt" {
-	local p p0 sr sa holder waiter ts t0 a
+# last, once enough of the others answered to make a majority with it: the
+# waiter it wakes finds a majority free and gets the lock in one attempt.
+# Before, the release went to all five at once, and the woken waiter's
+# attempt could overtake it on masters, draw a split vote, undo, and sleep
+# a random pause of up to 50 ms (the p99 of a Redlock hand-off).
+@test "redlock: the waiters' master is released after a majority; the woken waiter gets the lock in one attempt" {
+	local p p0 sr sa holder waiter ts t0 a before=0 first=0
 	p0=$(masters_port 0)
 	sr=$(script_sha release)
 	sa=$(script_sha acquire)
@@ -396,22 +396,26 @@ monitor_has() { grep -qE -- "$2" "$T/mon.$1"; }
 			fail "MONITOR on $p lags"
 	done
 	# When each master ran the holder's release (MONITOR's clock is the
-	# machine's, in microseconds); the first master's comes after all.
+	# machine's, in microseconds): the first master's comes after those
+	# of two others (with it, a majority of five).
 	t0=$(grep -m1 "\"$sr\"" "$T/mon.$p0" | cut -d' ' -f1 | tr -d .)
 	[ -n "$t0" ] || fail "no release on the first master"
 	for p in $MASTERS_PORTS; do
 		a=$(grep -c "\"$sa\"" "$T/mon.$p" || true)
 		[ "$a" = 1 ] || fail "master $p ran $a acquire attempts:
 $(grep -E "\"($sa|$sr)\"" "$T/mon.$p" | cut -c1-80)"
-		# The one attempt comes after the release, on every master.
-		grep -E "\"($sa|$sr)\"" "$T/mon.$p" | head -1 | grep -q "\"$sr\"" ||
-			fail "master $p: the attempt overtook the release"
+		# Where the one attempt came after the release.
+		grep -E "\"($sa|$sr)\"" "$T/mon.$p" | head -1 |
+			grep -q "\"$sr\"" && first=$((first + 1))
 		[ "$p" != "$p0" ] || continue
 		ts=$(grep -m1 "\"$sr\"" "$T/mon.$p" | cut -d' ' -f1 | tr -d .)
 		[ -n "$ts" ] || fail "no release on master $p"
-		[ "$ts" -lt "$t0" ] ||
-			fail "master $p released at $ts, after the first ($t0)"
+		[ "$ts" -ge "$t0" ] || before=$((before + 1))
 	done
+	[ "$before" -ge 2 ] ||
+		fail "only $before masters released before the first"
+	[ "$first" -ge 3 ] ||
+		fail "the attempt overtook the release on $((5 - first)) masters"
 }
 
 # A master that stalls (SIGSTOP: it accepts and reads nothing) while the
