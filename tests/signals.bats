@@ -482,7 +482,12 @@ os.execvp(sys.argv[1], sys.argv[1:])' "$RLOCK" -k "$K" -- \
 	my %got;
 	$SIG{INT} = sub { $got{int}++; note("int") };
 	$SIG{USR1} = sub { $got{usr1}++; note("usr1") };
-	system("tty > $ENV{T}/tty");
+	# Not system("tty > ..."): perl ignores SIGINT while it waits for a
+	# child, and a ^C typed once the file is written could come then.
+	open(my $t, ">", "$ENV{T}/tty.new");
+	print $t readlink("/proc/self/fd/0"), "\n";
+	close($t);
+	rename("$ENV{T}/tty.new", "$ENV{T}/tty");
 	for (1 .. 100) { last if $got{int}; select(undef, undef, undef, 0.05) }
 	kill("USR1", getppid());
 	for (1 .. 100) { last if $got{usr1}; select(undef, undef, undef, 0.05) }
