@@ -98,6 +98,12 @@ commands() {
 }
 start_of() { cat "$T/$1.start"; }
 ran_is() { [ -e "$T/order" ] && [ "$(wc -l < "$T/order")" = "$1" ]; }
+# fair_waiter NAME N: a --fair waiter NAME (pid in $BG), its COMMAND
+# mark.sh NAME, once it is the N-th in the queue.
+fair_waiter() {
+	bg "$1" --fair -k "$K" -- sh "$T/mark.sh" "$1"
+	wait_until 5 qlen_is "$2" || fail "$1 not queued"
+}
 
 @test "--fair: waiters get the lock in arrival order; the queue is cleaned up" {
 	local i
@@ -131,12 +137,10 @@ ran_is() { [ -e "$T/order" ] && [ "$(wc -l < "$T/order")" = "$1" ]; }
 @test "--fair: a SIGKILLed queue head does not delay the next one" {
 	local a b end
 	holder
-	bg a --fair -k "$K" -- sh "$T/mark.sh" a
+	fair_waiter a 1
 	a=$BG
-	wait_until 5 qlen_is 1 || fail "A not queued"
-	bg b --fair -k "$K" -- sh "$T/mark.sh" b
+	fair_waiter b 2
 	b=$BG
-	wait_until 5 qlen_is 2 || fail "B not queued"
 	kill -KILL "$a"
 	reap "$a" 2000
 	end_holder
@@ -162,15 +166,12 @@ ran_is() { [ -e "$T/order" ] && [ "$(wc -l < "$T/order")" = "$1" ]; }
 @test "--fair: a SIGKILLed waiter in mid-queue does not block those behind" {
 	local a d b end
 	holder
-	bg a --fair -k "$K" -- sh "$T/mark.sh" a
+	fair_waiter a 1
 	a=$BG
-	wait_until 5 qlen_is 1 || fail "A not queued"
-	bg d --fair -k "$K" -- sh "$T/mark.sh" d
+	fair_waiter d 2
 	d=$BG
-	wait_until 5 qlen_is 2 || fail "D not queued"
-	bg b --fair -k "$K" -- sh "$T/mark.sh" b
+	fair_waiter b 3
 	b=$BG
-	wait_until 5 qlen_is 3 || fail "B not queued"
 	kill -KILL "$d"
 	reap "$d" 2000
 	end_holder
@@ -219,12 +220,10 @@ ran_is() { [ -e "$T/order" ] && [ "$(wc -l < "$T/order")" = "$1" ]; }
 @test "--fair: a head SIGKILLed during its turn, KEY free, is passed over soon" {
 	local a b t0
 	holder
-	bg a --fair -k "$K" -- sh "$T/mark.sh" a
+	fair_waiter a 1
 	a=$BG
-	wait_until 5 qlen_is 1 || fail "A not queued"
-	bg b --fair -k "$K" -- sh "$T/mark.sh" b
+	fair_waiter b 2
 	b=$BG
-	wait_until 5 qlen_is 2 || fail "B not queued"
 	kill -STOP "$a"
 	end_holder
 	! exists "$L" || fail "lock still held after the holder ended"
@@ -251,13 +250,11 @@ ran_is() { [ -e "$T/order" ] && [ "$(wc -l < "$T/order")" = "$1" ]; }
 @test "--fair: a frozen head is passed over when its turn is over; resumed, it runs last" {
 	local a b ta t0 el
 	holder
-	bg a --fair -k "$K" -- sh "$T/mark.sh" a
+	fair_waiter a 1
 	a=$BG
-	wait_until 5 qlen_is 1 || fail "A not queued"
 	ta=$(rcli lindex "$L:q" 0)
-	bg b --fair -k "$K" -- sh "$T/mark.sh" b
+	fair_waiter b 2
 	b=$BG
-	wait_until 5 qlen_is 2 || fail "B not queued"
 	kill -STOP "$a"
 	end_holder
 	t0=$(cat "$T/hold.end")
@@ -291,9 +288,8 @@ ran_is() { [ -e "$T/order" ] && [ "$(wc -l < "$T/order")" = "$1" ]; }
 @test "--fair: a head passed over that joins again gets a whole turn of its own" {
 	local a p ta past el
 	holder
-	bg a --fair -k "$K" -- sh "$T/mark.sh" a
+	fair_waiter a 1
 	a=$BG
-	wait_until 5 qlen_is 1 || fail "A not queued"
 	ta=$(rcli lindex "$L:q" 0)
 	past=$(( $(rcli time | head -1) * 1000 - 1000 ))
 	rcli lrem "$L:q" 0 "$ta" > /dev/null
@@ -345,12 +341,10 @@ ran_is() { [ -e "$T/order" ] && [ "$(wc -l < "$T/order")" = "$1" ]; }
 @test "--fair: a waiter that loses its wake-up connection re-joins and is served" {
 	local a b tb
 	holder
-	bg a --fair -k "$K" -- sh "$T/mark.sh" a
+	fair_waiter a 1
 	a=$BG
-	wait_until 5 qlen_is 1 || fail "A not queued"
-	bg b --fair -k "$K" -- sh "$T/mark.sh" b
+	fair_waiter b 2
 	b=$BG
-	wait_until 5 qlen_is 2 || fail "B not queued"
 	tb=$(rcli lindex "$L:q" 1)
 	kill -STOP "$a"
 	rcli client kill type pubsub > /dev/null
@@ -380,9 +374,8 @@ ran_is() { [ -e "$T/order" ] && [ "$(wc -l < "$T/order")" = "$1" ]; }
 	wait_until 5 qlen_is 1 || fail "A not queued"
 	ta=$(rcli lindex "$L:q" 0)
 	exists "$L:w:$ta" || fail "A has no :w key"
-	bg b --fair -k "$K" -- sh "$T/mark.sh" b
+	fair_waiter b 2
 	b=$BG
-	wait_until 5 qlen_is 2 || fail "B not queued"
 	reap "$a" 3000
 	[ "$RC" = 75 ] || fail "A: status $RC: $(cat "$T/a.err")"
 	# At once: no waiting for its :w key to lapse.
@@ -403,13 +396,11 @@ ran_is() { [ -e "$T/order" ] && [ "$(wc -l < "$T/order")" = "$1" ]; }
 @test "plain waiters do not jump ahead of a live --fair queue" {
 	local a b p ta
 	holder
-	bg a --fair -k "$K" -- sh "$T/mark.sh" a
+	fair_waiter a 1
 	a=$BG
-	wait_until 5 qlen_is 1 || fail "A not queued"
 	ta=$(rcli lindex "$L:q" 0)
-	bg b --fair -k "$K" -- sh "$T/mark.sh" b
+	fair_waiter b 2
 	b=$BG
-	wait_until 5 qlen_is 2 || fail "B not queued"
 	bg p -k "$K" -- sh "$T/mark.sh" p
 	p=$BG
 	wait_until 5 blocked_is 1 || fail "plain waiter not blocked"
