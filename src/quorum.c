@@ -17,6 +17,7 @@
  */
 #include "quorum.h"
 
+#include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -370,9 +371,14 @@ recv_some(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
 			got += said[i] >= 0;
 		}
 		left = until - mono_ms();
-		if (got >= need || n == 0 || left <= 0 ||
-		    poll(p, (nfds_t)n, (int)left) < 0)
+		if (got >= need || n == 0 || left <= 0)
 			return;
+		/* An error costs only the order: recv_all reads the rest. */
+		if (poll(p, (nfds_t)n, (int)left) < 0) {
+			if (errno == EINTR)
+				continue;
+			return;
+		}
 		for (i = 0; i < n && got < need; i++) {
 			if (p[i].revents == 0)
 				continue;
@@ -566,10 +572,11 @@ wake_where_lost(struct quorum *q, const struct lock_ctx *ctx, const int *said)
  * masters before our release there, draw a split vote, and sleep its
  * random pause (up to SPLIT_RETRY_MAX_MS): the slow hand-offs of a
  * Redlock. Waiting for a majority, not for all, keeps the slowest masters
- * (far away, or stalled: half a per-master timeout at most) out of every
+ * (far away, or silent: half a per-master timeout at most) out of every
  * hand-off; all answers share one deadline, so stalled masters still cost
- * the release one timeout in all. The order costs the release about one
- * round trip.
+ * the release one timeout in all (a master that answered NOSCRIPT is then
+ * sent the script, which has a timeout of its own). The order costs the
+ * release about one round trip.
  */
 static int
 op_release(struct lock *l, const struct lock_ctx *ctx)

@@ -359,15 +359,14 @@ monitor_has() { grep -qE -- "$2" "$T/mon.$1"; }
 
 # The master the waiters block on (the first) gets the holder's release
 # last, once enough of the others answered to make a majority with it: the
-# waiter it wakes finds a majority free and gets the lock in one attempt.
+# waiter it wakes finds a majority released and gets the lock in one
+# attempt.
 # Before, the release went to all five at once, and the woken waiter's
 # attempt could overtake it on masters, draw a split vote, undo, and sleep
 # a random pause of up to 50 ms (the p99 of a Redlock hand-off).
 @test "redlock: the waiters' master is released after a majority; the woken waiter gets the lock in one attempt" {
-	local p p0 sr sa holder waiter ts t0 a before=0 first=0
+	local p p0 holder waiter ts t0 a del att before=0 first=0
 	p0=$(masters_port 0)
-	sr=$(script_sha release)
-	sa=$(script_sha acquire)
 	bg rl -l "$(tf 60)s" -k order -- sh -c '
 		until [ -e "$1/go" ]; do sleep 0.02; done' sh "$T"
 	holder=$LAST
@@ -383,6 +382,12 @@ monitor_has() { grep -qE -- "$2" "$T/mon.$1"; }
 		wait_until 5 monitor_has "$p" '"monitor-on"' ||
 			fail "MONITOR on $p shows nothing"
 	done
+	# The other masters forget the scripts: their first answer to the
+	# release is NOSCRIPT at once, and the release runs on the EVAL after
+	# it. The order must wait for that, not for the NOSCRIPT.
+	for p in $MASTERS_PORTS; do
+		[ "$p" = "$p0" ] || topo_cli "$p" script flush > /dev/null
+	done
 	touch "$T/go"
 	wait_until 10 test -s "$T/waited" ||
 		fail "the waiter did not run within 10 s of the release"
@@ -395,20 +400,26 @@ monitor_has() { grep -qE -- "$2" "$T/mon.$1"; }
 		wait_until 5 monitor_has "$p" '"monitor-off"' ||
 			fail "MONITOR on $p lags"
 	done
-	# When each master ran the holder's release (MONITOR's clock is the
-	# machine's, in microseconds): the first master's comes after those
-	# of two others (with it, a majority of five).
-	t0=$(grep -m1 "\"$sr\"" "$T/mon.$p0" | cut -d' ' -f1 | tr -d .)
+	# When each master ran the holder's release: the script's own DEL of
+	# the lock and its meta (MONITOR's clock is the machine's, in
+	# microseconds). The first master's comes after those of two others
+	# (with it, a majority of five).
+	# An acquire attempt is the script's ZCOUNT of the semaphore (an
+	# EVALSHA refused with NOSCRIPT runs nothing).
+	del='"DEL" "rlock:{order}" "rlock:{order}:meta"'
+	att='"ZCOUNT" "rlock:{order}:sem"'
+	t0=$(grep -m1 -F "$del" "$T/mon.$p0" | cut -d' ' -f1 | tr -d .)
 	[ -n "$t0" ] || fail "no release on the first master"
 	for p in $MASTERS_PORTS; do
-		a=$(grep -c "\"$sa\"" "$T/mon.$p" || true)
+		a=$(grep -c -F "$att" "$T/mon.$p" || true)
 		[ "$a" = 1 ] || fail "master $p ran $a acquire attempts:
-$(grep -E "\"($sa|$sr)\"" "$T/mon.$p" | cut -c1-80)"
+$(grep -F -e "$att" -e "$del" "$T/mon.$p" | cut -c1-80)"
 		# Where the one attempt came after the release.
-		grep -E "\"($sa|$sr)\"" "$T/mon.$p" | head -1 |
-			grep -q "\"$sr\"" && first=$((first + 1))
+		[ "$(grep -n -m1 -F "$del" "$T/mon.$p" | cut -d: -f1)" -lt \
+		    "$(grep -n -m1 -F "$att" "$T/mon.$p" | cut -d: -f1)" ] &&
+			first=$((first + 1))
 		[ "$p" != "$p0" ] || continue
-		ts=$(grep -m1 "\"$sr\"" "$T/mon.$p" | cut -d' ' -f1 | tr -d .)
+		ts=$(grep -m1 -F "$del" "$T/mon.$p" | cut -d' ' -f1 | tr -d .)
 		[ -n "$ts" ] || fail "no release on master $p"
 		[ "$ts" -ge "$t0" ] || before=$((before + 1))
 	done
