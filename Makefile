@@ -93,21 +93,19 @@ hiredis-match:
 $(BUILD)/lua_scripts.o: $(BUILD)/lua_scripts.c
 	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
 
-# The shared local functions of src/lua/lib/ go in front of every script,
-# in name order: acl.lua's checks first, which the others may use.
+# The shared local functions of src/lua/lib/ a script calls go in front of
+# it (src/lua-text.sh).
 LUA_LIB = $(sort $(wildcard src/lua/lib/*.lua))
-$(BUILD)/lua_prelude.lua: $(LUA_LIB) | $(BUILD)
-	cat $(LUA_LIB) > $@
 
 # One run makes both (&:): under make -j two runs raced on its temp files.
 # An older make would read &: as a plain rule and race again: stop there.
 ifeq ($(filter grouped-target,$(.FEATURES)),)
 $(error GNU make 4.3 or later is needed (grouped targets))
 endif
-$(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h &: $(LUA) $(BUILD)/lua_prelude.lua \
-		src/embed-lua.sh | $(BUILD)
+$(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h &: $(LUA) $(LUA_LIB) \
+		src/embed-lua.sh src/lua-text.sh | $(BUILD)
 	sh src/embed-lua.sh $(BUILD)/lua_scripts.c $(BUILD)/lua_scripts.h \
-		$(BUILD)/lua_prelude.lua $(LUA)
+		src/lua/lib $(LUA)
 
 $(BUILD):
 	mkdir -p $(BUILD)

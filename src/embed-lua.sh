@@ -1,10 +1,12 @@
 #!/bin/sh
-# embed-lua.sh OUT.c OUT.h PRELUDE.lua FILE.lua... : turn Lua scripts into C
+# embed-lua.sh OUT.c OUT.h LIBDIR FILE.lua... : turn Lua scripts into C
 # data with their SHA1, so rlock can EVALSHA without a SCRIPT LOAD step.
-# PRELUDE (shared local functions) goes in front of every script.
+# Each script is embedded as lua-text.sh makes it: with the shared local
+# functions of LIBDIR it calls in front.
 set -eu
-outc=$1 outh=$2 prelude=$3
+outc=$1 outh=$2 libdir=$3
 shift 3
+text="$(dirname "$0")/lua-text.sh"
 {
 	echo "/* generated from src/lua/ by src/embed-lua.sh; edit those */"
 	echo "#ifndef RLOCK_LUA_SCRIPTS_H"
@@ -20,13 +22,15 @@ shift 3
 	echo "#include \"lua_scripts.h\""
 	for f in "$@"; do
 		name=$(basename "$f" .lua)
-		sha=$(cat "$prelude" "$f" | sha1sum | cut -d' ' -f1)
-		echo "static const char body_$name[] = {"
-		cat "$prelude" "$f" | xxd -i
+		sh "$text" "$libdir" "$f" > "$outc.lua"
+		sha=$(sha1sum < "$outc.lua" | cut -d' ' -f1)
+		echo "static const char body_${name}[] = {"
+		xxd -i < "$outc.lua"
 		echo ", 0 };"
 		echo "const struct lua_script lua_$name = { \"$name\", body_$name,"
 		echo "    sizeof(body_$name) - 1, \"$sha\" };"
 	done
 } > "$outc.tmp"
+rm -f "$outc.lua"
 mv "$outh.tmp" "$outh"
 mv "$outc.tmp" "$outc"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
-# The Lua scripts: each one, as embedded (the shared prelude in front),
-# loads into a real Redis, and the SHA that rlock EVALSHAs is Redis's own.
+# The Lua scripts: each one, as embedded (src/lua-text.sh: the shared
+# functions it calls in front, comments out), loads into a real Redis, and
+# the SHA that rlock EVALSHAs is Redis's own.
 
 load helper
 
@@ -23,7 +24,8 @@ teardown_file() {
 	[ -f "$EMBEDDED" ] || fail "no lua_scripts.c for $RLOCK: build it"
 	local f sha n=0
 	for f in "$LUA_DIR"/*.lua; do
-		sha=$(cat "$LUA_DIR"/lib/*.lua "$f" | rcli -x script load)
+		sha=$(sh "$LUA_DIR/../lua-text.sh" "$LUA_DIR/lib" "$f" |
+		    rcli -x script load)
 		[[ $sha =~ ^[0-9a-f]{40}$ ]] || fail "$(basename "$f"): $sha"
 		grep -q "\"$sha\"" "$EMBEDDED" || fail "$(basename "$f"): $sha not in rlock"
 		n=$((n + 1))

@@ -1,5 +1,5 @@
--- acl.lua: embedded in front of every script (src/embed-lua.sh), before
--- queue.lua. Redis runs a script's commands with its caller's ACL, and a
+-- acl.lua: embedded in front of every script that calls it
+-- (src/lua-text.sh), before queue.lua. Redis runs a script's commands with its caller's ACL, and a
 -- refused command stops the script where it stands: after a DEL, before
 -- the wake-up that should follow it. So every script first asks Redis 7
 -- (redis.acl_check_cmd) whether its caller may run each command it may

@@ -1,4 +1,4 @@
--- queue.lua: embedded in front of every script (src/embed-lua.sh), so the
+-- queue.lua: embedded in front of every script that calls it, so the
 -- scripts that hand KEY on do it one way.
 
 -- Sharded pub/sub where the server has it (Redis 7: in a Cluster the

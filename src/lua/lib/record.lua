@@ -1,5 +1,5 @@
 
--- record.lua: embedded in front of every script, like queue.lua. The last
+-- record.lua: embedded in front of every script that calls it. The last
 -- finished run of KEY, one hash P{K}:last, written by whoever ends a run
 -- (release.lua, or record.lua when the lock was lost) and counted against
 -- by the runs that were skipped (record.lua).
