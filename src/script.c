@@ -47,6 +47,25 @@ evalsha_argv(struct server *s, const char *evalsha,
 	return 3 + n;
 }
 
+/* eval ("EVAL" or "EVAL_RO") with the script's text, for a server that
+ * said NOSCRIPT (which also caches it for the next EVALSHA). */
+static struct reply *
+run_text(struct server *s, const char *eval, const struct lua_script *sc,
+    int nkeys, int nargs, const char **argv, const size_t *lens)
+{
+	const char *av[3 + SCRIPT_MAX_ARGS];
+	size_t al[3 + SCRIPT_MAX_ARGS];
+	char nk[16];
+	int n;
+
+	if ((n = evalsha_argv(s, eval, sc, nkeys, nargs, argv, lens, nk,
+	    sizeof(nk), av, al)) < 0)
+		return NULL;
+	av[1] = sc->body;
+	al[1] = sc->len;
+	return server_command(s, n, av, al);
+}
+
 /* evalsha, then eval on NOSCRIPT: "EVALSHA"/"EVAL" or their _RO forms. */
 static struct reply *
 run(struct server *s, const char *evalsha, const char *eval,
@@ -66,11 +85,7 @@ run(struct server *s, const char *evalsha, const char *eval,
 	if (r == NULL || !is_noscript(r))
 		return r;
 	reply_free(r);
-	av[0] = eval;
-	al[0] = strlen(eval);
-	av[1] = sc->body;
-	al[1] = sc->len;
-	return server_command(s, n, av, al);
+	return run_text(s, eval, sc, nkeys, nargs, argv, lens);
 }
 
 struct reply *
@@ -119,9 +134,15 @@ script_recv(struct server *s, const struct lua_script *sc, int nkeys,
 
 	if (r == NULL)
 		return NULL;
-	/* A script cache emptied by a restart, or a Cluster slot that moved
-	 * (s then knows where to go): as script_run, from the start. */
-	if (is_noscript(r) || server_take_redirect(s, r)) {
+	/* A script cache emptied by a restart: the text at once (asking
+	 * EVALSHA again only heard NOSCRIPT again, a round trip lost on every
+	 * fresh server). A Cluster slot that moved (s then knows where to
+	 * go): as script_run, from the start. */
+	if (is_noscript(r)) {
+		reply_free(r);
+		return run_text(s, "EVAL", sc, nkeys, nargs, argv, lens);
+	}
+	if (server_take_redirect(s, r)) {
 		reply_free(r);
 		return script_run(s, sc, nkeys, nargs, argv, lens);
 	}

@@ -461,6 +461,53 @@ $(grep -F -e "$att" -e "$del" "$T/mon.$p" | cut -c1-80)"
 	[ "$el" -lt "$(tf_ms 2000)" ] || fail "the waiter ran ${el}ms after"
 }
 
+# FIELD (calls, failed_calls) of COMMAND (evalsha, eval) in a master's
+# INFO commandstats.
+cmdstat() { # PORT COMMAND FIELD
+	topo_cli "$1" info commandstats | tr -d '\r' |
+		sed -n "s/^cmdstat_$2://p" | tr ',' '\n' | sed -n "s/^$3=//p"
+}
+
+# Masters restarted empty have no script cached: each script a run sends
+# them is refused once (NOSCRIPT) and then sent as text. Before, the
+# pipelined path asked EVALSHA a second time first: a round trip more per
+# script and master.
+@test "redlock: masters without the scripts: one NOSCRIPT per script, then its text" {
+	local p f e
+	for p in $MASTERS_PORTS; do
+		topo_cli "$p" script flush > /dev/null
+		topo_cli "$p" config resetstat > /dev/null
+	done
+	rl -k noscript -- true
+	for p in $MASTERS_PORTS; do
+		f=$(cmdstat "$p" evalsha failed_calls)
+		e=$(cmdstat "$p" eval calls)
+		[ "${e:-0}" -ge 2 ] || fail "master $p ran ${e:-0} EVALs"
+		[ "$f" = "$e" ] || fail "master $p: $f EVALSHA refused for $e EVALs"
+	done
+}
+
+# Two masters stalled from the start (SIGSTOP: the kernel completes the
+# connect, the PING goes unanswered): a run connects to every master at
+# once, so each round that tries them again (the connect, the acquire,
+# the release) costs one per-master timeout (lease/30: 1 s here) for both
+# together. One after another, they cost one each: 6 s in all.
+@test "redlock: two stalled masters cost a run one per-master timeout per attempt, not one each" {
+	local p pid pids=() t0 el
+	for p in $(masters_port 3) $(masters_port 4); do
+		pid=$(topo_pid "$p") || fail "no master on $p"
+		pids+=("$pid")
+	done
+	kill -STOP "${pids[@]}"
+	t0=$(now_ms)
+	run rl -l 30s -k stalled -- true
+	el=$(( $(now_ms) - t0 ))
+	kill -CONT "${pids[@]}"
+	[ "$status" = 0 ] || fail "exit $status: $output"
+	echo "# two stalled masters: the run took ${el}ms" >&3
+	[ "$el" -lt "$(tf_ms 4500)" ] || fail "the run took ${el}ms"
+}
+
 # The waiter blocks on the first master, where another client's key
 # stands in for the holder's (as after a restart and someone's grant
 # there): the holder's release finds nothing of its own there, and must
