@@ -8,9 +8,10 @@
  * the lease (lease_master_timeout_ms), so stalled masters cost one such
  * timeout in all, however many they are.
  *
- * Fencing: each master's acquire gives max(its last + 1, its clock). The
- * holder uses F = the largest of its majority and first writes F back to
- * that majority (fence_raise.lua). Any later majority overlaps this one
+ * Fencing: each master's acquire gives max(its last + 1, its clock, the
+ * fence we propose to all, at most 1 s past its clock). The holder uses
+ * F = the largest of its majority and first writes F back to those of
+ * that majority that drew less (fence_raise.lua). Any later majority overlaps this one
  * in some master, which can only grant after our lease there ended and so
  * after the write-back: its fence is above F. COMMAND starts only after
  * the write-back succeeded on a majority.
@@ -34,6 +35,17 @@
 
 /* After a split vote, retry within this, at random (Redlock's advice). */
 #define SPLIT_RETRY_MAX_MS 50
+
+/*
+ * The fence an acquire asks every master to draw: our clock this much
+ * ahead (acquire.lua takes it unless its counter or its own clock is
+ * higher). Each master drawing from its own clock, they differed (by a
+ * millisecond on one machine) in half the grants, and each such grant
+ * cost the fence write-back, a round trip more before COMMAND started.
+ * Ahead, so that a master whose clock runs a little ahead of ours, or
+ * that runs the script a little later, still draws ours.
+ */
+#define FENCE_AHEAD_MS 50
 
 struct quorum {
 	struct lock base;		/* first: a struct lock * is ours */
@@ -451,15 +463,17 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 	int i, n = q->n, got = 0, errs = 0, own = -1, raised;
 	int64_t t0 = mono_ms(), f, best = 0, by, drew[QUORUM_MAX];
 	unsigned char granted[QUORUM_MAX] = { 0 }, sent[QUORUM_MAX];
+	struct lock_ctx asked = *ctx;
 	struct lock_busy b;
 	int have_busy = 0;
 
 	(void)queue;
 	/* Masters that dropped are tried again. */
 	open_closed(q);
+	asked.fence_proposed = wall_ms() + FENCE_AHEAD_MS;
 	for (i = 0; i < n; i++)
 		sent[i] = m_open(q->m[i]) && single_send(q->m[i],
-		    SINGLE_ACQUIRE, ctx, want_holder) == 0;
+		    SINGLE_ACQUIRE, &asked, want_holder) == 0;
 	by = answers_by(q);
 	for (i = 0; i < n; i++) {
 		struct lock *m = q->m[i];
@@ -468,7 +482,8 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 			errs++;
 			continue;
 		}
-		switch (single_recv_acquire(m, ctx, want_holder, by, &f, &b)) {
+		switch (single_recv_acquire(m, &asked, want_holder, by, &f,
+		    &b)) {
 		case LOCK_GRANTED:
 			granted[i] = 1;
 			drew[i] = f;

@@ -20,7 +20,8 @@ struct lua_script {
 	const char *sha;	/* sha1 of body, hex */
 };
 
-#define SCRIPT_MAX_ARGS 24
+/* The most keys and arguments a script takes (acquire: 24), with room. */
+#define SCRIPT_MAX_ARGS 28
 
 /*
  * Run sc with nkeys keys then nargs args (binary-safe). Returns the reply,

@@ -178,7 +178,7 @@ struct call {
 	const char *what;
 	int nkeys;
 	struct args a;
-	char num[6][24];
+	char num[7][24];
 };
 
 static const char *
@@ -227,6 +227,8 @@ call_acquire(struct call *c, const struct lock_ctx *ctx, int queue,
 	arg_str(a, num(c, 4, HANDOFF_LOOK_MS));
 	arg_str(a, ctx->acl_needs ? ctx->acl_needs : "");
 	arg_str(a, num(c, 5, TURN_MS));
+	if (ctx->fence_proposed > 0)
+		arg_str(a, num(c, 6, ctx->fence_proposed));
 }
 
 static void

@@ -36,6 +36,10 @@ int int_parse(const char *s, long long min, long long max, long long *out);
 /* Milliseconds on CLOCK_MONOTONIC. */
 int64_t mono_ms(void);
 
+/* Milliseconds since the epoch (CLOCK_REALTIME): the clock Redis's TIME
+ * reads, for a value other hosts compare with theirs. */
+int64_t wall_ms(void);
+
 /* Sleep ms milliseconds, through EINTR. */
 void nap_ms(int64_t ms);
 

@@ -40,3 +40,45 @@ teardown_file() {
 	assert_output "again"
 	[ "$(rcli script exists "$(grep -o '"[0-9a-f]\{40\}"' "$EMBEDDED" | head -1 | tr -d '"')")" = 1 ]
 }
+
+# acquire.lua with KEY free, proposing FENCE (ARGV[17]): the fence drawn.
+acquire_proposing() { # KEY FENCE
+	local k="rlock:{$1}" t=0b7c6a52-3c1e-4c64-9d7e-3f1d2a4b5c6d sha
+	sha=$(sh "$LUA_DIR/../lua-text.sh" "$LUA_DIR/lib" \
+	    "$LUA_DIR/acquire.lua" | rcli -x script load)
+	rcli evalsha "$sha" 7 "$k" "$k:meta" "$k:fence" "$k:sem" "$k:limit" \
+	    "$k:q" "$k:w:$t" "$t" 5000 host 1 user cmd 604800000 1 0 \
+	    "$k:w:" "$k:wake:" 90000 0 200 '' 6000 "$2" | sed -n 2p
+	rcli del "$k" "$k:meta" > /dev/null
+}
+
+# server_ms: the server's clock (TIME), in ms.
+server_ms() {
+	local t
+	t=$(rcli time | paste -sd' ')
+	echo $(( ${t% *} * 1000 + ${t#* } / 1000 ))
+}
+
+# --redlock proposes one fence to every master (its clock a little ahead)
+# so that they all draw the same and none needs the write-back. A master
+# takes it when above its own clock and its counter, but never more than
+# 1 s past its clock: a client clock far ahead cannot carry the fences
+# past the 7 days after which the counter lapses.
+@test "acquire draws the fence proposed, at most 1 s past the server's clock" {
+	local now f
+	now=$(server_ms)
+	f=$(acquire_proposing proposed $((now + 500)))
+	[ "$f" = $((now + 500)) ] || fail "drew $f for $((now + 500))"
+	# Below the counter now: the counter's next.
+	f=$(acquire_proposing proposed $((now + 100)))
+	[ "$f" = $((now + 501)) ] || fail "drew $f after $((now + 500))"
+	now=$(server_ms)
+	f=$(acquire_proposing ahead $((now + 86400000)))
+	[ "$f" -ge $((now + 1000)) ] && [ "$f" -le $(( $(server_ms) + 1000 )) ] ||
+		fail "drew $f for a day ahead of $now"
+	# Below the server's clock: the clock.
+	now=$(server_ms)
+	f=$(acquire_proposing behind $((now - 60000)))
+	[ "$f" -ge "$now" ] && [ "$f" -le "$(server_ms)" ] ||
+		fail "drew $f for a minute behind $now"
+}

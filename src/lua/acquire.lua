@@ -10,6 +10,8 @@
 -- caller runs while it waits: 'w' BLPOP (a plain or --redlock waiter),
 -- 'f' SSUBSCRIBE and dequeue (a --fair one)  ARGV[16] ms a live queue
 -- head has to take a free KEY (its turn) before it is passed over
+-- ARGV[17] a fence the caller proposes, or absent (--redlock: its clock
+-- a little ahead, so that every master draws the same one: quorum.c)
 -- Refused with RLOCK_NOPERM (acl.lua), writing nothing, when the caller's
 -- ACL lacks a permission this script, the holder's extend and release, or
 -- the waiter's commands (ARGV[15]) need.
@@ -23,7 +25,7 @@
 -- Invariants: at most N holders; a token already holding is a harmless
 -- retry or a nested run and never shortens its lease; nobody overtakes a
 -- live queue head (one that takes its turn in time); fence = max(last +
--- 1, server ms).
+-- 1, server ms, the fence proposed but at most 1 s past server ms).
 local token, lease, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[8])
 
 -- Everything this KEY's holder and waiter will run, asked before any write.
@@ -173,8 +175,12 @@ if n == 1 and not free and redis.call('EXISTS', KEYS[2]) == 0 then
 end
 
 if free and (not head or head == token) then
+  -- A proposal more than 1 s ahead of our clock counts as 1 s ahead: a
+  -- client clock far ahead cannot carry fences past the day the counter
+  -- lapses (7 days), after which our clock alone keeps them increasing.
+  local proposed = math.min(tonumber(ARGV[17] or '') or 0, now + 1000)
   local fence = math.max(tonumber(redis.call('GET', KEYS[3]) or '0') + 1,
-    now)
+    now, proposed)
   local fs = string.format('%d', fence)
   -- The grant's first write needs memory: out of memory, Redis refuses
   -- it (unless a pop above wrote first), and nothing of the grant is
