@@ -28,67 +28,85 @@
 -- 1, server ms, the fence proposed but at most 1 s past server ms).
 local token, lease, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[8])
 
--- Everything this KEY's holder and waiter will run, asked before any write.
+-- Everything this KEY's holder and waiter will run, asked before any
+-- write. Each command once: what the holder's extend and release ask
+-- (acl_extend, acl_release: the lock's GET and PEXPIRE, the meta's
+-- PEXPIRE, the queue's head and pop) is not asked again here.
 local needs = ARGV[15] or ''
-local checks = {{'EVALSHA', 'x', '0'}, {'EVAL', 'x', '0'}, {'TIME'},
-  {'LINDEX', KEYS[6], '0'}, {'EXISTS', ARGV[10] .. 'x'}, {'LPOP', KEYS[6]},
-  {'DEL', ARGV[10] .. 'x'}, {'PTTL', ARGV[10] .. 'x'}, {'GET', KEYS[3]},
-  {'SET', KEYS[3], '1', 'PX', '1'}, {'DEL', KEYS[7]}, {'DEL', KEYS[2]},
-  {'HSET', KEYS[2], 'f', 'v'}, {'PEXPIRE', KEYS[2], '1'},
-  {'HGET', KEYS[2], 'fence'}, {'GET', KEYS[5]}}
+acl('EVALSHA', 'x', '0')
+acl('EVAL', 'x', '0')
+acl('TIME')
+acl('PTTL', ARGV[10] .. 'x')
+acl('GET', KEYS[3])
+acl('SET', KEYS[3], '1', 'PX', '1')
+acl('HSET', KEYS[2], 'f', 'v')
+acl('HGET', KEYS[2], 'fence')
+acl('GET', KEYS[5])
 if n == 1 then
-  acl_add(checks, {{'ZCOUNT', KEYS[4], '0', '0'}, {'GET', KEYS[1]},
-    {'PTTL', KEYS[1]}, {'PEXPIRE', KEYS[1], '1'},
-    {'SET', KEYS[1], token, 'PX', '1'}})
-  if ARGV[13] == '1' then acl_add(checks, {{'HMGET', KEYS[2], 'user'}}) end
+  acl('ZCOUNT', KEYS[4], '0', '0')
+  acl('PTTL', KEYS[1])
+  acl('SET', KEYS[1], token, 'PX', '1')
+  if ARGV[13] == '1' then acl('HMGET', KEYS[2], 'user') end
 else
-  acl_add(checks, {{'EXISTS', KEYS[1]},
-    {'ZREMRANGEBYSCORE', KEYS[4], '0', '0'}, {'ZCARD', KEYS[4]},
-    {'ZSCORE', KEYS[4], token}, {'ZADD', KEYS[4], '1', token},
-    {'ZRANGE', KEYS[4], '0', '0'}, {'SET', KEYS[5], '1'},
-    {'PEXPIRE', KEYS[4], '1'}, {'PEXPIRE', KEYS[5], '1'},
-    {'SPUBLISH', ARGV[11] .. 'x', 'turn'}})
+  acl('EXISTS', KEYS[1])
+  acl('ZREMRANGEBYSCORE', KEYS[4], '0', '0')
+  acl('ZCARD', KEYS[4])
+  acl('ZSCORE', KEYS[4], token)
+  acl('ZADD', KEYS[4], '1', token)
+  acl('ZRANGE', KEYS[4], '0', '0')
+  acl('SET', KEYS[5], '1')
+  acl('PEXPIRE', KEYS[4], '1')
+  acl('PEXPIRE', KEYS[5], '1')
+  acl('SPUBLISH', ARGV[11] .. 'x', 'turn')
 end
 if ARGV[9] == '1' or string.find(needs, 'f', 1, true) then
-  acl_add(checks, {{'LPOS', KEYS[6], token}, {'RPUSH', KEYS[6], token},
-    {'SET', KEYS[7], 'x', 'PX', '1'}, {'PTTL', KEYS[6]},
-    {'PEXPIRE', KEYS[6], '1'}, {'SSUBSCRIBE', ARGV[11] .. token}})
+  acl('LPOS', KEYS[6], token)
+  acl('RPUSH', KEYS[6], token)
+  acl('SET', KEYS[7], 'x', 'PX', '1')
+  acl('PTTL', KEYS[6])
+  acl('PEXPIRE', KEYS[6], '1')
+  acl('SSUBSCRIBE', ARGV[11] .. token)
   -- Without PUBSUB a dead waiter passes for alive until its :w key
   -- lapses (queue.lua): those behind it would wait that long.
-  acl_add(checks, {{'PUBSUB', 'NUMSUB', ARGV[11] .. 'x'},
-    {'PUBSUB', 'SHARDNUMSUB', ARGV[11] .. 'x'}})
-  acl_add(checks, acl_dequeue(KEYS[6], KEYS[7], ARGV[10], ARGV[11]))
+  acl('PUBSUB', 'NUMSUB', ARGV[11] .. 'x')
+  acl('PUBSUB', 'SHARDNUMSUB', ARGV[11] .. 'x')
+  acl_dequeue(KEYS[6], KEYS[7], ARGV[10], ARGV[11])
 end
 -- A run not obtained counts itself in P{K}:last (record.lua's skip),
 -- named here from the waiters' prefix: only asked about, never touched.
 local last = string.sub(ARGV[10], 1, -3) .. 'last'
 -- P{K}:turn: "TOKEN DUE", the queue head whose turn runs out at DUE.
 local turn = string.sub(ARGV[10], 1, -3) .. 'turn'
-acl_add(checks, {{'GET', turn}, {'SET', turn, 'x', 'PX', '1'},
-  {'DEL', turn}})
-acl_add(checks, {{'HGET', last, 'skip_fence'}, {'HMGET', last, 'fence'},
-  {'HINCRBY', last, 'skips', '1'}, {'HSET', last, 'x', 'x'},
-  {'PEXPIRE', last, '1'}})
+acl('GET', turn)
+acl('SET', turn, 'x', 'PX', '1')
+-- The grant deletes three keys in one DEL, asked as such: allowed, it
+-- allows each alone (a waiter that joins again deletes turn alone).
+acl('DEL', turn, KEYS[7], KEYS[2])
+acl('HGET', last, 'skip_fence')
+acl('HMGET', last, 'fence')
+acl('HINCRBY', last, 'skips', '1')
+acl('HSET', last, 'x', 'x')
+acl('PEXPIRE', last, '1')
 if string.find(needs, 'w', 1, true) then
-  acl_add(checks, {{'BLPOP', KEYS[1] .. ':tok', '0'}})
+  acl('BLPOP', KEYS[1] .. ':tok', '0')
 end
-acl_add(checks, acl_extend(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], n))
-acl_add(checks, acl_release(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6],
-  KEYS[1] .. ':tok', KEYS[1] .. ':wake', ARGV[10], ARGV[11], n))
-local refused = acl_refusal(checks)
-if refused then return refused end
+acl_extend(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], n)
+acl_release(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], KEYS[1] .. ':tok',
+  KEYS[1] .. ':wake', ARGV[10], ARGV[11], n)
+if acl_refused then return acl_refused end
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 -- RLOCK_ errors are whole sentences for the user (conn.c drops the code).
 local SAME = '; every user of a KEY must give the same --limit'
+local cur
 if n == 1 then
   if redis.call('ZCOUNT', KEYS[4], now, '+inf') > 0 then
     return redis.error_reply('RLOCK_MODE the key is in use as a semaphore ' ..
       '(--limit ' .. (redis.call('GET', KEYS[5]) or '?') .. ')' .. SAME)
   end
-  local cur = redis.call('GET', KEYS[1])
+  cur = redis.call('GET', KEYS[1])
   if cur == token then
     if redis.call('PTTL', KEYS[1]) < lease then
       redis.call('PEXPIRE', KEYS[1], lease)
@@ -127,11 +145,14 @@ end
 -- whatever our :w key and subscription say: the key is refreshed below if
 -- we stay queued, and we may be trying before we subscribe).
 local head = redis.call('LINDEX', KEYS[6], 0)
-if head ~= token then head = live_head(KEYS[6], ARGV[10], ARGV[11]) end
+if head and head ~= token then
+  head = live_head(KEYS[6], ARGV[10], ARGV[11], head)
+end
 
 local free, wait
 if n == 1 then
-  wait = redis.call('PTTL', KEYS[1])
+  -- KEY missing (GET said so above) is free: no PTTL to ask.
+  wait = cur and redis.call('PTTL', KEYS[1]) or -2
   free = wait == -2
 else
   local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
@@ -190,9 +211,9 @@ if free and (not head or head == token) then
   -- place (queue.lua) may have refreshed it since.
   if head == token then redis.call('LPOP', KEYS[6]) end
   -- Any turn recorded is over now: a head passed over that joins again
-  -- must get a turn of its own, not the old one's end.
-  redis.call('DEL', turn)
-  redis.call('DEL', KEYS[7])
+  -- must get a turn of its own, not the old one's end. The holder's
+  -- meta goes too, written anew below.
+  redis.call('DEL', turn, KEYS[7], KEYS[2])
   if n == 1 then
     redis.call('SET', KEYS[1], token, 'PX', lease)
   else
@@ -202,7 +223,6 @@ if free and (not head or head == token) then
     redis.call('PEXPIRE', KEYS[4], tonumber(last[2]) - now)
     redis.call('PEXPIRE', KEYS[5], tonumber(last[2]) - now)
   end
-  redis.call('DEL', KEYS[2])
   redis.call('HSET', KEYS[2], 'host', ARGV[3], 'pid', ARGV[4], 'user',
     ARGV[5], 'cmd', ARGV[6], 'since', string.format('%d', now), 'lease',
     ARGV[2], 'fence', fs)

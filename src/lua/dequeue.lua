@@ -3,8 +3,8 @@
 -- KEYS[1] queue  KEYS[2] our :w key   ARGV[1] token  ARGV[2] "P{K}:w:"
 -- ARGV[3] "P{K}:wake:"
 -- Returns 1 if we were queued, else 0.
-local refused = acl_refusal(acl_dequeue(KEYS[1], KEYS[2], ARGV[2], ARGV[3]))
-if refused then return refused end
+acl_dequeue(KEYS[1], KEYS[2], ARGV[2], ARGV[3])
+if acl_refused then return acl_refused end
 local was_head = redis.call('LINDEX', KEYS[1], 0) == ARGV[1]
 local n = redis.call('LREM', KEYS[1], 1, ARGV[1])
 redis.call('DEL', KEYS[2])

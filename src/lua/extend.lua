@@ -6,9 +6,8 @@
 -- Invariant: never extends a lock held by another token. Also keeps the
 -- --fair queue alive while waiters sleep behind us.
 local token, lease = ARGV[1], tonumber(ARGV[2])
-local refused = acl_refusal(acl_extend(KEYS[1], KEYS[2], KEYS[3], KEYS[4],
-  KEYS[5], tonumber(ARGV[3])))
-if refused then return refused end
+acl_extend(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], tonumber(ARGV[3]))
+if acl_refused then return acl_refused end
 if ARGV[3] == '1' then
   if redis.call('GET', KEYS[1]) ~= token then return 0 end
   redis.call('PEXPIRE', KEYS[1], lease)

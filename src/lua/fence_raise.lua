@@ -5,9 +5,11 @@
 -- KEYS[1] lock  KEYS[2] fence  KEYS[3] holder meta
 -- ARGV[1] token  ARGV[2] F  ARGV[3] fence ttl ms
 -- Returns 1, or 0 when KEY is not ours on this master (nothing done).
-local refused = acl_refusal({{'GET', KEYS[1]}, {'GET', KEYS[2]},
-  {'SET', KEYS[2], '1', 'PX', '1'}, {'HSET', KEYS[3], 'fence', '1'}})
-if refused then return refused end
+acl('GET', KEYS[1])
+acl('GET', KEYS[2])
+acl('SET', KEYS[2], '1', 'PX', '1')
+acl('HSET', KEYS[3], 'fence', '1')
+if acl_refused then return acl_refused end
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 local f = tonumber(ARGV[2])
 local cur = tonumber(redis.call('GET', KEYS[2]) or '0')

@@ -10,13 +10,20 @@
 -- live head is told its turn came, as on a normal release; plain waiters
 -- (BLPOP on KEYS[6]) get one token per slot now free, at most N. The
 -- broken holders find out at their next extend.
-local refused = acl_refusal(acl_add(acl_add({{'TIME'}, {'GET', KEYS[1]},
-  {'HMGET', KEYS[2], 'user'}, {'DEL', KEYS[1], KEYS[2]},
-  {'ZRANGEBYSCORE', KEYS[3], '0', '0'}, {'HMGET', ARGV[1] .. 'x', 'user'},
-  {'GET', KEYS[4]}, {'ZRANGE', KEYS[3], '0', '0'}, {'DEL', ARGV[1] .. 'x'},
-  {'DEL', KEYS[3], KEYS[4]}, {'SPUBLISH', ARGV[2], 'released'}},
-  acl_wake_plain(KEYS[6])), acl_wake_queue(KEYS[5], ARGV[4], ARGV[3])))
-if refused then return refused end
+acl('TIME')
+acl('GET', KEYS[1])
+acl('HMGET', KEYS[2], 'user')
+acl('DEL', KEYS[1], KEYS[2])
+acl('ZRANGEBYSCORE', KEYS[3], '0', '0')
+acl('HMGET', ARGV[1] .. 'x', 'user')
+acl('GET', KEYS[4])
+acl('ZRANGE', KEYS[3], '0', '0')
+acl('DEL', ARGV[1] .. 'x')
+acl('DEL', KEYS[3], KEYS[4])
+acl('SPUBLISH', ARGV[2], 'released')
+acl_wake_plain(KEYS[6])
+acl_wake_queue(KEYS[5], ARGV[4], ARGV[3])
+if acl_refused then return acl_refused end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local broken, slots = {}, 0

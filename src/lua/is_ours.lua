@@ -5,9 +5,13 @@
 -- Invariant: the rule of extend.lua, so a nested run re-enters only a
 -- lock its holder could still extend, never an expired slot.
 -- A refused read is named (acl.lua), though it could not half-write.
-local refused = acl_refusal(ARGV[2] == '1' and {{'GET', KEYS[1]}} or
-  {{'ZSCORE', KEYS[2], ARGV[1]}, {'TIME'}})
-if refused then return refused end
+if ARGV[2] == '1' then
+  acl('GET', KEYS[1])
+else
+  acl('ZSCORE', KEYS[2], ARGV[1])
+  acl('TIME')
+end
+if acl_refused then return acl_refused end
 if ARGV[2] == '1' then
   return redis.call('GET', KEYS[1]) == ARGV[1] and 1 or 0
 end

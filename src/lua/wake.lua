@@ -5,7 +5,7 @@
 -- KEYS[1] wake tokens  ARGV[1] N  ARGV[2] wake token ttl ms
 -- Returns 1; refused with RLOCK_NOPERM (acl.lua), nothing done, when the
 -- ACL lacks a permission it needs.
-local refused = acl_refusal(acl_wake_plain(KEYS[1]))
-if refused then return refused end
+acl_wake_plain(KEYS[1])
+if acl_refused then return acl_refused end
 wake_plain(KEYS[1], 1, tonumber(ARGV[1]), ARGV[2])
 return 1

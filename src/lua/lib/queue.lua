@@ -26,8 +26,9 @@ end
 -- the kernel closes a dead process's sockets at once, whereas its key
 -- lapses only seconds later. A live waiter whose subscription dropped
 -- loses its place here and joins again at the back once subscribed anew.
-local function live_head(q, wpre, wakepre)
-  local head = redis.call('LINDEX', q, 0)
+-- first: the head the caller just read, if it did (one LINDEX less).
+local function live_head(q, wpre, wakepre, first)
+  local head = first or redis.call('LINDEX', q, 0)
   while head and (redis.call('EXISTS', wpre .. head) == 0 or
       not subscribed(wakepre .. head)) do
     redis.call('LPOP', q)
@@ -53,7 +54,8 @@ end
 -- Leave n wake tokens for plain waiters blocked in BLPOP on list tokens
 -- (Redis hands each to the oldest one), keeping at most cap, for ttl ms.
 local function wake_plain(tokens, n, cap, ttl)
-  for _ = 1, n do redis.call('LPUSH', tokens, '1') end
-  redis.call('LTRIM', tokens, 0, cap - 1)
+  local len = 0
+  for _ = 1, n do len = redis.call('LPUSH', tokens, '1') end
+  if len > cap then redis.call('LTRIM', tokens, 0, cap - 1) end
   redis.call('PEXPIRE', tokens, ttl)
 end
