@@ -25,6 +25,7 @@ PAIRS=${BENCH_PAIRS:-$(pick 60 15)}
 PHASE_RUNS=${BENCH_PHASE_RUNS:-$(pick 20 8)}
 CPU_CYCLES=${BENCH_CPU_CYCLES:-$(pick 20 10)}
 CPU_ROUNDS=${BENCH_CPU_ROUNDS:-$(pick 9 3)}
+IR_CYCLES=${BENCH_IR_CYCLES:-$(pick 30 10)}
 TPUT_MS=${BENCH_TPUT_MS:-$(pick 3000 1500)}
 TPUT_ROUNDS=${BENCH_TPUT_ROUNDS:-$(pick 3 1)}
 CLIENTS=${BENCH_CLIENTS:-32}
@@ -527,8 +528,35 @@ sec_many() {
 	fi
 }
 
+# ------------------------------------------------------------ instructions
+sec_ir() {
+	section "Redis instructions per uncontended lock cycle (callgrind, $IR_CYCLES cycles)"
+	local icols=(seed "$B/seed" @SOCK@ bench-i true ::: rlock "$RLOCK" -k bench-i -- true)
+	[ -z "$BASE" ] || icols+=(::: old "$BASE" -k bench-i -- true)
+	local out st=0 name t a st0 sa
+	out=$(bash "$top/bench/redis_ir.sh" "$IR_CYCLES" "${icols[@]}") || st=$?
+	if [ "$st" = 2 ]; then
+		row "valgrind is not installed" "no figures"
+		return
+	fi
+	[ "$st" = 0 ] || exit 1
+	read -r _ st0 sa <<< "$(grep '^seed ' <<< "$out")"
+	while read -r name t a; do
+		case $name in
+		seed) row "seed protocol: in its commands; whole server" "$t; $a" ;;
+		*) row "$name: in its commands; whole server" \
+		    "$t ($(x "$(ratio "$t" "$st0")") seed); $a ($(x "$(ratio "$a" "$sa")") seed)" ;;
+		esac
+		case $name in
+		rlock) fig ir "$(x "$(ratio "$t" "$st0")"); $(x "$(ratio "$a" "$sa")")" ;;
+		old) fig old:ir "$(x "$(ratio "$t" "$st0")"); $(x "$(ratio "$a" "$sa")")" ;;
+		esac
+	done <<< "$out"
+}
+ratio() { python3 -c "print('%.2f' % ($1 / $2))"; }
+
 # ------------------------------------------------------------ summary
-for sec in ${ONLY:-uncontended roundtrips cpu throughput handoff idle rss redlock many}; do
+for sec in ${ONLY:-uncontended roundtrips cpu ir throughput handoff idle rss redlock many}; do
 	"sec_$sec"
 done
 # Issue 13's table: each figure as measured, BASE's beside it.
@@ -552,6 +580,7 @@ done
 trow "round trips per uncontended run (seed: ${FIG[seed-rtt]:-?})" rtt "2"
 trow "Redis CPU per cycle / seed's (commandstats)" cpu "<= 1.5x"
 trow "  the same, Redis process CPU (rusage)" cpu-rusage ""
+trow "  Redis instructions: in commands; whole server" ir ""
 trow "cycles per Redis CPU-second, $CLIENTS clients (x seed)" tput "seed: ${FIG[seed-tput]:-?}"
 trow "Redis commands per blocked --fair waiter per s" idle "<= 0.05"
 trow "peak RSS / flock's (${FIG[flock-rss]:-?})" rss "<= 1.10x"
