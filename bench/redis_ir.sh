@@ -32,8 +32,12 @@ ir() { # top|all CYCLES: instructions of a fresh server for CYCLES of cmd
 		sleep 0.05
 	done
 	for ((i = 0; i < c; i++)); do
-		RLOCK_URL=unix://$D/s "${cmd[@]//@SOCK@/$D/s}" > /dev/null ||
-			{ echo "redis_ir: ${cmd[*]} failed" >&2; exit 1; }
+		RLOCK_URL=unix://$D/s "${cmd[@]//@SOCK@/$D/s}" > /dev/null && continue
+		# In $(...): the EXIT trap outside does not know this pid.
+		echo "redis_ir: ${cmd[*]} failed" >&2
+		kill "$pid"
+		wait "$pid"
+		exit 1
 	done
 	redis-cli -s "$D/s" shutdown nosave > /dev/null 2>&1
 	wait "$pid"

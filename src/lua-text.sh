@@ -17,7 +17,7 @@ want=""
 for _pass in 1 2; do
 	want_next=""
 	for lib in "$libdir"/*.lua; do
-		# shellcheck disable=SC2086 # want is a list of paths without spaces
+		# shellcheck disable=SC2086 # want: paths without spaces
 		if uses "$script" $want; then want_next="$want_next $lib"; fi
 	done
 	want=$want_next

@@ -11,9 +11,9 @@
  * Fencing: each master's acquire gives max(its last + 1, its clock, the
  * fence we propose to all, at most 1 s past its clock). The holder uses
  * F = the largest of its majority and first writes F back to those of
- * that majority that drew less (fence_raise.lua). Any later majority overlaps this one
- * in some master, which can only grant after our lease there ended and so
- * after the write-back: its fence is above F. COMMAND starts only after
+ * that majority that drew less (fence_raise.lua). Any later majority
+ * overlaps this one in some master, which can only grant after our lease
+ * there ended and so after the write-back: its fence is above F. COMMAND starts only after
  * the write-back succeeded on a majority.
  */
 #include "quorum.h"
@@ -40,8 +40,9 @@
  * The fence an acquire asks every master to draw: our clock this much
  * ahead (acquire.lua takes it unless its counter or its own clock is
  * higher). Each master drawing from its own clock, they differed (by a
- * millisecond on one machine) in half the grants, and each such grant
- * cost the fence write-back, a round trip more before COMMAND started.
+ * millisecond on one machine) in a fifth to a half of the grants, and
+ * each such grant cost the fence write-back, a round trip more before
+ * COMMAND started.
  * Ahead, so that a master whose clock runs a little ahead of ours, or
  * that runs the script a little later, still draws ours.
  */
@@ -149,7 +150,8 @@ open_master(void *arg, int i)
 
 /*
  * Connect every master that is not connected, all at once (fanout.c):
- * each master's lock and connection are its own. One after another, five
+ * each master's lock and connection are its own. Every step calls it
+ * first, so a master that dropped is back as soon as it answers again. One after another, five
  * masters' connects and PINGs made an uncontended --redlock run cost
  * 1.7 times one node's; at once, they cost the slowest master's, and
  * stalled masters together cost one connect timeout.
@@ -468,7 +470,6 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 	int have_busy = 0;
 
 	(void)queue;
-	/* Masters that dropped are tried again. */
 	open_closed(q);
 	asked.fence_proposed = wall_ms() + FENCE_AHEAD_MS;
 	for (i = 0; i < n; i++)
@@ -552,7 +553,6 @@ static void
 tally(struct quorum *q, const struct lock_ctx *ctx, enum single_op op,
     int *said, int *yes, int *no)
 {
-	/* Masters that dropped are tried again. */
 	open_closed(q);
 	ask_all(q, op, ctx, NULL, said);
 	count(q, said, yes, no);
@@ -624,7 +624,6 @@ op_release(struct lock *l, const struct lock_ctx *ctx)
 	unsigned char sent[QUORUM_MAX], last[QUORUM_MAX];
 	int64_t by;
 
-	/* Masters that dropped are tried again. */
 	open_closed(q);
 	for (i = 0; i < q->n; i++) {
 		was_open[i] = m_open(q->m[i]);

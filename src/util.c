@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -265,6 +266,11 @@ msg_notice(const char *fmt, ...)
 
 static void (*oom_hook)(void);
 static void *oom_reserve;
+/* Threads that run out of memory together (the renewal thread, --redlock's
+ * connects) must not each run the hook, nor end the process while one
+ * runs it: the first ends the run, the others wait for its _exit. */
+static atomic_int oom_taken;
+static _Thread_local int oom_mine;
 
 void
 oom_on(void (*hook)(void))
@@ -283,8 +289,16 @@ void
 oom(void)
 {
 	static const char m[] = "rlock: out of memory\n";
-	void (*hook)(void) = oom_hook;
+	void (*hook)(void);
 
+	/* The hook itself out of memory again: end here. */
+	if (oom_mine)
+		_exit(RL_EXIT_OSERR);
+	if (atomic_exchange(&oom_taken, 1))
+		for (;;)
+			pause();
+	oom_mine = 1;
+	hook = oom_hook;
 	(void)!write(STDERR_FILENO, m, sizeof(m) - 1);
 	oom_hook = NULL;
 	free(oom_reserve);

@@ -29,9 +29,9 @@
 local token, lease, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[8])
 
 -- Everything this KEY's holder and waiter will run, asked before any
--- write. Each command once: what the holder's extend and release ask
--- (acl_extend, acl_release: the lock's GET and PEXPIRE, the meta's
--- PEXPIRE, the queue's head and pop) is not asked again here.
+-- write. What the holder's extend and release ask (acl_extend,
+-- acl_release: the lock's GET and PEXPIRE, the meta's PEXPIRE, the
+-- queue's head and pop) is not asked here again.
 local needs = ARGV[15] or ''
 acl('EVALSHA', 'x', '0')
 acl('EVAL', 'x', '0')

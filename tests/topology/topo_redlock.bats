@@ -229,23 +229,28 @@ grant() {
 # (by a millisecond, on one machine) in a fifth to a half of the grants:
 # each such grant wrote the largest back to the others (fence_raise.lua),
 # a round trip more before COMMAND. Now the holder proposes one fence to
-# all, and masters that agree draw it: two scripts a run per master
-# (acquire, release), no third.
+# all, its clock 50 ms ahead, and masters that agree draw it: the fence is
+# at least the test's clock before the run plus 50 ms (the masters share
+# our clock), and a run costs each master two scripts (acquire, release),
+# not three. One write-back in ten runs is allowed: a master that ran the
+# acquire over 50 ms after rlock read its clock (a loaded machine) draws
+# its own clock.
 @test "redlock: masters draw the fence proposed to them: no write-back when they agree" {
-	local p n
-	: > "$T/fences"
+	local p n t f
+	rl -k agree -- true || fail "rlock exit $?"
 	for p in $MASTERS_PORTS; do
 		topo_cli "$p" config resetstat > /dev/null
 	done
 	for _ in 1 2 3 4 5 6 7 8 9 10; do
-		rl -k agree -- sh -c 'echo "$RLOCK_FENCE" >> "$1"' sh \
-			"$T/fences" || fail "rlock exit $?"
+		t=$(now_ms)
+		f=$(rl -k agree -- sh -c 'echo "$RLOCK_FENCE"') ||
+			fail "rlock exit $?"
+		[ "$f" -ge $((t + 50)) ] || fail "fence $f, not the proposal"
 	done
 	for p in $MASTERS_PORTS; do
 		n=$(cmdstat "$p" evalsha calls)
-		[ "$n" = 20 ] || fail "master $p ran $n scripts for 10 runs"
+		[ "$n" -le 21 ] || fail "master $p ran $n scripts for 10 runs"
 	done
-	sort -n -u -c "$T/fences" || fail "fences: $(paste -sd' ' "$T/fences")"
 }
 
 # N clients are blocked (a waiter's BLPOP on KEY's wake tokens) on the
