@@ -29,10 +29,14 @@ setup() {
 	date +%s%3N > "$T/hold.end"
 	EOF
 	# mark.sh NAME: COMMAND of a waiter. Appends NAME to $T/order and
-	# notes when it started (ms) in $T/NAME.start.
+	# notes when it started (ms) in $T/NAME.start. The start is renamed
+	# into place last: tests wait for it to exist, then read it and the
+	# order, and a file the shell has created is empty until date writes.
 	cat > "$T/mark.sh" <<-'EOF'
-	date +%s%3N > "$T/$1.start"
+	t=$(date +%s%3N)
 	echo "$1" >> "$T/order"
+	echo "$t" > "$T/$1.start.part"
+	mv "$T/$1.start.part" "$T/$1.start"
 	EOF
 }
 
