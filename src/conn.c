@@ -49,6 +49,22 @@ struct conn {
 	int nahead;
 	int64_t cmd_timeout_ms;
 	struct failure fail;
+	/* Commands sent ahead, formatted but not yet written: they go out
+	 * in one write with the next command (or before the next read). */
+	char *cork;
+	size_t cork_len;
+	/* The login (AUTH or PING) sent ahead of the first command rather
+	 * than waited for (conn_defer_hello); see conn_hello_owed. */
+	int defer_hello;		/* the next connect may send it ahead */
+	int hello_corked;		/* in the cork, not yet written */
+	int hello_owed;			/* written, its answer not yet read */
+	int hello_auth;			/* it is AUTH: an error is a refusal */
+	const char *hello_cmd;		/* names its I/O failures */
+	const char *hello_what;		/* names its error answer */
+	int64_t hello_due;		/* the connect's deadline */
+	int64_t hello_shown;		/* the connect timeout, as named */
+	char *undo;			/* conn_arm_undo's commands */
+	size_t undo_len;
 };
 
 struct conn *
@@ -108,6 +124,16 @@ conn_timeout(const struct conn *cn)
 }
 
 static void
+forget_hello(struct conn *cn)
+{
+	cn->hello_corked = 0;
+	cn->hello_owed = 0;
+	free(cn->undo);
+	cn->undo = NULL;
+	cn->undo_len = 0;
+}
+
+static void
 drop(struct conn *cn, int reset)
 {
 	/* Before the close: a healthy session says close_notify. */
@@ -129,8 +155,13 @@ drop(struct conn *cn, int reset)
 	}
 	reply_free(cn->stash);
 	cn->stash = NULL;
-	/* Replies still owed die with the connection, unseen. */
+	/* Replies still owed die with the connection, unseen; commands
+	 * not yet written, unsent. */
 	cn->nahead = 0;
+	free(cn->cork);
+	cn->cork = NULL;
+	cn->cork_len = 0;
+	forget_hello(cn);
 }
 
 void
@@ -371,6 +402,52 @@ write_all(struct conn *cn, const char *buf, size_t len, int64_t deadline,
 	return 0;
 }
 
+/* Format a command into the cork. */
+static void
+cork_add(struct conn *cn, int argc, const char **argv, const size_t *lens)
+{
+	char *cmd = NULL;
+	int len;
+
+	if ((len = redisFormatCommandArgv(&cmd, argc, argv, lens)) < 0)
+		oom();
+	cn->cork = xrealloc(cn->cork, cn->cork_len + (size_t)len);
+	memcpy(cn->cork + cn->cork_len, cmd, (size_t)len);
+	cn->cork_len += (size_t)len;
+	redisFreeCommand(cmd);
+}
+
+/*
+ * Write the cork, then cmd (may be NULL), in one write. With the login in
+ * the cork, a failure is the login's: the server never took us.
+ */
+static int
+uncork(struct conn *cn, const char *cmd, size_t len, int64_t deadline,
+    const char *what)
+{
+	int hello = cn->hello_corked, st;
+	char *buf = cn->cork;
+	size_t n = cn->cork_len;
+
+	cn->cork = NULL;
+	cn->cork_len = 0;
+	if (cmd != NULL) {
+		buf = xrealloc(buf, n + len);
+		memcpy(buf + n, cmd, len);
+		n += len;
+	}
+	if (hello) {
+		cn->hello_corked = 0;
+		cn->hello_owed = 1;
+		what = cn->hello_cmd;
+	}
+	st = write_all(cn, buf, n, deadline, what);
+	free(buf);
+	if (st < 0 && hello)
+		cn->fail.hello = 1;
+	return st;
+}
+
 static int
 send_by(struct conn *cn, int argc, const char **argv, const size_t *lens,
     int64_t deadline)
@@ -387,7 +464,10 @@ send_by(struct conn *cn, int argc, const char **argv, const size_t *lens,
 	failure_clear(&cn->fail);
 	if ((len = redisFormatCommandArgv(&cmd, argc, argv, lens)) < 0)
 		oom();
-	st = write_all(cn, cmd, (size_t)len, deadline, argv[0]);
+	if (cn->cork_len > 0)
+		st = uncork(cn, cmd, (size_t)len, deadline, argv[0]);
+	else
+		st = write_all(cn, cmd, (size_t)len, deadline, argv[0]);
 	redisFreeCommand(cmd);
 	return st;
 }
@@ -402,12 +482,40 @@ int
 conn_send_ahead(struct conn *cn, int argc, const char **argv,
     const size_t *lens, conn_ahead_fn fn)
 {
-	if (cn->nahead == CONN_AHEAD_MAX)
+	if (cn->nahead == CONN_AHEAD_MAX || cn->fd < 0)
 		return -1;
-	if (conn_send(cn, argc, argv, lens) < 0)
-		return -1;
+	cork_add(cn, argc, argv, lens);
 	cn->ahead[cn->nahead++] = fn;
 	return 0;
+}
+
+void
+conn_defer_hello(struct conn *cn)
+{
+	cn->defer_hello = 1;
+}
+
+int
+conn_hello_owed(const struct conn *cn)
+{
+	return cn->hello_corked || cn->hello_owed;
+}
+
+void
+conn_arm_undo(struct conn *cn, int argc, const char **argv,
+    const size_t *lens)
+{
+	char *cmd = NULL;
+	int len;
+
+	if (!conn_hello_owed(cn))
+		return;
+	if ((len = redisFormatCommandArgv(&cmd, argc, argv, lens)) < 0)
+		oom();
+	cn->undo = xrealloc(cn->undo, cn->undo_len + (size_t)len);
+	memcpy(cn->undo + cn->undo_len, cmd, (size_t)len);
+	cn->undo_len += (size_t)len;
+	redisFreeCommand(cmd);
 }
 
 int
@@ -485,6 +593,77 @@ recv_one(struct conn *cn, int64_t deadline, struct reply **out,
 	}
 }
 
+static void maybe_tls_port(struct conn *cn, int64_t deadline);
+
+/*
+ * Best effort, never waiting: the commands that take back what rode
+ * behind a login that failed. They follow it in the same stream, so a
+ * server that reads the acquire late reads them right after it.
+ */
+static int
+send_undo(struct conn *cn)
+{
+	size_t off = 0;
+	ssize_t n;
+	short want;
+
+	while (off < cn->undo_len) {
+		n = sock_write(cn, cn->undo + off, cn->undo_len - off, &want);
+		if (n > 0)
+			off += (size_t)n;
+		else if (n < 0 && errno == EINTR)
+			continue;
+		else
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * The answer to the login sent ahead, by the connect's deadline, named as
+ * conn_connect names it: 0, or -1 with the failure recorded (hello set)
+ * and cn closed. On a server that took nothing it answered, the armed
+ * undo follows what it may still read, and the socket closes in order
+ * (a reset could drop the undo and keep the acquire).
+ */
+static int
+hello_reply(struct conn *cn)
+{
+	int64_t cmd = cn->cmd_timeout_ms;
+	struct reply *r = NULL;
+	int st, undone;
+
+	cn->cmd_timeout_ms = cn->hello_shown;
+	st = recv_one(cn, cn->hello_due, &r, cn->hello_cmd, 0);
+	cn->cmd_timeout_ms = cmd;
+	if (st > 0 && r->type != REPLY_ERROR) {
+		reply_free(r);
+		forget_hello(cn);
+		return 0;
+	}
+	if (st < 0) {		/* closed, reset or not Redis: dropped */
+		maybe_tls_port(cn, cn->hello_due);
+		cn->fail.hello = 1;
+		return -1;
+	}
+	if (st > 0) {
+		failure_from_reply(&cn->fail, cn->hello_what, r);
+		/* Any error answer to AUTH is a refusal. */
+		if (cn->hello_auth && cn->fail.status == RL_EXIT_PROTOCOL)
+			cn->fail.status = RL_EXIT_NOPERM;
+		reply_free(r);
+	} else {
+		cn->last_errno = ETIMEDOUT;
+		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s: no answer "
+		    "within %lldms", cn->hello_cmd,
+		    (long long)cn->hello_shown);
+	}
+	undone = cn->undo_len > 0 && send_undo(cn) == 0;
+	drop(cn, !undone);
+	cn->fail.hello = 1;
+	return -1;
+}
+
 /* The next reply; one owed to a command sent ahead goes to its taker. */
 static int
 recv_by(struct conn *cn, int64_t deadline, struct reply **out,
@@ -493,6 +672,11 @@ recv_by(struct conn *cn, int64_t deadline, struct reply **out,
 	conn_ahead_fn fn;
 	int st;
 
+	if (cn->cork_len > 0 && uncork(cn, NULL, 0, mono_ms() +
+	    cn->cmd_timeout_ms, what) < 0)
+		return -1;
+	if (cn->hello_owed && hello_reply(cn) < 0)
+		return -1;
 	while ((st = recv_one(cn, deadline, out, what, timeout_fails)) > 0 &&
 	    cn->nahead > 0) {
 		fn = cn->ahead[0];
@@ -659,19 +843,44 @@ ask(struct conn *cn, const char *what, int argc, const char **argv,
 	return cn->fail.status;
 }
 
+/* Keep the login (argv) to send ahead of the first command. */
+static void
+defer_hello(struct conn *cn, int argc, const char **argv, const char *what,
+    int64_t deadline)
+{
+	size_t lens[3];
+	int i;
+
+	for (i = 0; i < argc; i++)
+		lens[i] = strlen(argv[i]);
+	cork_add(cn, argc, argv, lens);
+	cn->hello_corked = 1;
+	cn->hello_auth = strcmp(argv[0], "AUTH") == 0;
+	cn->hello_cmd = argv[0];
+	cn->hello_what = what;
+	cn->hello_due = deadline;
+	cn->hello_shown = cn->cmd_timeout_ms;
+}
+
 static int
-handshake(struct conn *cn, int64_t deadline)
+handshake(struct conn *cn, int64_t deadline, int defer)
 {
 	const struct endpoint *ep = &cn->cfg->ep;
 	const char *argv[3];
 	char dbs[16];
 	int argc = 0;
 
+	defer = defer && ep->db == 0;
 	if (cn->cfg->password) {
 		argv[argc++] = "AUTH";
 		if (ep->user)
 			argv[argc++] = ep->user;
 		argv[argc++] = cn->cfg->password;
+		if (defer) {
+			defer_hello(cn, argc, argv, "authentication failed",
+			    deadline);
+			return 0;
+		}
 		if (ask(cn, "authentication failed", argc, argv,
 		    deadline) != 0) {
 			/* Any error answer to AUTH is a refusal; a peer that
@@ -690,6 +899,10 @@ handshake(struct conn *cn, int64_t deadline)
 	}
 	if (argc == 0) {
 		argv[0] = "PING";
+		if (defer) {
+			defer_hello(cn, 1, argv, "PING", deadline);
+			return 0;
+		}
 		return ask(cn, "PING", 1, argv, deadline);
 	}
 	return 0;
@@ -740,8 +953,9 @@ int
 conn_connect(struct conn *cn, const char *host, int port, int64_t deadline)
 {
 	int64_t cmd = cn->cmd_timeout_ms, shown = cn->cfg->connect_timeout_ms;
-	int st;
+	int st, defer = cn->defer_hello;
 
+	cn->defer_hello = 0;
 	drop(cn, 0);
 	failure_clear(&cn->fail);
 	cn->peer_len = 0;
@@ -774,7 +988,7 @@ conn_connect(struct conn *cn, const char *host, int port, int64_t deadline)
 	 * same connect timeout, not a fresh command timeout; the message
 	 * names the connect timeout. */
 	cn->cmd_timeout_ms = shown;
-	st = handshake(cn, deadline);
+	st = handshake(cn, deadline, defer);
 	cn->cmd_timeout_ms = cmd;
 	if (st != 0) {
 		maybe_tls_port(cn, deadline);

@@ -47,6 +47,29 @@ int conn_connect(struct conn *cn, const char *host, int port,
     int64_t deadline);
 
 /*
+ * Let the next conn_connect send its login (AUTH, or the PING) ahead of
+ * the first command, in the same write, instead of waiting for its answer:
+ * a round trip less. Not with a database to SELECT. The answer is read
+ * first, by the connect's deadline and named as conn_connect names it; a
+ * failure then is marked `hello` and closes cn. Whoever sends a command
+ * that writes while the login is owed arms its undo first.
+ */
+void conn_defer_hello(struct conn *cn);
+
+/* The login sent ahead is unanswered (or not yet sent). */
+int conn_hello_owed(const struct conn *cn);
+
+/*
+ * A command that takes back what the commands sent while the login is
+ * owed may do, should the login fail (a server that never answers may
+ * still read them later, when we are gone): sent then in the same stream,
+ * behind them. Forgotten once the login is answered. Nothing while no
+ * login is owed.
+ */
+void conn_arm_undo(struct conn *cn, int argc, const char **argv,
+    const size_t *lens);
+
+/*
  * Close. After a failure the socket is reset (SO_LINGER 0), so the kernel
  * cannot deliver a stale, timed-out command to Redis later.
  */
@@ -73,11 +96,12 @@ typedef void (*conn_ahead_fn)(const struct reply *r);
 #define CONN_AHEAD_MAX 4
 
 /*
- * Send a command whose reply nobody waits for now (pipelining): the next
- * read on cn meets it first and hands it to fn, so a check such as CONFIG
- * GET rides along with the command that follows at no round trip of its
- * own. A reply still owed when cn closes is dropped unseen. 0, or -1 with
- * the failure recorded (as conn_send), or with CONN_AHEAD_MAX owed.
+ * Send a command whose reply nobody waits for now (pipelining): it is
+ * written with the next command (or before the next read), in one write,
+ * and the next read on cn meets its reply first and hands it to fn, so a
+ * check such as CONFIG GET rides along with the command that follows at
+ * no round trip of its own. A reply still owed when cn closes is dropped
+ * unseen. 0, or -1 when cn is closed or CONN_AHEAD_MAX are owed.
  */
 int conn_send_ahead(struct conn *cn, int argc, const char **argv,
     const size_t *lens, conn_ahead_fn fn);

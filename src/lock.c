@@ -55,6 +55,14 @@ lock_open(struct lock *l)
 }
 
 int
+lock_open_first(struct lock *l)
+{
+	if (!l->cfg->redlock)
+		server_defer_hello(lock_server(l, 0));
+	return lock_open(l);
+}
+
+int
 lock_reopen(struct lock *l)
 {
 	if (l->ops->servers(l) == 1)

@@ -44,6 +44,15 @@ struct lock *lock_new_like(const struct lock *l);
  * with the failure recorded.
  */
 int lock_open(struct lock *l);
+
+/*
+ * lock_open for a run's first question: on one plain server the login
+ * (AUTH or PING) is not waited for but rides ahead of the first command
+ * (server_defer_hello), which takes its answer first, and whose failure
+ * is then the login's (failure.hello: do not try again). A round trip
+ * less; --redlock's masters log in at once already (fanout.c).
+ */
+int lock_open_first(struct lock *l);
 void lock_close(struct lock *l);
 int lock_is_open(const struct lock *l);
 

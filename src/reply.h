@@ -38,12 +38,16 @@ int reply_int(const struct reply *r, long long *out);
 /*
  * Why something failed, for one message: the exit status class (69, 76,
  * 77...; 0 while nothing failed), whether the words are a refusal by one
- * of rlock's own scripts (a sentence for the user, not Redis's), and the
- * words.
+ * of rlock's own scripts (a sentence for the user, not Redis's), whether
+ * it is the login's (AUTH or PING) that rode ahead of the first command
+ * (conn.h: a server that never took us; what followed it is undone in
+ * the stream, so trying again would only wait out the same silence), and
+ * the words.
  */
 struct failure {
 	int status;
 	int ours;
+	int hello;
 	char why[256];
 };
 

@@ -203,7 +203,7 @@ run_mode(struct rlock_opts *o, int sigfd)
 	l = lock_new(&cfg);
 	if (wait_bound(o))
 		lock_set_timeouts(l, o->wait_ms, o->wait_ms);
-	if ((st = lock_open(l)) != 0) {
+	if ((st = lock_open_first(l)) != 0) {
 		report_bound(o, &cfg, lock_failure(l));
 		goto out;
 	}

@@ -66,6 +66,23 @@ run_text(struct server *s, const char *eval, const struct lua_script *sc,
 	return server_command(s, n, av, al);
 }
 
+void
+script_arm_undo(struct server *s, const struct lua_script *sc, int nkeys,
+    int nargs, const char **argv, const size_t *lens)
+{
+	const char *av[3 + SCRIPT_MAX_ARGS];
+	size_t al[3 + SCRIPT_MAX_ARGS];
+	char nk[16];
+	int n;
+
+	if (!server_hello_owed(s) || (n = evalsha_argv(s, "EVAL", sc, nkeys,
+	    nargs, argv, lens, nk, sizeof(nk), av, al)) < 0)
+		return;
+	av[1] = sc->body;
+	al[1] = sc->len;
+	server_arm_undo(s, n, av, al);
+}
+
 /* evalsha, then eval on NOSCRIPT: "EVALSHA"/"EVAL" or their _RO forms. */
 static struct reply *
 run(struct server *s, const char *evalsha, const char *eval,

@@ -41,6 +41,14 @@ struct reply *script_run_ro(struct server *s, const struct lua_script *sc,
     int nkeys, int nargs, const char **argv, const size_t *lens);
 
 /*
+ * While the server's login is owed (server_hello_owed): keep the script
+ * (its text, as EVAL: the server may not have it cached) to take back
+ * what the commands sent behind the login do, should the login fail.
+ */
+void script_arm_undo(struct server *s, const struct lua_script *sc,
+    int nkeys, int nargs, const char **argv, const size_t *lens);
+
+/*
  * The two halves of script_run, so that several servers run a script at
  * once (--redlock): script_send writes the EVALSHA and returns (0, or -1
  * with s closed and the failure recorded); script_recv reads its reply by

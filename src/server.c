@@ -630,6 +630,26 @@ server_send(struct server *s, int argc, const char **argv,
 	return 0;
 }
 
+void
+server_defer_hello(struct server *s)
+{
+	if (s->cfg->ep.kind == EP_TCP || s->cfg->ep.kind == EP_UNIX)
+		conn_defer_hello(s->cn);
+}
+
+int
+server_hello_owed(const struct server *s)
+{
+	return conn_hello_owed(s->cn);
+}
+
+void
+server_arm_undo(struct server *s, int argc, const char **argv,
+    const size_t *lens)
+{
+	conn_arm_undo(s->cn, argc, argv, lens);
+}
+
 int
 server_send_ahead(struct server *s, int argc, const char **argv,
     const size_t *lens, conn_ahead_fn fn)

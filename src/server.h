@@ -63,6 +63,16 @@ struct reply *server_command(struct server *s, int argc, const char **argv,
 int server_send(struct server *s, int argc, const char **argv,
     const size_t *lens);
 int server_recv(struct server *s, int64_t deadline, struct reply **out);
+/*
+ * The next open of a plain server (TCP or unix socket, not a Sentinel or
+ * Cluster address, whose opens ask questions of their own) sends its
+ * login ahead of the first command (conn_defer_hello); while it is owed,
+ * server_arm_undo as conn_arm_undo.
+ */
+void server_defer_hello(struct server *s);
+int server_hello_owed(const struct server *s);
+void server_arm_undo(struct server *s, int argc, const char **argv,
+    const size_t *lens);
 /* A command whose reply fn takes when the next command's reply is read
  * (conn_send_ahead): only on a connection already open; 0 or -1. */
 int server_send_ahead(struct server *s, int argc, const char **argv,

@@ -355,12 +355,51 @@ yes_no(struct server *cn, const char *what, struct reply *r)
 	return v == 1;
 }
 
+/* dequeue.lua's 2 keys and 3 arguments. */
+static void
+dequeue_args(struct args *a, const struct lock_ctx *ctx)
+{
+	const struct lock_keys *k = &ctx->k;
+
+	arg(a, k->queue, k->queue_len);
+	arg(a, k->waiter, k->waiter_len);
+	arg_str(a, ctx->token);
+	arg(a, k->waiter_prefix, k->waiter_prefix_len);
+	arg(a, k->wake_prefix, k->wake_prefix_len);
+}
+
+/*
+ * Before an acquire that rides behind the login (server_defer_hello):
+ * should the server never answer that, it may still read the acquire
+ * when we are gone; the release (and leaving the queue) then follows it.
+ * A release with no run to record, as for an attempt whose reply was lost.
+ */
+static void
+arm_undo(struct lock *l, const struct lock_ctx *ctx, int queue)
+{
+	struct lock_ctx bare = *ctx;
+	struct call c = { .a.n = 0 };
+	struct args a = { .n = 0 };
+
+	if (!server_hello_owed(srv(l)))
+		return;
+	bare.end = NULL;
+	call_release(&c, &bare);
+	script_arm_undo(srv(l), c.sc, c.nkeys, c.a.n - c.nkeys, c.a.v,
+	    c.a.len);
+	if (!queue)
+		return;
+	dequeue_args(&a, ctx);
+	script_arm_undo(srv(l), &lua_dequeue, 2, 3, a.v, a.len);
+}
+
 static enum lock_result
 op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
     int want_holder, int64_t *fence, struct lock_busy *busy)
 {
 	struct call c = { .a.n = 0 };
 
+	arm_undo(l, ctx, queue);
 	call_acquire(&c, ctx, queue, want_holder);
 	return acquire_result(srv(l), call_run(srv(l), &c), fence, busy);
 }
@@ -404,15 +443,10 @@ static int
 op_dequeue(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct server *cn = srv(l);
-	const struct lock_keys *k = &ctx->k;
 	struct args a = { .n = 0 };
 	long long v;
 
-	arg(&a, k->queue, k->queue_len);
-	arg(&a, k->waiter, k->waiter_len);
-	arg_str(&a, ctx->token);
-	arg(&a, k->waiter_prefix, k->waiter_prefix_len);
-	arg(&a, k->wake_prefix, k->wake_prefix_len);
+	dequeue_args(&a, ctx);
 	return int_reply(cn, "dequeue", script_run(cn, &lua_dequeue, 2, 3,
 	    a.v, a.len), &v);
 }

@@ -94,7 +94,9 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 		}
 		if (lr != LOCK_ERROR)
 			return lr;
-		if (lock_is_open(w->l))	/* an error reply, not I/O */
+		/* An error reply, not I/O; or the login that rode ahead
+		 * failed, and its undo followed the attempt. */
+		if (lock_is_open(w->l) || lock_failure(w->l)->hello)
 			return LOCK_ERROR;
 		w->uncertain = 1;
 	}

@@ -517,6 +517,61 @@ bad_dur() {
 	no_lock slow
 }
 
+# A server that hears us only after we gave up (a network that holds our
+# bytes past --connect-timeout, then delivers them all, our close last):
+# the acquire that rode behind the PING reaches Redis, so the release
+# must follow it in the same stream. slow_net.py PORT UPSTREAM DELAY_S
+# DONE: one connection, every chunk forwarded DELAY_S after it came,
+# nothing answered back; DONE is written once Redis closed its side.
+@test "bad input: a PING answered too late: the acquire behind it is undone in the same stream" {
+	local port f0 f1
+	cat > "$BATS_TEST_TMPDIR/slow_net.py" <<-'EOF'
+	import socket, sys, time
+	port, up, delay, done = (int(sys.argv[1]), int(sys.argv[2]),
+	                         float(sys.argv[3]), sys.argv[4])
+	ls = socket.socket()
+	ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+	ls.bind(('127.0.0.1', port))
+	ls.listen(1)
+	open(done + '.ready', 'w').close()
+	c, _ = ls.accept()
+	chunks = []
+	while True:
+	    try:
+	        b = c.recv(65536)
+	    except ConnectionResetError:
+	        b = b''
+	    if not b:
+	        break
+	    chunks.append((time.monotonic(), b))
+	u = socket.create_connection(('127.0.0.1', up))
+	for t, b in chunks:
+	    time.sleep(max(0.0, t + delay - time.monotonic()))
+	    u.sendall(b)
+	u.shutdown(socket.SHUT_WR)
+	while u.recv(65536):
+	    pass
+	open(done, 'w').close()
+	EOF
+	# The scripts cached, as on a server in use: the acquire is run.
+	run -0 "$RLOCK" -u "$MAIN_URL" -k late -- true
+	f0=$(redis-cli -s "$MAIN_SOCK" get "rlock:{late}:fence")
+	port=$(free_port)
+	setsid python3 "$BATS_TEST_TMPDIR/slow_net.py" "$port" "$MAIN_PORT" \
+	    "$(tf 2)" "$BATS_TEST_TMPDIR/done" 3>&- &
+	SOCAT_PGIDS="${SOCAT_PGIDS:-} $!"	# ended by teardown, as a socat
+	wait_until 5 test -e "$BATS_TEST_TMPDIR/done.ready"
+	fails 69 "cannot reach redis://127.0.0.1:$port/0: PING: no answer within $(tf_ms 1000)ms; check -u" \
+		--connect-timeout "$(tf 1)" -u "redis://127.0.0.1:$port" \
+		-k late -- echo must-not-run
+	wait_until "$(tf 10)" test -e "$BATS_TEST_TMPDIR/done" ||
+		fail "the late bytes never reached Redis"
+	# The acquire did run (it drew a fence) and was taken back.
+	f1=$(redis-cli -s "$MAIN_SOCK" get "rlock:{late}:fence")
+	[ "$f1" -gt "$f0" ] || fail "the acquire never reached Redis ($f0, $f1)"
+	no_lock late
+}
+
 # hold_slot PORT: connect fd 5 of this shell to PORT and get a PONG on it.
 hold_slot() {
 	local pong=
