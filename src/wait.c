@@ -215,6 +215,14 @@ sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
 		if (w->sentinel && mono_ms() + SENTINEL_RECHECK_MS < until)
 			until = mono_ms() + SENTINEL_RECHECK_MS;
 		why = block(w, until, until == retry, res);
+		/* Next after the --fair head: our look, soon, tells a head
+		 * that does not take its turn; trying now would only slow
+		 * the head's own attempt. */
+		if (why == WOKE_NEXT) {
+			if (retry > mono_ms() + HANDOFF_LOOK_MS)
+				retry = mono_ms() + HANDOFF_LOOK_MS;
+			continue;
+		}
 		if (why != WOKE_TIMEOUT)
 			return why;
 		/* A failover: releases happen on the new master now. */

@@ -223,15 +223,30 @@ waker_cancel(struct waker *w)
 	}
 }
 
-/* Consume what subscription i delivered: 1 a message, 0 nothing yet,
- * -1 it died (or ended: the slot moved, so subscribe again where it
- * lives now, and try, as a release may fall in between). */
+/* A message that says "next" (queue.lua: the one after the --fair head,
+ * told to look soon rather than try now). */
+static int
+is_next(const struct reply *r)
+{
+	const struct reply *m;
+
+	if (r->type != REPLY_ARRAY || r->elements != 3)
+		return 0;
+	m = r->element[2];
+	return m->type == REPLY_STRING && m->len == 4 &&
+	    memcmp(m->str, "next", 4) == 0;
+}
+
+/* Consume what subscription i delivered: 1 a message, 2 only "next"
+ * messages, 0 nothing yet, -1 it died (or ended: the slot moved, so
+ * subscribe again where it lives now, and try, as a release may fall in
+ * between). */
 static int
 drain(struct waker *w, int i)
 {
 	struct server *s = w->sub[i];
 	struct reply *r;
-	int got = 0, n;
+	int got = 0, next = 0, n;
 
 	while ((n = server_recv(s, 0, &r)) == 1) {
 		if (wake_parse_unsubscribed(r)) {
@@ -242,8 +257,11 @@ drain(struct waker *w, int i)
 			w->listening[i] = 0;
 			return -1;
 		}
+		if (is_next(r))
+			next = 1;
+		else
+			got = 1;
 		reply_free(r);
-		got = 1;
 		if (!server_pending(s))
 			break;
 	}
@@ -252,7 +270,7 @@ drain(struct waker *w, int i)
 		w->listening[i] = 0;
 		return -1;
 	}
-	return got;
+	return got ? 1 : next ? 2 : 0;
 }
 
 static int
@@ -274,18 +292,18 @@ static enum woke
 wait_subs(struct waker *w, int64_t until, int sigfd)
 {
 	struct pollfd p[1 + WAKE_MAX_SUBS];
-	int i, r, got = 0, alive;
+	int i, r, d, got = 0, alive;
 
 	p[0] = (struct pollfd){ .fd = sigfd, .events = POLLIN };
 	for (;;) {
 		for (i = 0, alive = 0; i < w->n; i++) {
 			if (w->listening[i] && server_pending(w->sub[i]) &&
-			    drain(w, i) > 0)
-				got = 1;
+			    (d = drain(w, i)) > 0 && got != 1)
+				got = d;
 			alive += w->listening[i];
 		}
 		if (got)
-			return WOKE_MESSAGE;
+			return got == 1 ? WOKE_MESSAGE : WOKE_NEXT;
 		if (alive < w->need)
 			return WOKE_LOST;
 		if (mono_ms() >= until)
@@ -304,8 +322,9 @@ wait_subs(struct waker *w, int64_t until, int sigfd)
 		if (p[0].revents & POLLIN)
 			return WOKE_SIGFD;
 		for (i = 0; i < w->n; i++)
-			if (p[1 + i].revents && drain(w, i) > 0)
-				got = 1;
+			if (p[1 + i].revents && (d = drain(w, i)) > 0 &&
+			    got != 1)
+				got = d;
 	}
 }
 

@@ -18,6 +18,7 @@
 
 enum woke {
 	WOKE_MESSAGE,		/* a wake-up arrived */
+	WOKE_NEXT,		/* only "next" (queue.lua): look soon */
 	WOKE_TIMEOUT,		/* `until` came first */
 	WOKE_LOST,		/* the connection(s) went: try, then listen */
 	WOKE_SIGFD		/* the signal fd is readable: look, call again */

@@ -218,6 +218,45 @@ fair_waiter() {
 		fail "queued (line $push) before subscribed (line $sub)"
 }
 
+# A release wakes the --fair head to try, and the one after it (B) only to
+# look: B's attempt right after the release would reach Redis ahead of or
+# beside the head's, and slow every hand-off. B still looks, within
+# HANDOFF_LOOK_MS (200 ms), for a head that does not take its turn. Read
+# by MONITOR: from the release's message to B to B's first acquire after.
+@test "--fair: a release wakes the head to try and the one after it to look later" {
+	local a b tb rel first dt
+	holder
+	bg a --fair -k "$K" -- sh -c \
+	    'touch "$T/a.in"; while [ ! -e "$T/go2" ]; do sleep 0.02; done'
+	a=$BG
+	wait_until 5 qlen_is 1 || fail "A not queued"
+	fair_waiter b 2
+	b=$BG
+	tb=$(rcli lindex "$L:q" 1)
+	# Ended by teardown, by its pid.
+	redis-cli -s "$REDIS_SOCK" monitor > "$T/monitor" 3>&- &
+	PIDS+=("$!")
+	wait_ms 5000 test -s "$T/monitor" || fail "no MONITOR"
+	end_holder
+	wait_ms 5000 test -e "$T/a.in" || fail "A did not get the lock"
+	# B's look: 200 ms after the release, or later on a busy machine.
+	wait_ms 5000 grep -q "\"EVALSHA\".*\"$tb\"" "$T/monitor" ||
+		fail "B never looked"
+	rel=$(grep -i "\"spublish\" \"$L:wake:$tb\"" "$T/monitor" | head -1 |
+		cut -d' ' -f1)
+	first=$(grep "\"EVALSHA\".*\"$tb\"" "$T/monitor" | head -1 |
+		cut -d' ' -f1)
+	[ -n "$rel" ] && [ -n "$first" ] || fail "$(cat "$T/monitor")"
+	dt=$(awk -v a="$rel" -v b="$first" 'BEGIN { printf "%d", (b - a) * 1000 }')
+	echo "# B's first attempt ${dt}ms after the release woke it" >&3
+	[ "$dt" -ge 150 ] || fail "B tried ${dt}ms after the release"
+	touch "$T/go2"
+	reap "$a" 5000
+	[ "$RC" = 0 ] || fail "A: status $RC: $(cat "$T/a.err")"
+	reap "$b" 5000
+	[ "$RC" = 0 ] || fail "B: status $RC: $(cat "$T/b.err")"
+}
+
 # The head dies during its turn, KEY free: when B was woken with it, A was
 # alive and B had to let it go first. B must not sleep until A's turn is
 # over (6 s).

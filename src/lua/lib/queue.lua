@@ -38,16 +38,19 @@ local function live_head(q, wpre, wakepre, first)
   return head or nil
 end
 
--- Tell the --fair queue that KEY may be free: the live head, and the one
--- after it, on their own channels (wakepre..TOKEN). If the head dies
--- before it takes its turn, the next one notices (acquire.lua) and takes
--- over instead of sleeping out a whole lease.
+-- Tell the --fair queue that KEY may be free: the live head ('turn': try
+-- now), and the one after it ('next': look within HANDOFF_LOOK_MS, not
+-- now), on their own channels (wakepre..TOKEN). If the head dies or
+-- freezes before it takes its turn, the next one's look notices
+-- (acquire.lua) and it takes over instead of sleeping out a whole lease;
+-- trying at once instead would put a second acquire in front of the
+-- head's on every hand-off.
 local function wake_queue(q, wpre, wakepre)
   local head = live_head(q, wpre, wakepre)
   if head then
     publish(wakepre .. head, 'turn')
     local nxt = redis.call('LINDEX', q, 1)
-    if nxt then publish(wakepre .. nxt, 'turn') end
+    if nxt then publish(wakepre .. nxt, 'next') end
   end
 end
 
