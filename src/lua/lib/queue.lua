@@ -12,12 +12,13 @@ end
 
 -- Has channel ch a subscriber (SUBSCRIBE, or SSUBSCRIBE as in Cluster)?
 -- A server that will not say (an ACL without PUBSUB) is taken for yes;
--- one without SHARDNUMSUB (before 7.0) has no shard channels.
+-- one without SHARDNUMSUB (before 7.0) has no shard channels. Asked
+-- shard first: where waiters SSUBSCRIBE (Redis 7), one question answers.
 local function subscribed(ch)
-  local r = redis.pcall('PUBSUB', 'NUMSUB', ch)
-  if type(r) ~= 'table' or r.err or r[2] > 0 then return true end
-  r = redis.pcall('PUBSUB', 'SHARDNUMSUB', ch)
-  return type(r) == 'table' and not r.err and r[2] > 0
+  local r = redis.pcall('PUBSUB', 'SHARDNUMSUB', ch)
+  if type(r) == 'table' and not r.err and r[2] > 0 then return true end
+  r = redis.pcall('PUBSUB', 'NUMSUB', ch)
+  return type(r) ~= 'table' or r.err ~= nil or r[2] > 0
 end
 
 -- Drop the dead waiters at the head of the --fair queue q; return the live
