@@ -621,25 +621,31 @@ send_undo(struct conn *cn)
 
 /*
  * The answer to the login sent ahead, by the connect's deadline, named as
- * conn_connect names it: 0, or -1 with the failure recorded (hello set)
+ * conn_connect names it: 1, or -1 with the failure recorded (hello set)
  * and cn closed. On a server that took nothing it answered, the armed
  * undo follows what it may still read, and the socket closes in order
- * (a reset could drop the undo and keep the acquire).
+ * (a reset could drop the undo and keep the acquire). The caller's own
+ * deadline, if sooner, is kept as recv_by keeps it (0: nothing yet).
  */
 static int
-hello_reply(struct conn *cn)
+hello_reply(struct conn *cn, int64_t deadline, const char *what,
+    int timeout_fails)
 {
-	int64_t cmd = cn->cmd_timeout_ms;
+	int64_t by = deadline < cn->hello_due ? deadline : cn->hello_due;
 	struct reply *r = NULL;
 	int st, undone;
 
-	cn->cmd_timeout_ms = cn->hello_shown;
-	st = recv_one(cn, cn->hello_due, &r, cn->hello_cmd, 0);
-	cn->cmd_timeout_ms = cmd;
+	st = recv_one(cn, by, &r, cn->hello_cmd, 0);
+	if (st == 0 && by < cn->hello_due) {
+		if (!timeout_fails)
+			return 0;
+		io_failed(cn, what, ETIMEDOUT);
+		return -1;
+	}
 	if (st > 0 && r->type != REPLY_ERROR) {
 		reply_free(r);
 		forget_hello(cn);
-		return 0;
+		return 1;
 	}
 	if (st < 0) {		/* closed, reset or not Redis: dropped */
 		maybe_tls_port(cn, cn->hello_due);
@@ -675,8 +681,9 @@ recv_by(struct conn *cn, int64_t deadline, struct reply **out,
 	if (cn->cork_len > 0 && uncork(cn, NULL, 0, mono_ms() +
 	    cn->cmd_timeout_ms, what) < 0)
 		return -1;
-	if (cn->hello_owed && hello_reply(cn) < 0)
-		return -1;
+	if (cn->hello_owed && (st = hello_reply(cn, deadline, what,
+	    timeout_fails)) <= 0)
+		return st;
 	while ((st = recv_one(cn, deadline, out, what, timeout_fails)) > 0 &&
 	    cn->nahead > 0) {
 		fn = cn->ahead[0];
