@@ -2,9 +2,9 @@
 /*
  * The transport. We own the socket (non-blocking, close-on-exec from its
  * creation, so COMMAND never inherits it) and every wait on it is a poll()
- * with a deadline; hiredis only formats commands and parses replies
- * (redisFormatCommandArgv, redisReader), which both 0.14 and 1.x have in
- * the same shape. So none of hiredis 0.14's context traps apply (a
+ * with a deadline; hiredis only parses replies (redisReader, which both
+ * 0.14 and 1.x have in the same shape), and commands are formatted here
+ * (conn_format). So none of hiredis 0.14's context traps apply (a
  * timeout that kills the context, SO_RCVTIMEO forgotten on reconnect, no
  * FD_CLOEXEC: REDIS-NOTES section 1), a blocked read can be interrupted
  * by the caller's own poll, and one transport seam serves every caller.
@@ -61,8 +61,10 @@ struct conn {
 	int hello_auth;			/* it is AUTH: an error is a refusal */
 	const char *hello_cmd;		/* names its I/O failures */
 	const char *hello_what;		/* names its error answer */
-	int64_t hello_due;		/* the connect's deadline */
+	int64_t hello_left;		/* of the connect's time, when kept */
+	int64_t hello_due;		/* answered by then, once written */
 	int64_t hello_shown;		/* the connect timeout, as named */
+	int undo_cmds;			/* commands in undo */
 	char *undo;			/* conn_arm_undo's commands */
 	size_t undo_len;
 };
@@ -131,6 +133,7 @@ forget_hello(struct conn *cn)
 	free(cn->undo);
 	cn->undo = NULL;
 	cn->undo_len = 0;
+	cn->undo_cmds = 0;
 }
 
 static void
@@ -214,8 +217,12 @@ take(redisReader *rd, struct reply **out)
 {
 	void *h = NULL;
 
-	if (redisReaderGetReply(rd, &h) != REDIS_OK)
+	if (redisReaderGetReply(rd, &h) != REDIS_OK) {
+		/* The reader's own malloc failed: not the peer's fault. */
+		if (rd->err == REDIS_ERR_OOM)
+			oom();
 		return -1;
+	}
 	if (h == NULL)
 		return 0;
 	*out = convert(h);
@@ -402,28 +409,94 @@ write_all(struct conn *cn, const char *buf, size_t len, int64_t deadline,
 	return 0;
 }
 
+static void maybe_tls_port(struct conn *cn, int64_t deadline);
+
+/* Decimal digits of n. */
+static size_t
+digits(size_t n)
+{
+	size_t d = 1;
+
+	while (n >= 10) {
+		n /= 10;
+		d++;
+	}
+	return d;
+}
+
+/* "<c><n>\r\n" at p; the byte after it. */
+static char *
+put_head(char *p, char c, size_t n)
+{
+	size_t d = digits(n), i;
+
+	*p++ = c;
+	for (i = d; i > 0; i--, n /= 10)
+		p[i - 1] = (char)('0' + n % 10);
+	p += d;
+	*p++ = '\r';
+	*p++ = '\n';
+	return p;
+}
+
+size_t
+conn_format_len(int argc, const size_t *lens)
+{
+	size_t n = 3 + digits((size_t)argc);
+	int i;
+
+	for (i = 0; i < argc; i++)
+		n += 5 + digits(lens[i]) + lens[i];
+	return n;
+}
+
+/*
+ * The command in RESP at buf (conn_format_len bytes), as hiredis's
+ * redisFormatCommandArgv writes it: that one prints every length with
+ * sprintf, a fifth of a short run's own instructions here.
+ */
+void
+conn_format(char *buf, int argc, const char **argv, const size_t *lens)
+{
+	int i;
+
+	buf = put_head(buf, '*', (size_t)argc);
+	for (i = 0; i < argc; i++) {
+		buf = put_head(buf, '$', lens[i]);
+		memcpy(buf, argv[i], lens[i]);
+		buf += lens[i];
+		*buf++ = '\r';
+		*buf++ = '\n';
+	}
+}
+
+/* Append a command to the buffer *buf of *len bytes. */
+static void
+append_cmd(char **buf, size_t *len, int argc, const char **argv,
+    const size_t *lens)
+{
+	size_t n = conn_format_len(argc, lens);
+
+	*buf = xrealloc(*buf, *len + n);
+	conn_format(*buf + *len, argc, argv, lens);
+	*len += n;
+}
+
 /* Format a command into the cork. */
 static void
 cork_add(struct conn *cn, int argc, const char **argv, const size_t *lens)
 {
-	char *cmd = NULL;
-	int len;
-
-	if ((len = redisFormatCommandArgv(&cmd, argc, argv, lens)) < 0)
-		oom();
-	cn->cork = xrealloc(cn->cork, cn->cork_len + (size_t)len);
-	memcpy(cn->cork + cn->cork_len, cmd, (size_t)len);
-	cn->cork_len += (size_t)len;
-	redisFreeCommand(cmd);
+	append_cmd(&cn->cork, &cn->cork_len, argc, argv, lens);
 }
 
 /*
- * Write the cork, then cmd (may be NULL), in one write. With the login in
- * the cork, a failure is the login's: the server never took us.
+ * Write the cork, with the command argv (argc 0: none) after it, in one
+ * write. With the login in the cork, a failure is the login's: the
+ * server never took us.
  */
 static int
-uncork(struct conn *cn, const char *cmd, size_t len, int64_t deadline,
-    const char *what)
+uncork(struct conn *cn, int argc, const char **argv, const size_t *lens,
+    int64_t deadline, const char *what)
 {
 	int hello = cn->hello_corked, st;
 	char *buf = cn->cork;
@@ -431,20 +504,22 @@ uncork(struct conn *cn, const char *cmd, size_t len, int64_t deadline,
 
 	cn->cork = NULL;
 	cn->cork_len = 0;
-	if (cmd != NULL) {
-		buf = xrealloc(buf, n + len);
-		memcpy(buf + n, cmd, len);
-		n += len;
-	}
+	if (argc > 0)
+		append_cmd(&buf, &n, argc, argv, lens);
 	if (hello) {
+		/* What happened between the connect and now (the holder
+		 * record, a name service) is not the server's time. */
 		cn->hello_corked = 0;
 		cn->hello_owed = 1;
+		cn->hello_due = mono_ms() + cn->hello_left;
 		what = cn->hello_cmd;
 	}
 	st = write_all(cn, buf, n, deadline, what);
 	free(buf);
-	if (st < 0 && hello)
+	if (st < 0 && hello) {
+		maybe_tls_port(cn, cn->hello_due);
 		cn->fail.hello = 1;
+	}
 	return st;
 }
 
@@ -452,8 +527,9 @@ static int
 send_by(struct conn *cn, int argc, const char **argv, const size_t *lens,
     int64_t deadline)
 {
-	char *cmd = NULL;
-	int len, st;
+	char small[512], *cmd;
+	size_t len;
+	int st;
 
 	if (cn->fd < 0) {
 		if (cn->fail.status == 0)
@@ -462,13 +538,14 @@ send_by(struct conn *cn, int argc, const char **argv, const size_t *lens,
 		return -1;
 	}
 	failure_clear(&cn->fail);
-	if ((len = redisFormatCommandArgv(&cmd, argc, argv, lens)) < 0)
-		oom();
 	if (cn->cork_len > 0)
-		st = uncork(cn, cmd, (size_t)len, deadline, argv[0]);
-	else
-		st = write_all(cn, cmd, (size_t)len, deadline, argv[0]);
-	redisFreeCommand(cmd);
+		return uncork(cn, argc, argv, lens, deadline, argv[0]);
+	len = conn_format_len(argc, lens);
+	cmd = len <= sizeof(small) ? small : xmalloc(len);
+	conn_format(cmd, argc, argv, lens);
+	st = write_all(cn, cmd, len, deadline, argv[0]);
+	if (cmd != small)
+		free(cmd);
 	return st;
 }
 
@@ -505,17 +582,10 @@ void
 conn_arm_undo(struct conn *cn, int argc, const char **argv,
     const size_t *lens)
 {
-	char *cmd = NULL;
-	int len;
-
 	if (!conn_hello_owed(cn))
 		return;
-	if ((len = redisFormatCommandArgv(&cmd, argc, argv, lens)) < 0)
-		oom();
-	cn->undo = xrealloc(cn->undo, cn->undo_len + (size_t)len);
-	memcpy(cn->undo + cn->undo_len, cmd, (size_t)len);
-	cn->undo_len += (size_t)len;
-	redisFreeCommand(cmd);
+	append_cmd(&cn->undo, &cn->undo_len, argc, argv, lens);
+	cn->undo_cmds++;
 }
 
 int
@@ -593,8 +663,6 @@ recv_one(struct conn *cn, int64_t deadline, struct reply **out,
 	}
 }
 
-static void maybe_tls_port(struct conn *cn, int64_t deadline);
-
 /*
  * Best effort, never waiting: the commands that take back what rode
  * behind a login that failed. They follow it in the same stream, so a
@@ -620,12 +688,30 @@ send_undo(struct conn *cn)
 }
 
 /*
- * The answer to the login sent ahead, by the connect's deadline, named as
- * conn_connect names it: 1, or -1 with the failure recorded (hello set)
- * and cn closed. On a server that took nothing it answered, the armed
- * undo follows what it may still read, and the socket closes in order
- * (a reset could drop the undo and keep the acquire). The caller's own
- * deadline, if sooner, is kept as recv_by keeps it (0: nothing yet).
+ * Read and drop up to n replies by `by`, keeping cn's failure: replies
+ * left unread make close() reset the socket, and a reset drops what is
+ * still in flight, the undo included.
+ */
+static void
+hear_out(struct conn *cn, int n, int64_t by)
+{
+	struct failure keep = cn->fail;
+	struct reply *r;
+
+	while (n-- > 0 && recv_one(cn, by, &r, "undo", 0) > 0)
+		reply_free(r);
+	cn->fail = keep;
+}
+
+/*
+ * The answer to the login sent ahead, within the connect timeout from
+ * when it was written, named as conn_connect names it: 1, or -1 with the
+ * failure recorded (hello set) and cn closed. When it did not come, or
+ * was a refusal, the armed undo is written behind what the server may
+ * still run, and the socket closes in order: a server that refused is
+ * heard out first (briefly), one that never answered is not waited for.
+ * The caller's own deadline, if sooner, is kept as recv_by keeps it (0:
+ * nothing yet).
  */
 static int
 hello_reply(struct conn *cn, int64_t deadline, const char *what,
@@ -665,6 +751,9 @@ hello_reply(struct conn *cn, int64_t deadline, const char *what,
 		    (long long)cn->hello_shown);
 	}
 	undone = cn->undo_len > 0 && send_undo(cn) == 0;
+	if (undone && st > 0)
+		hear_out(cn, cn->nahead + 1 + cn->undo_cmds, mono_ms() +
+		    (cn->hello_left < 1000 ? cn->hello_left : 1000));
 	drop(cn, !undone);
 	cn->fail.hello = 1;
 	return -1;
@@ -678,7 +767,7 @@ recv_by(struct conn *cn, int64_t deadline, struct reply **out,
 	conn_ahead_fn fn;
 	int st;
 
-	if (cn->cork_len > 0 && uncork(cn, NULL, 0, mono_ms() +
+	if (cn->cork_len > 0 && uncork(cn, 0, NULL, NULL, mono_ms() +
 	    cn->cmd_timeout_ms, what) < 0)
 		return -1;
 	if (cn->hello_owed && (st = hello_reply(cn, deadline, what,
@@ -865,7 +954,7 @@ defer_hello(struct conn *cn, int argc, const char **argv, const char *what,
 	cn->hello_auth = strcmp(argv[0], "AUTH") == 0;
 	cn->hello_cmd = argv[0];
 	cn->hello_what = what;
-	cn->hello_due = deadline;
+	cn->hello_left = deadline - mono_ms();
 	cn->hello_shown = cn->cmd_timeout_ms;
 }
 

@@ -137,6 +137,12 @@ int conn_fail_reply(struct conn *cn, const char *what, const struct reply *r);
 /* "hiredis X.Y.Z", the protocol library rlock was built with. */
 const char *conn_library(void);
 
+/* A command in RESP, as sent: its length, and the bytes at buf (that
+ * many; no NUL). Binary-safe. */
+size_t conn_format_len(int argc, const size_t *lens);
+void conn_format(char *buf, int argc, const char **argv,
+    const size_t *lens);
+
 /*
  * RESP bytes to a reply, as conn reads them off a socket: for the unit
  * tests and the fuzzers. 1 with *out, 0 if buf holds no complete reply,

@@ -2,15 +2,16 @@
 /*
  * Fault injection for tests/faults.bats, loaded with LD_PRELOAD: the OS
  * refusing rlock something once, at a chosen moment. Redis is never
- * mocked; only the two libc calls below are wrapped.
+ * mocked; only the libc calls below are wrapped.
  *
  *   RLOCK_FAULT_POLL_FILE=F  the first poll() of the main thread once
  *                            the file F exists fails with ENOMEM (the
  *                            test makes F when it wants the fault: a
  *                            time after start could fall in the connect
  *                            on a busy machine)
- *   RLOCK_FAULT_MALLOC_MS=N  the first malloc() N ms after start (in
- *                            any thread) returns NULL
+ *   RLOCK_FAULT_MALLOC_MS=N  the first allocation (malloc, calloc or
+ *                            realloc) N ms after start, in any thread,
+ *                            returns NULL
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -24,6 +25,8 @@
 #include <unistd.h>
 
 void *__libc_malloc(size_t n);
+void *__libc_calloc(size_t n, size_t size);
+void *__libc_realloc(void *p, size_t n);
 
 static int64_t
 now_ms(void)
@@ -84,15 +87,35 @@ poll(struct pollfd *fds, nfds_t n, int timeout)
 	}
 }
 
-void *
-malloc(size_t n)
+/* Is this allocation the one to refuse? */
+static int
+refuse(void)
 {
 	static int64_t when = -2;
 
 	if (when == -2)
 		when = at("RLOCK_FAULT_MALLOC_MS");
-	if (when >= 0 && start >= 0 && now_ms() - start >= when &&
-	    !atomic_exchange(&malloc_done, 1))
+	return when >= 0 && start >= 0 && now_ms() - start >= when &&
+	    !atomic_exchange(&malloc_done, 1);
+}
+
+void *
+malloc(size_t n)
+{
+	return refuse() ? NULL : __libc_malloc(n);
+}
+
+void *
+calloc(size_t n, size_t size)
+{
+	return refuse() ? NULL : __libc_calloc(n, size);
+}
+
+/* realloc(NULL, 0)-style frees are not allocations to refuse. */
+void *
+realloc(void *p, size_t n)
+{
+	if (n > 0 && refuse())
 		return NULL;
-	return __libc_malloc(n);
+	return __libc_realloc(p, n);
 }

@@ -22,6 +22,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <hiredis.h>
+
 #include "acl.h"
 #include "cli.h"
 #include "conn.h"
@@ -718,6 +720,43 @@ static const struct { const char *reply; int status; } REPLY_ROWS[] = {
 	{ "RLOCK_NOPERM +spublish", RL_EXIT_NOPERM },
 	{ "RLOCK_MODE the key is in use as a mutex", RL_EXIT_PROTOCOL },
 };
+
+/* conn_format writes what hiredis's redisFormatCommandArgv writes, for
+ * lengths across digit counts, binary and empty arguments. */
+static void
+test_conn_format(void)
+{
+	static char big[100000];
+	const char *argv[6] = { "EVALSHA", "", "a\0b\r\n", big, "x", big };
+	size_t lens[6] = { 7, 0, 5, 9, 1, 0 }, sizes[] = { 9, 10, 99, 100,
+	    999, 1000, 12345, sizeof(big) };
+	char *want, *got;
+	size_t i, n;
+	int wl, ok = 1;
+
+	memset(big, 'z', sizeof(big));
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		lens[3] = sizes[i];
+		lens[5] = sizes[i] / 7;
+		wl = redisFormatCommandArgv(&want, 6, argv, lens);
+		n = conn_format_len(6, lens);
+		got = xmalloc(n);
+		conn_format(got, 6, argv, lens);
+		if (wl < 0 || (size_t)wl != n || memcmp(want, got, n) != 0) {
+			DIAG("length %zu: differs from hiredis", sizes[i]);
+			ok = 0;
+		}
+		redisFreeCommand(want);
+		free(got);
+	}
+	CHECK(ok, "conn_format: as redisFormatCommandArgv, every length");
+	n = conn_format_len(1, lens);
+	got = xmalloc(n);
+	conn_format(got, 1, argv, lens);
+	CHECK(n == 17 && memcmp(got, "*1\r\n$7\r\nEVALSHA\r\n", n) == 0,
+	    "conn_format: one argument");
+	free(got);
+}
 
 static void
 test_reply_status(void)
@@ -1849,6 +1888,7 @@ main(void)
 	test_json();
 	test_printable();
 	test_glob();
+	test_conn_format();
 	test_reply_status();
 	test_cli_rows();
 	test_cli_keys();
