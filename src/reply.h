@@ -40,9 +40,9 @@ int reply_int(const struct reply *r, long long *out);
  * 77...; 0 while nothing failed), whether the words are a refusal by one
  * of rlock's own scripts (a sentence for the user, not Redis's), whether
  * it is the login's (AUTH or PING) that rode ahead of the first command
- * (conn.h: a server that never took us; what followed it is undone in
- * the stream, so trying again would only wait out the same silence), and
- * the words.
+ * (conn.h: a server that never took us, and what followed the login may
+ * have an undo behind it in the stream: not to be tried again), and the
+ * words.
  */
 struct failure {
 	int status;

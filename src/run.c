@@ -20,6 +20,9 @@
 #include "util.h"
 #include "wait.h"
 
+static void report_bound(const struct rlock_opts *o,
+    const struct lock_cfg *cfg, const struct failure *f);
+
 /*
  * A nested rlock of the KEY its ancestor holds: if Redis confirms the
  * inherited token holds KEY now, run COMMAND at once (the ancestor renews
@@ -42,7 +45,7 @@ try_reenter(struct rlock_opts *o, const struct lock_cfg *cfg, struct lock *l,
 	lock_ctx_free(&ctx);
 	if (ours < 0) {
 		*status = lock_failure(l)->status;
-		config_report(cfg, lock_failure(l));
+		report_bound(o, cfg, lock_failure(l));
 		return 1;
 	}
 	if (ours == 0)

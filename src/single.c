@@ -38,6 +38,7 @@
  *                               skipped since (lib/record.lua)  PX 40 days
  *   P{KEY}:wake         channel "released" on every release
  *   P{KEY}:wake:TOKEN   channel the one --fair waiter whose turn it is
+ *                               ("turn"), and the one after it ("next")
  *
  * A fair waiter refreshes its :w key with one plain SET every 30 s (a
  * script would cost Redis several commands); its liveness is its
@@ -371,8 +372,9 @@ dequeue_args(struct args *a, const struct lock_ctx *ctx)
 /*
  * Before an acquire that rides behind the login (server_defer_hello):
  * should the server never answer that, it may still read the acquire
- * when we are gone; the release (and leaving the queue) then follows it.
- * A release with no run to record, as for an attempt whose reply was lost.
+ * when we are gone; the release then follows it (a release with no run
+ * to record, as for an attempt whose reply was lost), and leaving the
+ * --fair queue for an attempt that joins it (a run's first never does).
  */
 static void
 arm_undo(struct lock *l, const struct lock_ctx *ctx, int queue)

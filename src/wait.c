@@ -95,7 +95,8 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 		if (lr != LOCK_ERROR)
 			return lr;
 		/* An error reply, not I/O; or the login that rode ahead
-		 * failed, and its undo followed the attempt. */
+		 * failed: the server never took us, and trying again with
+		 * the same token could meet an undo sent behind this one. */
 		if (lock_is_open(w->l) || lock_failure(w->l)->hello)
 			return LOCK_ERROR;
 		w->uncertain = 1;

@@ -523,7 +523,7 @@ bad_dur() {
 # must follow it in the same stream. slow_net.py PORT UPSTREAM DELAY_S
 # DONE: one connection, every chunk forwarded DELAY_S after it came,
 # nothing answered back; DONE is written once Redis closed its side.
-@test "bad input: a PING answered too late: the acquire behind it is undone in the same stream" {
+@test "bad input: a PING nobody answers in time: the acquire behind it, delivered later, is undone in the same stream" {
 	local port f0 f1
 	cat > "$BATS_TEST_TMPDIR/slow_net.py" <<-'EOF'
 	import socket, sys, time
