@@ -47,40 +47,52 @@ evalsha_argv(struct server *s, const char *evalsha,
 	return 3 + n;
 }
 
-/* eval ("EVAL" or "EVAL_RO") with the script's text, for a server that
- * said NOSCRIPT (which also caches it for the next EVALSHA). */
+/* A script call's command line, with room for the most arguments. */
+struct eval_argv {
+	const char *av[3 + SCRIPT_MAX_ARGS];
+	size_t al[3 + SCRIPT_MAX_ARGS];
+	char nk[16];
+};
+
+/* eval ("EVAL" or "EVAL_RO") with the script's text into e: the count,
+ * or -1 (as evalsha_argv). */
+static int
+text_argv(struct server *s, const char *eval, const struct lua_script *sc,
+    int nkeys, int nargs, const char **argv, const size_t *lens,
+    struct eval_argv *e)
+{
+	int n = evalsha_argv(s, eval, sc, nkeys, nargs, argv, lens, e->nk,
+	    sizeof(e->nk), e->av, e->al);
+
+	if (n >= 0) {
+		e->av[1] = sc->body;
+		e->al[1] = sc->len;
+	}
+	return n;
+}
+
+/* For a server that said NOSCRIPT (the text also caches it for the next
+ * EVALSHA). */
 static struct reply *
 run_text(struct server *s, const char *eval, const struct lua_script *sc,
     int nkeys, int nargs, const char **argv, const size_t *lens)
 {
-	const char *av[3 + SCRIPT_MAX_ARGS];
-	size_t al[3 + SCRIPT_MAX_ARGS];
-	char nk[16];
-	int n;
+	struct eval_argv e;
+	int n = text_argv(s, eval, sc, nkeys, nargs, argv, lens, &e);
 
-	if ((n = evalsha_argv(s, eval, sc, nkeys, nargs, argv, lens, nk,
-	    sizeof(nk), av, al)) < 0)
-		return NULL;
-	av[1] = sc->body;
-	al[1] = sc->len;
-	return server_command(s, n, av, al);
+	return n < 0 ? NULL : server_command(s, n, e.av, e.al);
 }
 
 void
 script_arm_undo(struct server *s, const struct lua_script *sc, int nkeys,
     int nargs, const char **argv, const size_t *lens)
 {
-	const char *av[3 + SCRIPT_MAX_ARGS];
-	size_t al[3 + SCRIPT_MAX_ARGS];
-	char nk[16];
+	struct eval_argv e;
 	int n;
 
-	if (!server_hello_owed(s) || (n = evalsha_argv(s, "EVAL", sc, nkeys,
-	    nargs, argv, lens, nk, sizeof(nk), av, al)) < 0)
-		return;
-	av[1] = sc->body;
-	al[1] = sc->len;
-	server_arm_undo(s, n, av, al);
+	if (server_hello_owed(s) && (n = text_argv(s, "EVAL", sc, nkeys,
+	    nargs, argv, lens, &e)) >= 0)
+		server_arm_undo(s, n, e.av, e.al);
 }
 
 /* evalsha, then eval on NOSCRIPT: "EVALSHA"/"EVAL" or their _RO forms. */
