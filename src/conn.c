@@ -725,6 +725,10 @@ hello_reply(struct conn *cn, int64_t deadline, const char *what,
 	if (st == 0 && by < cn->hello_due) {
 		if (!timeout_fails)
 			return 0;
+		/* The command's own timeout, shorter than the login's (not
+		 * so today: both are the connect timeout, or -w's): an
+		 * ordinary timed-out command, reset, retried or undone on a
+		 * new connection as any other. */
 		io_failed(cn, what, ETIMEDOUT);
 		return -1;
 	}
