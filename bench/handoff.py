@@ -8,8 +8,8 @@ rlock, C.W.R.trace (its RLOCK_TRACE events). Every round ran all its
 configurations one after the other, in an order that rotates.
 
 Command level: for consecutive sections (by start time), next start minus
-previous end. Lock level (from the trace): each release to the first grant
-after it. Prints one line per configuration:
+previous end. Lock level (from the trace): each holder's release to the
+next holder's grant (below zero when the grant came first). Prints one line per configuration:
 
   C cmd_p50 cmd_p99 lock_p50 lock_p99 n rounds overlaps ratio lo hi lratio
 
@@ -39,18 +39,22 @@ def sections(path):
 
 
 def lock_level(path):
+    """Each holder's traced release to the next holder's grant. A waiter
+    whose attempt Redis ran right behind its BLPOP can log its grant
+    before the releaser, still reading its own answer, logs the release:
+    so holders are ordered by their grants and matched by pid, and a
+    hand-off can measure below zero."""
     if not os.path.exists(path):
         return []
-    ev = sorted((int(ns), what) for what, ns, _ in
-                (l.split() for l in open(path)))
-    out, pending = [], None
-    for ns, what in ev:
+    rel, grant = {}, []
+    for what, ns, pid in (l.split() for l in open(path)):
         if what == 'release':
-            pending = ns
-        elif what == 'grant' and pending is not None:
-            out.append((ns - pending) / 1000.0)
-            pending = None
-    return out
+            rel[pid] = int(ns)
+        elif what == 'grant':
+            grant.append((int(ns), pid))
+    grant.sort()
+    return [(g[0] - rel[p[1]]) / 1000.0 for p, g in zip(grant, grant[1:])
+            if p[1] in rel]
 
 
 def ratios(a, b):

@@ -102,6 +102,23 @@ lock_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 }
 
 int
+lock_acquire_send(struct lock *l, const struct lock_ctx *ctx, int want_holder)
+{
+	if (l->cfg->redlock)
+		return -1;
+	return single_send(l, SINGLE_ACQUIRE, ctx, want_holder);
+}
+
+enum lock_result
+lock_acquire_recv(struct lock *l, const struct lock_ctx *ctx, int want_holder,
+    int64_t *fence, struct lock_busy *busy)
+{
+	int64_t by = mono_ms() + server_cmd_timeout(lock_server(l, 0));
+
+	return single_recv_acquire(l, ctx, want_holder, by, fence, busy);
+}
+
+int
 lock_extend(struct lock *l, const struct lock_ctx *ctx)
 {
 	return l->ops->extend(l, ctx);

@@ -78,6 +78,18 @@ enum lock_result lock_acquire(struct lock *l, const struct lock_ctx *ctx,
     int queue, int want_holder, int64_t *fence, struct lock_busy *busy);
 
 /* 1 extended, 0 not ours any more, -1 error (failure recorded). */
+/*
+ * lock_acquire in two halves (never queued), for one plain server's
+ * waiter that sends its attempt right behind its BLPOP (wake.h: a
+ * waker's follow): lock_acquire_send writes it (0, or -1 with the failure
+ * recorded; always -1 for --redlock), lock_acquire_recv reads its answer
+ * within the command timeout, given the same ctx and want_holder.
+ */
+int lock_acquire_send(struct lock *l, const struct lock_ctx *ctx,
+    int want_holder);
+enum lock_result lock_acquire_recv(struct lock *l, const struct lock_ctx *ctx,
+    int want_holder, int64_t *fence, struct lock_busy *busy);
+
 int lock_extend(struct lock *l, const struct lock_ctx *ctx);
 
 /* 1 released (or kept until --min-hold's end, with ctx->end), 0 was not

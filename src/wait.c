@@ -54,6 +54,7 @@ struct waiter {
 	int64_t next_beat;		/* --fair :w key refresh due */
 	int queued;			/* we are in the --fair queue */
 	int uncertain;			/* an attempt's outcome is unknown */
+	int64_t follow_sent;		/* when send_behind sent its attempt */
 	int sentinel;			/* ask the sentinels while waiting */
 	/* --- a foreign holder (foreign.h): look, not BLPOP --- */
 	int look;
@@ -64,6 +65,23 @@ struct waiter {
 
 /* waker_wait's outcomes, and one of ours: a signal that ends the wait. */
 #define WOKE_SIGNAL (-1)
+
+/*
+ * A plain waiter on one plain server sends its attempt right behind each
+ * BLPOP that waits for the retry time (waker_follow): Redis runs it the
+ * moment a release's token reaches us, and the hand-off costs one round
+ * trip, not two. Its grant counts from this send, as any grant counts
+ * from before its acquire was sent (supervise.c confirms an old one).
+ */
+static int
+send_behind(void *arg)
+{
+	struct waiter *w = arg;
+	int want = w->line.on || msg_level >= MSG_VERBOSE;
+
+	w->follow_sent = mono_ms();
+	return lock_acquire_send(w->l, w->ctx, want);
+}
 
 /* One attempt; reconnects once on a dropped connection (acquire is
  * idempotent per token, so repeating it is safe). */
@@ -78,9 +96,17 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 	for (tries = 0; tries < 2; tries++) {
 		if (!lock_is_open(w->l) && lock_open(w->l) != 0)
 			return LOCK_ERROR;
-		res->granted_at = mono_ms();
-		lr = lock_acquire(w->l, w->ctx, queue, want, &res->fence,
-		    busy);
+		/* Sent behind the BLPOP that just returned (send_behind):
+		 * its answer is already on its way. */
+		if (w->wk && waker_take_follow(w->wk)) {
+			res->granted_at = w->follow_sent;
+			lr = lock_acquire_recv(w->l, w->ctx, want, &res->fence,
+			    busy);
+		} else {
+			res->granted_at = mono_ms();
+			lr = lock_acquire(w->l, w->ctx, queue, want,
+			    &res->fence, busy);
+		}
 		if (lr == LOCK_BUSY && busy->position >= 0 && !w->queued) {
 			w->queued = 1;
 			w->next_beat = mono_ms() + WAITER_BEAT_MS;
@@ -147,6 +173,7 @@ still_foreign(struct waiter *w, struct lock_busy *b)
 	int64_t now = mono_ms(), aged = now - w->busy_at;
 
 	if (!w->look || now >= w->deadline || !lock_is_open(w->l) ||
+	    (w->wk && waker_followed(w->wk)) ||
 	    foreign_look(lock_server(w->l, 0), &w->ctx->k) != 1)
 		return 0;
 	if (b->wait_ms >= 0)
@@ -216,6 +243,10 @@ sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
 		if (w->sentinel && mono_ms() + SENTINEL_RECHECK_MS < until)
 			until = mono_ms() + SENTINEL_RECHECK_MS;
 		why = block(w, until, until == retry, res);
+		/* The attempt sent behind the BLPOP has answered, or will:
+		 * it is the caller's to read now. */
+		if (why == WOKE_TIMEOUT && w->wk && waker_followed(w->wk))
+			return WOKE_TIMEOUT;
 		/* Next after the --fair head: our look, soon, tells a head
 		 * that does not take its turn; trying now would only slow
 		 * the head's own attempt. */
@@ -259,6 +290,8 @@ static enum wait_status
 give_up(struct waiter *w, enum wait_status st)
 {
 	waitline_clear(&w->line);
+	if (w->wk && waker_follow_lost(w->wk))
+		w->uncertain = 1;
 	if (!w->queued && !w->uncertain)
 		goto out;
 	/* Keep the failure that made us give up for the caller's message. */
@@ -308,7 +341,7 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 	struct lock_busy busy;
 	enum lock_result lr;
 	int64_t start = mono_ms();
-	int why, was;
+	int why, was, kind;
 
 	w.deadline = wait_ms < 0 ? INT64_MAX : start + wait_ms;
 	w.sentinel = lock_servers(l) == 1 &&
@@ -328,6 +361,13 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 	if (wait_ms == 0)
 		return give_up(&w, WAIT_TIMEOUT);
 	w.wk = lock_waker(l, ctx);
+	/* Not --fair (its attempt must follow a subscription, not a
+	 * BLPOP), not through Sentinel or Cluster (a redirect or a new
+	 * master would leave the attempt's reply where nobody reads it). */
+	kind = server_cfg(lock_server(l, 0))->ep.kind;
+	if (!ctx->fair && lock_servers(l) == 1 && (kind == EP_TCP ||
+	    kind == EP_UNIX))
+		waker_follow(w.wk, send_behind, &w);
 	for (;;) {
 		/* Subscriptions that dropped are made again (a BLPOP needs
 		 * none); once listening, a release from now on reaches us,

@@ -28,6 +28,11 @@ struct waker {
 	int armed;			/* a BLPOP is in flight */
 	int64_t armed_until;
 	int sharp;			/* armed_until is an expiry: see below */
+	waker_follow_fn follow;		/* sends a command behind the BLPOP */
+	void *follow_arg;
+	int follow_owed;		/* sent behind the BLPOP in flight */
+	int follow_ready;		/* its reply is next on the connection */
+	int follow_lost;		/* closed with one owed */
 	/* subscriptions */
 	struct server *sub[WAKE_MAX_SUBS];
 	int n, need;
@@ -209,13 +214,26 @@ waker_listening(const struct waker *w)
 	return up >= w->need;
 }
 
+/* The BLPOP's connection is closing: a command sent behind it may have
+ * run, unseen. */
+static void
+drop_follow(struct waker *w)
+{
+	if (w->follow_owed || w->follow_ready)
+		w->follow_lost = 1;
+	w->follow_owed = 0;
+	w->follow_ready = 0;
+}
+
 void
 waker_cancel(struct waker *w)
 {
 	int i;
 
-	if (w->npop && w->armed)
+	if (w->npop && (w->armed || w->follow_ready)) {
+		drop_follow(w);
 		server_close(w->pop[w->at]);
+	}
 	w->armed = 0;
 	for (i = 0; i < w->n; i++) {
 		server_close(w->sub[i]);
@@ -338,6 +356,7 @@ pop_lost(struct waker *w, const char *why)
 	else
 		w->fail = *server_failure(s);
 	w->armed = 0;
+	drop_follow(w);
 	server_close(s);
 	return WOKE_LOST;
 }
@@ -419,7 +438,8 @@ wait_pop(struct waker *w, int64_t until, int sigfd, int sharp)
 	int i, n;
 
 	if (!w->armed) {
-		if (until - mono_ms() <= 0)
+		/* The follow's reply comes next on this connection. */
+		if (until - mono_ms() <= 0 || w->follow_ready)
 			return WOKE_TIMEOUT;
 		if ((w->at = pick(w)) < 0) {
 			failure_set(&w->fail, RL_EXIT_UNAVAILABLE, "fewer "
@@ -429,6 +449,13 @@ wait_pop(struct waker *w, int64_t until, int sigfd, int sharp)
 		if (arm(w, until) < 0)
 			return pop_lost(w, NULL);
 		w->sharp = sharp;
+		/* Behind a BLPOP that ends at the retry time only: one
+		 * ended early to redraw a line needs no attempt. */
+		if (sharp && w->follow && w->npop == 1) {
+			if (w->follow(w->follow_arg) < 0)
+				return pop_lost(w, NULL);
+			w->follow_owed = 1;
+		}
 	}
 	hard = w->armed_until + server_connect_timeout(w->pop[w->at]);
 	if (w->sharp)
@@ -439,6 +466,7 @@ wait_pop(struct waker *w, int64_t until, int sigfd, int sharp)
 			if (w->sharp && mono_ms() >= hard) {
 				/* The next attempt reconnects. */
 				w->armed = 0;
+				drop_follow(w);
 				server_close(w->pop[w->at]);
 				return WOKE_TIMEOUT;
 			}
@@ -472,8 +500,14 @@ wait_pop(struct waker *w, int64_t until, int sigfd, int sharp)
 			return pop_lost(w, NULL);
 	}
 	w->armed = 0;
+	w->follow_ready = w->follow_owed;
+	w->follow_owed = 0;
 	if (server_take_redirect(w->pop[w->at], r)) {
 		/* The slot moved, or the master changed: try there. */
+		if (w->follow_ready) {
+			drop_follow(w);
+			server_close(w->pop[w->at]);
+		}
 		reply_free(r);
 		failure_set(&w->fail, RL_EXIT_UNAVAILABLE, "BLPOP redirected");
 		return WOKE_LOST;
@@ -483,6 +517,34 @@ wait_pop(struct waker *w, int64_t until, int sigfd, int sharp)
 	if (n == 0)
 		return WOKE_TIMEOUT;
 	return n > 0 ? WOKE_MESSAGE : pop_lost(w, "unexpected reply");
+}
+
+void
+waker_follow(struct waker *w, waker_follow_fn fn, void *arg)
+{
+	w->follow = fn;
+	w->follow_arg = arg;
+}
+
+int
+waker_followed(const struct waker *w)
+{
+	return w->follow_ready;
+}
+
+int
+waker_take_follow(struct waker *w)
+{
+	int r = w->follow_ready;
+
+	w->follow_ready = 0;
+	return r;
+}
+
+int
+waker_follow_lost(const struct waker *w)
+{
+	return w->follow_lost;
 }
 
 enum woke

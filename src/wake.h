@@ -65,6 +65,23 @@ enum woke waker_wait(struct waker *w, int64_t until, int sigfd);
  */
 enum woke waker_wait_expiry(struct waker *w, int64_t until, int sigfd);
 
+/*
+ * One BLPOP (n 1), on a plain server: fn(arg) sends a command right
+ * behind each BLPOP armed by waker_wait_expiry (0 when sent), so that
+ * Redis runs it the moment the BLPOP returns, token or timeout, without
+ * a round trip back to us first. Its reply is the caller's to read next:
+ * once a wait has ended WOKE_MESSAGE or WOKE_TIMEOUT, waker_followed says
+ * whether it is owed, and waker_take_follow hands it over (1) and forgets
+ * it; until then no BLPOP is armed (waker_wait returns WOKE_TIMEOUT). A
+ * connection closed with one owed (a lost, abandoned or cancelled BLPOP)
+ * leaves waker_follow_lost set: the command may have run.
+ */
+typedef int (*waker_follow_fn)(void *arg);
+void waker_follow(struct waker *w, waker_follow_fn fn, void *arg);
+int waker_followed(const struct waker *w);
+int waker_take_follow(struct waker *w);
+int waker_follow_lost(const struct waker *w);
+
 /* Abandon a BLPOP in flight (its connection is closed) and close the
  * subscriptions; the next waker_listen/waker_wait starts afresh. */
 void waker_cancel(struct waker *w);

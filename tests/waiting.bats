@@ -257,6 +257,26 @@ fair_waiter() {
 	[ "$RC" = 0 ] || fail "B: status $RC: $(cat "$T/b.err")"
 }
 
+# A plain waiter sends its attempt right behind its BLPOP, so Redis runs it
+# the moment a release's token unblocks it: the hand-off costs one round
+# trip, not two. Seen in Redis: the blocked client has the attempt in its
+# query buffer.
+@test "a plain waiter's attempt waits in Redis behind its BLPOP" {
+	local w q
+	holder
+	bg w -k "$K" -- sh "$T/mark.sh" w
+	w=$BG
+	wait_until 5 blocked_is 1 || fail "W not blocked"
+	q=$(rcli client list | grep ' flags=b' |
+		sed -n 's/.* qbuf=\([0-9]*\) .*/\1/p')
+	[ "${q:-0}" -gt 0 ] || fail "nothing waits behind the BLPOP (qbuf=$q)"
+	end_holder
+	wait_ms 5000 test -e "$T/w.start" || fail "W did not get the lock"
+	reap "$w" 3000
+	[ "$RC" = 0 ] || fail "W: status $RC: $(cat "$T/w.err")"
+	[ "$(rcli exists "$L")" = 0 ] || fail "the lock is left held"
+}
+
 # The head dies during its turn, KEY free: when B was woken with it, A was
 # alive and B had to let it go first. B must not sleep until A's turn is
 # over (6 s).
