@@ -115,6 +115,8 @@ lock_acquire_recv(struct lock *l, const struct lock_ctx *ctx, int want_holder,
 {
 	int64_t by = mono_ms() + server_cmd_timeout(lock_server(l, 0));
 
+	if (l->cfg->redlock)
+		return LOCK_ERROR;
 	return single_recv_acquire(l, ctx, want_holder, by, fence, busy);
 }
 

@@ -599,7 +599,7 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
     int sigfd, const struct wait_result *res)
 {
 	struct sup s = { .o = o, .ctx = ctx, .l = l, .sigfd = sigfd,
-	    .exec_fd = -1, .granted = res->granted_at, .fence = res->fence };
+	    .exec_fd = -1, .granted = res->heard_at, .fence = res->fence };
 	int64_t granted = res->granted_at, lease = ctx->lease_ms;
 	int st, e = 0;
 
@@ -611,8 +611,8 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	if (o->max_hold_ms > 0) {
 		/* Held for --max-hold since the grant, not since COMMAND
 		 * started; the lease outlives the SIGKILL by a little only. */
-		s.max_at = res->granted_at + o->max_hold_ms;
-		s.rw.hold_until = res->granted_at + sup_hold_bound(o, lease);
+		s.max_at = res->heard_at + o->max_hold_ms;
+		s.rw.hold_until = res->heard_at + sup_hold_bound(o, lease);
 	}
 	oom_sup = &s;
 	oom_on(oom_release);

@@ -100,10 +100,11 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 		 * its answer is already on its way. */
 		if (w->wk && waker_take_follow(w->wk)) {
 			res->granted_at = w->follow_sent;
+			res->heard_at = mono_ms();
 			lr = lock_acquire_recv(w->l, w->ctx, want, &res->fence,
 			    busy);
 		} else {
-			res->granted_at = mono_ms();
+			res->granted_at = res->heard_at = mono_ms();
 			lr = lock_acquire(w->l, w->ctx, queue, want,
 			    &res->fence, busy);
 		}

@@ -23,6 +23,11 @@ enum wait_status {
 struct wait_result {
 	int64_t fence;
 	int64_t granted_at;	/* mono ms when the granting attempt began */
+	/* When it was heard: later than granted_at by the BLPOP's wait for
+	 * an attempt sent behind it (which Redis ran at its end), else the
+	 * same. The lease counts from granted_at; --max-hold and the run's
+	 * time, which must not count the wait, from heard_at. */
+	int64_t heard_at;
 	int signo;
 	struct failure fail;	/* WAIT_ERROR: why */
 };

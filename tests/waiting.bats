@@ -261,20 +261,48 @@ fair_waiter() {
 # the moment a release's token unblocks it: the hand-off costs one round
 # trip, not two. Seen in Redis: the blocked client has the attempt in its
 # query buffer.
+queued_behind() {
+	local q
+	q=$(rcli client list | grep ' flags=b' |
+		sed -n 's/.* qbuf=\([0-9]*\) .*/\1/p')
+	[ "${q:-0}" -gt 0 ]
+}
+
 @test "a plain waiter's attempt waits in Redis behind its BLPOP" {
-	local w q
+	local w
 	holder
 	bg w -k "$K" -- sh "$T/mark.sh" w
 	w=$BG
 	wait_until 5 blocked_is 1 || fail "W not blocked"
-	q=$(rcli client list | grep ' flags=b' |
-		sed -n 's/.* qbuf=\([0-9]*\) .*/\1/p')
-	[ "${q:-0}" -gt 0 ] || fail "nothing waits behind the BLPOP (qbuf=$q)"
+	# The BLPOP and the attempt are two writes: wait for the second.
+	wait_until 5 queued_behind ||
+		fail "nothing waits behind the BLPOP: $(rcli client list)"
 	end_holder
 	wait_ms 5000 test -e "$T/w.start" || fail "W did not get the lock"
 	reap "$w" 3000
 	[ "$RC" = 0 ] || fail "W: status $RC: $(cat "$T/w.err")"
 	[ "$(rcli exists "$L")" = 0 ] || fail "the lock is left held"
+}
+
+# The attempt behind the BLPOP was sent when the wait began, seconds
+# before Redis ran it: --max-hold counts from the grant all the same, not
+# from that send (COMMAND would be stopped at once).
+@test "--max-hold of a plain waiter counts from its grant, not from its wait" {
+	local w t0 t1
+	holder
+	bg w --max-hold "$(tf 2)" -k "$K" -- sh -c \
+	    'date +%s%3N > "$T/w.in"; sleep 30'
+	w=$BG
+	wait_until 5 blocked_is 1 || fail "W not blocked"
+	sleep "$(tf 3)"
+	end_holder
+	wait_ms 5000 test -s "$T/w.in" || fail "W did not get the lock"
+	t0=$(cat "$T/w.in")
+	reap "$w" "$(tf_ms 8000)"
+	t1=$(now_ms)
+	[ "$RC" = 124 ] || fail "W: status $RC: $(cat "$T/w.err")"
+	[ $((t1 - t0)) -ge "$(tf_ms 1500)" ] ||
+		fail "COMMAND stopped $((t1 - t0))ms after it started"
 }
 
 # The head dies during its turn, KEY free: when B was woken with it, A was
