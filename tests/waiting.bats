@@ -224,12 +224,13 @@ fair_waiter() {
 # HANDOFF_LOOK_MS (200 ms), for a head that does not take its turn. Read
 # by MONITOR: from the release's message to B to B's first acquire after.
 @test "--fair: a release wakes the head to try and the one after it to look later" {
-	local a b tb rel first dt
+	local a b ta tb na nb rel first dt
 	holder
 	bg a --fair -k "$K" -- sh -c \
 	    'touch "$T/a.in"; while [ ! -e "$T/go2" ]; do sleep 0.02; done'
 	a=$BG
 	wait_until 5 qlen_is 1 || fail "A not queued"
+	ta=$(rcli lindex "$L:q" 0)
 	fair_waiter b 2
 	b=$BG
 	tb=$(rcli lindex "$L:q" 1)
@@ -250,6 +251,14 @@ fair_waiter() {
 	dt=$(awk -v a="$rel" -v b="$first" 'BEGIN { printf "%d", (b - a) * 1000 }')
 	echo "# B's first attempt ${dt}ms after the release woke it" >&3
 	[ "$dt" -ge 150 ] || fail "B tried ${dt}ms after the release"
+	# B is told first: Redis writes to the client it told last first,
+	# so the head's message leaves before B's (queue.lua).
+	nb=$(grep -in "\"spublish\" \"$L:wake:$tb\"" "$T/monitor" | head -1 |
+		cut -d: -f1)
+	na=$(grep -in "\"spublish\" \"$L:wake:$ta\"" "$T/monitor" | head -1 |
+		cut -d: -f1)
+	[ -n "$na" ] && [ -n "$nb" ] && [ "$nb" -lt "$na" ] ||
+		fail "the head (line ${na:-none}) told before B (${nb:-none})"
 	touch "$T/go2"
 	reap "$a" 5000
 	[ "$RC" = 0 ] || fail "A: status $RC: $(cat "$T/a.err")"
