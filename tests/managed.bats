@@ -82,3 +82,21 @@ HOLD='while [ -e "$1" ]; do sleep 0.05; done'
 	[ "$(grep -c maxmemory-policy <<< "$stderr")" = 1 ]
 	[[ $stderr == *"rlock: cannot check the server's maxmemory-policy (CONFIG GET: ERR unknown command 'CONFIG'"*"); it must be noeviction"* ]]
 }
+
+# acquire.lua asks whether the ACL allows each command rlock may run, all
+# at once (acl.lua's acl_ask); a command the server does not know makes
+# that question an error. Then each is asked alone, and an unknown one is
+# not checked, as before: HINCRBY only counts skipped runs.
+@test "managed: a command renamed away that rlock only asks about: runs still work" {
+	redis_start renamed --rename-command HINCRBY ""
+	run rcli hincrby h f 1
+	[[ $output == "ERR unknown command"* ]] || fail "HINCRBY: $output"
+	run -0 --separate-stderr "$RLOCK" -k r -- echo ran
+	assert_output ran
+	[ -z "$stderr" ] || fail "$stderr"
+	run -0 --separate-stderr "$RLOCK" -N 2 -w 1 -k r2 -- echo sem
+	assert_output sem
+	run rcli exists "rlock:{r}"
+	assert_output 0
+	redis_stop renamed
+}

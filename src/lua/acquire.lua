@@ -27,90 +27,96 @@
 -- live queue head (one that takes its turn in time); fence = max(last +
 -- 1, server ms, the fence proposed but at most 1 s past server ms).
 local token, lease, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[8])
+-- Numbers go to redis.call as the strings they came as, or as formatted
+-- once: Lua prints a number with "%.14g", a few thousand instructions
+-- each time.
 
 -- Everything this KEY's holder and waiter will run, asked before any
 -- write. What the holder's extend and release ask (acl_extend,
 -- acl_release: the lock's GET and PEXPIRE, the meta's PEXPIRE, the
 -- queue's head and pop) is not asked here again.
 local needs = ARGV[15] or ''
-acl('EVALSHA', 'x', '0')
-acl('EVAL', 'x', '0')
-acl('TIME')
-acl('PTTL', ARGV[10] .. 'x')
-acl('GET', KEYS[3])
-acl('SET', KEYS[3], '1', 'PX', '1')
-acl('HSET', KEYS[2], 'f', 'v')
-acl('HGET', KEYS[2], 'fence')
-acl('GET', KEYS[5])
-if n == 1 then
-  acl('ZCOUNT', KEYS[4], '0', '0')
-  acl('PTTL', KEYS[1])
-  acl('SET', KEYS[1], token, 'PX', '1')
-  if ARGV[13] == '1' then acl('HMGET', KEYS[2], 'user') end
-else
-  acl('EXISTS', KEYS[1])
-  acl('ZREMRANGEBYSCORE', KEYS[4], '0', '0')
-  acl('ZCARD', KEYS[4])
-  acl('ZSCORE', KEYS[4], token)
-  acl('ZADD', KEYS[4], '1', token)
-  acl('ZRANGE', KEYS[4], '0', '0')
-  acl('SET', KEYS[5], '1')
-  acl('PEXPIRE', KEYS[4], '1')
-  acl('PEXPIRE', KEYS[5], '1')
-  acl('SPUBLISH', ARGV[11] .. 'x', 'turn')
-end
-if ARGV[9] == '1' or string.find(needs, 'f', 1, true) then
-  acl('LPOS', KEYS[6], token)
-  acl('RPUSH', KEYS[6], token)
-  acl('SET', KEYS[7], 'x', 'PX', '1')
-  acl('PTTL', KEYS[6])
-  acl('PEXPIRE', KEYS[6], '1')
-  acl('SSUBSCRIBE', ARGV[11] .. token)
-  -- Without PUBSUB a dead waiter passes for alive until its :w key
-  -- lapses (queue.lua): those behind it would wait that long.
-  acl('PUBSUB', 'NUMSUB', ARGV[11] .. 'x')
-  acl('PUBSUB', 'SHARDNUMSUB', ARGV[11] .. 'x')
-  acl_dequeue(KEYS[6], KEYS[7], ARGV[10], ARGV[11])
-end
 -- A run not obtained counts itself in P{K}:last (record.lua's skip),
 -- named here from the waiters' prefix: only asked about, never touched.
 local last = string.sub(ARGV[10], 1, -3) .. 'last'
 -- P{K}:turn: "TOKEN DUE", the queue head whose turn runs out at DUE.
 local turn = string.sub(ARGV[10], 1, -3) .. 'turn'
-acl('GET', turn)
-acl('SET', turn, 'x', 'PX', '1')
--- The grant deletes three keys in one DEL, asked as such: allowed, it
--- allows each alone (a waiter that joins again deletes turn alone).
-acl('DEL', turn, KEYS[7], KEYS[2])
-acl('HGET', last, 'skip_fence')
-acl('HMGET', last, 'fence')
-acl('HINCRBY', last, 'skips', '1')
-acl('HSET', last, 'x', 'x')
-acl('PEXPIRE', last, '1')
-if string.find(needs, 'w', 1, true) then
-  acl('BLPOP', KEYS[1] .. ':tok', '0')
-end
-acl_extend(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], n)
-acl_release(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], KEYS[1] .. ':tok',
-  KEYS[1] .. ':wake', ARGV[10], ARGV[11], n)
+acl_ask(function()
+  acl('EVALSHA', 'x', '0')
+  acl('EVAL', 'x', '0')
+  acl('TIME')
+  acl('PTTL', ARGV[10] .. 'x')
+  acl('GET', KEYS[3])
+  acl('SET', KEYS[3], '1', 'PX', '1')
+  acl('HSET', KEYS[2], 'f', 'v')
+  acl('HGET', KEYS[2], 'fence')
+  acl('GET', KEYS[5])
+  if n == 1 then
+    acl('ZCOUNT', KEYS[4], '0', '0')
+    acl('PTTL', KEYS[1])
+    acl('SET', KEYS[1], token, 'PX', '1')
+    if ARGV[13] == '1' then acl('HMGET', KEYS[2], 'user') end
+  else
+    acl('EXISTS', KEYS[1])
+    acl('ZREMRANGEBYSCORE', KEYS[4], '0', '0')
+    acl('ZCARD', KEYS[4])
+    acl('ZSCORE', KEYS[4], token)
+    acl('ZADD', KEYS[4], '1', token)
+    acl('ZRANGE', KEYS[4], '0', '0')
+    acl('SET', KEYS[5], '1')
+    acl('PEXPIRE', KEYS[4], '1')
+    acl('PEXPIRE', KEYS[5], '1')
+    acl('SPUBLISH', ARGV[11] .. 'x', 'turn')
+  end
+  if ARGV[9] == '1' or string.find(needs, 'f', 1, true) then
+    acl('LPOS', KEYS[6], token)
+    acl('RPUSH', KEYS[6], token)
+    acl('SET', KEYS[7], 'x', 'PX', '1')
+    acl('PTTL', KEYS[6])
+    acl('PEXPIRE', KEYS[6], '1')
+    acl('SSUBSCRIBE', ARGV[11] .. token)
+    -- Without PUBSUB a dead waiter passes for alive until its :w key
+    -- lapses (queue.lua): those behind it would wait that long.
+    acl('PUBSUB', 'NUMSUB', ARGV[11] .. 'x')
+    acl('PUBSUB', 'SHARDNUMSUB', ARGV[11] .. 'x')
+    acl_dequeue(KEYS[6], KEYS[7], ARGV[10], ARGV[11])
+  end
+  acl('GET', turn)
+  acl('SET', turn, 'x', 'PX', '1')
+  -- The grant deletes three keys in one DEL, asked as such: allowed, it
+  -- allows each alone (a waiter that joins again deletes turn alone).
+  acl('DEL', turn, KEYS[7], KEYS[2])
+  acl('HGET', last, 'skip_fence')
+  acl('HMGET', last, 'fence')
+  acl('HINCRBY', last, 'skips', '1')
+  acl('HSET', last, 'x', 'x')
+  acl('PEXPIRE', last, '1')
+  if string.find(needs, 'w', 1, true) then
+    acl('BLPOP', KEYS[1] .. ':tok', '0')
+  end
+  acl_extend(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], n)
+  acl_release(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], KEYS[1] .. ':tok',
+    KEYS[1] .. ':wake', ARGV[10], ARGV[11], n)
+end)
 if acl_refused then return acl_refused end
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local nows = string.format('%d', now)
 
 -- RLOCK_ errors are whole sentences for the user (conn.c drops the code).
 local SAME = '; every user of a KEY must give the same --limit'
 local cur
 if n == 1 then
-  if redis.call('ZCOUNT', KEYS[4], now, '+inf') > 0 then
+  if redis.call('ZCOUNT', KEYS[4], nows, '+inf') > 0 then
     return redis.error_reply('RLOCK_MODE the key is in use as a semaphore ' ..
       '(--limit ' .. (redis.call('GET', KEYS[5]) or '?') .. ')' .. SAME)
   end
   cur = redis.call('GET', KEYS[1])
   if cur == token then
     if redis.call('PTTL', KEYS[1]) < lease then
-      redis.call('PEXPIRE', KEYS[1], lease)
-      redis.call('PEXPIRE', KEYS[2], lease)
+      redis.call('PEXPIRE', KEYS[1], ARGV[2])
+      redis.call('PEXPIRE', KEYS[2], ARGV[2])
     end
     return {1, tonumber(redis.call('HGET', KEYS[2], 'fence') or '0')}
   end
@@ -144,7 +150,7 @@ end
 -- Dead waiters leave the queue when they reach its head (we are alive,
 -- whatever our :w key and subscription say: the key is refreshed below if
 -- we stay queued, and we may be trying before we subscribe).
-local head = redis.call('LINDEX', KEYS[6], 0)
+local head = redis.call('LINDEX', KEYS[6], '0')
 if head and head ~= token then
   head = live_head(KEYS[6], ARGV[10], ARGV[11], head)
 end
@@ -215,7 +221,7 @@ if free and (not head or head == token) then
   -- meta goes too, written anew below.
   redis.call('DEL', turn, KEYS[7], KEYS[2])
   if n == 1 then
-    redis.call('SET', KEYS[1], token, 'PX', lease)
+    redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
   else
     redis.call('ZADD', KEYS[4], now + lease, token)
     redis.call('SET', KEYS[5], n)
@@ -224,13 +230,12 @@ if free and (not head or head == token) then
     redis.call('PEXPIRE', KEYS[5], tonumber(last[2]) - now)
   end
   redis.call('HSET', KEYS[2], 'host', ARGV[3], 'pid', ARGV[4], 'user',
-    ARGV[5], 'cmd', ARGV[6], 'since', string.format('%d', now), 'lease',
-    ARGV[2], 'fence', fs)
-  redis.call('PEXPIRE', KEYS[2], lease)
+    ARGV[5], 'cmd', ARGV[6], 'since', nows, 'lease', ARGV[2], 'fence', fs)
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
   -- A semaphore with slots still free: the next in line need not wait
   -- for a release.
   if n > 1 and redis.call('ZCARD', KEYS[4]) < n then
-    local nh = redis.call('LINDEX', KEYS[6], 0)
+    local nh = redis.call('LINDEX', KEYS[6], '0')
     if nh then publish(ARGV[11] .. nh, 'turn') end
   end
   return {1, fence}
@@ -268,4 +273,4 @@ if ARGV[13] == '1' and n == 1 then
   m = redis.call('HMGET', KEYS[2], 'user', 'host', 'pid', 'cmd', 'since')
 end
 return {0, wait, pos, m[1] or '', m[2] or '', m[3] or '', m[4] or '',
-  m[5] or '', string.format('%d', now), left, foreign}
+  m[5] or '', nows, left, foreign}

@@ -5,10 +5,12 @@
 -- KEYS[1] lock  KEYS[2] fence  KEYS[3] holder meta
 -- ARGV[1] token  ARGV[2] F  ARGV[3] fence ttl ms
 -- Returns 1, or 0 when KEY is not ours on this master (nothing done).
-acl('GET', KEYS[1])
-acl('GET', KEYS[2])
-acl('SET', KEYS[2], '1', 'PX', '1')
-acl('HSET', KEYS[3], 'fence', '1')
+acl_ask(function()
+  acl('GET', KEYS[1])
+  acl('GET', KEYS[2])
+  acl('SET', KEYS[2], '1', 'PX', '1')
+  acl('HSET', KEYS[3], 'fence', '1')
+end)
 if acl_refused then return acl_refused end
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 local f = tonumber(ARGV[2])

@@ -20,16 +20,18 @@
 -- works on a replica). Run with EVALSHA_RO/EVAL_RO (script.c), which
 -- Redis 7 answers during CLIENT PAUSE WRITE; no shebang flags, as Redis 6
 -- (plain EVALSHA there) cannot compile them.
-acl('TIME')
-acl('GET', KEYS[1])
-acl('PTTL', KEYS[1])
-acl('HMGET', KEYS[2], 'user')
-acl('ZRANGEBYSCORE', KEYS[3], '0', '0')
-acl('GET', KEYS[4])
-acl('HMGET', ARGV[1] .. 'x', 'user')
-acl('LLEN', KEYS[5])
-acl('LRANGE', KEYS[5], '0', '0')
-acl('GET', ARGV[2] .. 'x')
+acl_ask(function()
+  acl('TIME')
+  acl('GET', KEYS[1])
+  acl('PTTL', KEYS[1])
+  acl('HMGET', KEYS[2], 'user')
+  acl('ZRANGEBYSCORE', KEYS[3], '0', '0')
+  acl('GET', KEYS[4])
+  acl('HMGET', ARGV[1] .. 'x', 'user')
+  acl('LLEN', KEYS[5])
+  acl('LRANGE', KEYS[5], '0', '0')
+  acl('GET', ARGV[2] .. 'x')
+end)
 if acl_refused then return acl_refused end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

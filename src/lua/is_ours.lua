@@ -5,12 +5,14 @@
 -- Invariant: the rule of extend.lua, so a nested run re-enters only a
 -- lock its holder could still extend, never an expired slot.
 -- A refused read is named (acl.lua), though it could not half-write.
-if ARGV[2] == '1' then
-  acl('GET', KEYS[1])
-else
-  acl('ZSCORE', KEYS[2], ARGV[1])
-  acl('TIME')
-end
+acl_ask(function()
+  if ARGV[2] == '1' then
+    acl('GET', KEYS[1])
+  else
+    acl('ZSCORE', KEYS[2], ARGV[1])
+    acl('TIME')
+  end
+end)
 if acl_refused then return acl_refused end
 if ARGV[2] == '1' then
   return redis.call('GET', KEYS[1]) == ARGV[1] and 1 or 0

@@ -24,20 +24,22 @@
 local token, mutex = ARGV[1], ARGV[2] == '1'
 -- Checked before the DEL: a wake-up or a record refused after it would
 -- leave the waiters to the lease's end, or the run unrecorded.
-acl_release(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[3],
-  ARGV[4], ARGV[5], tonumber(ARGV[2]))
-if KEYS[7] then
-  acl('HSET', KEYS[7], 'x', 'x')
-  acl('PEXPIRE', KEYS[7], '1')
-  acl('HSET', KEYS[2], 'x', 'x')
-  acl('PEXPIRE', KEYS[2], '1')
-  if mutex then
-    acl('PEXPIRE', KEYS[1], '1')
-  else
-    acl('ZADD', KEYS[3], '1', 'x')
-    acl('PEXPIRE', KEYS[3], '1')
+acl_ask(function()
+  acl_release(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], ARGV[3],
+    ARGV[4], ARGV[5], tonumber(ARGV[2]))
+  if KEYS[7] then
+    acl('HSET', KEYS[7], 'x', 'x')
+    acl('PEXPIRE', KEYS[7], '1')
+    acl('HSET', KEYS[2], 'x', 'x')
+    acl('PEXPIRE', KEYS[2], '1')
+    if mutex then
+      acl('PEXPIRE', KEYS[1], '1')
+    else
+      acl('ZADD', KEYS[3], '1', 'x')
+      acl('PEXPIRE', KEYS[3], '1')
+    end
   end
-end
+end)
 if acl_refused then return acl_refused end
 if mutex then
   if redis.call('GET', KEYS[1]) ~= token then return 0 end

@@ -7,8 +7,10 @@
 -- Returns 1 when taken back, 0 when KEY was not ours (nothing done);
 -- refused with RLOCK_NOPERM (acl.lua), nothing done, when the ACL lacks a
 -- permission it needs.
-acl('GET', KEYS[1])
-acl('DEL', KEYS[1], KEYS[2])
+acl_ask(function()
+  acl('GET', KEYS[1])
+  acl('DEL', KEYS[1], KEYS[2])
+end)
 if acl_refused then return acl_refused end
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1], KEYS[2])

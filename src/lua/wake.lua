@@ -5,7 +5,9 @@
 -- KEYS[1] wake tokens  ARGV[1] N  ARGV[2] wake token ttl ms
 -- Returns 1; refused with RLOCK_NOPERM (acl.lua), nothing done, when the
 -- ACL lacks a permission it needs.
-acl_wake_plain(KEYS[1])
+acl_ask(function()
+  acl_wake_plain(KEYS[1])
+end)
 if acl_refused then return acl_refused end
 wake_plain(KEYS[1], 1, tonumber(ARGV[1]), ARGV[2])
 return 1

@@ -29,12 +29,12 @@ end
 -- loses its place here and joins again at the back once subscribed anew.
 -- first: the head the caller just read, if it did (one LINDEX less).
 local function live_head(q, wpre, wakepre, first)
-  local head = first or redis.call('LINDEX', q, 0)
+  local head = first or redis.call('LINDEX', q, '0')
   while head and (redis.call('EXISTS', wpre .. head) == 0 or
       not subscribed(wakepre .. head)) do
     redis.call('LPOP', q)
     redis.call('DEL', wpre .. head)
-    head = redis.call('LINDEX', q, 0)
+    head = redis.call('LINDEX', q, '0')
   end
   return head or nil
 end
@@ -53,7 +53,7 @@ end
 local function wake_queue(q, wpre, wakepre)
   local head = live_head(q, wpre, wakepre)
   if head then
-    local nxt = redis.call('LINDEX', q, 1)
+    local nxt = redis.call('LINDEX', q, '1')
     if nxt then publish(wakepre .. nxt, 'next') end
     publish(wakepre .. head, 'turn')
   end
