@@ -17,7 +17,7 @@
 -- that lost its lease may be recorded after the next one began); older
 -- ones are reset. A record of a later grant is never replaced.
 local function record_run(last, f, now, exit, lost, ttl)
-  local r = redis.call('HMGET', last, 'fence', 'skip_fence')
+  local r = redis.call('HMGET', last, 'fence', 'skip_fence', 'skips')
   local ours = tonumber(f[6] or '')
   local lf, sf = tonumber(r[1] or ''), tonumber(r[2] or '')
   if ours and lf and lf > ours then return end
@@ -29,7 +29,10 @@ local function record_run(last, f, now, exit, lost, ttl)
     v[#v + 1] = 'ok_ended'
     v[#v + 1] = now
   end
-  if not kept then
+  -- skips '0' is only ever written with the others reset (a skip counts
+  -- one at once): then there is nothing to reset, six fields fewer to
+  -- write on every release of a KEY that nobody skipped.
+  if not kept and r[3] ~= '0' then
     for _, x in ipairs({'skips', '0', 'skip_fence', '', 'skip_user', '',
         'skip_host', '', 'skip_pid', '', 'skip_at', ''}) do
       v[#v + 1] = x
