@@ -28,6 +28,7 @@
 
 #include "exitcode.h"
 #include "foreign.h"
+#include "lease.h"
 #include "sig.h"
 #include "util.h"
 #include "waitline.h"
@@ -83,6 +84,35 @@ send_behind(void *arg)
 	return lock_acquire_send(w->l, w->ctx, want);
 }
 
+/*
+ * The attempt sent behind the BLPOP was granted, but we heard of it late:
+ * stopped (^Z, SIGSTOP) or starved for longer than a renewal interval,
+ * its lease may have run out and KEY gone to another meanwhile. Confirm it
+ * here with an extend, while we are still waiting: if it is not ours any
+ * more, it was passed on while we did not listen, and we wait on as
+ * before the attempt was made (one more attempt tells us for how long),
+ * instead of ending the run as a lease lost before COMMAND. Not reached
+ * (-1): supervise.c's own confirmation decides, as for any old grant.
+ */
+static enum lock_result
+confirm_late(struct waiter *w, int queue, int want, struct wait_result *res,
+    struct lock_busy *busy)
+{
+	int64_t t0 = mono_ms();
+	int r;
+
+	if (t0 - res->granted_at < lease_renew_interval_ms(w->ctx->lease_ms))
+		return LOCK_GRANTED;
+	if ((r = lock_extend(w->l, w->ctx)) == 1)
+		res->granted_at = t0;
+	if (r != 0)
+		return LOCK_GRANTED;
+	msg_verbose("the grant heard %lldms after its attempt was no longer "
+	    "ours; waiting on", (long long)(t0 - res->granted_at));
+	res->granted_at = res->heard_at = mono_ms();
+	return lock_acquire(w->l, w->ctx, queue, want, &res->fence, busy);
+}
+
 /* One attempt; reconnects once on a dropped connection (acquire is
  * idempotent per token, so repeating it is safe). */
 static enum lock_result
@@ -103,6 +133,8 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 			res->heard_at = mono_ms();
 			lr = lock_acquire_recv(w->l, w->ctx, want, &res->fence,
 			    busy);
+			if (lr == LOCK_GRANTED)
+				lr = confirm_late(w, queue, want, res, busy);
 		} else {
 			res->granted_at = res->heard_at = mono_ms();
 			lr = lock_acquire(w->l, w->ctx, queue, want,

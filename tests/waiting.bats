@@ -293,6 +293,41 @@ queued_behind() {
 	[ "$(rcli exists "$L")" = 0 ] || fail "the lock is left held"
 }
 
+# Redis runs the attempt behind the BLPOP even while the waiter is stopped
+# (^Z): the grant then lapses unused, and another client takes KEY. The
+# waiter, continued, must see that and wait on, not end as a lease lost.
+meta_pid_is() { [ "$(rcli hget "$L:meta" pid)" = "$1" ]; }
+
+@test "a plain waiter stopped past its grant's lease waits on for KEY" {
+	local w o
+	holder
+	bg w --lease 2s -w 60 -k "$K" -- sh "$T/mark.sh" w
+	w=$BG
+	wait_until 5 blocked_is 1 || fail "W not blocked"
+	wait_until 5 queued_behind ||
+		fail "nothing waits behind the BLPOP: $(rcli client list)"
+	kill -STOP "$w"
+	end_holder
+	wait_until 5 meta_pid_is "$w" || fail "the stopped W was not granted KEY"
+	# W's lease of 2 s runs out; O takes KEY and holds it.
+	rm -f "$T/go"
+	bg o -w 20 -k "$K" -- sh -c 'sh "$T/mark.sh" o;
+	    while [ ! -e "$T/go" ]; do sleep 0.02; done'
+	o=$BG
+	wait_ms 10000 test -e "$T/o.start" || fail "O did not get the lock"
+	kill -CONT "$w"
+	# Continued, W must not end: it waits for O.
+	sleep 1
+	proc_alive "$w" || { reap "$w" 100; fail "W ended: $RC: $(cat "$T/w.err")"; }
+	touch "$T/go"
+	reap "$o" 3000
+	[ "$RC" = 0 ] || fail "O: status $RC: $(cat "$T/o.err")"
+	reap "$w" 5000
+	[ "$RC" = 0 ] || fail "W: status $RC: $(cat "$T/w.err")"
+	[ "$(cat "$T/order")" = "$(printf '%s\n' o w)" ] ||
+		fail "order: $(tr '\n' ' ' < "$T/order")"
+}
+
 # The attempt behind the BLPOP was sent when the wait began, seconds
 # before Redis ran it: --max-hold counts from the grant all the same, not
 # from that send (COMMAND would be stopped at once).
