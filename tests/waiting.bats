@@ -101,6 +101,16 @@ commands() {
 	rcli info stats | tr -d '\r' | sed -n 's/^total_commands_processed://p'
 }
 start_of() { cat "$T/$1.start"; }
+# reap_ok NAME PID MS: reap rlock NAME (reap), which must exit 0.
+reap_ok() {
+	reap "$2" "$3"
+	[ "$RC" = 0 ] || fail "$1: status $RC: $(cat "$T/$1.err")"
+}
+# order_is NAME...: the COMMANDs (mark.sh) ran in this order.
+order_is() {
+	[ "$(cat "$T/order")" = "$(printf '%s\n' "$@")" ] ||
+		fail "order: $(tr '\n' ' ' < "$T/order")"
+}
 ran_is() { [ -e "$T/order" ] && [ "$(wc -l < "$T/order")" = "$1" ]; }
 # fair_waiter NAME N: a --fair waiter NAME (pid in $BG), its COMMAND
 # mark.sh NAME, once it is the N-th in the queue.
@@ -320,12 +330,9 @@ meta_pid_is() { [ "$(rcli hget "$L:meta" pid)" = "$1" ]; }
 	sleep 1
 	proc_alive "$w" || { reap "$w" 100; fail "W ended: $RC: $(cat "$T/w.err")"; }
 	touch "$T/go"
-	reap "$o" 3000
-	[ "$RC" = 0 ] || fail "O: status $RC: $(cat "$T/o.err")"
-	reap "$w" 5000
-	[ "$RC" = 0 ] || fail "W: status $RC: $(cat "$T/w.err")"
-	[ "$(cat "$T/order")" = "$(printf '%s\n' o w)" ] ||
-		fail "order: $(tr '\n' ' ' < "$T/order")"
+	reap_ok o "$o" 3000
+	reap_ok w "$w" 5000
+	order_is o w
 }
 
 # The attempt behind the BLPOP was sent when the wait began, seconds
@@ -401,12 +408,9 @@ meta_pid_is() { [ "$(rcli hget "$L:meta" pid)" = "$1" ]; }
 	[ "$el" -lt "$(tf_ms 8000)" ] || fail "B started ${el}ms after the release"
 	[[ $(rcli lrange "$L:q" 0 -1) != *"$ta"* ]] || fail "A still queued"
 	kill -CONT "$a"
-	reap "$b" 3000
-	[ "$RC" = 0 ] || fail "B: status $RC: $(cat "$T/b.err")"
-	reap "$a" 5000
-	[ "$RC" = 0 ] || fail "A: status $RC: $(cat "$T/a.err")"
-	[ "$(cat "$T/order")" = "$(printf '%s\n' b a)" ] ||
-		fail "order: $(tr '\n' ' ' < "$T/order")"
+	reap_ok b "$b" 3000
+	reap_ok a "$a" 5000
+	order_is b a
 	run rcli --scan --pattern "$L:w:*"
 	assert_output ''
 	run keys_without_ttl
@@ -488,12 +492,9 @@ meta_pid_is() { [ "$(rcli hget "$L:meta" pid)" = "$1" ]; }
 	end_holder
 	wait_ms 3000 test -e "$T/b.start" || fail "B did not get the lock"
 	kill -CONT "$a"
-	reap "$b" 3000
-	[ "$RC" = 0 ] || fail "B: status $RC: $(cat "$T/b.err")"
-	reap "$a" 5000
-	[ "$RC" = 0 ] || fail "A: status $RC: $(cat "$T/a.err")"
-	[ "$(cat "$T/order")" = "$(printf '%s\n' b a)" ] ||
-		fail "order: $(tr '\n' ' ' < "$T/order")"
+	reap_ok b "$b" 3000
+	reap_ok a "$a" 5000
+	order_is b a
 	run rcli --scan --pattern "$L:w:*"
 	assert_output ''
 	run keys_without_ttl
