@@ -85,29 +85,37 @@ send_behind(void *arg)
 }
 
 /*
- * The attempt sent behind the BLPOP was granted, but we heard of it late:
- * stopped (^Z, SIGSTOP) or starved for longer than a renewal interval,
- * its lease may have run out and KEY gone to another meanwhile. Confirm it
- * here with an extend, while we are still waiting: if it is not ours any
- * more, it was passed on while we did not listen, and we wait on as
- * before the attempt was made (one more attempt tells us for how long),
- * instead of ending the run as a lease lost before COMMAND. Not reached
- * (-1): supervise.c's own confirmation decides, as for any old grant.
+ * The attempt sent behind the BLPOP was granted, and it was sent longer
+ * than a renewal interval ago: a long wait, as any old grant is confirmed
+ * with one extend before COMMAND (supervise.c did it here before), or a
+ * waiter stopped (^Z, SIGSTOP) while Redis ran the attempt, whose lease
+ * may have run out and KEY gone to another meanwhile. Confirmed here,
+ * while we are still waiting: a grant not ours any more was passed on
+ * while we did not listen, and we wait on as before the attempt (one more
+ * attempt tells us for how long), instead of ending the run as a lease
+ * lost before COMMAND. Each try is bounded as supervise.c bounds it; not
+ * reached (-1), supervise.c's own confirmation decides, as for any old
+ * grant.
  */
 static enum lock_result
 confirm_late(struct waiter *w, int queue, int want, struct wait_result *res,
     struct lock_busy *busy)
 {
-	int64_t t0 = mono_ms();
+	const struct server *s = lock_server(w->l, 0);
+	int64_t t0 = mono_ms(), con = server_connect_timeout(s),
+	    cmd = server_cmd_timeout(s), t;
 	int r;
 
 	if (t0 - res->granted_at < lease_renew_interval_ms(w->ctx->lease_ms))
 		return LOCK_GRANTED;
+	t = lease_try_timeout_ms(w->ctx->lease_ms, lock_connect_timeout(w->l));
+	lock_set_timeouts(w->l, t, t);
 	if ((r = lock_extend(w->l, w->ctx)) == 1)
 		res->granted_at = t0;
 	if (r != 0)
 		return LOCK_GRANTED;
-	msg_verbose("the grant heard %lldms after its attempt was no longer "
+	lock_set_timeouts(w->l, con, cmd);
+	msg_verbose("the grant of an attempt sent %lldms ago is no longer "
 	    "ours; waiting on", (long long)(t0 - res->granted_at));
 	res->granted_at = res->heard_at = mono_ms();
 	return lock_acquire(w->l, w->ctx, queue, want, &res->fence, busy);

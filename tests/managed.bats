@@ -88,9 +88,10 @@ HOLD='while [ -e "$1" ]; do sleep 0.05; done'
 # acquire.lua asks whether the ACL allows each command rlock may run, all
 # at once (acl.lua's acl_ask); a command the server does not know makes
 # that question an error. Then each is asked alone, and an unknown one is
-# not checked, as before: HINCRBY only counts skipped runs.
-@test "managed: a command renamed away that rlock only asks about: runs still work" {
-	redis_start renamed --rename-command HINCRBY ""
+# not checked, as before: HINCRBY only counts skipped runs, PUBLISH is
+# only Redis 6's fallback for SPUBLISH.
+@test "managed: a command renamed away, only asked about: runs still work" {
+	redis_start renamed --rename-command HINCRBY "" --rename-command PUBLISH ""
 	run rcli hincrby h f 1
 	[[ $output == "ERR unknown command"* ]] || fail "HINCRBY: $output"
 	run -0 --separate-stderr "$RLOCK" -k r -- echo ran
@@ -100,4 +101,15 @@ HOLD='while [ -e "$1" ]; do sleep 0.05; done'
 	assert_output sem
 	run rcli exists "rlock:{r}"
 	assert_output 0
+	# A refusal is still named, after the questions were asked again.
+	rcli acl setuser app reset on '>pw' '~other:*' '&*' +@all > /dev/null
+	run -77 --separate-stderr "$RLOCK" -u "unix://app:pw@$REDIS_SOCK" \
+	    -k r -- echo ran
+	[ -z "$output" ] || fail "stdout: $output"
+	[[ $stderr == *"the ACL user lacks ~rlock:*"* ]] || fail "$stderr"
+	# Named when the channel is refused, PUBLISH unknown (acl_why).
+	rcli acl setuser app reset on '>pw' '~*' resetchannels +@all > /dev/null
+	run -77 --separate-stderr "$RLOCK" -u "unix://app:pw@$REDIS_SOCK" \
+	    -k r -- echo ran
+	[[ $stderr == *"the ACL user lacks &"* ]] || fail "$stderr"
 }

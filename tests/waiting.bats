@@ -262,7 +262,8 @@ fair_waiter() {
 	echo "# B's first attempt ${dt}ms after the release woke it" >&3
 	[ "$dt" -ge 150 ] || fail "B tried ${dt}ms after the release"
 	# B is told first: Redis writes to the client it told last first,
-	# so the head's message leaves before B's (queue.lua).
+	# so the head's message leaves before B's (queue.lua). What MONITOR
+	# shows is the order of the publishes, not of the writes.
 	nb=$(grep -in "\"spublish\" \"$L:wake:$tb\"" "$T/monitor" | head -1 |
 		cut -d: -f1)
 	na=$(grep -in "\"spublish\" \"$L:wake:$ta\"" "$T/monitor" | head -1 |
@@ -311,7 +312,7 @@ meta_pid_is() { [ "$(rcli hget "$L:meta" pid)" = "$1" ]; }
 @test "a plain waiter stopped past its grant's lease waits on for KEY" {
 	local w o
 	holder
-	bg w --lease 2s -w 60 -k "$K" -- sh "$T/mark.sh" w
+	bg w --lease "$(tf_ms 2000)ms" -w 60 -k "$K" -- sh "$T/mark.sh" w
 	w=$BG
 	wait_until 5 blocked_is 1 || fail "W not blocked"
 	wait_until 5 queued_behind ||
@@ -319,12 +320,14 @@ meta_pid_is() { [ "$(rcli hget "$L:meta" pid)" = "$1" ]; }
 	kill -STOP "$w"
 	end_holder
 	wait_until 5 meta_pid_is "$w" || fail "the stopped W was not granted KEY"
-	# W's lease of 2 s runs out; O takes KEY and holds it.
+	# W's lease of 2 s runs out (TIME_FACTOR: W must be seen holding it
+	# above); O takes KEY and holds it.
 	rm -f "$T/go"
 	bg o -w 20 -k "$K" -- sh -c 'sh "$T/mark.sh" o;
 	    while [ ! -e "$T/go" ]; do sleep 0.02; done'
 	o=$BG
-	wait_ms 10000 test -e "$T/o.start" || fail "O did not get the lock"
+	wait_ms "$(tf_ms 10000)" test -e "$T/o.start" ||
+		fail "O did not get the lock"
 	kill -CONT "$w"
 	# Continued, W must not end: it waits for O.
 	sleep 1

@@ -27,9 +27,9 @@
 -- live queue head (one that takes its turn in time); fence = max(last +
 -- 1, server ms, the fence proposed but at most 1 s past server ms).
 local token, lease, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[8])
--- Numbers go to redis.call as the strings they came as, or as formatted
--- once: Lua prints a number with "%.14g", a few thousand instructions
--- each time.
+-- On the paths every run takes, numbers go to redis.call as the strings
+-- they came as, or formatted once: Redis prints a number argument with
+-- "%.17g", a few thousand instructions each time.
 
 -- Everything this KEY's holder and waiter will run, asked before any
 -- write. What the holder's extend and release ask (acl_extend,

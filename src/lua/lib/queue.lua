@@ -45,11 +45,12 @@ end
 -- freezes before it takes its turn, the next one's look notices
 -- (acquire.lua) and it takes over instead of sleeping out a whole lease;
 -- trying at once instead would put a second acquire in front of the
--- head's on every hand-off. 'next' goes first: Redis writes what it owes
--- its clients in the reverse order of their first reply of the round
--- (the list of pending writes is pushed at its head), so the head, told
--- last, is written to (and woken) before the one after it (lock-level
--- hand-off 267 -> 213 us, make bench, same rounds).
+-- head's on every hand-off. 'next' goes first: Redis 7 writes what it
+-- owes its clients in the reverse order of their first reply of the
+-- round (the list of pending writes is pushed at its head; not so with
+-- io-threads), so the head, told last, is written to (and woken) before
+-- the one after it (lock-level hand-off 267 -> 213 us, make bench, same
+-- rounds).
 local function wake_queue(q, wpre, wakepre)
   local head = live_head(q, wpre, wakepre)
   if head then

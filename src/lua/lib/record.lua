@@ -29,10 +29,10 @@ local function record_run(last, f, now, exit, lost, ttl)
     v[#v + 1] = 'ok_ended'
     v[#v + 1] = now
   end
-  -- skips '0' is only ever written with the others reset (a skip counts
-  -- one at once): then there is nothing to reset, six fields fewer to
-  -- write on every release of a KEY that nobody skipped.
-  if not kept and r[3] ~= '0' then
+  -- Already reset (skips '0', skip_fence empty: only this reset writes
+  -- both): six fields fewer to write on every release of a KEY that
+  -- nobody skipped.
+  if not kept and (r[3] ~= '0' or r[2] ~= '') then
     for _, x in ipairs({'skips', '0', 'skip_fence', '', 'skip_user', '',
         'skip_host', '', 'skip_pid', '', 'skip_at', ''}) do
       v[#v + 1] = x
