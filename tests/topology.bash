@@ -529,12 +529,28 @@ sentinel_kill_master() {
 		SENTINEL_REPLICA_PORT SENTINEL_URL SENTINEL_KILLED
 }
 
+# A sentinel asks a replica for INFO only every 10 s (every second during
+# a failover): it may see the new link up only that much later, three
+# sentinels each in turn. Hence at least 30 s, as for a demotion.
 sentinel_rejoin() {
-	local port=$1 m
+	local port=$1 m s w=${TOPO_WAIT:-20}
+	[ "$w" -ge 30 ] || w=30
 	m=$(sentinel_master_port) || return 1
 	topo_restart "$port" --replicaof 127.0.0.1 "$m" || return 1
-	if ! topo_wait "${TOPO_WAIT:-20}" _topo_link_up "$port" ||
-		! topo_wait "${TOPO_WAIT:-20}" _sentinel_sees "$port"; then
+	if ! topo_wait "$w" _topo_link_up "$port"; then
+		_topo_err "node $port never synced with $m: $(topo_cli "$port" \
+			info replication 2>&1 | tr -d '\r' | grep -E \
+			'^(role|master_port|master_link_status|master_sync_in_progress):' |
+			paste -sd' ')"
+		return 1
+	fi
+	if ! topo_wait "$w" _sentinel_sees "$port"; then
+		for s in $SENTINEL_PORTS; do
+			_topo_err "sentinel $s sees: $(_sentinel_replicas "$s" |
+				paste -sd';'); $(topo_cli "$s" sentinel master \
+				"$(_sentinel_name)" 2>&1 | paste -sd' ' |
+				grep -o 'num-other-sentinels [0-9]*')"
+		done
 		_topo_err "node $port never rejoined as a healthy replica of $m"
 		return 1
 	fi
