@@ -711,27 +711,24 @@ hear_out(struct conn *cn, int n, int64_t by)
  * still run, and the socket closes in order: a server that refused is
  * heard out first (briefly), one that never answered is not waited for.
  * The caller's own deadline, if sooner, is kept as recv_by keeps it (0:
- * nothing yet).
+ * nothing yet) when its timeout does not fail; one that fails is the
+ * login's silence.
  */
 static int
-hello_reply(struct conn *cn, int64_t deadline, const char *what,
-    int timeout_fails)
+hello_reply(struct conn *cn, int64_t deadline, int timeout_fails)
 {
 	int64_t by = deadline < cn->hello_due ? deadline : cn->hello_due;
 	struct reply *r = NULL;
 	int st, undone;
 
 	st = recv_one(cn, by, &r, cn->hello_cmd, 0);
-	if (st == 0 && by < cn->hello_due) {
-		if (!timeout_fails)
-			return 0;
-		/* The command's own timeout, shorter than the login's (not
-		 * so today: both are the connect timeout, or -w's): an
-		 * ordinary timed-out command, reset, retried or undone on a
-		 * new connection as any other. */
-		io_failed(cn, what, ETIMEDOUT);
-		return -1;
-	}
+	/* A command's own deadline can come first: it was read off the
+	 * clock before the login was written, a ms or more on a busy
+	 * machine. Silence then is still the login's (Redis answers in
+	 * order), and so is the undo: a reset could leave the acquire in
+	 * flight with nothing behind it. */
+	if (st == 0 && by < cn->hello_due && !timeout_fails)
+		return 0;
 	if (st > 0 && r->type != REPLY_ERROR) {
 		reply_free(r);
 		forget_hello(cn);
@@ -774,8 +771,8 @@ recv_by(struct conn *cn, int64_t deadline, struct reply **out,
 	if (cn->cork_len > 0 && uncork(cn, 0, NULL, NULL, mono_ms() +
 	    cn->cmd_timeout_ms, what) < 0)
 		return -1;
-	if (cn->hello_owed && (st = hello_reply(cn, deadline, what,
-	    timeout_fails)) <= 0)
+	if (cn->hello_owed &&
+	    (st = hello_reply(cn, deadline, timeout_fails)) <= 0)
 		return st;
 	while ((st = recv_one(cn, deadline, out, what, timeout_fails)) > 0 &&
 	    cn->nahead > 0) {

@@ -1771,6 +1771,70 @@ test_tls_probe(void)
 	}
 }
 
+/*
+ * A login sent ahead that nobody answers, with a command behind it whose
+ * own deadline comes first (on a busy machine it is read off the clock a
+ * ms before the login's): the silence is the login's. The undo follows in
+ * the same stream and the socket closes in order, not with a reset that
+ * would leave the command in flight with nothing behind it.
+ */
+static void
+test_conn_login_silence(void)
+{
+	static const char undo_bytes[] = "*2\r\n$3\r\nDEL\r\n$1\r\nk\r\n";
+	const char *get[] = { "GET", "k" }, *del[] = { "DEL", "k" };
+	const size_t lens[] = { 3, 1 };
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	struct conn_cfg cfg;
+	struct conn *cn;
+	struct reply *r;
+	char buf[4096], host[] = "127.0.0.1";
+	size_t got = 0;
+	ssize_t n = -1;
+	int ls, c = -1, st;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* Never accepted until we are gone: the kernel keeps what came. */
+	if (ls < 0 || bind(ls, (struct sockaddr *)&sa, len) < 0 ||
+	    listen(ls, 1) < 0 ||
+	    getsockname(ls, (struct sockaddr *)&sa, &len) < 0) {
+		CHECK(0, "conn login silence: a listening socket");
+		return;
+	}
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.ep.kind = EP_TCP;
+	cfg.ep.host = host;
+	cfg.ep.port = ntohs(sa.sin_port);
+	cfg.connect_timeout_ms = 400;
+	cn = conn_new(&cfg, 100);
+	conn_defer_hello(cn);
+	st = conn_connect(cn, NULL, 0, mono_ms() + 400);
+	conn_arm_undo(cn, 2, del, lens);
+	r = conn_command(cn, 2, get, lens);
+	CHECK(st == 0 && r == NULL && conn_failure(cn)->hello &&
+	    strstr(conn_failure(cn)->why, "PING: no answer within 400ms"),
+	    "conn login silence: the login's failure (%s)",
+	    conn_failure(cn)->why);
+	reply_free(r);
+	conn_free(cn);
+	if ((c = accept(ls, NULL, NULL)) >= 0) {
+		while (got < sizeof(buf) &&
+		    (n = read(c, buf + got, sizeof(buf) - got)) > 0)
+			got += (size_t)n;
+		close(c);
+	}
+	close(ls);
+	CHECK(n == 0 && got >= sizeof(undo_bytes) - 1 &&
+	    memcmp(buf + got - (sizeof(undo_bytes) - 1), undo_bytes,
+	    sizeof(undo_bytes) - 1) == 0,
+	    "conn login silence: the undo last in the stream, then an "
+	    "orderly close (read %zd, %zu bytes)", n, got);
+}
+
 /* --------------------------------------------------------------- glob */
 
 /*
@@ -1901,6 +1965,7 @@ main(void)
 	test_tls_setup();
 	test_tls_handshake();
 	test_tls_probe();
+	test_conn_login_silence();
 	test_keys();
 	printf("1..%d\n", tests);
 	if (fails)
