@@ -38,6 +38,7 @@
 struct conn {
 	const struct conn_cfg *cfg;
 	int fd;				/* -1 while closed */
+	int early_fd;			/* conn_connect_early's, connecting */
 	struct tls_session *tls;	/* over TLS: the session on fd */
 	int heard;			/* any byte read on this fd */
 	int last_errno;			/* of the last I/O failure; 0: EOF */
@@ -75,7 +76,7 @@ conn_new(const struct conn_cfg *cfg, int64_t cmd_timeout_ms)
 	struct conn *cn = xcalloc(1, sizeof(*cn));
 
 	cn->cfg = cfg;
-	cn->fd = -1;
+	cn->fd = cn->early_fd = -1;
 	cn->cmd_timeout_ms = cmd_timeout_ms;
 	return cn;
 }
@@ -86,6 +87,8 @@ conn_free(struct conn *cn)
 	if (cn == NULL)
 		return;
 	conn_close(cn);
+	if (cn->early_fd >= 0)
+		close(cn->early_fd);
 	free(cn);
 }
 
@@ -828,21 +831,36 @@ tune_tcp(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
 }
 
-/* Start a non-blocking connect and wait for it: the fd, or -1 (errno). */
+/* Start a non-blocking connect: the fd, connected (*done) or on its way,
+ * or -1 (errno). */
 static int
-connect_one(int family, const struct sockaddr *sa, socklen_t salen,
-    int64_t deadline)
+connect_start(int family, const struct sockaddr *sa, socklen_t salen,
+    int *done)
 {
-	int fd, e, w;
-	socklen_t el = sizeof(e);
+	int fd, e;
 
+	*done = 0;
 	fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;
 	if (connect(fd, sa, salen) == 0)
-		return fd;
-	if (errno != EINPROGRESS && errno != EAGAIN)
-		goto fail;
+		*done = 1;
+	else if (errno != EINPROGRESS && errno != EAGAIN) {
+		e = errno;
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	return fd;
+}
+
+/* Wait for a connect on its way: 0, or -1 (errno) with fd closed. */
+static int
+connect_wait(int fd, int64_t deadline)
+{
+	int e, w;
+	socklen_t el = sizeof(e);
+
 	if ((w = wait_fd(fd, POLLOUT, deadline)) <= 0) {
 		if (w == 0)
 			errno = ETIMEDOUT;
@@ -851,13 +869,73 @@ connect_one(int family, const struct sockaddr *sa, socklen_t salen,
 	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) < 0)
 		goto fail;
 	if (e == 0)
-		return fd;
+		return 0;
 	errno = e;
 fail:
 	e = errno;
 	close(fd);
 	errno = e;
 	return -1;
+}
+
+/* A non-blocking connect, waited for: the fd, or -1 (errno). */
+static int
+connect_one(int family, const struct sockaddr *sa, socklen_t salen,
+    int64_t deadline)
+{
+	int done, fd = connect_start(family, sa, salen, &done);
+
+	if (fd < 0 || done)
+		return fd;
+	return connect_wait(fd, deadline) == 0 ? fd : -1;
+}
+
+int
+conn_connect_early(struct conn *cn)
+{
+	const struct endpoint *ep = &cn->cfg->ep;
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+	    .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST }, *ai;
+	char ps[16];
+	int done;
+
+	if (!cn->defer_hello || ep->db != 0 || ep->tls || cn->fd >= 0)
+		return 0;
+	if (ep->kind == EP_UNIX)
+		return 1;
+	if (ep->kind != EP_TCP)
+		return 0;
+	if (cn->early_fd >= 0)
+		return 1;
+	snprintf(ps, sizeof(ps), "%d", ep->port);
+	/* A name could wait on a name server: that is for conn_connect,
+	 * which a caller can run on threads of their own. */
+	if (getaddrinfo(ep->host, ps, &hints, &ai) != 0)
+		return 0;
+	cn->early_fd = connect_start(ai->ai_family, ai->ai_addr,
+	    ai->ai_addrlen, &done);
+	freeaddrinfo(ai);
+	return cn->early_fd >= 0;
+}
+
+/*
+ * conn_connect_early's connect, waited for: 0 with cn->fd and cn->peer
+ * set, or -1 (it failed or timed out: every address is tried as usual,
+ * within what is left of the deadline).
+ */
+static int
+early_done(struct conn *cn, int64_t deadline)
+{
+	int fd = cn->early_fd;
+
+	cn->early_fd = -1;
+	if (connect_wait(fd, deadline) < 0)
+		return -1;
+	cn->peer_len = sizeof(cn->peer);
+	if (getpeername(fd, (struct sockaddr *)&cn->peer, &cn->peer_len) < 0)
+		cn->peer_len = 0;
+	cn->fd = fd;
+	return 0;
 }
 
 static int
@@ -890,6 +968,10 @@ open_tcp(struct conn *cn, const char *host, int port, int64_t deadline,
 	char ps[16];
 	int g, e = ETIMEDOUT;
 
+	if (!say_where && cn->early_fd >= 0 && early_done(cn, deadline) == 0) {
+		tune_tcp(cn->fd);
+		return 0;
+	}
 	snprintf(ps, sizeof(ps), "%d", port);
 	if ((g = getaddrinfo(host, ps, &hints, &ai)) != 0) {
 		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s%s%s",

@@ -57,8 +57,10 @@ lock_open(struct lock *l)
 int
 lock_open_first(struct lock *l)
 {
-	if (!l->cfg->redlock)
-		server_defer_hello(lock_server(l, 0));
+	int i, n = lock_servers(l);
+
+	for (i = 0; i < n; i++)
+		server_defer_hello(lock_server(l, i));
 	return lock_open(l);
 }
 

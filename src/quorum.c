@@ -55,6 +55,12 @@ struct quorum {
 	const struct conn_cfg *cfgs;
 	int64_t cap;			/* each master's timeouts, at most */
 	int64_t cmd_ms;			/* each master's reply, at most */
+	/* Its login, sent ahead of our acquire, failed: the undo written
+	 * behind that acquire may still reach it, and would take back a
+	 * grant there under the same token, so it is asked no more
+	 * acquires in this run (extends and releases are safe: the old
+	 * stream's acquire and undo cancel out). */
+	unsigned char no_acquire[QUORUM_MAX];
 	struct failure fail;
 };
 
@@ -80,6 +86,12 @@ static int
 m_open(const struct lock *m)
 {
 	return m->ops->is_open(m);
+}
+
+static struct server *
+m_server(struct lock *m)
+{
+	return m->ops->server(m, 0);
 }
 
 static const struct failure *
@@ -149,23 +161,34 @@ open_master(void *arg, int i)
 }
 
 /*
- * Connect every master that is not connected, all at once (fanout.c):
- * each master's lock and connection are its own. Every step calls it
- * first, so a master that dropped is back as soon as it answers again. One after another, five
- * masters' connects and PINGs made an uncontended --redlock run cost
- * 1.7 times one node's; at once, they cost the slowest master's, and
- * stalled masters together cost one connect timeout.
+ * Connect every master that is not connected, all at once: each master's
+ * lock and connection are its own. Every step calls it first, so a
+ * master that dropped is back as soon as it answers again. One after
+ * another, five masters' connects and PINGs made an uncontended --redlock
+ * run cost 1.7 times one node's; at once, they cost the slowest master's,
+ * and stalled masters together cost one connect timeout.
+ * At once means one thread each (fanout.c), unless every connect can be
+ * started first and waited for after (a run's first open, the logins
+ * riding with the acquire: server_connect_early): then the waits overlap
+ * in this thread, and the 4 threads' making cost more than the connects.
  */
 static void
 open_closed(struct quorum *q)
 {
 	struct opening o = { .q = q };
-	int i, n = 0;
+	int i, n = 0, early = 0;
 
 	for (i = 0; i < q->n; i++)
-		if (!m_open(q->m[i]))
+		if (!m_open(q->m[i])) {
 			o.at[n++] = i;
-	fanout_run(n, open_master, &o);
+			early += server_connect_early(m_server(q->m[i]));
+		}
+	if (early < n) {
+		fanout_run(n, open_master, &o);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		open_master(&o, i);
 }
 
 /* Connect every master that is not connected; 0 when a majority is. */
@@ -239,12 +262,6 @@ fence_args(const struct lock_ctx *ctx, int64_t fence, char *f, char *ttl,
 	al[4] = (size_t)snprintf(f, 24, "%lld", (long long)fence);
 	av[5] = ttl;
 	al[5] = (size_t)snprintf(ttl, 24, "%lld", (long long)FENCE_TTL_MS);
-}
-
-static struct server *
-m_server(struct lock *m)
-{
-	return m->ops->server(m, 0);
 }
 
 /*
@@ -462,7 +479,7 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
     int want_holder, int64_t *fence, struct lock_busy *busy)
 {
 	struct quorum *q = q_of(l);
-	int i, n = q->n, got = 0, errs = 0, own = -1, raised;
+	int i, n = q->n, got = 0, errs = 0, own = -1, raised, barred = 0;
 	int64_t t0 = mono_ms(), f, best = 0, by, drew[QUORUM_MAX];
 	unsigned char granted[QUORUM_MAX] = { 0 }, sent[QUORUM_MAX];
 	struct lock_ctx asked = *ctx;
@@ -473,8 +490,9 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 	open_closed(q);
 	asked.fence_proposed = wall_ms() + FENCE_AHEAD_MS;
 	for (i = 0; i < n; i++)
-		sent[i] = m_open(q->m[i]) && single_send(q->m[i],
-		    SINGLE_ACQUIRE, &asked, want_holder) == 0;
+		sent[i] = m_open(q->m[i]) && !q->no_acquire[i] &&
+		    single_send(q->m[i], SINGLE_ACQUIRE, &asked,
+		    want_holder) == 0;
 	by = answers_by(q);
 	for (i = 0; i < n; i++) {
 		struct lock *m = q->m[i];
@@ -498,7 +516,9 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 			break;
 		default:
 			errs++;
-			if (m_fail(m)->ours)
+			if (m_fail(m)->hello)
+				q->no_acquire[i] = 1;
+			else if (m_fail(m)->ours)
 				own = i;
 			break;
 		}
@@ -521,6 +541,11 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 	}
 	if (errs > n - majority(q)) {
 		say_short(q, "acquire", n - errs);
+		/* Too few left that may be asked (no_acquire): as a failed
+		 * login on one server, nothing to try again. */
+		for (i = 0; i < n; i++)
+			barred += q->no_acquire[i];
+		q->fail.hello = barred > n - majority(q);
 		return LOCK_ERROR;
 	}
 	if (!have_busy) {

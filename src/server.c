@@ -638,6 +638,14 @@ server_defer_hello(struct server *s)
 }
 
 int
+server_connect_early(struct server *s)
+{
+	if (s->cfg->ep.kind == EP_TCP || s->cfg->ep.kind == EP_UNIX)
+		return conn_connect_early(s->cn);
+	return 0;
+}
+
+int
 server_hello_owed(const struct server *s)
 {
 	return conn_hello_owed(s->cn);

@@ -70,6 +70,9 @@ int server_recv(struct server *s, int64_t deadline, struct reply **out);
  * server_arm_undo as conn_arm_undo.
  */
 void server_defer_hello(struct server *s);
+/* After server_defer_hello, the next open's connect started now, as
+ * conn_connect_early; 0 for what that cannot start. */
+int server_connect_early(struct server *s);
 int server_hello_owed(const struct server *s);
 void server_arm_undo(struct server *s, int argc, const char **argv,
     const size_t *lens);

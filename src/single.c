@@ -477,6 +477,8 @@ single_send(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
 {
 	struct call c;
 
+	if (op == SINGLE_ACQUIRE)
+		arm_undo(m, ctx, 0);
 	call_build(&c, op, ctx, want_holder);
 	return script_send(srv(m), c.sc, c.nkeys, c.a.n - c.nkeys, c.a.v,
 	    c.a.len);
