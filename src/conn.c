@@ -899,11 +899,10 @@ conn_connect_early(struct conn *cn)
 	char ps[16];
 	int done;
 
-	if (!cn->defer_hello || ep->db != 0 || ep->tls || cn->fd >= 0)
-		return 0;
-	if (ep->kind == EP_UNIX)
-		return 1;
-	if (ep->kind != EP_TCP)
+	/* Not a unix socket: one with a full backlog refuses at once
+	 * (EAGAIN), and has nothing under way to wait for. */
+	if (!cn->defer_hello || ep->db != 0 || ep->tls || cn->fd >= 0 ||
+	    ep->kind != EP_TCP)
 		return 0;
 	if (cn->early_fd >= 0)
 		return 1;

@@ -60,9 +60,9 @@ void conn_defer_hello(struct conn *cn);
  * After conn_defer_hello, start the connect to cfg's own endpoint without
  * waiting for it, so that several can be on their way at once from one
  * thread: 1 when the conn_connect that follows will wait for nothing
- * but that connect (a TCP address, not a name; or a unix socket), as the
- * login then rides ahead (no TLS handshake, no SELECT); 0 when it does
- * it all itself, as before.
+ * but that connect (to a TCP address, not a name or a unix socket), as
+ * the login then rides ahead (no TLS handshake, no SELECT); 0 when it
+ * does it all itself, as before.
  */
 int conn_connect_early(struct conn *cn);
 

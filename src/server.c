@@ -640,9 +640,7 @@ server_defer_hello(struct server *s)
 int
 server_connect_early(struct server *s)
 {
-	if (s->cfg->ep.kind == EP_TCP || s->cfg->ep.kind == EP_UNIX)
-		return conn_connect_early(s->cn);
-	return 0;
+	return s->cfg->ep.kind == EP_TCP && conn_connect_early(s->cn);
 }
 
 int

@@ -1835,6 +1835,89 @@ test_conn_login_silence(void)
 	    "orderly close (read %zd, %zu bytes)", n, got);
 }
 
+/* A loopback port that listens (never accepting) or, closed, refuses. */
+static int
+listen_loopback(struct sockaddr_in *sa, int keep)
+{
+	socklen_t len = sizeof(*sa);
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (ls < 0 || bind(ls, (struct sockaddr *)sa, len) < 0 ||
+	    listen(ls, 4) < 0 ||
+	    getsockname(ls, (struct sockaddr *)sa, &len) < 0) {
+		if (ls >= 0)
+			close(ls);
+		return -1;
+	}
+	if (!keep) {
+		close(ls);
+		return 0;
+	}
+	return ls;
+}
+
+/*
+ * conn_connect_early starts only what conn_connect then merely waits for
+ * (an address, the login deferred, no TLS or SELECT); conn_connect uses
+ * that connect, and one that failed is tried again as usual and named.
+ */
+static void
+test_conn_connect_early(void)
+{
+	static const struct { const char *host; int defer, tls, db, open;
+	    int early, st; } rows[] = {
+		{ "127.0.0.1", 1, 0, 0, 1, 1, 0 },
+		{ "127.0.0.1", 0, 0, 0, 1, 0, -1 },
+		{ "127.0.0.1", 1, 1, 0, 1, 0, -1 },
+		{ "127.0.0.1", 1, 0, 2, 1, 0, -1 },
+		{ "localhost", 1, 0, 0, 1, 0, -1 },
+		{ "127.0.0.1", 1, 0, 0, 0, -1, RL_EXIT_UNAVAILABLE },
+	};
+	struct sockaddr_in sa;
+	struct conn_cfg cfg;
+	struct conn *cn;
+	char host[16];
+	size_t i;
+	int ls, early, st;
+
+	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		if ((ls = listen_loopback(&sa, rows[i].open)) < 0) {
+			CHECK(0, "conn_connect_early: a loopback port");
+			continue;
+		}
+		memset(&cfg, 0, sizeof(cfg));
+		snprintf(host, sizeof(host), "%s", rows[i].host);
+		cfg.ep.kind = EP_TCP;
+		cfg.ep.host = host;
+		cfg.ep.port = ntohs(sa.sin_port);
+		cfg.ep.tls = rows[i].tls;
+		cfg.ep.db = rows[i].db;
+		cfg.connect_timeout_ms = 300;
+		cn = conn_new(&cfg, 300);
+		if (rows[i].defer)
+			conn_defer_hello(cn);
+		early = conn_connect_early(cn);
+		/* Only the rows that connect for real: no TLS, no SELECT
+		 * to a socket that never answers. */
+		st = rows[i].st >= 0 ?
+		    conn_connect(cn, NULL, 0, mono_ms() + 300) : -1;
+		CHECK((rows[i].early < 0 || early == rows[i].early) &&
+		    st == rows[i].st && (st != 0 || conn_fd(cn) >= 0) &&
+		    (st != RL_EXIT_UNAVAILABLE ||
+		    strstr(conn_failure(cn)->why, "refused")),
+		    "conn_connect_early: %s, defer %d, tls %d, db %d, %s: "
+		    "early %d, connect %d (%s)", rows[i].host, rows[i].defer,
+		    rows[i].tls, rows[i].db, rows[i].open ? "listening" :
+		    "closed", early, st, conn_failure(cn)->why);
+		conn_free(cn);
+		if (ls > 0)
+			close(ls);
+	}
+}
+
 /* --------------------------------------------------------------- glob */
 
 /*
@@ -1966,6 +2049,7 @@ main(void)
 	test_tls_handshake();
 	test_tls_probe();
 	test_conn_login_silence();
+	test_conn_connect_early();
 	test_keys();
 	printf("1..%d\n", tests);
 	if (fails)
