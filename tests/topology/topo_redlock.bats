@@ -523,27 +523,48 @@ cmdstat() { # PORT COMMAND FIELD
 # one each. The stalled masters read that acquire when they wake, and the
 # release written behind it right after: nothing is left.
 @test "redlock: two stalled masters cost a run one per-master timeout per attempt, not one each" {
-	local p pid pids=() t0 el
-	# The scripts cached, as on masters in use: the acquire is run.
-	rl -k stalled -- true
-	local -A fences
-	for p in $(masters_port 3) $(masters_port 4); do
-		pid=$(topo_pid "$p") || fail "no master on $p"
-		pids+=("$pid")
-		fences[$p]=$(topo_cli "$p" get 'rlock:{stalled}:fence')
-	done
-	kill -STOP "${pids[@]}"
+	local t0 el
+	stall stalled 3 4
 	t0=$(now_ms)
 	run rl -l 30s -k stalled -- true
 	el=$(( $(now_ms) - t0 ))
-	kill -CONT "${pids[@]}"
+	kill -CONT "${STALLED[@]}"
 	[ "$status" = 0 ] || fail "exit $status: $output"
 	echo "# two stalled masters: the run took ${el}ms" >&3
 	[ "$el" -lt "$(tf_ms 4500)" ] || fail "the run took ${el}ms"
-	for p in $(masters_port 3) $(masters_port 4); do
-		wait_until 10 fence_above "$p" stalled "${fences[$p]}" ||
+	late_acquire_undone stalled
+}
+
+# stall KEY I...: masters I... stopped (SIGSTOP; PIDs in STALLED), once a
+# run on KEY cached the scripts on every master (as on masters in use: a
+# late acquire is run, not refused NOSCRIPT); their fences of KEY then in
+# FENCE, by port.
+stall() {
+	local key=$1 i p pid
+	shift
+	rl -k "$key" -- true
+	STALLED=()
+	declare -gA FENCE=()
+	for i in "$@"; do
+		p=$(masters_port "$i")
+		pid=$(topo_pid "$p") || fail "no master on $p"
+		STALLED+=("$pid")
+		FENCE[$p]=$(topo_cli "$p" get "rlock:{$key}:fence")
+	done
+	kill -STOP "${STALLED[@]}"
+}
+
+# late_acquire_undone KEY: each master stall stopped read the acquire
+# when it woke (its fence moved), and the release behind it: KEY is held
+# on no master.
+late_acquire_undone() {
+	local p
+	for p in "${!FENCE[@]}"; do
+		wait_until 10 fence_above "$p" "$1" "${FENCE[$p]}" ||
 			fail "the acquire never reached master $p"
-		[ "$(topo_cli "$p" exists 'rlock:{stalled}')" = 0 ] ||
+	done
+	for p in $MASTERS_PORTS; do
+		[ "$(topo_cli "$p" exists "rlock:{$1}")" = 0 ] ||
 			fail "master $p: the late acquire was not undone"
 	done
 }
@@ -553,31 +574,17 @@ cmdstat() { # PORT COMMAND FIELD
 # the acquire taken back everywhere. It used to connect them again twice
 # more (3 s) before it said so.
 @test "redlock: 3 of 5 masters stalled: exit 69 after one per-master timeout, nothing left" {
-	local p pid pids=() t0 el
-	rl -k stall3 -- true
-	local -A fences
-	for p in $(masters_port 2) $(masters_port 3) $(masters_port 4); do
-		pid=$(topo_pid "$p") || fail "no master on $p"
-		pids+=("$pid")
-		fences[$p]=$(topo_cli "$p" get 'rlock:{stall3}:fence')
-	done
-	kill -STOP "${pids[@]}"
+	local t0 el
+	stall stall3 2 3 4
 	t0=$(now_ms)
 	run -69 --separate-stderr rl -l 30s -w 10s -k stall3 -- echo ran
 	el=$(( $(now_ms) - t0 ))
-	kill -CONT "${pids[@]}"
+	kill -CONT "${STALLED[@]}"
 	[ -z "$output" ] || fail "COMMAND ran: $output"
 	[[ $stderr == *"acquire: only 2 of 5 masters answered (3 needed)"*"PING: no answer within"* ]] ||
 		fail "stderr: $stderr"
 	[ "$el" -lt "$(tf_ms 2500)" ] || fail "took ${el}ms"
-	for p in $(masters_port 2) $(masters_port 3) $(masters_port 4); do
-		wait_until 10 fence_above "$p" stall3 "${fences[$p]}" ||
-			fail "the acquire never reached master $p"
-	done
-	for p in $MASTERS_PORTS; do
-		[ "$(topo_cli "$p" exists 'rlock:{stall3}')" = 0 ] ||
-			fail "left on master $p"
-	done
+	late_acquire_undone stall3
 }
 
 fence_above() { # PORT KEY FENCE
