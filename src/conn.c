@@ -39,6 +39,7 @@ struct conn {
 	const struct conn_cfg *cfg;
 	int fd;				/* -1 while closed */
 	int early_fd;			/* conn_connect_early's, connecting */
+	int64_t early_by;		/* ... within its own deadline */
 	struct tls_session *tls;	/* over TLS: the session on fd */
 	int heard;			/* any byte read on this fd */
 	int last_errno;			/* of the last I/O failure; 0: EOF */
@@ -695,34 +696,79 @@ send_undo(struct conn *cn)
  * left unread make close() reset the socket, and a reset drops what is
  * still in flight, the undo included.
  */
-static void
+static int
 hear_out(struct conn *cn, int n, int64_t by)
 {
 	struct failure keep = cn->fail;
 	struct reply *r;
 
-	while (n-- > 0 && recv_one(cn, by, &r, "undo", 0) > 0)
+	while (n > 0 && recv_one(cn, by, &r, "undo", 0) > 0) {
 		reply_free(r);
+		n--;
+	}
 	cn->fail = keep;
+	return n;
+}
+
+/*
+ * The login failed: refused (answered), or no answer. The armed undo is
+ * written behind what the server may still run, and the socket closes in
+ * order: a server that refused is heard out first (briefly), one that
+ * never answered is not waited for. Marks the failure hello, and
+ * undo_owed while the undo may still reach the server. -1.
+ */
+static int
+hello_failed(struct conn *cn, int answered)
+{
+	int undone, left = 1;
+
+	undone = cn->undo_len > 0 && send_undo(cn) == 0;
+	if (undone && answered)
+		left = hear_out(cn, cn->nahead + 1 + cn->undo_cmds, mono_ms() +
+		    (cn->hello_left < 1000 ? cn->hello_left : 1000));
+	drop(cn, !undone);
+	cn->fail.hello = 1;
+	cn->fail.undo_owed = undone && left > 0;
+	return -1;
+}
+
+/* No answer to the login by `by`, named by the time waited for it (to
+ * the 10 ms: the caller's deadline is read a ms before the login's). */
+static int
+hello_silent(struct conn *cn, int64_t by)
+{
+	int64_t shown = cn->hello_shown;
+
+	if (by < cn->hello_due)
+		shown -= (cn->hello_due - by + 5) / 10 * 10;
+	cn->last_errno = ETIMEDOUT;
+	failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s: no answer within "
+	    "%lldms", cn->hello_cmd, (long long)shown);
+	return hello_failed(cn, 0);
+}
+
+int
+conn_hello_silent(struct conn *cn)
+{
+	if (!cn->hello_owed)
+		return 0;
+	(void)hello_silent(cn, mono_ms());
+	return 1;
 }
 
 /*
  * The answer to the login sent ahead, within the connect timeout from
  * when it was written, named as conn_connect names it: 1, or -1 with the
- * failure recorded (hello set) and cn closed. When it did not come, or
- * was a refusal, the armed undo is written behind what the server may
- * still run, and the socket closes in order: a server that refused is
- * heard out first (briefly), one that never answered is not waited for.
- * The caller's own deadline, if sooner, is kept as recv_by keeps it (0:
- * nothing yet) when its timeout does not fail; one that fails is the
- * login's silence.
+ * failure recorded (hello set) and cn closed (hello_failed). The caller's
+ * own deadline, if sooner, is kept as recv_by keeps it (0: nothing yet)
+ * when its timeout does not fail; one that fails is the login's silence.
  */
 static int
 hello_reply(struct conn *cn, int64_t deadline, int timeout_fails)
 {
 	int64_t by = deadline < cn->hello_due ? deadline : cn->hello_due;
 	struct reply *r = NULL;
-	int st, undone;
+	int st;
 
 	st = recv_one(cn, by, &r, cn->hello_cmd, 0);
 	/* A command's own deadline can come first: it was read off the
@@ -742,25 +788,14 @@ hello_reply(struct conn *cn, int64_t deadline, int timeout_fails)
 		cn->fail.hello = 1;
 		return -1;
 	}
-	if (st > 0) {
-		failure_from_reply(&cn->fail, cn->hello_what, r);
-		/* Any error answer to AUTH is a refusal. */
-		if (cn->hello_auth && cn->fail.status == RL_EXIT_PROTOCOL)
-			cn->fail.status = RL_EXIT_NOPERM;
-		reply_free(r);
-	} else {
-		cn->last_errno = ETIMEDOUT;
-		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s: no answer "
-		    "within %lldms", cn->hello_cmd,
-		    (long long)cn->hello_shown);
-	}
-	undone = cn->undo_len > 0 && send_undo(cn) == 0;
-	if (undone && st > 0)
-		hear_out(cn, cn->nahead + 1 + cn->undo_cmds, mono_ms() +
-		    (cn->hello_left < 1000 ? cn->hello_left : 1000));
-	drop(cn, !undone);
-	cn->fail.hello = 1;
-	return -1;
+	if (st == 0)
+		return hello_silent(cn, by);
+	failure_from_reply(&cn->fail, cn->hello_what, r);
+	/* Any error answer to AUTH is a refusal. */
+	if (cn->hello_auth && cn->fail.status == RL_EXIT_PROTOCOL)
+		cn->fail.status = RL_EXIT_NOPERM;
+	reply_free(r);
+	return hello_failed(cn, 1);
 }
 
 /* The next reply; one owed to a command sent ahead goes to its taker. */
@@ -891,7 +926,7 @@ connect_one(int family, const struct sockaddr *sa, socklen_t salen,
 }
 
 int
-conn_connect_early(struct conn *cn)
+conn_connect_early(struct conn *cn, int64_t deadline)
 {
 	const struct endpoint *ep = &cn->cfg->ep;
 	struct addrinfo hints = { .ai_family = AF_UNSPEC,
@@ -913,14 +948,16 @@ conn_connect_early(struct conn *cn)
 		return 0;
 	cn->early_fd = connect_start(ai->ai_family, ai->ai_addr,
 	    ai->ai_addrlen, &done);
+	cn->early_by = deadline;
 	freeaddrinfo(ai);
 	return cn->early_fd >= 0;
 }
 
 /*
- * conn_connect_early's connect, waited for: 0 with cn->fd and cn->peer
- * set, or -1 (it failed or timed out: every address is tried as usual,
- * within what is left of the deadline).
+ * conn_connect_early's connect, waited for by its own deadline (those
+ * started together end together, however many are stalled) if sooner:
+ * 0 with cn->fd and cn->peer set, or -1 with the failure recorded (an
+ * address has no other to try).
  */
 static int
 early_done(struct conn *cn, int64_t deadline)
@@ -928,8 +965,12 @@ early_done(struct conn *cn, int64_t deadline)
 	int fd = cn->early_fd;
 
 	cn->early_fd = -1;
-	if (connect_wait(fd, deadline) < 0)
+	if (connect_wait(fd, cn->early_by < deadline ? cn->early_by :
+	    deadline) < 0) {
+		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s",
+		    strerror(errno));
 		return -1;
+	}
 	cn->peer_len = sizeof(cn->peer);
 	if (getpeername(fd, (struct sockaddr *)&cn->peer, &cn->peer_len) < 0)
 		cn->peer_len = 0;
@@ -967,7 +1008,9 @@ open_tcp(struct conn *cn, const char *host, int port, int64_t deadline,
 	char ps[16];
 	int g, e = ETIMEDOUT;
 
-	if (!say_where && cn->early_fd >= 0 && early_done(cn, deadline) == 0) {
+	if (!say_where && cn->early_fd >= 0) {
+		if (early_done(cn, deadline) < 0)
+			return -1;
 		tune_tcp(cn->fd);
 		return 0;
 	}
@@ -1135,6 +1178,11 @@ conn_connect(struct conn *cn, const char *host, int port, int64_t deadline)
 
 	cn->defer_hello = 0;
 	drop(cn, 0);
+	/* Started for the cfg's own TCP address only. */
+	if (cn->early_fd >= 0 && (host != NULL || cn->cfg->ep.kind != EP_TCP)) {
+		close(cn->early_fd);
+		cn->early_fd = -1;
+	}
 	failure_clear(&cn->fail);
 	cn->peer_len = 0;
 	cn->last_errno = 0;

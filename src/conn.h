@@ -62,12 +62,22 @@ void conn_defer_hello(struct conn *cn);
  * thread: 1 when the conn_connect that follows will wait for nothing
  * but that connect (to a TCP address, not a name or a unix socket), as
  * the login then rides ahead (no TLS handshake, no SELECT); 0 when it
- * does it all itself, as before.
+ * does it all itself, as before. The connect is then given until
+ * `deadline` or conn_connect's, the sooner: those started together time
+ * out together.
  */
-int conn_connect_early(struct conn *cn);
+int conn_connect_early(struct conn *cn, int64_t deadline);
 
 /* The login sent ahead is unanswered (or not yet sent). */
 int conn_hello_owed(const struct conn *cn);
+
+/*
+ * A caller that stops waiting (conn_recv's deadline) while the login sent
+ * ahead is still unanswered: that is the login's silence, failed as
+ * conn_connect's would be (undo written, cn closed in order, failure
+ * hello). 1; 0 when no login is owed, and nothing is done.
+ */
+int conn_hello_silent(struct conn *cn);
 
 /*
  * A command that takes back what the commands sent while the login is

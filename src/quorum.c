@@ -55,11 +55,12 @@ struct quorum {
 	const struct conn_cfg *cfgs;
 	int64_t cap;			/* each master's timeouts, at most */
 	int64_t cmd_ms;			/* each master's reply, at most */
-	/* Its login, sent ahead of our acquire, failed: the undo written
-	 * behind that acquire may still reach it, and would take back a
-	 * grant there under the same token, so it is asked no more
-	 * acquires in this run (extends and releases are safe: the old
-	 * stream's acquire and undo cancel out). */
+	/* Its login, sent ahead of our acquire, failed, and the undo
+	 * written behind that acquire may still reach it (undo_owed): it
+	 * would take back a grant there under the same token. So it is
+	 * asked no more acquires in this run, and its yes to an extend or
+	 * a re-entry check counts as a no (the old acquire, its undo still
+	 * to come). A release there does no harm. */
 	unsigned char no_acquire[QUORUM_MAX];
 	struct failure fail;
 };
@@ -170,16 +171,19 @@ open_master(void *arg, int i)
  * At once means one thread each (fanout.c), unless every connect can be
  * started first and waited for after (a run's first open, the logins
  * riding with the acquire: server_connect_early): then the waits overlap
- * in this thread, and the 4 threads' making cost more than the connects.
+ * in this thread, under the one deadline they were started with, and the
+ * 4 threads' making cost more than the connects.
  */
 static void
-open_closed(struct quorum *q)
+open_closed(struct quorum *q, int acquiring)
 {
 	struct opening o = { .q = q };
 	int i, n = 0, early = 0;
 
+	/* To acquire, a barred master would only cost a connect (and keep
+	 * its failure, the reason it is barred, for say_short). */
 	for (i = 0; i < q->n; i++)
-		if (!m_open(q->m[i])) {
+		if (!m_open(q->m[i]) && !(acquiring && q->no_acquire[i])) {
 			o.at[n++] = i;
 			early += server_connect_early(m_server(q->m[i]));
 		}
@@ -197,7 +201,7 @@ op_open(struct lock *l)
 {
 	struct quorum *q = q_of(l);
 
-	open_closed(q);
+	open_closed(q, 0);
 	if (op_is_open(l)) {
 		failure_clear(&q->fail);
 		return 0;
@@ -487,7 +491,7 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 	int have_busy = 0;
 
 	(void)queue;
-	open_closed(q);
+	open_closed(q, 1);
 	asked.fence_proposed = wall_ms() + FENCE_AHEAD_MS;
 	for (i = 0; i < n; i++)
 		sent[i] = m_open(q->m[i]) && !q->no_acquire[i] &&
@@ -498,7 +502,10 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 		struct lock *m = q->m[i];
 
 		if (!sent[i]) {
-			errs++;
+			if (q->no_acquire[i])
+				barred++;
+			else
+				errs++;
 			continue;
 		}
 		switch (single_recv_acquire(m, &asked, want_holder, by, &f,
@@ -516,7 +523,7 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 			break;
 		default:
 			errs++;
-			if (m_fail(m)->hello)
+			if (m_fail(m)->undo_owed)
 				q->no_acquire[i] = 1;
 			else if (m_fail(m)->ours)
 				own = i;
@@ -539,11 +546,11 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 		q->fail = *m_fail(q->m[own]);
 		return LOCK_ERROR;
 	}
-	if (errs > n - majority(q)) {
-		say_short(q, "acquire", n - errs);
-		/* Too few left that may be asked (no_acquire): as a failed
-		 * login on one server, nothing to try again. */
-		for (i = 0; i < n; i++)
+	if (errs + barred > n - majority(q)) {
+		say_short(q, "acquire", n - errs - barred);
+		/* Too few left that may be asked: as a failed login on one
+		 * server, nothing to try again. */
+		for (i = 0, barred = 0; i < n; i++)
 			barred += q->no_acquire[i];
 		q->fail.hello = barred > n - majority(q);
 		return LOCK_ERROR;
@@ -578,8 +585,13 @@ static void
 tally(struct quorum *q, const struct lock_ctx *ctx, enum single_op op,
     int *said, int *yes, int *no)
 {
-	open_closed(q);
+	int i;
+
+	open_closed(q, 0);
 	ask_all(q, op, ctx, NULL, said);
+	for (i = 0; i < q->n; i++)
+		if (q->no_acquire[i] && said[i] == 1)
+			said[i] = 0;
 	count(q, said, yes, no);
 }
 
@@ -649,7 +661,7 @@ op_release(struct lock *l, const struct lock_ctx *ctx)
 	unsigned char sent[QUORUM_MAX], last[QUORUM_MAX];
 	int64_t by;
 
-	open_closed(q);
+	open_closed(q, 0);
 	for (i = 0; i < q->n; i++) {
 		was_open[i] = m_open(q->m[i]);
 		said[i] = -1;

@@ -42,6 +42,7 @@ failure_set(struct failure *f, int status, const char *fmt, ...)
 	f->status = status;
 	f->ours = 0;
 	f->hello = 0;
+	f->undo_owed = 0;
 	va_start(ap, fmt);
 	vsnprintf(f->why, sizeof(f->why), fmt, ap);
 	va_end(ap);
@@ -53,6 +54,7 @@ failure_clear(struct failure *f)
 	f->status = 0;
 	f->ours = 0;
 	f->hello = 0;
+	f->undo_owed = 0;
 	f->why[0] = '\0';
 }
 

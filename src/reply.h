@@ -48,6 +48,7 @@ struct failure {
 	int status;
 	int ours;
 	int hello;
+	int undo_owed;		/* hello: its undo may still reach the server */
 	char why[256];
 };
 

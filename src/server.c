@@ -640,7 +640,8 @@ server_defer_hello(struct server *s)
 int
 server_connect_early(struct server *s)
 {
-	return s->cfg->ep.kind == EP_TCP && conn_connect_early(s->cn);
+	return s->cfg->ep.kind == EP_TCP &&
+	    conn_connect_early(s->cn, mono_ms() + s->connect_ms);
 }
 
 int
@@ -692,6 +693,10 @@ server_reply(struct server *s, int64_t deadline, const char *what)
 		if (strncmp(s->fail.why, "reply: ", 7) == 0)
 			failure_set(&s->fail, s->fail.status, "%s: %s", what,
 			    conn_failure(s->cn)->why + 7);
+		return NULL;
+	}
+	if (conn_hello_silent(s->cn)) {
+		from_conn(s);
 		return NULL;
 	}
 	/* conn_recv leaves a late reply possible; we give up on it. A

@@ -475,10 +475,15 @@ int
 single_send(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
     int want_holder)
 {
+	const char *av[3] = { ctx->k.lock, ctx->k.meta, ctx->token };
+	size_t al[3] = { ctx->k.lock_len, ctx->k.meta_len,
+	    strlen(ctx->token) };
 	struct call c;
 
-	if (op == SINGLE_ACQUIRE)
-		arm_undo(m, ctx, 0);
+	/* A --redlock master's acquire behind its login: taken back as the
+	 * quorum takes back a grant it does not use, waking nobody. */
+	if (op == SINGLE_ACQUIRE && server_hello_owed(srv(m)))
+		script_arm_undo(srv(m), &lua_undo, 2, 1, av, al);
 	call_build(&c, op, ctx, want_holder);
 	return script_send(srv(m), c.sc, c.nkeys, c.a.n - c.nkeys, c.a.v,
 	    c.a.len);

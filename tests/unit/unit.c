@@ -1816,7 +1816,8 @@ test_conn_login_silence(void)
 	conn_arm_undo(cn, 2, del, lens);
 	r = conn_command(cn, 2, get, lens);
 	CHECK(st == 0 && r == NULL && conn_failure(cn)->hello &&
-	    strstr(conn_failure(cn)->why, "PING: no answer within 400ms"),
+	    conn_failure(cn)->undo_owed &&
+	    strstr(conn_failure(cn)->why, "PING: no answer within 100ms"),
 	    "conn login silence: the login's failure (%s)",
 	    conn_failure(cn)->why);
 	reply_free(r);
@@ -1899,7 +1900,7 @@ test_conn_connect_early(void)
 		cn = conn_new(&cfg, 300);
 		if (rows[i].defer)
 			conn_defer_hello(cn);
-		early = conn_connect_early(cn);
+		early = conn_connect_early(cn, mono_ms() + 300);
 		/* Only the rows that connect for real: no TLS, no SELECT
 		 * to a socket that never answers. */
 		st = rows[i].st >= 0 ?
@@ -1916,6 +1917,61 @@ test_conn_connect_early(void)
 		if (ls > 0)
 			close(ls);
 	}
+}
+
+/*
+ * Connects started together by conn_connect_early time out together: a
+ * listener whose queue is full drops the SYNs, and the second connect
+ * waited for after the first timed out has no time of its own left.
+ */
+static void
+test_conn_connect_early_deadline(void)
+{
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	struct conn_cfg cfg;
+	struct conn *cn[2];
+	char host[] = "127.0.0.1";
+	int64_t t0, took[2];
+	int ls, fill, st[2], i;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sin_family = AF_INET;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	fill = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (ls < 0 || fill < 0 || bind(ls, (struct sockaddr *)&sa, len) < 0 ||
+	    listen(ls, 0) < 0 ||
+	    getsockname(ls, (struct sockaddr *)&sa, &len) < 0 ||
+	    connect(fill, (struct sockaddr *)&sa, len) < 0) {
+		CHECK(0, "conn_connect_early: a listener with a full queue");
+		return;
+	}
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.ep.kind = EP_TCP;
+	cfg.ep.host = host;
+	cfg.ep.port = ntohs(sa.sin_port);
+	cfg.connect_timeout_ms = 400;
+	t0 = mono_ms();
+	for (i = 0; i < 2; i++) {
+		cn[i] = conn_new(&cfg, 400);
+		conn_defer_hello(cn[i]);
+		(void)conn_connect_early(cn[i], t0 + 400);
+	}
+	for (i = 0; i < 2; i++) {
+		t0 = mono_ms();
+		st[i] = conn_connect(cn[i], NULL, 0, mono_ms() + 400);
+		took[i] = mono_ms() - t0;
+	}
+	CHECK(st[0] == RL_EXIT_UNAVAILABLE && st[1] == RL_EXIT_UNAVAILABLE &&
+	    took[0] >= 350 && took[1] < 200,
+	    "conn_connect_early: two stalled connects end together (%d in "
+	    "%lldms, %d in %lldms more: %s)", st[0], (long long)took[0],
+	    st[1], (long long)took[1], conn_failure(cn[1])->why);
+	conn_free(cn[0]);
+	conn_free(cn[1]);
+	close(fill);
+	close(ls);
 }
 
 /* --------------------------------------------------------------- glob */
@@ -2050,6 +2106,7 @@ main(void)
 	test_tls_probe();
 	test_conn_login_silence();
 	test_conn_connect_early();
+	test_conn_connect_early_deadline();
 	test_keys();
 	printf("1..%d\n", tests);
 	if (fails)
