@@ -1771,6 +1771,42 @@ test_tls_probe(void)
 	}
 }
 
+/* A loopback port that listens (never accepting: the kernel keeps what
+ * comes, up to backlog connections) or, closed, refuses. */
+static int
+listen_loopback(struct sockaddr_in *sa, int keep, int backlog)
+{
+	socklen_t len = sizeof(*sa);
+	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (ls < 0 || bind(ls, (struct sockaddr *)sa, len) < 0 ||
+	    listen(ls, backlog) < 0 ||
+	    getsockname(ls, (struct sockaddr *)sa, &len) < 0) {
+		if (ls >= 0)
+			close(ls);
+		return -1;
+	}
+	if (!keep) {
+		close(ls);
+		return 0;
+	}
+	return ls;
+}
+
+/* A TCP endpoint at sa (host: "127.0.0.1", the caller's buffer). */
+static void
+loopback_cfg(struct conn_cfg *cfg, char *host, const struct sockaddr_in *sa)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->ep.kind = EP_TCP;
+	cfg->ep.host = host;
+	cfg->ep.port = ntohs(sa->sin_port);
+	cfg->connect_timeout_ms = 400;
+}
+
 /*
  * A login sent ahead that nobody answers, with a command behind it whose
  * own deadline comes first (on a busy machine it is read off the clock a
@@ -1785,8 +1821,7 @@ test_conn_login_silence(void)
 	const char *get[] = { "GET", "k" }, *del[] = { "DEL", "k" };
 	const size_t lens[] = { 3, 1 };
 	struct sockaddr_in sa;
-	socklen_t len = sizeof(sa);
-	struct conn_cfg cfg;
+		struct conn_cfg cfg;
 	struct conn *cn;
 	struct reply *r;
 	char buf[4096], host[] = "127.0.0.1";
@@ -1794,22 +1829,12 @@ test_conn_login_silence(void)
 	ssize_t n = -1;
 	int ls, c = -1, st;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	/* Never accepted until we are gone: the kernel keeps what came. */
-	if (ls < 0 || bind(ls, (struct sockaddr *)&sa, len) < 0 ||
-	    listen(ls, 1) < 0 ||
-	    getsockname(ls, (struct sockaddr *)&sa, &len) < 0) {
+	/* Never accepted until we are gone. */
+	if ((ls = listen_loopback(&sa, 1, 1)) < 0) {
 		CHECK(0, "conn login silence: a listening socket");
 		return;
 	}
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.ep.kind = EP_TCP;
-	cfg.ep.host = host;
-	cfg.ep.port = ntohs(sa.sin_port);
-	cfg.connect_timeout_ms = 400;
+	loopback_cfg(&cfg, host, &sa);
 	cn = conn_new(&cfg, 100);
 	conn_defer_hello(cn);
 	st = conn_connect(cn, NULL, 0, mono_ms() + 400);
@@ -1834,30 +1859,6 @@ test_conn_login_silence(void)
 	    sizeof(undo_bytes) - 1) == 0,
 	    "conn login silence: the undo last in the stream, then an "
 	    "orderly close (read %zd, %zu bytes)", n, got);
-}
-
-/* A loopback port that listens (never accepting) or, closed, refuses. */
-static int
-listen_loopback(struct sockaddr_in *sa, int keep)
-{
-	socklen_t len = sizeof(*sa);
-	int ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-
-	memset(sa, 0, sizeof(*sa));
-	sa->sin_family = AF_INET;
-	sa->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (ls < 0 || bind(ls, (struct sockaddr *)sa, len) < 0 ||
-	    listen(ls, 4) < 0 ||
-	    getsockname(ls, (struct sockaddr *)sa, &len) < 0) {
-		if (ls >= 0)
-			close(ls);
-		return -1;
-	}
-	if (!keep) {
-		close(ls);
-		return 0;
-	}
-	return ls;
 }
 
 /*
@@ -1885,18 +1886,14 @@ test_conn_connect_early(void)
 	int ls, early, st;
 
 	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		if ((ls = listen_loopback(&sa, rows[i].open)) < 0) {
+		if ((ls = listen_loopback(&sa, rows[i].open, 4)) < 0) {
 			CHECK(0, "conn_connect_early: a loopback port");
 			continue;
 		}
-		memset(&cfg, 0, sizeof(cfg));
 		snprintf(host, sizeof(host), "%s", rows[i].host);
-		cfg.ep.kind = EP_TCP;
-		cfg.ep.host = host;
-		cfg.ep.port = ntohs(sa.sin_port);
+		loopback_cfg(&cfg, host, &sa);
 		cfg.ep.tls = rows[i].tls;
 		cfg.ep.db = rows[i].db;
-		cfg.connect_timeout_ms = 300;
 		cn = conn_new(&cfg, 300);
 		if (rows[i].defer)
 			conn_defer_hello(cn);
@@ -1928,30 +1925,20 @@ static void
 test_conn_connect_early_deadline(void)
 {
 	struct sockaddr_in sa;
-	socklen_t len = sizeof(sa);
-	struct conn_cfg cfg;
+		struct conn_cfg cfg;
 	struct conn *cn[2];
 	char host[] = "127.0.0.1";
 	int64_t t0, took[2];
 	int ls, fill, st[2], i;
 
-	memset(&sa, 0, sizeof(sa));
-	sa.sin_family = AF_INET;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	ls = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ls = listen_loopback(&sa, 1, 0);
 	fill = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (ls < 0 || fill < 0 || bind(ls, (struct sockaddr *)&sa, len) < 0 ||
-	    listen(ls, 0) < 0 ||
-	    getsockname(ls, (struct sockaddr *)&sa, &len) < 0 ||
-	    connect(fill, (struct sockaddr *)&sa, len) < 0) {
+	if (ls < 0 || fill < 0 ||
+	    connect(fill, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		CHECK(0, "conn_connect_early: a listener with a full queue");
 		return;
 	}
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.ep.kind = EP_TCP;
-	cfg.ep.host = host;
-	cfg.ep.port = ntohs(sa.sin_port);
-	cfg.connect_timeout_ms = 400;
+	loopback_cfg(&cfg, host, &sa);
 	t0 = mono_ms();
 	for (i = 0; i < 2; i++) {
 		cn[i] = conn_new(&cfg, 400);
