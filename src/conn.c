@@ -702,10 +702,15 @@ hear_out(struct conn *cn, int n, int64_t by)
 	struct failure keep = cn->fail;
 	struct reply *r;
 
-	while (n > 0 && recv_one(cn, by, &r, "undo", 0) > 0) {
+	int st = 0;
+
+	while (n > 0 && (st = recv_one(cn, by, &r, "undo", 0)) > 0) {
 		reply_free(r);
 		n--;
 	}
+	/* Closed or reset by the server: it runs nothing more of ours. */
+	if (st < 0 && (cn->last_errno == 0 || cn->last_errno == ECONNRESET))
+		n = 0;
 	cn->fail = keep;
 	return n;
 }
@@ -741,6 +746,8 @@ hello_silent(struct conn *cn, int64_t by)
 
 	if (by < cn->hello_due)
 		shown -= (cn->hello_due - by + 5) / 10 * 10;
+	if (shown < 0)
+		shown = 0;
 	cn->last_errno = ETIMEDOUT;
 	failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s: no answer within "
 	    "%lldms", cn->hello_cmd, (long long)shown);
@@ -896,7 +903,14 @@ connect_wait(int fd, int64_t deadline)
 	int e, w;
 	socklen_t el = sizeof(e);
 
-	if ((w = wait_fd(fd, POLLOUT, deadline)) <= 0) {
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+
+	/* Past the deadline (spent waiting for another connect started
+	 * with this one), wait_fd does not look: a connect long done must
+	 * not count as timed out. */
+	if ((w = wait_fd(fd, POLLOUT, deadline)) == 0)
+		w = poll(&p, 1, 0);
+	if (w <= 0) {
 		if (w == 0)
 			errno = ETIMEDOUT;
 		goto fail;

@@ -58,9 +58,9 @@ struct quorum {
 	/* Its login, sent ahead of our acquire, failed, and the undo
 	 * written behind that acquire may still reach it (undo_owed): it
 	 * would take back a grant there under the same token. So it is
-	 * asked no more acquires in this run, and its yes to an extend or
-	 * a re-entry check counts as a no (the old acquire, its undo still
-	 * to come). A release there does no harm. */
+	 * asked no more acquires in this run, and counts as a no to an
+	 * extend or a re-entry check, not asked (a yes would be the old
+	 * acquire, its undo still to come). A release there does no harm. */
 	unsigned char no_acquire[QUORUM_MAX];
 	struct failure fail;
 };
@@ -175,15 +175,15 @@ open_master(void *arg, int i)
  * 4 threads' making cost more than the connects.
  */
 static void
-open_closed(struct quorum *q, int acquiring)
+open_closed(struct quorum *q, int skip_barred)
 {
 	struct opening o = { .q = q };
 	int i, n = 0, early = 0;
 
-	/* To acquire, a barred master would only cost a connect (and keep
-	 * its failure, the reason it is barred, for say_short). */
+	/* To acquire or to count votes, a barred master would only cost a
+	 * connect (and keep its failure, why it is barred, for say_short). */
 	for (i = 0; i < q->n; i++)
-		if (!m_open(q->m[i]) && !(acquiring && q->no_acquire[i])) {
+		if (!m_open(q->m[i]) && !(skip_barred && q->no_acquire[i])) {
 			o.at[n++] = i;
 			early += server_connect_early(m_server(q->m[i]));
 		}
@@ -587,10 +587,10 @@ tally(struct quorum *q, const struct lock_ctx *ctx, enum single_op op,
 {
 	int i;
 
-	open_closed(q, 0);
+	open_closed(q, 1);
 	ask_all(q, op, ctx, NULL, said);
 	for (i = 0; i < q->n; i++)
-		if (q->no_acquire[i] && said[i] == 1)
+		if (q->no_acquire[i])
 			said[i] = 0;
 	count(q, said, yes, no);
 }

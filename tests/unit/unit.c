@@ -1919,33 +1919,36 @@ test_conn_connect_early(void)
 /*
  * Connects started together by conn_connect_early time out together: a
  * listener whose queue is full drops the SYNs, and the second connect
- * waited for after the first timed out has no time of its own left.
+ * waited for after the first timed out has no time of its own left. A
+ * third, to a listener that takes it, done long since, still connects.
  */
 static void
 test_conn_connect_early_deadline(void)
 {
-	struct sockaddr_in sa;
-		struct conn_cfg cfg;
-	struct conn *cn[2];
+	struct sockaddr_in sa, ok;
+	struct conn_cfg cfg, okcfg;
+	struct conn *cn[3];
 	char host[] = "127.0.0.1";
-	int64_t t0, took[2];
-	int ls, fill, st[2], i;
+	int64_t t0, took[3];
+	int ls, lok, fill, st[3], i;
 
 	ls = listen_loopback(&sa, 1, 0);
+	lok = listen_loopback(&ok, 1, 4);
 	fill = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (ls < 0 || fill < 0 ||
+	if (ls < 0 || lok < 0 || fill < 0 ||
 	    connect(fill, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		CHECK(0, "conn_connect_early: a listener with a full queue");
 		return;
 	}
 	loopback_cfg(&cfg, host, &sa);
+	loopback_cfg(&okcfg, host, &ok);
 	t0 = mono_ms();
-	for (i = 0; i < 2; i++) {
-		cn[i] = conn_new(&cfg, 400);
+	for (i = 0; i < 3; i++) {
+		cn[i] = conn_new(i < 2 ? &cfg : &okcfg, 400);
 		conn_defer_hello(cn[i]);
 		(void)conn_connect_early(cn[i], t0 + 400);
 	}
-	for (i = 0; i < 2; i++) {
+	for (i = 0; i < 3; i++) {
 		t0 = mono_ms();
 		st[i] = conn_connect(cn[i], NULL, 0, mono_ms() + 400);
 		took[i] = mono_ms() - t0;
@@ -1955,9 +1958,13 @@ test_conn_connect_early_deadline(void)
 	    "conn_connect_early: two stalled connects end together (%d in "
 	    "%lldms, %d in %lldms more: %s)", st[0], (long long)took[0],
 	    st[1], (long long)took[1], conn_failure(cn[1])->why);
-	conn_free(cn[0]);
-	conn_free(cn[1]);
+	CHECK(st[2] == 0, "conn_connect_early: one done long since, waited "
+	    "for after them, connects (%d: %s)", st[2],
+	    conn_failure(cn[2])->why);
+	for (i = 0; i < 3; i++)
+		conn_free(cn[i]);
 	close(fill);
+	close(lok);
 	close(ls);
 }
 
