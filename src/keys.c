@@ -12,6 +12,7 @@
 
 #include <uuid/uuid.h>
 
+#include "user.h"
 #include "util.h"
 
 static int

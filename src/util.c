@@ -7,12 +7,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
@@ -455,54 +453,6 @@ printable(const char *s, size_t len, char *buf, size_t buflen)
 		o += 3;
 	}
 	buf[o] = '\0';
-}
-
-/* A name from the environment we may put in the holder record. */
-static int
-plain_name(const char *s, size_t len)
-{
-	size_t n = 0;
-
-	if (s == NULL)
-		return 0;
-	for (; s[n] != '\0'; n++)
-		if ((unsigned char)s[n] < 0x20 || s[n] == 0x7f)
-			return 0;
-	return n > 0 && n < len;
-}
-
-/*
- * getpwuid() costs every run nineteen system calls here (two tries at
- * nscd's socket, nsswitch.conf, /etc/passwd). login, su, sudo, cron, ssh
- * and systemd (User=) set $USER, $LOGNAME and $HOME together to the user
- * they switch to; what keeps an inherited $USER after a switch (sudo -E,
- * su -m/-p, runuser -m) keeps that user's $HOME too, which then belongs to
- * another uid than ours. So the name is believed only with a $HOME of our
- * own, and NSS is asked whenever $HOME or both names are missing or odd;
- * never in a setuid run (secure_getenv). The record is information for
- * people (Redis ACLs guard the lock): one who sets $USER by hand gets that
- * name in it, as with git's or ssh's use of it.
- */
-void
-user_name(char *buf, size_t len)
-{
-	const char *name = secure_getenv("USER"), *home;
-	struct passwd *pw;
-	struct stat st;
-	uid_t uid = geteuid();
-
-	if (!plain_name(name, len))
-		name = secure_getenv("LOGNAME");
-	home = secure_getenv("HOME");
-	if (plain_name(name, len) && home != NULL && home[0] == '/' &&
-	    stat(home, &st) == 0 && st.st_uid == uid) {
-		snprintf(buf, len, "%s", name);
-		return;
-	}
-	if ((pw = getpwuid(uid)) != NULL)
-		snprintf(buf, len, "%s", pw->pw_name);
-	else
-		snprintf(buf, len, "%u", (unsigned)uid);
 }
 
 void

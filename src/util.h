@@ -90,12 +90,6 @@ void json_string(FILE *f, const char *s, size_t len);
 /* Copy s into buf as printable text: control and non-ASCII bytes as \xHH. */
 void printable(const char *s, size_t len, char *buf, size_t buflen);
 
-/*
- * The effective user's name into buf (the uid's number when it has none):
- * $USER (or $LOGNAME) when $HOME belongs to that user, else NSS
- * (getpwuid). See util.c for why the first is believed.
- */
-void user_name(char *buf, size_t len);
 
 
 
