@@ -349,8 +349,22 @@ acquire_result(struct server *cn, struct reply *r, int64_t *fence,
 static int
 yes_no(struct server *cn, const char *what, struct reply *r)
 {
+	char why[200];
 	long long v;
 
+	/* release.lua's {1, why}: released, a step after it refused (an
+	 * ACL changed since the grant). */
+	if (r != NULL && r->type == REPLY_ARRAY && r->elements == 2 &&
+	    r->element[0]->type == REPLY_INTEGER &&
+	    r->element[0]->integer == 1 &&
+	    r->element[1]->type == REPLY_STRING) {
+		printable(r->element[1]->str, r->element[1]->len, why,
+		    sizeof(why));
+		msg_warn("%s done, but Redis refused a step after it (waking "
+		    "waiters, recording the run): %s", what, why);
+		reply_free(r);
+		return 1;
+	}
 	if (int_reply(cn, what, r, &v) < 0)
 		return -1;
 	return v == 1;

@@ -42,6 +42,7 @@ held() { [ "$(rcli exists "rlock:{$1}")" = 1 ]; }
 # sh -c "$HOLD" sh FILE: hold until FILE is gone.
 HOLD='while [ -e "$1" ]; do sleep 0.05; done'
 slots() { [ "$(rcli zcard "rlock:{$1}:sem")" = "$2" ]; }
+blocked() { rcli client list | grep -q 'cmd=blpop'; }
 
 # as_user RULE...: the user app (password pw) with exactly these rules.
 as_user() {
@@ -231,6 +232,37 @@ without_each() {
 	rcli acl setuser app '&rlock:*' >/dev/null
 	run -0 --separate-stderr "$RLOCK" -u "$U" -k other -- echo ran
 	assert_output ran
+}
+
+@test "acl: a permission taken away while the lock is held: released all the same, a waiter woken, one warning" {
+	# shellcheck disable=SC2086
+	as_user $ACL_RULES
+	local go=$BATS_TEST_TMPDIR/go
+	touch "$go"
+	"$RLOCK" -u "$U" -k k -- sh -c "$HOLD" sh "$go" \
+		2>"$BATS_TEST_TMPDIR/err" & local holder=$!
+	BG="$BG $holder"
+	wait_until 5 held k
+	# A waiter (the default user) sleeps until the release wakes it.
+	"$RLOCK" -w "$(tf 20)" -k k -- echo woken >"$BATS_TEST_TMPDIR/out" &
+	local waiter=$!
+	BG="$BG $waiter"
+	wait_until 5 blocked
+	# The run can no longer be recorded: that step alone is refused.
+	rcli acl setuser app -hset >/dev/null
+	local t0=$(now_ms)
+	rm -f "$go"
+	wait "$holder" || fail "holder: $? ($(cat "$BATS_TEST_TMPDIR/err"))"
+	wait "$waiter" || fail "waiter: $?"
+	# Woken by the release, not by the 30 s lease's end.
+	[ $(( $(now_ms) - t0 )) -lt "$(tf_ms 10000)" ]
+	[ "$(cat "$BATS_TEST_TMPDIR/out")" = woken ]
+	run cat "$BATS_TEST_TMPDIR/err"
+	[ "${#lines[@]}" -eq 1 ] || fail "stderr: $output"
+	[[ $output == "rlock: warning: release done, but Redis refused a step after it (waking waiters, recording the run): "* ]] ||
+		fail "line: $output"
+	[ "$(rcli exists 'rlock:{k}')" = 0 ]
+	[ -z "$(keys_without_ttl)" ]
 }
 
 @test "acl: a refusal Redis words itself is 77 and named too (BLPOP, SCAN, keys)" {

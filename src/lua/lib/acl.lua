@@ -7,7 +7,9 @@
 -- nothing when one is refused; acquire also asks for what the holder and
 -- the waiter will run later (extend, release, BLPOP, SSUBSCRIBE), so a
 -- missing permission is found before the lock is taken, not at its
--- release. Redis 6 cannot be asked: there nothing is checked.
+-- release. release.lua alone does not ask again: it runs each step after
+-- its DEL apart (see there). Redis 6 cannot be asked: there nothing is
+-- checked.
 --
 -- A script calls acl(CMD, arg...) for each command (with all its
 -- arguments), all inside acl_ask(function() ... end), then returns
