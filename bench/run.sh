@@ -393,7 +393,7 @@ sec_rss() {
 	fig rss "$(x "$ratio") ($r50 kB)"
 	fig flock-rss "$f50 kB"
 	read -r _ n50 _ ratio _ <<< "${vr[2]}"
-	row "rlock, USER and LOGNAME unset (NSS asked)" "$n50 kB ($(x "$ratio") flock)"
+	row "rlock, USER and LOGNAME unset (/etc/passwd or NSS)" "$n50 kB ($(x "$ratio") flock)"
 	fig rss-nouser "$(x "$ratio") ($n50 kB)"
 	if [ -n "$BASE" ]; then
 		read -r _ o50 _ ratio _ <<< "${vr[3]}"

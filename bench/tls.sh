@@ -44,14 +44,32 @@ free_port() {
 	done
 	return 1
 }
-P=$(free_port) && Q=$(free_port) || exit 1
-redis-server --port "$P" --tls-port "$Q" --bind 127.0.0.1 \
-	--tls-cert-file "$TLS_DIR/server.crt" --tls-key-file "$TLS_DIR/server.key" \
-	--tls-ca-cert-file "$TLS_DIR/ca.crt" --tls-auth-clients no \
-	--unixsocket "$D/r.sock" --save '' --appendonly no --daemonize yes \
-	--pidfile "$D/pid" --logfile "$D/log" || exit 1
 rc() { redis-cli -s "$D/r.sock" "$@"; }
-for _ in $(seq 100); do rc ping >/dev/null 2>&1 && break; sleep 0.05; done
+# A port found free may be taken before the server binds it (another
+# program on the machine picking ports too): then the server exits, and
+# the next try takes other ports. Up means answering on the TCP port.
+up=
+for _ in 1 2 3 4 5; do
+	P=$(free_port) && Q=$(free_port) || exit 1
+	redis-server --port "$P" --tls-port "$Q" --bind 127.0.0.1 \
+		--tls-cert-file "$TLS_DIR/server.crt" \
+		--tls-key-file "$TLS_DIR/server.key" \
+		--tls-ca-cert-file "$TLS_DIR/ca.crt" --tls-auth-clients no \
+		--unixsocket "$D/r.sock" --save '' --appendonly no \
+		--daemonize yes --pidfile "$D/pid" --logfile "$D/log" || exit 1
+	for _ in $(seq 200); do
+		redis-cli -p "$P" ping >/dev/null 2>&1 && { up=1; break; }
+		# Gone: its port was taken.
+		if [ -f "$D/pid" ] && [ ! -d "/proc/$(cat "$D/pid")" ]; then
+			break
+		fi
+		sleep 0.05
+	done
+	[ -n "$up" ] && break
+	[ -f "$D/pid" ] && kill "$(cat "$D/pid")" 2>/dev/null
+	rm -f "$D/pid"
+done
+[ -n "$up" ] || { echo "bench: the TLS server did not start: $(tail -3 "$D/log")" >&2; exit 1; }
 export RLOCK_TLS_CACERT=$TLS_DIR/ca.crt
 TCP=redis://127.0.0.1:$P
 TLS=rediss://localhost:$Q
