@@ -8,10 +8,10 @@
 # A library that calls another's functions pulls it in too (a second pass).
 set -eu
 libdir=$1 script=$2
-uses() { # FILE...: do they call (or pass on: "f,") a function of $lib?
+uses() { # FILE...: do they call (or pass on: "f," "f)") a function of $lib?
 	names=$(sed -n 's/^local function \([A-Za-z_0-9]*\).*/\1/p' "$lib" |
 		paste -sd'|')
-	[ -n "$names" ] && grep -Eq "\\b($names)[(,]" "$@"
+	[ -n "$names" ] && grep -Eq "\\b($names)[(,)]" "$@"
 }
 want=""
 for _pass in 1 2; do

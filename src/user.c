@@ -98,21 +98,40 @@ files_first(char *conf)
 		seen++;
 		first = strncmp(w, "files", 5) == 0 &&
 		    (w[5] == '\0' || w[5] == ' ' || w[5] == '\t');
+		/* An action ([SUCCESS=continue]) may not take its answer. */
+		if (first && strchr(w + 5, '[') != NULL)
+			first = 0;
 	}
 	return seen == 1 && first;
+}
+
+/* Is s (to the next ':') a plain decimal number? Then its value. */
+static int
+field_number(const char *s, unsigned long *v)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return 0;
+	errno = 0;
+	*v = strtoul(s, &end, 10);
+	return errno == 0 && *end == ':';
 }
 
 /*
  * The name of uid's first line in passwd text, as NSS's files source
  * reads it, into buf: 1 found, 0 not. -1 when a line is one the files
- * source may read otherwise than we do (+/- entries of the compat
- * syntax): then NSS must say.
+ * source may read otherwise than we do: +/- entries of the compat syntax,
+ * a uid or gid field that is not a plain number (glibc's strtoul takes
+ * " 1000" and "+1000", and skips a line whose gid it cannot read), fewer
+ * than seven fields; then NSS must say.
  */
 static int
 files_name(char *text, uid_t uid, char *buf, size_t len)
 {
-	char *line, *p = text, *f2, *f3, *end;
-	unsigned long v;
+	char *line, *p = text, *f2, *f3, *f4, *c;
+	unsigned long v, g;
+	int colons;
 
 	while ((line = next_line(&p)) != NULL) {
 		line += strspn(line, " \t");
@@ -124,13 +143,15 @@ files_name(char *text, uid_t uid, char *buf, size_t len)
 		    (f3 = strchr(f2 + 1, ':')) == NULL)
 			continue;
 		f3++;
-		if (*f3 < '0' || *f3 > '9')
+		if (!field_number(f3, &v))
+			return -1;
+		if (v != (unsigned long)uid)
 			continue;
-		errno = 0;
-		v = strtoul(f3, &end, 10);
-		if (errno != 0 || *end != ':' || v != (unsigned long)uid)
-			continue;
-		if (!plain_name(line, (size_t)(f2 - line), len))
+		f4 = strchr(f3, ':') + 1;
+		for (colons = 0, c = line; *c != '\0'; c++)
+			colons += *c == ':';
+		if (!field_number(f4, &g) || colons < 6 ||
+		    !plain_name(line, (size_t)(f2 - line), len))
 			return -1;
 		memcpy(buf, line, (size_t)(f2 - line));
 		buf[f2 - line] = '\0';

@@ -259,8 +259,60 @@ without_each() {
 	[ "$(cat "$BATS_TEST_TMPDIR/out")" = woken ]
 	run cat "$BATS_TEST_TMPDIR/err"
 	[ "${#lines[@]}" -eq 1 ] || fail "stderr: $output"
-	[[ $output == "rlock: warning: release done, but Redis refused a step after it (waking waiters, recording the run): "* ]] ||
+	[[ $output == "rlock: warning: release done, but Redis refused a step after it (waking waiters, recording the run): recording the run: "* ]] ||
 		fail "line: $output"
+	[ "$(rcli exists 'rlock:{k}')" = 0 ]
+	[ -z "$(keys_without_ttl)" ]
+}
+
+# taken_away RULE RLOCK-ARGS...: the documented user holds KEY k (held
+# until $go is gone) with these arguments, loses RULE meanwhile, and ends:
+# rlock's status in $status, its stderr in $output.
+taken_away() {
+	local rule=$1 go=$BATS_TEST_TMPDIR/go p
+	shift
+	# shellcheck disable=SC2086
+	as_user $ACL_RULES
+	touch "$go"
+	"$RLOCK" -u "$U" "$@" -k k -- sh -c "$HOLD" sh "$go" \
+		2>"$BATS_TEST_TMPDIR/err" & p=$!
+	BG="$BG $p"
+	wait_until 5 taken k
+	rcli acl setuser app "$rule" >/dev/null
+	rm -f "$go"
+	status=0
+	wait "$p" || status=$?
+	output=$(cat "$BATS_TEST_TMPDIR/err")
+}
+taken() { [ "$(rcli exists "rlock:{$1}")" = 1 ] || slots "$1" 1; }
+one_warning() { # STEP
+	[ "$(printf '%s\n' "$output" | wc -l)" = 1 ] || fail "stderr: $output"
+	[[ $output == "rlock: warning: release done, but Redis refused a step after it (waking waiters, recording the run): $1: "* ]] ||
+		fail "line: $output"
+}
+
+@test "acl: a permission lost while holding -N, --min-hold, or PEXPIRE: released (or kept) all the same, nothing without an expiry" {
+	# -N: the ZREM frees the slot; the meta's DEL after it is refused.
+	taken_away -del -N 2
+	[ "$status" = 0 ] || fail "-N: status $status: $output"
+	one_warning "freeing the slot"
+	[ "$(rcli zcard 'rlock:{k}:sem')" = 0 ]
+	[ -z "$(keys_without_ttl)" ]
+	rcli flushall >/dev/null
+	# --min-hold: KEY kept to its end, though neither the meta nor the
+	# last run can be written.
+	taken_away -hset --min-hold "$(tf 20)"
+	[ "$status" = 0 ] || fail "--min-hold: status $status: $output"
+	one_warning "marking the run ended"
+	[ "$(rcli pttl 'rlock:{k}')" -gt "$(tf_ms 10000)" ]
+	[ -z "$(keys_without_ttl)" ]
+	rcli flushall >/dev/null
+	# PEXPIRE refused: the record and the wake token would stay forever;
+	# they are not written.
+	taken_away -pexpire
+	[ "$status" = 0 ] || fail "-pexpire: status $status: $output"
+	one_warning "recording the run"
+	[[ $output == *"lacks +pexpire on rlock:{k}:last" ]] || fail "$output"
 	[ "$(rcli exists 'rlock:{k}')" = 0 ]
 	[ -z "$(keys_without_ttl)" ]
 }

@@ -8,9 +8,9 @@
 -- ARGV[11] ms since the grant, by the holder's clock (if meta is gone)
 -- Returns 1 when released (or kept by --min-hold), 0 when KEY was not
 -- ours (nothing done, nothing recorded); {1, why} when released but a
--- step after it (a wake-up, the record) was refused (why: Redis's
--- error). An error reply (a refused check or DEL) leaves everything as
--- it was.
+-- step after it (a wake-up, the record) was refused (why: the step and
+-- Redis's error). An error reply (the check or the release proper
+-- refused) leaves the lock as it was.
 -- Invariants: never deletes or extends a lock held by another token. A
 -- run is recorded (P{K}:last) in the same call, so recording costs no
 -- round trip. --min-hold: when less than that has passed since the grant
@@ -26,10 +26,11 @@
 -- No ACL questions (acl.lua): acquire.lua asked for all of this before
 -- it granted KEY, and asking again cost a ninth of an uncontended lock
 -- cycle's instructions. A permission taken away since then (an ACL
--- changed mid-run) refuses the check or the DEL, each one command that
--- changes nothing when refused; or one of the steps after it, each run
--- in a pcall so that the others still run and the lock is released all
--- the same, where a refusal before the DEL kept it to the lease's end.
+-- changed mid-run) refuses the check or the release proper, one command
+-- that changes nothing when refused; or one of the steps after it, each
+-- run in a pcall so that the others still run and the lock is released
+-- all the same, where asking first refused it all and kept the lock to
+-- its lease's end.
 local token, mutex = ARGV[1], ARGV[2] == '1'
 if mutex then
   if redis.call('GET', KEYS[1]) ~= token then return 0 end
@@ -52,6 +53,45 @@ if KEYS[7] then
   if tonumber(ARGV[7]) <= 0 or hold <= tonumber(now) then hold = nil end
 end
 
+-- What follows the release proper runs step by step (see above), each
+-- named in the first refusal returned.
+local why
+local function step(name, fn, ...)
+  local ok, err = pcall(fn, ...)
+  if not ok and not why then
+    why = name .. ': ' .. (type(err) == 'table' and err.err or tostring(err))
+  end
+end
+-- A step that creates key k and then sets its expiry is skipped when
+-- that PEXPIRE would be refused: k would stay without one (Redis 6
+-- cannot be asked).
+local function expirable(name, k)
+  local can = redis.acl_check_cmd
+  if not can or can('PEXPIRE', k, '1') then return true end
+  why = why or (name .. ': the ACL user lacks +pexpire on ' .. k)
+  return false
+end
+local function meta_ended()
+  redis.call('HSET', KEYS[2], 'ended', now, 'exit', ARGV[8],
+    'hold_until', string.format('%d', hold))
+end
+local function slot_expiry()
+  local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+  local ttl = tonumber(top[2]) - tonumber(now)
+  redis.call('PEXPIRE', KEYS[3], ttl)
+  redis.call('PEXPIRE', KEYS[4], ttl)
+end
+local function slot_rest()
+  redis.call('DEL', KEYS[2])
+  if redis.call('ZCARD', KEYS[3]) == 0 then
+    redis.call('DEL', KEYS[3], KEYS[4])
+  end
+end
+
+-- The release proper is one command, KEY's PEXPIRE (--min-hold), its
+-- DEL, the slot's ZADD or ZREM: refused, it changes nothing, and the
+-- error reply says so. The meta's PEXPIRE before it is no loss if that
+-- is refused, and makes it a script's second write (see above).
 if hold then
   local left = hold - tonumber(now)
   redis.call('PEXPIRE', KEYS[2], left)
@@ -59,36 +99,24 @@ if hold then
     redis.call('PEXPIRE', KEYS[1], left)
   else
     redis.call('ZADD', KEYS[3], hold, token)
-    local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
-    local ttl = tonumber(top[2]) - tonumber(now)
-    redis.call('PEXPIRE', KEYS[3], ttl)
-    redis.call('PEXPIRE', KEYS[4], ttl)
+    step('keeping the slot', slot_expiry)
   end
-  redis.call('HSET', KEYS[2], 'ended', now, 'exit', ARGV[8],
-    'hold_until', string.format('%d', hold))
+  step('marking the run ended', meta_ended)
 elseif mutex then
   redis.call('DEL', KEYS[1], KEYS[2])
 else
   redis.call('ZREM', KEYS[3], token)
-  redis.call('DEL', KEYS[2])
-  if redis.call('ZCARD', KEYS[3]) == 0 then
-    redis.call('DEL', KEYS[3], KEYS[4])
-  end
+  step('freeing the slot', slot_rest)
 end
--- Released: what follows runs step by step, a refusal skipping its step
--- only (see above); the first refusal is returned.
-local why
-local function step(fn, ...)
-  local ok, err = pcall(fn, ...)
-  if not ok and not why then
-    why = type(err) == 'table' and err.err or tostring(err)
-  end
+if KEYS[7] and expirable('recording the run', KEYS[7]) then
+  step('recording the run', record_run, KEYS[7], m, now, ARGV[8], ARGV[9],
+    ARGV[10])
 end
-if KEYS[7] then
-  step(record_run, KEYS[7], m, now, ARGV[8], ARGV[9], ARGV[10])
+step('telling P{K}:wake', publish, ARGV[3], 'released')
+if expirable('waking a waiter', KEYS[6]) then
+  step('waking a waiter', wake_plain, KEYS[6], 1, tonumber(ARGV[2]),
+    ARGV[6])
 end
-step(publish, ARGV[3], 'released')
-step(wake_plain, KEYS[6], 1, tonumber(ARGV[2]), ARGV[6])
-step(wake_queue, KEYS[5], ARGV[4], ARGV[5])
+step('waking the queue', wake_queue, KEYS[5], ARGV[4], ARGV[5])
 if why then return {1, why} end
 return 1

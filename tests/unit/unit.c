@@ -2082,9 +2082,22 @@ static const struct {
 	{ "passwd: files\n", "a1:x:1000:1:::\na2:x:1000:1:::\n", "a1" },
 	/* No newline at the end. */
 	{ "passwd: files", "alice:x:1000:1:::", "alice" },
-	/* uid 10000 and 100 are not 1000; an odd uid field is skipped. */
-	{ "passwd: files\n", "big:x:10000:1:::\nsmall:x:100:1:::\n"
-	    "odd:x:1000x:1:::\nneg:x:-1000:1:::\n", "" },
+	/* uid 10000 and 100 are not 1000. */
+	{ "passwd: files\n", "big:x:10000:1:::\nsmall:x:100:1:::\n", "" },
+	/* A uid or gid field glibc may read otherwise ("1000x" is not a
+	 * number, " 1000" and "+1000" are 1000 to strtoul, a line whose gid
+	 * is not a number is skipped), a line of fewer than seven fields:
+	 * NSS must say, even with alice after them. */
+	{ "passwd: files\n", "odd:x:1000x:1:::\nalice:x:1000:1:::\n", "" },
+	{ "passwd: files\n", "sp:x: 1000:1:::\nalice:x:1000:1:::\n", "" },
+	{ "passwd: files\n", "pl:x:+1000:1:::\nalice:x:1000:1:::\n", "" },
+	{ "passwd: files\n", "bad:x:1000::::\nalice:x:1000:1:::\n", "" },
+	{ "passwd: files\n", "bad:x:1000:abc:::\nalice:x:1000:1:::\n", "" },
+	{ "passwd: files\n", "short:x:1000:1\nalice:x:1000:1:::\n", "" },
+	/* An action after files may pass its answer on. */
+	{ "passwd: files [SUCCESS=continue] systemd\n",
+	    "alice:x:1000:1:::\n", "" },
+	{ "passwd: files [NOTFOUND=return]\n", "alice:x:1000:1:::\n", "" },
 	/* Another source first, none, two passwd lines, compat. */
 	{ "passwd: sss files\n", "alice:x:1000:1:::\n", "" },
 	{ "group: files\n", "alice:x:1000:1:::\n", "" },
