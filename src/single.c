@@ -34,10 +34,9 @@
  *   P{KEY}:tok          list    one-shot wake tokens for plain waiters,
  *                               who BLPOP it: Redis hands each token to
  *                               the oldest blocked waiter (at most N)  PX 5 s
- *   P{KEY}:blocked      zset    plain waiters that may be blocked on
- *                               :tok, token -> until when (server ms); a
- *                               release that finds no other pushes no
- *                               token   PX its last member
+ *   P{KEY}:blocked      string  a plain waiter may be blocked on :tok (a
+ *                               release without it pushes no token)
+ *                               PX the holder's lease left + 90 s
  *   P{KEY}:last         hash    the last finished run and the runs
  *                               skipped since (lib/record.lua)  PX 40 days
  *   P{KEY}:wake         channel "released" on every release
