@@ -48,11 +48,6 @@ struct lock_ctx {
 	const struct run_end *end;
 	/* The fence acquire.lua is asked to draw (ARGV[17]), or 0: none. */
 	int64_t fence_proposed;
-	/* --redlock's release on the master its waiters block on
-	 * (quorum.c): release.lua leaves no wake token there, and answers
-	 * 2 when one is owed, for the caller to leave once a majority let
-	 * go. */
-	int wake_later;
 };
 
 /*

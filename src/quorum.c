@@ -612,21 +612,6 @@ op_extend(struct lock *l, const struct lock_ctx *ctx)
 	return -1;
 }
 
-/* wake.lua on the masters in `to`: one wake token each (woke: their
- * answers). */
-static void
-wake_plain_on(struct quorum *q, const struct lock_ctx *ctx,
-    const unsigned char *to, long long *woke)
-{
-	char cap[24], ttl[24];
-	const char *av[3] = { ctx->k.tokens, cap, ttl };
-	size_t al[3] = { ctx->k.tokens_len, 0, 0 };
-
-	al[1] = (size_t)snprintf(cap, sizeof(cap), "%ld", ctx->limit);
-	al[2] = (size_t)snprintf(ttl, sizeof(ttl), "%d", WAKE_TOKEN_TTL_MS);
-	script_all(q, &lua_wake, 1, 2, av, al, to, woke);
-}
-
 /*
  * A waiter blocks on one master only (op_waker), and a master where KEY
  * was not ours any more (it restarted empty, or our lease there ran out)
@@ -637,42 +622,43 @@ wake_plain_on(struct quorum *q, const struct lock_ctx *ctx,
 static void
 wake_where_lost(struct quorum *q, const struct lock_ctx *ctx, const int *said)
 {
+	char cap[24], ttl[24];
+	const char *av[3] = { ctx->k.tokens, cap, ttl };
+	size_t al[3] = { ctx->k.tokens_len, 0, 0 };
 	unsigned char to[QUORUM_MAX];
 	long long woke[QUORUM_MAX];
 	int i;
 
+	al[1] = (size_t)snprintf(cap, sizeof(cap), "%ld", ctx->limit);
+	al[2] = (size_t)snprintf(ttl, sizeof(ttl), "%d", WAKE_TOKEN_TTL_MS);
 	for (i = 0; i < q->n; i++)
 		to[i] = said[i] == 0;
-	wake_plain_on(q, ctx, to, woke);
+	script_all(q, &lua_wake, 1, 2, av, al, to, woke);
 }
 
 /*
  * Released on every master that answers: 1, 0 not ours on a majority,
- * -1 not known (errors). Sent to all at once, but the master waiters
- * block on (the first connected: op_waker) leaves no wake token yet: it
- * answers 2 when one is owed (a plain waiter marked P{K}:blocked there,
- * release.lua), and the token follows (wake.lua) once enough of the
- * others answered that they make a majority with it: the waiter it wakes
- * must find a majority free already. Woken at once, its attempt could
- * reach masters before our release there, draw a split vote, and sleep
- * its random pause (up to SPLIT_RETRY_MAX_MS): the slow hand-offs of a
+ * -1 not known (errors). The master waiters block on (the first
+ * connected: op_waker) is sent our release last, once enough of the
+ * others answered that it makes a majority with them: its release leaves
+ * the wake token, and the waiter it wakes must find a majority free
+ * already. Released all at once, the woken waiter's attempt could reach
+ * masters before our release there, draw a split vote, and sleep its
+ * random pause (up to SPLIT_RETRY_MAX_MS): the slow hand-offs of a
  * Redlock. Waiting for a majority, not for all, keeps the slowest masters
  * (far away, or silent: half a per-master timeout at most) out of every
  * hand-off; all answers share one deadline, so stalled masters still cost
  * the release one timeout in all (a master that answered NOSCRIPT is then
- * sent the script, which has a timeout of its own). A release nobody
- * waits for takes one round trip; one with a plain waiter, two, as when
- * the waker's release itself went last.
+ * sent the script, which has a timeout of its own). The order costs the
+ * release about one round trip.
  */
 static int
 op_release(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct quorum *q = q_of(l);
-	struct lock_ctx later = *ctx;
 	int said[QUORUM_MAX], done, lost, i, again = 0, waker = -1;
 	unsigned char was_open[QUORUM_MAX], to[QUORUM_MAX] = { 0 };
-	unsigned char sent[QUORUM_MAX], w_sent = 0;
-	long long woke[QUORUM_MAX];
+	unsigned char sent[QUORUM_MAX], last[QUORUM_MAX];
 	int64_t by;
 
 	open_closed(q, 0);
@@ -685,23 +671,14 @@ op_release(struct lock *l, const struct lock_ctx *ctx)
 	for (i = 0; i < q->n; i++)
 		to[i] = i != waker;
 	send_all(q, SINGLE_RELEASE, ctx, to, sent, said);
-	later.wake_later = 1;
-	if (waker >= 0)
-		w_sent = single_send(q->m[waker], SINGLE_RELEASE, &later,
-		    0) == 0;
 	by = answers_by(q);
-	if (w_sent) {
-		said[waker] = single_recv(q->m[waker], SINGLE_RELEASE, &later,
-		    by);
-		if (said[waker] == 2) {
-			recv_some(q, SINGLE_RELEASE, ctx, sent,
-			    majority(q) - 1, mono_ms() + q->cmd_ms / 2, by,
-			    said);
-			for (i = 0; i < q->n; i++)
-				to[i] = i == waker;
-			wake_plain_on(q, ctx, to, woke);
-			said[waker] = 1;
-		}
+	if (waker >= 0) {
+		recv_some(q, SINGLE_RELEASE, ctx, sent, majority(q) - 1,
+		    mono_ms() + q->cmd_ms / 2, by, said);
+		for (i = 0; i < q->n; i++)
+			to[i] = i == waker;
+		send_all(q, SINGLE_RELEASE, ctx, to, last, said);
+		sent[waker] = last[waker];
 	}
 	recv_all(q, SINGLE_RELEASE, ctx, sent, by, said);
 	count(q, said, &done, &lost);
@@ -772,22 +749,6 @@ op_no_queue(struct lock *l, const struct lock_ctx *ctx)
 {
 	(void)l;
 	(void)ctx;
-	return 0;
-}
-
-/* A plain waiter gives up: its mark in P{KEY}:blocked goes from every
- * master (dequeue.lua; with --redlock there is no queue to leave). */
-static int
-op_dequeue(struct lock *l, const struct lock_ctx *ctx)
-{
-	const struct lock_keys *k = &ctx->k;
-	const char *av[5] = { k->queue, k->waiter, ctx->token,
-	    k->waiter_prefix, k->wake_prefix };
-	size_t al[5] = { k->queue_len, k->waiter_len, strlen(ctx->token),
-	    k->waiter_prefix_len, k->wake_prefix_len };
-	long long said[QUORUM_MAX];
-
-	script_all(q_of(l), &lua_dequeue, 2, 3, av, al, NULL, said);
 	return 0;
 }
 
@@ -888,7 +849,7 @@ static const struct lock_ops QUORUM_OPS = {
 	.record = op_record,
 	.is_ours = op_is_ours,
 	.heartbeat = op_no_queue,
-	.dequeue = op_dequeue,
+	.dequeue = op_no_queue,
 	.describe_holder = op_describe_holder,
 	.waker = op_waker,
 	.recheck = op_recheck,

@@ -34,9 +34,6 @@
  *   P{KEY}:tok          list    one-shot wake tokens for plain waiters,
  *                               who BLPOP it: Redis hands each token to
  *                               the oldest blocked waiter (at most N)  PX 5 s
- *   P{KEY}:blocked      string  a plain waiter may be blocked on :tok (a
- *                               release without it pushes no token)
- *                               PX the holder's lease left + 90 s
  *   P{KEY}:last         hash    the last finished run and the runs
  *                               skipped since (lib/record.lua)  PX 40 days
  *   P{KEY}:wake         channel "released" on every release
@@ -299,8 +296,7 @@ call_release(struct call *c, const struct lock_ctx *ctx)
 	arg(a, k->wake, k->wake_len);
 	arg(a, k->waiter_prefix, k->waiter_prefix_len);
 	arg(a, k->wake_prefix, k->wake_prefix_len);
-	/* 0: no token now (ctx->wake_later). */
-	arg_str(a, ctx->wake_later ? "0" : num(c, 1, WAKE_TOKEN_TTL_MS));
+	arg_str(a, num(c, 1, WAKE_TOKEN_TTL_MS));
 	if (ctx->end)
 		run_end_args(a, ctx->end, c->num + 2);
 }
@@ -349,31 +345,29 @@ acquire_result(struct server *cn, struct reply *r, int64_t *fence,
 }
 
 /* An extend, release or re-entry check's reply r (freed here): 1, 0, or
- * -1 (failure recorded); 2 from a release with ctx->wake_later: released,
- * a wake token owed. */
+ * -1 (failure recorded). */
 static int
 yes_no(struct server *cn, const char *what, struct reply *r)
 {
 	char why[200];
 	long long v;
 
-	/* release.lua's {1 or 2, why}: released, a step after it refused
-	 * (an ACL changed since the grant). */
+	/* release.lua's {1, why}: released, a step after it refused (an
+	 * ACL changed since the grant). */
 	if (r != NULL && r->type == REPLY_ARRAY && r->elements == 2 &&
 	    r->element[0]->type == REPLY_INTEGER &&
-	    (r->element[0]->integer == 1 || r->element[0]->integer == 2) &&
+	    r->element[0]->integer == 1 &&
 	    r->element[1]->type == REPLY_STRING) {
-		v = r->element[0]->integer;
 		printable(r->element[1]->str, r->element[1]->len, why,
 		    sizeof(why));
 		msg_warn("%s done, but Redis refused a step after it (waking "
 		    "waiters, recording the run): %s", what, why);
 		reply_free(r);
-		return (int)v;
+		return 1;
 	}
 	if (int_reply(cn, what, r, &v) < 0)
 		return -1;
-	return v == 1 || v == 2 ? (int)v : 0;
+	return v == 1;
 }
 
 /* dequeue.lua's 2 keys and 3 arguments. */

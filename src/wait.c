@@ -54,7 +54,6 @@ struct waiter {
 	int64_t no_ttl_backoff;
 	int64_t next_beat;		/* --fair :w key refresh due */
 	int queued;			/* we are in the --fair queue */
-	int marked;			/* in P{KEY}:blocked (acquire.lua) */
 	int uncertain;			/* an attempt's outcome is unknown */
 	int64_t follow_sent;		/* when send_behind sent its attempt */
 	int sentinel;			/* ask the sentinels while waiting */
@@ -149,11 +148,6 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 			lr = lock_acquire(w->l, w->ctx, queue, want,
 			    &res->fence, busy);
 		}
-		/* A plain waiter told busy is marked as one that may sleep
-		 * in BLPOP: taken out again if it gives up (give_up). */
-		if (lr == LOCK_BUSY && !w->ctx->fair && w->ctx->acl_needs &&
-		    strchr(w->ctx->acl_needs, 'w'))
-			w->marked = 1;
 		if (lr == LOCK_BUSY && busy->position >= 0 && !w->queued) {
 			w->queued = 1;
 			w->next_beat = mono_ms() + WAITER_BEAT_MS;
@@ -339,13 +333,13 @@ give_up(struct waiter *w, enum wait_status st)
 	waitline_clear(&w->line);
 	if (w->wk && waker_follow_lost(w->wk))
 		w->uncertain = 1;
-	if (!w->queued && !w->marked && !w->uncertain)
+	if (!w->queued && !w->uncertain)
 		goto out;
 	/* Keep the failure that made us give up for the caller's message. */
 	w->why = *lock_failure(w->l);
 	if (!lock_is_open(w->l) && lock_open(w->l) != 0)
 		goto out;
-	if (w->queued || w->marked)
+	if (w->queued)
 		(void)lock_dequeue(w->l, w->ctx);
 	if (w->uncertain)
 		(void)lock_release(w->l, w->ctx);

@@ -877,25 +877,6 @@ foreign_wait() {
 		fail "10 hand-offs took $(( last - first ))ms"
 }
 
-@test "a release nobody waits for leaves no wake token; a plain waiter's mark lapses" {
-	run -0 "$RLOCK" -k "$K" -- true
-	! exists "$L:tok" || fail "a wake token with nobody to take it"
-	! exists "$L:blocked" || fail "a waiter's mark with no waiter"
-	# A waiter marks P{K}:blocked before it sleeps, for as long as it
-	# may sleep (the holder's lease) and a waiter's lifetime after.
-	holder --lease "$(tf 20)"
-	bg w -k "$K" -- sh "$T/mark.sh" w
-	local w=$BG
-	wait_until 5 blocked_is 1 || fail "the waiter is not blocked"
-	local ttl=$(rcli pttl "$L:blocked")
-	[ "$ttl" -gt "$(tf_ms 20000)" ] && [ "$ttl" -le "$(( $(tf_ms 20000) + 90000 ))" ] ||
-		fail "mark's ttl $ttl"
-	end_holder
-	reap_ok w "$w" 5000
-	[ $(( $(start_of w) - $(cat "$T/hold.end") )) -lt "$(tf_ms 1000)" ] ||
-		fail "woken $(( $(start_of w) - $(cat "$T/hold.end") ))ms after the release"
-}
-
 @test "a waiter on a SIGKILLed holder gets the lock soon after its lease" {
 	local t0 dt
 	holder -l "$(tf 1)"

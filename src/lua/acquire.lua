@@ -41,9 +41,6 @@ local needs = ARGV[15] or ''
 local last = string.sub(ARGV[10], 1, -3) .. 'last'
 -- P{K}:turn: "TOKEN DUE", the queue head whose turn runs out at DUE.
 local turn = string.sub(ARGV[10], 1, -3) .. 'turn'
--- P{K}:blocked: the plain waiters that may sleep in BLPOP on P{K}:tok,
--- token -> till when (server ms; see the end).
-local blocked = KEYS[1] .. ':blocked'
 acl_ask(function()
   acl('EVALSHA', 'x', '0')
   acl('EVAL', 'x', '0')
@@ -96,11 +93,6 @@ acl_ask(function()
   acl('PEXPIRE', last, '1')
   if string.find(needs, 'w', 1, true) then
     acl('BLPOP', KEYS[1] .. ':tok', '0')
-    acl('ZREMRANGEBYSCORE', blocked, '0', '0')
-    acl('ZADD', blocked, '1', token)
-    acl('ZREM', blocked, token)
-    acl('PTTL', blocked)
-    acl('PEXPIRE', blocked, '1')
   end
   acl_extend(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], n)
   acl_release(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], KEYS[1] .. ':tok',
@@ -274,20 +266,6 @@ if due then
   wait = math.max(due - now, 1)
   local look = tonumber(ARGV[14])
   if pos == 1 and wait > look then wait = look end
-end
-
--- A plain waiter (BLPOP) tries again by `wait` at the latest, and marks
--- itself again: till then, and a waiter's lifetime after (clocks, a slow
--- client), its token in P{K}:blocked tells the release to leave a wake
--- token. A release that finds none leaves none; a waiter that gives up
--- takes its own out (dequeue.lua), the release the holder's.
-if string.find(needs, 'w', 1, true) then
-  local ttl = math.max(wait, 0) + tonumber(ARGV[12])
-  redis.call('ZREMRANGEBYSCORE', blocked, '-inf', nows)
-  redis.call('ZADD', blocked, string.format('%d', now + ttl), token)
-  if redis.call('PTTL', blocked) < ttl then
-    redis.call('PEXPIRE', blocked, string.format('%d', ttl))
-  end
 end
 
 local m = {}

@@ -2,15 +2,12 @@
 -- KEYS[1] lock  KEYS[2] holder meta  KEYS[3] sem  KEYS[4] limit
 -- KEYS[5] queue  KEYS[6] wake tokens  KEYS[7] last run (only when a run
 -- ended)   ARGV[1] token  ARGV[2] N  ARGV[3] "P{K}:wake"  ARGV[4] "P{K}:w:"
--- ARGV[5] "P{K}:wake:"  ARGV[6] wake token ttl ms (0: leave none, answer
--- 2 when one is owed: --redlock's master that its waiters block on,
--- woken with wake.lua once a majority let go); with KEYS[7]:
+-- ARGV[5] "P{K}:wake:"  ARGV[6] wake token ttl ms; with KEYS[7]:
 -- ARGV[7] --min-hold ms (0: none)  ARGV[8] rlock's exit status
 -- ARGV[9] '1' if the lease was lost  ARGV[10] last run ttl ms
 -- ARGV[11] ms since the grant, by the holder's clock (if meta is gone)
--- Returns 1 when released (or kept by --min-hold), 2 the same with a wake
--- token owed (ARGV[6] 0), 0 when KEY was not
--- ours (nothing done, nothing recorded); {1 or 2, why} when released but a
+-- Returns 1 when released (or kept by --min-hold), 0 when KEY was not
+-- ours (nothing done, nothing recorded); {1, why} when released but a
 -- step after it (a wake-up, the record) was refused (why: the step and
 -- Redis's error). An error reply (the check or the release proper
 -- refused) leaves the lock as it was.
@@ -23,9 +20,8 @@
 -- and waiters are woken at once all the same: their next attempt learns
 -- the new expiry, which may be sooner than the one they sleep towards.
 -- Wakes one plain waiter (the oldest BLPOP on KEYS[6]; at most N tokens
--- wait there; none unless one is marked in P{K}:blocked, see acquire.lua) and
--- only the live head of the --fair queue (and the one after it), so a
--- hand-off costs O(1) messages however many wait. The
+-- wait there) and only the live head of the --fair queue (and the one
+-- after it), so a hand-off costs O(1) messages however many wait. The
 -- message on P{K}:wake is for anyone else who wants to know.
 -- No ACL questions (acl.lua): acquire.lua asked for all of this before
 -- it granted KEY, and asking again cost a ninth of an uncontended lock
@@ -117,25 +113,10 @@ if KEYS[7] and expirable('recording the run', KEYS[7]) then
     ARGV[10])
 end
 step('telling P{K}:wake', publish, ARGV[3], 'released')
--- A plain waiter marks itself in P{K}:blocked before it sleeps
--- (acquire.lua): none but ours (if we waited), nobody blocked, no token
--- (two commands fewer, and no key left, on a release nobody waits for).
--- Not known (refused): owed.
-local function others_blocked()
-  local b = KEYS[1] .. ':blocked'
-  if redis.call('EXISTS', b) == 0 then return false end
-  redis.call('ZREM', b, token)
-  return redis.call('ZCARD', b) > 0
-end
-local asked, blocked = pcall(others_blocked)
-local owed = not asked or blocked
-local said = 1
-if owed and ARGV[6] == '0' then
-  said = 2
-elseif owed and expirable('waking a waiter', KEYS[6]) then
+if expirable('waking a waiter', KEYS[6]) then
   step('waking a waiter', wake_plain, KEYS[6], 1, tonumber(ARGV[2]),
     ARGV[6])
 end
 step('waking the queue', wake_queue, KEYS[5], ARGV[4], ARGV[5])
-if why then return {said, why} end
-return said
+if why then return {1, why} end
+return 1

@@ -392,7 +392,7 @@ monitor_has() { grep -qE -- "$2" "$T/mon.$1"; }
 # Before, the release went to all five at once, and the woken waiter's
 # attempt could overtake it on masters, draw a split vote, undo, and sleep
 # a random pause of up to 50 ms (the p99 of a Redlock hand-off).
-@test "redlock: the waiters' master gets its wake token after a majority released; the woken waiter gets the lock in one attempt" {
+@test "redlock: the waiters' master is released after a majority; the woken waiter gets the lock in one attempt" {
 	local p p0 holder waiter ts t0 a del att before=0 first=0
 	p0=$(masters_port 0)
 	bg rl -l "$(tf 60)s" -k order -- sh -c '
@@ -430,26 +430,14 @@ monitor_has() { grep -qE -- "$2" "$T/mon.$1"; }
 	done
 	# When each master ran the holder's release: the script's own DEL of
 	# the lock and its meta (MONITOR's clock is the machine's, in
-	# microseconds). The first master's wake token (wake.lua's LPUSH)
-	# comes after the releases of two others (with it, a majority of
-	# five); its release left none.
+	# microseconds). The first master's comes after those of two others
+	# (with it, a majority of five).
 	# An acquire attempt is the script's ZCOUNT of the semaphore (an
 	# EVALSHA refused with NOSCRIPT runs nothing).
 	del='"DEL" "rlock:{order}" "rlock:{order}:meta"'
 	att='"ZCOUNT" "rlock:{order}:sem"'
-	tok='"LPUSH" "rlock:{order}:tok"'
-	# The script that pushed the first: the last EVAL or EVALSHA before
-	# the LPUSH, with the tokens as its only key (wake.lua), not the
-	# release (the waiter's own, later, may leave one too).
-	awk -v tok="$tok" 'index($0, tok) { print last; exit }
-		/"EVAL(SHA)?" / { last = $0 }' "$T/mon.$p0" |
-		grep -q -F '"1" "rlock:{order}:tok"' ||
-		fail "the first master's token was not wake.lua's"
-	[ "$(grep -n -m1 -F "$del" "$T/mon.$p0" | cut -d: -f1)" -lt \
-	    "$(grep -n -m1 -F "$tok" "$T/mon.$p0" | cut -d: -f1)" ] ||
-		fail "the first master's token came before its release"
-	t0=$(grep -m1 -F "$tok" "$T/mon.$p0" | cut -d' ' -f1 | tr -d .)
-	[ -n "$t0" ] || fail "no wake token on the first master"
+	t0=$(grep -m1 -F "$del" "$T/mon.$p0" | cut -d' ' -f1 | tr -d .)
+	[ -n "$t0" ] || fail "no release on the first master"
 	for p in $MASTERS_PORTS; do
 		a=$(grep -c -F "$att" "$T/mon.$p" || true)
 		[ "$a" = 1 ] || fail "master $p ran $a acquire attempts:
@@ -464,7 +452,7 @@ $(grep -F -e "$att" -e "$del" "$T/mon.$p" | cut -c1-80)"
 		[ "$ts" -ge "$t0" ] || before=$((before + 1))
 	done
 	[ "$before" -ge 2 ] ||
-		fail "only $before masters released before the first's token"
+		fail "only $before masters released before the first"
 	[ "$first" -ge 3 ] ||
 		fail "the attempt overtook the release on $((5 - first)) masters"
 }
@@ -779,17 +767,6 @@ waiting_on() { # PORT: a client blocks there (BLPOP)
 	[ ! -e "$T/ran" ]
 }
 
-@test "redlock: a release nobody waits for leaves no wake token on any master" {
-	local p
-	rl -k lone -- true || fail "rlock exit $?"
-	for p in $(live_ports); do
-		[ "$(topo_cli "$p" exists 'rlock:{lone}:tok')" = 0 ] ||
-			fail "a wake token on master $p with nobody to take it"
-		[ "$(topo_cli "$p" exists 'rlock:{lone}')" = 0 ] ||
-			fail "not released on master $p"
-	done
-}
-
 @test "redlock: nothing without an expiry is left on any master after the runs" {
 	local p k ttl n=0 bad=()
 	# Our own grant, so there is something to check however long ago the
@@ -806,9 +783,6 @@ waiting_on() { # PORT: a client blocks there (BLPOP)
 			*:fence) [ "$ttl" -ge 0 ] && [ "$ttl" -le 604800000 ] ;;
 			# The last run's record: 40 days.
 			*:last) [ "$ttl" -ge 0 ] && [ "$ttl" -le 3456000000 ] ;;
-			# A plain waiter's mark: the holder's lease it waited
-			# for (30 s), then a waiter's lifetime (90 s).
-			*:blocked) [ "$ttl" -ge 0 ] && [ "$ttl" -le 120000 ] ;;
 			# Every lock was released: only wake tokens may remain.
 			*) [ "$ttl" -ge 0 ] && [ "$ttl" -le 30000 ] &&
 				[[ $k != rlock:\{*\} ]] ;;

@@ -169,16 +169,12 @@ local function acl_release(lock, meta, sem, limit, q, tokens, wake, wpre,
     acl('DEL', sem, limit)
   end
   acl('SPUBLISH', wake, 'released')
-  acl('EXISTS', lock .. ':blocked')
-  acl('ZREM', lock .. ':blocked', 'x')
-  acl('ZCARD', lock .. ':blocked')
   acl_wake_plain(tokens)
   acl_wake_queue(q, wpre, wakepre)
 end
 
 -- dequeue.lua: a --fair waiter leaves the queue q, deleting its key w.
 local function acl_dequeue(q, w, wpre, wakepre)
-  acl('ZREM', string.sub(wpre, 1, -3) .. 'blocked', 'x')
   acl('LINDEX', q, '0')
   acl('LREM', q, '1', 'x')
   acl('DEL', w)
