@@ -212,6 +212,44 @@ without_each() {
 	without_each 28 99
 }
 
+# The README's table row for a mode: its rules, with those all modes need.
+mode_rules() {
+	local row
+	row=$(grep -F "| $1 |" "$BATS_TEST_DIRNAME/../README.md" |
+		sed -n 's/^| [^|]* | `\([^`]*\)`.*/\1/p')
+	[ -n "$row" ] || fail "no row '$1' in the README's table"
+	echo "~rlock:* +evalsha +eval +time +get $row"
+}
+
+@test "acl: the table's run row runs, waits and records; without +blpop, -n runs and counts a skip" {
+	local rules
+	rules=$(mode_rules 'run, `-w` (a plain waiter)')
+	# shellcheck disable=SC2086
+	as_user $rules
+	run -0 --separate-stderr "$RLOCK" -u "$U" -k a -- echo ran
+	assert_output ran
+	[ -z "$stderr" ]
+	local go=$BATS_TEST_TMPDIR/go
+	touch "$go"
+	"$RLOCK" -k a -- sh -c "$HOLD" sh "$go" & BG="$BG $!"
+	wait_until 5 held a
+	(sleep "$(tf 0.3)"; rm -f "$go") &
+	run -0 --separate-stderr "$RLOCK" -u "$U" -w "$(tf 10)" -k a -- echo waited
+	assert_output waited
+	[ -z "$stderr" ]
+	# The same without +blpop: -n, and a run skipped while held.
+	# shellcheck disable=SC2086
+	as_user ${rules/+blpop/}
+	run -0 --separate-stderr "$RLOCK" -u "$U" -n -k b -- echo ran
+	[ -z "$stderr" ]
+	touch "$go"
+	"$RLOCK" -k b -- sh -c "$HOLD" sh "$go" & BG="$BG $!"
+	wait_until 5 held b
+	run -75 --separate-stderr "$RLOCK" -u "$U" -n -q -k b -- true
+	[ "$(rcli hget 'rlock:{b}:last' skips)" = 1 ]
+	rm -f "$go"
+}
+
 @test "acl: Redis 7's default user (resetchannels): 77 naming the channels, not 70; no half release" {
 	as_user '~*' '+@all' resetchannels
 	refused '&rlock:* or +spublish' "$RLOCK" -u "$U" -k k -- echo must-not-run
