@@ -2,6 +2,7 @@
 /* The holder's user name, as cheaply as it can be had right. */
 #include "user.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -45,14 +46,26 @@ slurp(const char *path)
 		while (n < 0 && errno == EINTR);
 	}
 	close(fd);
-	/* A file that grew while we read it is not trusted whole. */
-	if (buf != NULL && (n < 0 || n > st.st_size)) {
+	/* A file that grew while we read it is not trusted whole; one with
+	 * a NUL byte glibc reads past, and so would we not. */
+	if (buf != NULL && (n < 0 || n > st.st_size ||
+	    memchr(buf, '\0', (size_t)n) != NULL)) {
 		free(buf);
 		return NULL;
 	}
 	if (buf != NULL)
 		buf[n] = '\0';
 	return buf;
+}
+
+/* s past its leading white space, as glibc skips it (isspace: \f \v \r
+ * too). */
+static char *
+skip_space(char *s)
+{
+	while (isspace((unsigned char)*s))
+		s++;
+	return s;
 }
 
 /* The next line of *p (its end cut), advancing *p; NULL at the end. */
@@ -87,17 +100,16 @@ files_first(char *conf)
 	while ((line = next_line(&p)) != NULL) {
 		if ((w = strchr(line, '#')) != NULL)
 			*w = '\0';
-		line += strspn(line, " \t");
+		line = skip_space(line);
 		if (strncmp(line, "passwd", 6) != 0)
 			continue;
-		w = line + 6 + strspn(line + 6, " \t");
+		w = skip_space(line + 6);
 		if (*w != ':')
 			continue;
-		w++;
-		w += strspn(w, " \t");
+		w = skip_space(w + 1);
 		seen++;
 		first = strncmp(w, "files", 5) == 0 &&
-		    (w[5] == '\0' || w[5] == ' ' || w[5] == '\t');
+		    (w[5] == '\0' || isspace((unsigned char)w[5]));
 		/* An action ([SUCCESS=continue]) may not take its answer. */
 		if (first && strchr(w + 5, '[') != NULL)
 			first = 0;
@@ -134,7 +146,7 @@ files_name(char *text, uid_t uid, char *buf, size_t len)
 	int colons;
 
 	while ((line = next_line(&p)) != NULL) {
-		line += strspn(line, " \t");
+		line = skip_space(line);
 		if (*line == '\0' || *line == '#')
 			continue;
 		if (*line == '+' || *line == '-')

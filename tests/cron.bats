@@ -146,6 +146,20 @@ some() { [ "$(rcli exists "$@")" = "$#" ]; }
 	assert_output ''
 }
 
+@test "--min-hold: a meta gone while holding (evicted, deleted) is made anew with an expiry" {
+	local m
+	for m in "" "-N 2"; do
+		# shellcheck disable=SC2086
+		"$RLOCK" $m --min-hold "$(tf 20)" -k "$K" -- sh -c '
+			for k in $(redis-cli -s "$1" --scan --pattern "$2:meta*"); do
+				redis-cli -s "$1" del "$k" >/dev/null
+			done' sh "$REDIS_SOCK" "$L" || fail "rlock $m: $?"
+		run keys_without_ttl
+		assert_output ''
+		rcli flushall >/dev/null
+	done
+}
+
 @test "--min-hold shorter than the job changes nothing" {
 	run -0 "$RLOCK" --min-hold 0.2 -k "$K" -- sleep "$(tf 0.6)"
 	# Released as without it: nothing of the lock is left.

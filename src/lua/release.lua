@@ -64,16 +64,22 @@ local function step(name, fn, ...)
 end
 -- A step that creates key k and then sets its expiry is skipped when
 -- that PEXPIRE would be refused: k would stay without one (Redis 6
--- cannot be asked).
+-- cannot be asked; a question that fails is no answer, and an error
+-- here would come after the release proper).
 local function expirable(name, k)
   local can = redis.acl_check_cmd
-  if not can or can('PEXPIRE', k, '1') then return true end
+  local asked, yes = true, true
+  if can then asked, yes = pcall(can, 'PEXPIRE', k, '1') end
+  if not asked or yes then return true end
   why = why or (name .. ': the ACL user lacks +pexpire on ' .. k)
   return false
 end
-local function meta_ended()
+-- The meta may be gone (evicted, deleted) while KEY is ours: the HSET
+-- then makes it anew, and it needs its expiry again.
+local function meta_ended(left)
   redis.call('HSET', KEYS[2], 'ended', now, 'exit', ARGV[8],
     'hold_until', string.format('%d', hold))
+  redis.call('PEXPIRE', KEYS[2], left)
 end
 local function slot_expiry()
   local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
@@ -89,9 +95,10 @@ local function slot_rest()
 end
 
 -- The release proper is one command, KEY's PEXPIRE (--min-hold), its
--- DEL, the slot's ZADD or ZREM: refused, it changes nothing, and the
--- error reply says so. The meta's PEXPIRE before it is no loss if that
--- is refused, and makes it a script's second write (see above).
+-- DEL, the slot's ZADD or ZREM: refused, it leaves the lock as it was,
+-- and the error reply says so. The meta's PEXPIRE to the hold's end
+-- before it (which makes it a script's second write, see above) is then
+-- all that changed.
 if hold then
   local left = hold - tonumber(now)
   redis.call('PEXPIRE', KEYS[2], left)
@@ -101,7 +108,7 @@ if hold then
     redis.call('ZADD', KEYS[3], hold, token)
     step('keeping the slot', slot_expiry)
   end
-  step('marking the run ended', meta_ended)
+  step('marking the run ended', meta_ended, left)
 elseif mutex then
   redis.call('DEL', KEYS[1], KEYS[2])
 else

@@ -2098,6 +2098,10 @@ static const struct {
 	{ "passwd: files [SUCCESS=continue] systemd\n",
 	    "alice:x:1000:1:::\n", "" },
 	{ "passwd: files [NOTFOUND=return]\n", "alice:x:1000:1:::\n", "" },
+	/* Another passwd line after white space glibc skips (\f \v \r). */
+	{ "passwd: files\n\fpasswd: nosuch\n", "alice:x:1000:1:::\n", "" },
+	{ "passwd: files\n\vpasswd: nosuch\n", "alice:x:1000:1:::\n", "" },
+	{ "passwd: files\n\rpasswd: nosuch\n", "alice:x:1000:1:::\n", "" },
 	/* Another source first, none, two passwd lines, compat. */
 	{ "passwd: sss files\n", "alice:x:1000:1:::\n", "" },
 	{ "group: files\n", "alice:x:1000:1:::\n", "" },
@@ -2146,6 +2150,17 @@ test_user_files(void)
 		    "user_from_files row %zu: want '%s', got %d '%s'", i,
 		    USER_FILES_ROWS[i].want, r, buf);
 	}
+	/* A NUL byte, which glibc reads past: NSS is asked. */
+	if ((f = fopen(nss, "w")) != NULL) {
+		fwrite("passwd: files\0\npasswd: nosuch\n", 1, 30, f);
+		fclose(f);
+	}
+	if ((f = fopen(pw, "w")) != NULL) {
+		fputs("alice:x:1000:1:::\n", f);
+		fclose(f);
+	}
+	CHECK(user_from_files(nss, pw, 1000, buf, sizeof(buf)) == 0,
+	    "user_from_files: a NUL in nsswitch.conf");
 	/* No such files: NSS is asked. */
 	unlink(pw);
 	CHECK(user_from_files(nss, pw, 1000, buf, sizeof(buf)) == 0,
