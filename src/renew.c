@@ -122,6 +122,27 @@ renew_once(struct renewer *rw, int why, int *failing)
 }
 
 /*
+ * A parked thread's sleep until renew_start arms it; 0 if it is stopped
+ * first. It looks every half renewal interval, with no word from the main
+ * thread: waking a sleeping thread would cost the waker 10-30 us just as
+ * COMMAND starts. Seen that late, the first extend (due at the grant plus
+ * an interval) is still on time, even with rlock itself suspended in the
+ * vfork of an exec that hangs.
+ */
+static int
+parked(struct renewer *rw)
+{
+	struct pollfd p = { .fd = rw->stop_pipe[0], .events = POLLIN };
+	int every = (int)(lease_renew_interval_ms(rw->ctx->lease_ms) / 2);
+
+	while (!atomic_load(&rw->armed)) {
+		if (poll(&p, 1, every > 0 ? every : 1) > 0)
+			return 0;
+	}
+	return 1;
+}
+
+/*
  * l is touched only with mu held, and never once `stopping` is set: the
  * main thread may then release (or reopen) on it while we still sleep.
  * The nap polls the socket by its number, read under mu: should the main
@@ -132,10 +153,13 @@ static void *
 renew_loop(void *arg)
 {
 	struct renewer *rw = arg;
-	int64_t next = atomic_load(&rw->last_ok) +
-	    lease_renew_interval_ms(rw->ctx->lease_ms);
+	int64_t next;
 	int failing = 0, fd, r;
 
+	if (!parked(rw))
+		return NULL;
+	next = atomic_load(&rw->last_ok) +
+	    lease_renew_interval_ms(rw->ctx->lease_ms);
 	pthread_mutex_lock(&rw->mu);
 	while (!rw->stopping && next >= 0) {
 		fd = lock_watch_fd(rw->l);
@@ -178,14 +202,11 @@ close_pipes(struct renewer *rw)
 	}
 }
 
-int
-renew_start(struct renewer *rw)
+static int
+make_thread(struct renewer *rw)
 {
-	int64_t t;
 	int e;
 
-	if (rw->running)
-		return 0;
 	if (pipe2(rw->stop_pipe, O_CLOEXEC) < 0 ||
 	    pipe2(rw->event_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
 		e = errno;
@@ -193,15 +214,48 @@ renew_start(struct renewer *rw)
 		errno = e;
 		return -1;
 	}
-	t = lease_try_timeout_ms(rw->ctx->lease_ms,
-	    lock_connect_timeout(rw->l));
-	lock_set_timeouts(rw->l, t, t);
 	if ((e = pthread_create(&rw->thread, NULL, renew_loop, rw)) != 0) {
 		close_pipes(rw);
 		errno = e;
 		return -1;
 	}
 	rw->running = 1;
+	return 0;
+}
+
+int
+renew_park(struct renewer *rw, struct lock *l, const struct lock_ctx *ctx)
+{
+	renew_init(rw, l, ctx, 0);
+	return make_thread(rw);
+}
+
+void
+renew_granted(struct renewer *rw, int64_t granted_at)
+{
+	atomic_store(&rw->last_ok, granted_at);
+}
+
+int
+renew_start(struct renewer *rw)
+{
+	int64_t t;
+
+	if (atomic_load(&rw->armed))
+		return 0;
+	/* l is still ours: a parked thread does not touch it. */
+	t = lease_try_timeout_ms(rw->ctx->lease_ms,
+	    lock_connect_timeout(rw->l));
+	lock_set_timeouts(rw->l, t, t);
+	/* Everything set above, hold_until included, is the thread's to
+	 * read once it sees this. */
+	atomic_store(&rw->armed, 1);
+	if (rw->running)
+		return 0;
+	if (make_thread(rw) < 0) {
+		atomic_store(&rw->armed, 0);
+		return -1;
+	}
 	return 0;
 }
 

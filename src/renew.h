@@ -23,6 +23,7 @@ struct renewer {
 	int event_pipe[2];		/* read end: renew_event_fd */
 	_Atomic int64_t last_ok;	/* mono ms: start of the last good extend */
 	_Atomic int not_ours;		/* Redis said: someone else's lock */
+	_Atomic int armed;		/* renew_start was called */
 	int stopping;			/* under mu: l is the caller's again */
 	int running;			/* started, not yet joined */
 	/* --max-hold: mono ms no extend may reach past (a last one gets a
@@ -40,9 +41,22 @@ void renew_init(struct renewer *rw, struct lock *l,
     const struct lock_ctx *ctx, int64_t granted_at);
 
 /*
- * Start the thread; l is its own until renew_take_conn. The first extend
- * is due at last_ok + lease/3 however late this is called. Returns 0 or
- * -1 (errno).
+ * Make the thread ahead of the grant, while waiting for the lock, so a
+ * hand-off does not wait for it (~40 us on a small VM, and the vfork
+ * right behind a new thread is slower too): it sleeps, touching nothing
+ * of l, until renew_start, and renew_stop ends it if the lock never comes.
+ * The grant is given with renew_granted before renew_start. Returns 0 or
+ * -1 (errno), as renew_start.
+ */
+int renew_park(struct renewer *rw, struct lock *l,
+    const struct lock_ctx *ctx);
+void renew_granted(struct renewer *rw, int64_t granted_at);
+
+/*
+ * Start renewing (start the thread, or wake a parked one: it looks for
+ * this every lease/6); l is the thread's until renew_take_conn. The first
+ * extend is due at last_ok + lease/3 however late this is called.
+ * Returns 0 or -1 (errno).
  */
 int renew_start(struct renewer *rw);
 

@@ -135,10 +135,25 @@ lease_for(const struct rlock_opts *o)
 	return cap < LEASE_MIN_MS ? LEASE_MIN_MS : cap;
 }
 
+struct ahead_arg {
+	struct sup_ahead a;
+	struct lock *l;
+	const struct lock_ctx *ctx;
+};
+
+static void
+get_ahead(void *arg)
+{
+	struct ahead_arg *x = arg;
+
+	sup_ahead(&x->a, x->l, x->ctx);
+}
+
 static int
 acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
     struct lock *l, int sigfd)
 {
+	struct ahead_arg ahead = { .l = l };
 	struct wait_result res;
 	struct lock_ctx ctx;
 	int64_t start = mono_ms();
@@ -151,7 +166,9 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 	 * the ACL allows it before taking the lock. */
 	if (o->wait_ms != 0)
 		ctx.acl_needs = o->fair ? "f" : "w";
-	switch (wait_lock(l, &ctx, o->wait_ms, sigfd, &res)) {
+	ahead.ctx = &ctx;
+	switch (wait_lock(l, &ctx, o->wait_ms, sigfd, &res, get_ahead,
+	    &ahead)) {
 	case WAIT_GRANTED:
 		if (wait_bound(o))
 			lock_set_timeouts(l, o->connect_timeout_ms,
@@ -188,8 +205,9 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 	dur_format(mono_ms() - start, waited, sizeof(waited));
 	msg_event(LOG_INFO, "acquired '%s' after %s (fence %lld)", name,
 	    waited, (long long)res.fence);
-	st = sup_run(o, &ctx, l, sigfd, &res);
+	st = sup_run(o, &ctx, l, sigfd, &res, &ahead.a);
 out:
+	sup_ahead_drop(&ahead.a);
 	lock_ctx_free(&ctx);
 	return st;
 }

@@ -49,7 +49,8 @@ struct sup {
 	int exec_fd;			/* exec's outcome not read yet; else -1 */
 	int exec_errno;			/* exec failed with this; 0 it ran */
 	int wstatus;
-	struct renewer rw;
+	struct renewer *rw;		/* own_rw, or a parked one */
+	struct renewer own_rw;
 	enum lost_how lost;
 	int64_t term_at;		/* when SIGTERM went out; 0 not yet */
 	int kill_sent;
@@ -66,8 +67,8 @@ static int64_t
 deadline_of(const struct sup *s)
 {
 	int64_t lease = s->ctx->lease_ms;
-	int64_t dl = lease_deadline(atomic_load(&s->rw.last_ok), lease);
-	int64_t cap = s->rw.hold_until - lease_drift_ms(lease);
+	int64_t dl = lease_deadline(atomic_load(&s->rw->last_ok), lease);
+	int64_t cap = s->rw->hold_until - lease_drift_ms(lease);
 
 	/* --max-hold: the last extends reached hold_until only. */
 	return cap < dl ? cap : dl;
@@ -243,7 +244,7 @@ stalled(struct sup *s, int64_t asked_ms, int64_t took_ms)
 
 	if (late < lease_renew_interval_ms(s->ctx->lease_ms) || late < 100)
 		return;
-	if (late > s->stall_ms || s->stall_end < atomic_load(&s->rw.last_ok))
+	if (late > s->stall_ms || s->stall_end < atomic_load(&s->rw->last_ok))
 		s->stall_ms = late;
 	s->stall_end = mono_ms();
 }
@@ -258,7 +259,7 @@ declare_lost(struct sup *s, enum lost_how how)
 	char stop[200], d[32];
 
 	/* Not Redis's fault: say what happened. */
-	if (s->stall_ms > 0 && s->stall_end >= atomic_load(&s->rw.last_ok)) {
+	if (s->stall_ms > 0 && s->stall_end >= atomic_load(&s->rw->last_ok)) {
 		dur_format(s->stall_ms, d, sizeof(d));
 		snprintf(stop, sizeof(stop), "rlock itself did not run for %s "
 		    "(stopped? a suspended or overloaded machine?), %s", d,
@@ -313,7 +314,7 @@ kill_at(const struct sup *s, int64_t dl)
 	 * for the deadline stays there when Redis then says the lock is
 	 * gone: that news makes it more urgent, never less; nor does a lost
 	 * lease delay --max-hold's SIGKILL. */
-	if ((s->max_fired || atomic_load(&s->rw.not_ours)) && after < at)
+	if ((s->max_fired || atomic_load(&s->rw->not_ours)) && after < at)
 		at = after;
 	return at;
 }
@@ -333,7 +334,7 @@ check_lease(struct sup *s)
 {
 	int64_t now = mono_ms(), dl = deadline_of(s), at, next = -1;
 
-	if (s->lost == HELD && atomic_load(&s->rw.not_ours))
+	if (s->lost == HELD && atomic_load(&s->rw->not_ours))
 		declare_lost(s, LOST_NOT_OURS);
 	if (s->lost == HELD) {
 		if (now < (at = lost_at(s, dl)))
@@ -405,8 +406,8 @@ supervise(struct sup *s)
 	char drain[64];
 
 	p[0] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
-	p[1] = (struct pollfd){ .fd = s->rw.running ?
-	    renew_event_fd(&s->rw) : -1, .events = POLLIN };
+	p[1] = (struct pollfd){ .fd = s->rw->running ?
+	    renew_event_fd(s->rw) : -1, .events = POLLIN };
 	for (;;) {
 		next = check_max_hold(s);
 		next = sooner(next, check_lease(s));
@@ -444,7 +445,7 @@ release(struct sup *s)
 	int r;
 
 	lock_set_timeouts(s->l, budget, budget);
-	if (s->lost == LOST_NOT_OURS || atomic_load(&s->rw.not_ours))
+	if (s->lost == LOST_NOT_OURS || atomic_load(&s->rw->not_ours))
 		return -2;
 	s->ctx->end = &s->end;
 	r = lock_is_open(s->l) ? lock_release(s->l, s->ctx) : -1;
@@ -594,39 +595,74 @@ finish(struct sup *s, int st)
 	return st;
 }
 
+void
+sup_ahead(struct sup_ahead *a, struct lock *l, const struct lock_ctx *ctx)
+{
+	if (!a->rw.running)
+		(void)renew_park(&a->rw, l, ctx);
+	if (!a->piped)
+		a->piped = pipe2(a->exec_pipe, O_CLOEXEC) == 0;
+	oom_reserve();
+}
+
+void
+sup_ahead_drop(struct sup_ahead *a)
+{
+	renew_stop(&a->rw);
+	if (a->piped) {
+		close(a->exec_pipe[0]);
+		close(a->exec_pipe[1]);
+		a->piped = 0;
+	}
+	oom_on(NULL);
+}
+
 int
 sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
-    int sigfd, const struct wait_result *res)
+    int sigfd, const struct wait_result *res, struct sup_ahead *a)
 {
 	struct sup s = { .o = o, .ctx = ctx, .l = l, .sigfd = sigfd,
 	    .exec_fd = -1, .granted = res->heard_at, .fence = res->fence };
 	int64_t granted = res->granted_at, lease = ctx->lease_ms;
 	int st, e = 0;
 
+	s.rw = &s.own_rw;
 	printable(o->key, strlen(o->key), s.key, sizeof(s.key));
 	if ((st = confirm_grant(&s, &granted)) != 0)
 		return finish(&s, st);
 	export_env(ctx, o->key, res->fence);
-	renew_init(&s.rw, l, ctx, granted);
+	if (a != NULL && a->rw.running) {
+		s.rw = &a->rw;
+		renew_granted(s.rw, granted);
+	} else {
+		renew_init(s.rw, l, ctx, granted);
+	}
 	if (o->max_hold_ms > 0) {
 		/* Held for --max-hold since the grant, not since COMMAND
 		 * started; the lease outlives the SIGKILL by a little only. */
 		s.max_at = res->heard_at + o->max_hold_ms;
-		s.rw.hold_until = res->heard_at + sup_hold_bound(o, lease);
+		s.rw->hold_until = res->heard_at + sup_hold_bound(o, lease);
 	}
 	oom_sup = &s;
 	oom_on(oom_release);
 	/* The OS refusing us a pipe or a process is not COMMAND's fault:
 	 * 71, not 126 (not executable). The exec pipe first: without it
 	 * there is nothing to run, so nothing to renew for. */
-	if (pipe2(s.exec_pipe, O_CLOEXEC) < 0) {
+	if (a != NULL && a->piped) {
+		s.exec_pipe[0] = a->exec_pipe[0];
+		s.exec_pipe[1] = a->exec_pipe[1];
+		a->piped = 0;
+	} else if (pipe2(s.exec_pipe, O_CLOEXEC) < 0) {
+		s.exec_pipe[0] = -1;
+	}
+	if (s.exec_pipe[0] < 0) {
 		msg_err("cannot run COMMAND: pipe: %s", strerror(errno));
 		st = RL_EXIT_OSERR;
 	} else {
 		/* Before COMMAND: spawn() suspends us until its exec.
 		 * Without renewal the lease simply runs out: the deadline
 		 * logic still stops COMMAND in time. */
-		if (renew_start(&s.rw) < 0)
+		if (renew_start(s.rw) < 0)
 			msg_warn("cannot start the renewal thread: %s",
 			    strerror(errno));
 		st = spawn(&s);
@@ -642,9 +678,9 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	}
 	/* Release first: the next holder need not wait for our thread to
 	 * end. It can no longer extend (nor touch the connection) from here on. */
-	renew_take_conn(&s.rw);
+	renew_take_conn(s.rw);
 	st = finish(&s, st);
-	renew_stop(&s.rw);
+	renew_stop(s.rw);
 	oom_on(NULL);
 	oom_sup = NULL;
 	return st;

@@ -10,12 +10,32 @@
 
 #include "cli.h"
 #include "lock.h"
+#include "renew.h"
 #include "wait.h"
 
-/* Run o's COMMAND under ctx's lock (granted as in res); returns the exit
- * status. The lock is released before it returns. */
+/*
+ * What sup_run would otherwise set up after the grant, done while the
+ * wait blocks: the renewal thread, made and parked (renew_park), the
+ * exec pipe and the out-of-memory reserve. Zeroed by the caller; sup_run
+ * takes it over, sup_ahead_drop ends what is left when the wait ends
+ * without the lock. Failing to make any of it costs nothing but the time
+ * saved: sup_run makes it as without a wait.
+ */
+struct sup_ahead {
+	struct renewer rw;
+	int piped;			/* exec_pipe is made, not taken */
+	int exec_pipe[2];
+};
+void sup_ahead(struct sup_ahead *a, struct lock *l,
+    const struct lock_ctx *ctx);
+void sup_ahead_drop(struct sup_ahead *a);
+
+/* Run o's COMMAND under ctx's lock (granted as in res), with what a
+ * (or NULL) prepared; returns the exit status. The lock is released
+ * before it returns. */
 int sup_run(const struct rlock_opts *o, struct lock_ctx *ctx,
-    struct lock *l, int sigfd, const struct wait_result *res);
+    struct lock *l, int sigfd, const struct wait_result *res,
+    struct sup_ahead *a);
 
 /*
  * --max-hold: how long after the grant the lock may last at most (0:

@@ -263,7 +263,7 @@ msg_notice(const char *fmt, ...)
 }
 
 static void (*oom_hook)(void);
-static void *oom_reserve;
+static void *oom_room;
 /* Threads that run out of memory together (the renewal thread, --redlock's
  * connects) must not each run the hook, nor end the process while one
  * runs it: the first ends the run, the others wait for its _exit. */
@@ -271,14 +271,21 @@ static atomic_int oom_taken;
 static _Thread_local int oom_mine;
 
 void
-oom_on(void (*hook)(void))
+oom_reserve(void)
 {
 	/* Room for the hook's own allocations once malloc fails. */
-	if (hook != NULL && oom_reserve == NULL)
-		oom_reserve = malloc(256 * 1024);
+	if (oom_room == NULL)
+		oom_room = malloc(256 * 1024);
+}
+
+void
+oom_on(void (*hook)(void))
+{
+	if (hook != NULL)
+		oom_reserve();
 	if (hook == NULL) {
-		free(oom_reserve);
-		oom_reserve = NULL;
+		free(oom_room);
+		oom_room = NULL;
 	}
 	oom_hook = hook;
 }
@@ -299,8 +306,8 @@ oom(void)
 	hook = oom_hook;
 	(void)!write(STDERR_FILENO, m, sizeof(m) - 1);
 	oom_hook = NULL;
-	free(oom_reserve);
-	oom_reserve = NULL;
+	free(oom_room);
+	oom_room = NULL;
 	if (hook != NULL)
 		hook();
 	_exit(RL_EXIT_OSERR);

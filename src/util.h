@@ -73,6 +73,8 @@ int msg_syslog_on(void);
  */
 void oom(void) __attribute__((noreturn));
 void oom_on(void (*hook)(void));
+/* Make that reserve now (an mmap), not at oom_on; oom_on(NULL) frees it. */
+void oom_reserve(void);
 
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);

@@ -375,7 +375,7 @@ failed(struct waiter *w, const struct failure *f)
 
 enum wait_status
 wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
-    int sigfd, struct wait_result *res)
+    int sigfd, struct wait_result *res, void (*idle)(void *), void *arg)
 {
 	struct waiter w = { .l = l, .ctx = ctx, .sigfd = sigfd,
 	    .no_ttl_backoff = 100, .res = res };
@@ -428,6 +428,10 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 		if (mono_ms() >= w.deadline)
 			return give_up(&w, WAIT_TIMEOUT);
 		waitline_update(&w.line, &busy);
+		if (idle != NULL) {
+			idle(arg);
+			idle = NULL;
+		}
 		do
 			why = sleep_until(&w, retry_at(&w, &busy), res);
 		while (why == WOKE_TIMEOUT && still_foreign(&w, &busy));

@@ -85,6 +85,8 @@ reap() {
 
 proc_gone() { ! proc_alive "$1"; }
 
+key_held() { [ "$(rcli exists "$L")" = 1 ]; }
+
 # death_ms PID MS: print when PID was first seen gone (ms), or fail after
 # MS (scaled).
 death_ms() {
@@ -197,6 +199,46 @@ assert_one_lost_line() {
 	[ "$RC" = 0 ]
 	[ "$(rcli exists "$L" "$L:meta")" = 0 ]
 	[ ! -s "$T/err" ]
+	assert_clean
+}
+
+@test "a waiter's lease is renewed too: its thread, made while it waited, starts at the grant" {
+	local start n=0 first
+	cat > "$T/cmd.sh" <<-'EOF'
+	echo $$ > "$T/cmd.pid"
+	n=0
+	while [ -e "$1" ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n + 1)); done
+	EOF
+	touch "$T/go"
+	# The first holder keeps the waiter waiting for more than a renewal
+	# interval (a third of the lease), its parked thread looking for the
+	# grant every sixth.
+	"$RLOCK" -k "$K" -- sleep "$(tf 0.6)" 2> "$T/err1" &
+	first=$!
+	PIDS+=("$first")
+	wait_ms 5000 key_held || fail "no first holder"
+	start_holder -l "$(tf 1)" -w "$(tf 10)" -k "$K" -- sh "$T/cmd.sh" \
+	    "$T/go"
+	reap "$first" 5000
+	[ "$RC" = 0 ]
+	start=$(now_ms)
+	# 2.4 s is more than two leases: only renewal keeps the key.
+	while [ $(( $(now_ms) - start )) -lt "$(tf_ms 2400)" ]; do
+		run -75 "$RLOCK" -n -k "$K" true
+		PTTL=$(rcli pttl "$L")
+		[ "$PTTL" -gt 0 ] ||
+			fail "PTTL $PTTL after $(( $(now_ms) - start ))ms"
+		n=$((n + 1))
+		sleep 0.1
+	done
+	[ "$n" -ge 4 ]
+	proc_alive "$HOLDER" || fail "waiter ended early: $(cat "$T/err")"
+	rm "$T/go"
+	reap "$HOLDER" 5000
+	[ "$RC" = 0 ]
+	[ "$(rcli exists "$L" "$L:meta")" = 0 ]
+	[ ! -s "$T/err" ]
+	[ ! -s "$T/err1" ]
 	assert_clean
 }
 
