@@ -25,6 +25,7 @@ struct renewer {
 	_Atomic int not_ours;		/* Redis said: someone else's lock */
 	_Atomic int armed;		/* renew_start was called */
 	int stopping;			/* under mu: l is the caller's again */
+	int told;			/* the stop byte is written */
 	int running;			/* started, not yet joined */
 	/* --max-hold: mono ms no extend may reach past (a last one gets a
 	 * shorter lease; then none); INT64_MAX by default. Set before
@@ -63,7 +64,8 @@ int renew_start(struct renewer *rw);
 /*
  * Make l the caller's again at once: waits only for an extend in flight,
  * and the thread never touches l (nor extends) after this returns. The
- * thread then ends by itself; renew_stop joins it. Idempotent.
+ * thread is told to end while the caller's next request is in flight
+ * (while_waiting), or by renew_stop, which joins it. Idempotent.
  */
 void renew_take_conn(struct renewer *rw);
 
