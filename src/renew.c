@@ -121,33 +121,51 @@ renew_once(struct renewer *rw, int why, int *failing)
 	return mono_ms() + retry;
 }
 
+/* How often a parked thread looks whether it is armed: half a renewal
+ * interval, a sixth of the lease. */
+static int
+park_look_ms(const struct renewer *rw)
+{
+	return (int)lease_clamp(lease_renew_interval_ms(rw->ctx->lease_ms) / 2,
+	    1, 60000);
+}
+
 /*
  * A parked thread's sleep until renew_start arms it; 0 if it is stopped
- * first. It looks every half renewal interval, with no word from the main
- * thread: waking a sleeping thread would cost the waker 10-30 us just as
- * COMMAND starts. Seen that late, the first extend (due at the grant plus
- * an interval) is still on time, even with rlock itself suspended in the
- * vfork of an exec that hangs.
+ * first. It looks every park_look_ms, with no word from the main thread:
+ * waking a sleeping thread would cost the waker 10-30 us just as COMMAND
+ * starts. Armed by a fresh grant, it sees it before its first extend is
+ * due, even with rlock itself suspended in the vfork of an exec that
+ * hangs; armed by an older one, renew_start writes it a byte. A byte seen
+ * armed is drained and taken for that one (as is one the loop finds
+ * later): a stop byte always follows `stopping`, which the loop checks
+ * under mu before anything else.
  */
 static int
 parked(struct renewer *rw)
 {
 	struct pollfd p = { .fd = rw->stop_pipe[0], .events = POLLIN };
-	int every = (int)(lease_renew_interval_ms(rw->ctx->lease_ms) / 2);
+	int every = park_look_ms(rw), n;
+	char b;
 
 	while (!atomic_load(&rw->armed)) {
-		if (poll(&p, 1, every > 0 ? every : 1) > 0)
+		n = poll(&p, 1, every);
+		if (n > 0 && !atomic_load(&rw->armed))
 			return 0;
+		if (n > 0)
+			(void)!read(rw->stop_pipe[0], &b, 1);
+		else if (n < 0 && errno != EINTR)
+			nap_ms(10);
 	}
 	return 1;
 }
 
 /*
- * l is touched only with mu held, and never once `stopping` is set: the
- * main thread may then release (or reopen) on it while we still sleep.
- * The nap polls the socket by its number, read under mu: should the main
- * thread close or reuse that number meanwhile, the worst is a nap ended
- * early, and `stopping` is set by then.
+ * l is touched only once armed, with mu held, and never once `stopping`
+ * is set: the main thread may then release (or reopen) on it while we
+ * still sleep. The nap polls the socket by its number, read under mu:
+ * should the main thread close or reuse that number meanwhile, the worst
+ * is a nap ended early, and `stopping` is set by then.
  */
 static void *
 renew_loop(void *arg)
@@ -155,6 +173,7 @@ renew_loop(void *arg)
 	struct renewer *rw = arg;
 	int64_t next;
 	int failing = 0, fd, r;
+	char b;
 
 	if (!parked(rw))
 		return NULL;
@@ -166,8 +185,14 @@ renew_loop(void *arg)
 		pthread_mutex_unlock(&rw->mu);
 		r = nap(rw, fd, next);
 		pthread_mutex_lock(&rw->mu);
-		if (r == 1 || rw->stopping)
+		if (rw->stopping)
 			break;
+		/* Not a stop: renew_start's wake, seen after the thread
+		 * found itself armed by a look. */
+		if (r == 1) {
+			(void)!read(rw->stop_pipe[0], &b, 1);
+			continue;
+		}
 		next = renew_once(rw, r, &failing);
 	}
 	pthread_mutex_unlock(&rw->mu);
@@ -250,8 +275,12 @@ renew_start(struct renewer *rw)
 	/* Everything set above, hold_until included, is the thread's to
 	 * read once it sees this. */
 	atomic_store(&rw->armed, 1);
-	if (rw->running)
+	if (rw->running) {
+		if (mono_ms() + park_look_ms(rw) >= atomic_load(&rw->last_ok) +
+		    lease_renew_interval_ms(rw->ctx->lease_ms))
+			(void)!write(rw->stop_pipe[1], "", 1);
 		return 0;
+	}
 	if (make_thread(rw) < 0) {
 		atomic_store(&rw->armed, 0);
 		return -1;

@@ -17,13 +17,16 @@
 struct renewer {
 	pthread_t thread;
 	pthread_mutex_t mu;		/* held while the thread uses l */
-	struct lock *l;			/* the thread's while running */
+	struct lock *l;			/* the thread's from renew_start
+					 * until renew_take_conn */
 	const struct lock_ctx *ctx;
 	int stop_pipe[2];
 	int event_pipe[2];		/* read end: renew_event_fd */
 	_Atomic int64_t last_ok;	/* mono ms: start of the last good extend */
 	_Atomic int not_ours;		/* Redis said: someone else's lock */
-	_Atomic int armed;		/* renew_start was called */
+	/* renew_start was called: until then a parked thread must not
+	 * touch l, which the waiter still uses. */
+	_Atomic int armed;
 	int stopping;			/* under mu: l is the caller's again */
 	int told;			/* the stop byte is written */
 	int running;			/* started, not yet joined */
@@ -54,9 +57,10 @@ int renew_park(struct renewer *rw, struct lock *l,
 void renew_granted(struct renewer *rw, int64_t granted_at);
 
 /*
- * Start renewing (start the thread, or wake a parked one: it looks for
- * this every lease/6); l is the thread's until renew_take_conn. The first
- * extend is due at last_ok + lease/3 however late this is called.
+ * Start renewing (start the thread, or arm a parked one: it looks for
+ * this every lease/6, and is woken when that look could come after its
+ * first extend is due); l is the thread's until renew_take_conn. The
+ * first extend is due at last_ok + lease/3 however late this is called.
  * Returns 0 or -1 (errno).
  */
 int renew_start(struct renewer *rw);

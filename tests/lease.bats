@@ -210,17 +210,25 @@ assert_one_lost_line() {
 	while [ -e "$1" ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n + 1)); done
 	EOF
 	touch "$T/go"
-	# The first holder keeps the waiter waiting for more than a renewal
-	# interval (a third of the lease), its parked thread looking for the
-	# grant every sixth.
-	"$RLOCK" -k "$K" -- sleep "$(tf 0.6)" 2> "$T/err1" &
+	# The first holder keeps the waiter waiting (until go1) for more than
+	# a renewal interval (a third of the lease), its parked thread
+	# looking for the grant every sixth.
+	"$RLOCK" -k "$K" -- sh -c 'while [ ! -e "$1" ]; do sleep 0.01; done' \
+	    sh "$T/go1" 2> "$T/err1" &
 	first=$!
 	PIDS+=("$first")
 	wait_ms 5000 key_held || fail "no first holder"
-	start_holder -l "$(tf 1)" -w "$(tf 10)" -k "$K" -- sh "$T/cmd.sh" \
-	    "$T/go"
+	"$RLOCK" -l "$(tf 1)" -w "$(tf 10)" -k "$K" -- sh "$T/cmd.sh" \
+	    "$T/go" > "$T/out" 2> "$T/err" 3>&- &
+	HOLDER=$!
+	PIDS+=("$HOLDER")
+	sleep "$(tf 0.6)"
+	[ ! -e "$T/cmd.pid" ] || fail "the waiter ran beside the first holder"
+	proc_alive "$HOLDER" || fail "the waiter did not wait: $(cat "$T/err")"
+	touch "$T/go1"
 	reap "$first" 5000
 	[ "$RC" = 0 ]
+	wait_ms 5000 test -s "$T/cmd.pid" || fail "COMMAND did not start"
 	start=$(now_ms)
 	# 2.4 s is more than two leases: only renewal keeps the key.
 	while [ $(( $(now_ms) - start )) -lt "$(tf_ms 2400)" ]; do
