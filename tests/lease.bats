@@ -46,6 +46,13 @@ setup() {
 	echo $$ > "$T/cmd.pid"
 	while :; do sleep 1 & wait; done
 	EOF
+	# Runs until the test removes the file $1 (at most 60 s), so a slow
+	# loop in the test cannot outlast it.
+	cat > "$T/cmd.sh" <<-'EOF'
+	echo $$ > "$T/cmd.pid"
+	n=0
+	while [ -e "$1" ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n + 1)); done
+	EOF
 	cat > "$T/until-go.sh" <<-'EOF'
 	trap 'date +%s%3N >> "$T/term"' TERM
 	echo $$ > "$T/cmd.pid"
@@ -86,6 +93,31 @@ reap() {
 proc_gone() { ! proc_alive "$1"; }
 
 key_held() { [ "$(rcli exists "$L")" = 1 ]; }
+
+# held_through_leases: $HOLDER, with a 1 s lease, runs $T/cmd.sh until
+# $T/go goes; for 2.4 s (more than two leases: only renewal keeps the key)
+# nobody else gets KEY and it never lapses; then it ends cleanly.
+held_through_leases() {
+	local start n=0
+	start=$(now_ms)
+	while [ $(( $(now_ms) - start )) -lt "$(tf_ms 2400)" ]; do
+		run -75 "$RLOCK" -n -k "$K" true
+		PTTL=$(rcli pttl "$L")
+		[ "$PTTL" -gt 0 ] ||
+			fail "PTTL $PTTL after $(( $(now_ms) - start ))ms"
+		n=$((n + 1))
+		sleep 0.1
+	done
+	# About every 100 ms; fewer on a busy machine, but over all 2.4 s.
+	[ "$n" -ge 4 ]
+	proc_alive "$HOLDER" || fail "holder ended early: $(cat "$T/err")"
+	rm "$T/go"
+	reap "$HOLDER" 5000
+	[ "$RC" = 0 ]
+	[ "$(rcli exists "$L" "$L:meta")" = 0 ]
+	[ ! -s "$T/err" ]
+	assert_clean
+}
 
 # death_ms PID MS: print when PID was first seen gone (ms), or fail after
 # MS (scaled).
@@ -171,44 +203,13 @@ assert_one_lost_line() {
 }
 
 @test "a 1s lease is renewed through a longer COMMAND; nobody else gets in" {
-	local start n=0
-	# COMMAND runs until the test removes its file (at most 60 s), so a
-	# slow loop below cannot outlast it.
-	cat > "$T/cmd.sh" <<-'EOF'
-	echo $$ > "$T/cmd.pid"
-	n=0
-	while [ -e "$1" ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n + 1)); done
-	EOF
 	touch "$T/go"
 	start_holder -l "$(tf 1)" -k "$K" -- sh "$T/cmd.sh" "$T/go"
-	start=$(now_ms)
-	# 2.4 s is more than two leases: only renewal keeps the key.
-	while [ $(( $(now_ms) - start )) -lt "$(tf_ms 2400)" ]; do
-		run -75 "$RLOCK" -n -k "$K" true
-		PTTL=$(rcli pttl "$L")
-		[ "$PTTL" -gt 0 ] ||
-			fail "PTTL $PTTL after $(( $(now_ms) - start ))ms"
-		n=$((n + 1))
-		sleep 0.1
-	done
-	# About every 100 ms; fewer on a busy machine, but over all 2.4 s.
-	[ "$n" -ge 4 ]
-	proc_alive "$HOLDER" || fail "holder ended early"
-	rm "$T/go"
-	reap "$HOLDER" 5000
-	[ "$RC" = 0 ]
-	[ "$(rcli exists "$L" "$L:meta")" = 0 ]
-	[ ! -s "$T/err" ]
-	assert_clean
+	held_through_leases
 }
 
 @test "a waiter's lease is renewed too: its thread, made while it waited, starts at the grant" {
-	local start n=0 first
-	cat > "$T/cmd.sh" <<-'EOF'
-	echo $$ > "$T/cmd.pid"
-	n=0
-	while [ -e "$1" ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n + 1)); done
-	EOF
+	local first
 	touch "$T/go"
 	# The first holder keeps the waiter waiting (until go1) for more than
 	# a renewal interval (a third of the lease), its parked thread
@@ -229,25 +230,8 @@ assert_one_lost_line() {
 	reap "$first" 5000
 	[ "$RC" = 0 ]
 	wait_ms 5000 test -s "$T/cmd.pid" || fail "COMMAND did not start"
-	start=$(now_ms)
-	# 2.4 s is more than two leases: only renewal keeps the key.
-	while [ $(( $(now_ms) - start )) -lt "$(tf_ms 2400)" ]; do
-		run -75 "$RLOCK" -n -k "$K" true
-		PTTL=$(rcli pttl "$L")
-		[ "$PTTL" -gt 0 ] ||
-			fail "PTTL $PTTL after $(( $(now_ms) - start ))ms"
-		n=$((n + 1))
-		sleep 0.1
-	done
-	[ "$n" -ge 4 ]
-	proc_alive "$HOLDER" || fail "waiter ended early: $(cat "$T/err")"
-	rm "$T/go"
-	reap "$HOLDER" 5000
-	[ "$RC" = 0 ]
-	[ "$(rcli exists "$L" "$L:meta")" = 0 ]
-	[ ! -s "$T/err" ]
 	[ ! -s "$T/err1" ]
-	assert_clean
+	held_through_leases
 }
 
 @test "lease lost by DEL: SIGTERM at once, exit 70, one message" {
