@@ -48,6 +48,31 @@ lease_renew_interval_ms(int64_t lease)
 }
 
 /*
+ * A renewal thread made while waiting sleeps until the grant and looks
+ * for it every sixth of the lease (between 1 ms and a minute): a grant
+ * seen at its next look is then still seen before its first extend is
+ * due, a third of the lease after it, and nobody has to wake the thread
+ * (which costs the waker 10-30 us on a small VM).
+ */
+static inline int64_t
+lease_park_look_ms(int64_t lease)
+{
+	return lease_clamp(lease_renew_interval_ms(lease) / 2, 1, 60000);
+}
+
+/*
+ * Except a grant already older than that when the thread is armed at
+ * `now` (an attempt sent behind a BLPOP counts from its send): its next
+ * look could come after the first extend is due, so it must be woken.
+ */
+static inline int
+lease_park_wake(int64_t now, int64_t granted_at, int64_t lease)
+{
+	return now + lease_park_look_ms(lease) >=
+	    granted_at + lease_renew_interval_ms(lease);
+}
+
+/*
  * One extend (or the confirmation of an old grant) may take a fifth of
  * the lease, never more than the user's --connect-timeout: several tries
  * then still fit before the deadline.

@@ -18,7 +18,8 @@
 #include "util.h"
 
 /* Sleep until `until`, the stop pipe, or traffic on our idle socket fd.
- * Returns 1 stop, 2 socket event, 0 time is up. */
+ * Returns 1 a byte on the stop pipe (a stop, or renew_start's wake), 2
+ * socket event, 0 time is up. */
 static int
 nap(struct renewer *rw, int fd, int64_t until)
 {
@@ -121,21 +122,11 @@ renew_once(struct renewer *rw, int why, int *failing)
 	return mono_ms() + retry;
 }
 
-/* How often a parked thread looks whether it is armed: half a renewal
- * interval, a sixth of the lease. */
-static int
-park_look_ms(const struct renewer *rw)
-{
-	return (int)lease_clamp(lease_renew_interval_ms(rw->ctx->lease_ms) / 2,
-	    1, 60000);
-}
-
 /*
  * A parked thread's sleep until renew_start arms it; 0 if it is stopped
- * first. It looks every park_look_ms, with no word from the main thread:
- * waking a sleeping thread would cost the waker 10-30 us just as COMMAND
- * starts. Armed by a fresh grant, it sees it before its first extend is
- * due, even with rlock itself suspended in the vfork of an exec that
+ * first. It looks every lease_park_look_ms, with no word from the main
+ * thread (lease.h), so it sees a fresh grant before its first extend is
+ * due even with rlock itself suspended in the vfork of an exec that
  * hangs; armed by an older one, renew_start writes it a byte. A byte seen
  * armed is drained and taken for that one (as is one the loop finds
  * later): a stop byte always follows `stopping`, which the loop checks
@@ -145,7 +136,7 @@ static int
 parked(struct renewer *rw)
 {
 	struct pollfd p = { .fd = rw->stop_pipe[0], .events = POLLIN };
-	int every = park_look_ms(rw), n;
+	int every = (int)lease_park_look_ms(rw->ctx->lease_ms), n;
 	char b;
 
 	while (!atomic_load(&rw->armed)) {
@@ -232,7 +223,9 @@ make_thread(struct renewer *rw)
 {
 	int e;
 
-	if (pipe2(rw->stop_pipe, O_CLOEXEC) < 0 ||
+	/* Non-blocking: the thread drains it holding mu, which a read that
+	 * blocked would keep from renew_take_conn. */
+	if (pipe2(rw->stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0 ||
 	    pipe2(rw->event_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
 		e = errno;
 		close_pipes(rw);
@@ -276,8 +269,8 @@ renew_start(struct renewer *rw)
 	 * read once it sees this. */
 	atomic_store(&rw->armed, 1);
 	if (rw->running) {
-		if (mono_ms() + park_look_ms(rw) >= atomic_load(&rw->last_ok) +
-		    lease_renew_interval_ms(rw->ctx->lease_ms))
+		if (lease_park_wake(mono_ms(), atomic_load(&rw->last_ok),
+		    rw->ctx->lease_ms))
 			(void)!write(rw->stop_pipe[1], "", 1);
 		return 0;
 	}
@@ -305,7 +298,8 @@ tell_stop(void *arg)
  * flight (while_waiting), not before it is sent: the write that wakes a
  * sleeping thread costs the waker 10-15 us on a small VM, and the next
  * request is the release a waiter waits for. Told before the answer
- * comes, the thread has gone when the answer wakes the socket it watches.
+ * comes, the thread is usually gone before the answer wakes the socket
+ * it watches; should it wake on that first, it sees `stopping` and ends.
  */
 void
 renew_take_conn(struct renewer *rw)

@@ -214,24 +214,33 @@ assert_one_lost_line() {
 	# The first holder keeps the waiter waiting (until go1) for more than
 	# a renewal interval (a third of the lease), its parked thread
 	# looking for the grant every sixth.
-	"$RLOCK" -k "$K" -- sh -c 'while [ ! -e "$1" ]; do sleep 0.01; done' \
-	    sh "$T/go1" 2> "$T/err1" &
+	touch "$T/go1"
+	"$RLOCK" -k "$K" -- sh -c 'n=0; while [ -e "$1" ] && [ $n -lt 6000 ]
+	    do sleep 0.01; n=$((n + 1)); done' sh "$T/go1" \
+	    > /dev/null 2> "$T/err1" 3>&- &
 	first=$!
 	PIDS+=("$first")
 	wait_ms 5000 key_held || fail "no first holder"
-	"$RLOCK" -l "$(tf 1)" -w "$(tf 10)" -k "$K" -- sh "$T/cmd.sh" \
-	    "$T/go" > "$T/out" 2> "$T/err" 3>&- &
+	# -v says when it blocks, on a stderr of its own: $T/err must stay
+	# empty (held_through_leases).
+	"$RLOCK" -v -l "$(tf 1)" -w "$(tf 10)" -k "$K" -- sh "$T/cmd.sh" \
+	    "$T/go" > "$T/out" 2> "$T/errv" 3>&- &
 	HOLDER=$!
 	PIDS+=("$HOLDER")
+	wait_ms 5000 grep -q "^rlock: waiting for '$K'" "$T/errv" ||
+		fail "the waiter did not wait: $(cat "$T/errv")"
 	sleep "$(tf 0.6)"
 	[ ! -e "$T/cmd.pid" ] || fail "the waiter ran beside the first holder"
-	proc_alive "$HOLDER" || fail "the waiter did not wait: $(cat "$T/err")"
-	touch "$T/go1"
+	rm "$T/go1"
 	reap "$first" 5000
 	[ "$RC" = 0 ]
 	wait_ms 5000 test -s "$T/cmd.pid" || fail "COMMAND did not start"
 	[ ! -s "$T/err1" ]
 	held_through_leases
+	# Nothing but -v's own lines: no warning, no lost lease.
+	run grep -v -e "^rlock: waiting for '$K'" -e "^rlock: acquired" \
+	    -e "^rlock: running COMMAND" -e "^rlock: released '$K'" "$T/errv"
+	[ "$status" = 1 ] || fail "unexpected lines: $output"
 }
 
 @test "lease lost by DEL: SIGTERM at once, exit 70, one message" {

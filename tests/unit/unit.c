@@ -31,6 +31,7 @@
 #include "exitcode.h"
 #include "glob.h"
 #include "keys.h"
+#include "lease.h"
 #include "reply.h"
 #include "server.h"
 #include "tls.h"
@@ -178,6 +179,44 @@ test_dur_format(void)
 	dur_format(7800000, buf, 3);
 	CHECK(strcmp(buf, "2h") == 0 && buf[3] == 'x',
 	    "dur_format stays inside a 3-byte buffer");
+}
+
+/* -------------------------------------------------------------- LEASE */
+
+/* A parked renewal thread (renew.c): how often it looks for its grant,
+ * and which grants it must be woken for, the first extend being due a
+ * third of the lease after the grant. */
+static const struct {
+	int64_t lease, now, granted; int64_t look; int wake;
+} PARK_ROWS[] = {
+	{ 30000, 0, 0, 5000, 0 },		/* fresh: seen in time */
+	{ 30000, 4999, 0, 5000, 0 },		/* seen at 9999 < 10000 */
+	{ 30000, 5000, 0, 5000, 1 },		/* seen at 10000: too late */
+	{ 30000, 20000, 0, 5000, 1 },		/* past due already */
+	{ 30000, 1000, 2000, 5000, 0 },		/* a later grant */
+	{ 100, 16, 0, 16, 0 },			/* 32 < 33 */
+	{ 100, 17, 0, 16, 1 },
+	{ 3, 0, 0, 1, 1 },			/* never under 1 ms */
+	{ 315360000000LL, 0, 0, 60000, 0 },	/* ten years: a minute */
+	{ 315360000000LL, 105119940000LL, 0, 60000, 1 },
+};
+
+static void
+test_lease_park(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(PARK_ROWS) / sizeof(PARK_ROWS[0]); i++) {
+		CHECK(lease_park_look_ms(PARK_ROWS[i].lease) ==
+		    PARK_ROWS[i].look && lease_park_wake(PARK_ROWS[i].now,
+		    PARK_ROWS[i].granted, PARK_ROWS[i].lease) ==
+		    PARK_ROWS[i].wake, "parked thread, lease %lld, armed at "
+		    "%lld for a grant at %lld: looks every %lld ms, %s",
+		    (long long)PARK_ROWS[i].lease, (long long)PARK_ROWS[i].now,
+		    (long long)PARK_ROWS[i].granted,
+		    (long long)PARK_ROWS[i].look,
+		    PARK_ROWS[i].wake ? "woken" : "not woken");
+	}
 }
 
 /* ---------------------------------------------------------------- INT */
@@ -2191,6 +2230,7 @@ main(void)
 	signal(SIGPIPE, SIG_IGN);
 	test_dur_parse();
 	test_dur_format();
+	test_lease_park();
 	test_int_parse();
 	test_url();
 	test_url_multi();
