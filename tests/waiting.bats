@@ -304,6 +304,36 @@ queued_behind() {
 	[ "$(rcli exists "$L")" = 0 ] || fail "the lock is left held"
 }
 
+# keepalive_sockets PID: how many of PID's TCP sockets have their
+# keepalive timer armed ("tr" 02 in /proc/net/tcp and tcp6).
+keepalive_sockets() {
+	local inodes
+	inodes=$(ls -l "/proc/$1/fd" 2>/dev/null |
+	    sed -n 's/.*socket:\[\([0-9]*\)\]$/\1/p' | tr '\n' ' ')
+	awk -v want=" $inodes" 'FNR > 1 && index(want, " " $10 " ") &&
+	    substr($6, 1, 2) == "02"' /proc/net/tcp /proc/net/tcp6 | wc -l
+}
+has_keepalive() { [ "$(keepalive_sockets "$1")" -ge 1 ]; }
+
+# A waiter's connection waits for Redis to speak first (its BLPOP, its
+# subscription): only TCP keepalive tells it that the peer vanished (a
+# cut network), and keeps a NAT or firewall from dropping it as idle.
+@test "a waiter's connection to Redis over TCP has keepalive" {
+	local p f u="redis://127.0.0.1:$REDIS_PORT"
+	holder
+	bg p -u "$u" -k "$K" -- true
+	p=$BG
+	wait_until 5 blocked_is 1 || fail "the plain waiter is not blocked"
+	bg f -u "$u" --fair -k "$K" -- true
+	f=$BG
+	wait_until 5 qlen_is 1 || fail "the --fair waiter is not queued"
+	wait_until 5 has_keepalive "$p" || fail "plain waiter: no keepalive"
+	wait_until 5 has_keepalive "$f" || fail "--fair waiter: no keepalive"
+	end_holder
+	reap_ok p "$p" 5000
+	reap_ok f "$f" 5000
+}
+
 # Redis runs the attempt behind the BLPOP even while the waiter is stopped
 # (^Z): the grant then lapses unused, and another client takes KEY. The
 # waiter, continued, must see that and wait on, not end as a lease lost.
