@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * The supervisor. The main thread sleeps in one poll() on the signalfd and
- * the renewal thread's event pipe (until that thread starts, the idle
- * connection), with a timeout that is the next lease decision. The lease
+ * the renewal thread's event pipe (the signalfd alone when that thread
+ * could not be started), with a timeout that is the next lease decision. The lease
  * rule (contract, "Guarantees"): Redis may expire the lock at last_ok +
  * lease, where last_ok is when our last successful extend was *sent*;
  * minus a drift margin that is our deadline. --on-lost term
@@ -218,6 +218,10 @@ exec_settle(struct sup *s)
 static void
 send_child(struct sup *s, int sig)
 {
+	/* No COMMAND: kill(0) and kill(-0) would signal our own group, and
+	 * on_signal would forward what comes back, for ever. */
+	if (s->child <= 0)
+		return;
 	/* A signal for COMMAND must not reach rlock's code in the child
 	 * between fork and exec. */
 	if (exec_settle(s) != 0)
