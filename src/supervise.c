@@ -2,12 +2,12 @@
 /*
  * The supervisor. The main thread sleeps in one poll() on the signalfd and
  * the renewal thread's event pipe (the signalfd alone when that thread
- * could not be started), with a timeout that is the next lease decision. The lease
- * rule (contract, "Guarantees"): Redis may expire the lock at last_ok +
- * lease, where last_ok is when our last successful extend was *sent*;
- * minus a drift margin that is our deadline. --on-lost term
- * sends SIGTERM early enough that the SIGKILL --kill-after later still
- * lands before it; if Redis says the lock is not ours, the action is now.
+ * could not be started), with a timeout that is the next lease decision.
+ * The lease rule (contract, "Guarantees"): Redis may expire the lock at
+ * last_ok + lease, where last_ok is when our last successful extend was
+ * *sent*; minus a drift margin that is our deadline. --on-lost term sends
+ * SIGTERM early enough that the SIGKILL --kill-after later still lands
+ * before it; if Redis says the lock is not ours, the action is now.
  * --max-hold takes the same SIGTERM-then-SIGKILL path on its own timer,
  * and the renewal thread stops extending once that SIGKILL is due. At the
  * end, one release records the run (and applies --min-hold); a run whose

@@ -304,16 +304,27 @@ queued_behind() {
 	[ "$(rcli exists "$L")" = 0 ] || fail "the lock is left held"
 }
 
-# keepalive_sockets PID: how many of PID's TCP sockets have their
-# keepalive timer armed ("tr" 02 in /proc/net/tcp and tcp6).
-keepalive_sockets() {
-	local inodes
+# tcp_timers PID: the timer column ("tr") of each of PID's TCP
+# sockets, one a line, from /proc/net/tcp (and tcp6, where there is one):
+# 02 the keepalive timer is armed, 00 no timer, 01 data unacknowledged.
+tcp_timers() {
+	local inodes f files=()
 	inodes=$(ls -l "/proc/$1/fd" 2>/dev/null |
 	    sed -n 's/.*socket:\[\([0-9]*\)\]$/\1/p' | tr '\n' ' ')
-	awk -v want=" $inodes" 'FNR > 1 && index(want, " " $10 " ") &&
-	    substr($6, 1, 2) == "02"' /proc/net/tcp /proc/net/tcp6 | wc -l
+	for f in /proc/net/tcp /proc/net/tcp6; do
+		[ -r "$f" ] && files+=("$f")
+	done
+	[ "${#files[@]}" -gt 0 ] || return 0
+	awk -v want=" $inodes" 'FNR > 1 && index(want, " " $10 " ") {
+	    print substr($6, 1, 2) }' "${files[@]}"
 }
-has_keepalive() { [ "$(keepalive_sockets "$1")" -ge 1 ]; }
+# all_keepalive PID N: PID has N TCP sockets or more, every one with
+# keepalive.
+all_keepalive() {
+	local t
+	t=$(tcp_timers "$1")
+	[ "$(grep -c . <<< "$t")" -ge "$2" ] && ! grep -qvx 02 <<< "$t"
+}
 
 # A waiter's connection waits for Redis to speak first (its BLPOP, its
 # subscription): only TCP keepalive tells it that the peer vanished (a
@@ -327,8 +338,12 @@ has_keepalive() { [ "$(keepalive_sockets "$1")" -ge 1 ]; }
 	bg f -u "$u" --fair -k "$K" -- true
 	f=$BG
 	wait_until 5 qlen_is 1 || fail "the --fair waiter is not queued"
-	wait_until 5 has_keepalive "$p" || fail "plain waiter: no keepalive"
-	wait_until 5 has_keepalive "$f" || fail "--fair waiter: no keepalive"
+	# The plain waiter's one connection; the --fair one's two (its
+	# subscription, and the one its attempts use).
+	wait_until 5 all_keepalive "$p" 1 ||
+		fail "plain waiter: $(tcp_timers "$p" | tr '\n' ' ')"
+	wait_until 5 all_keepalive "$f" 2 ||
+		fail "--fair waiter: $(tcp_timers "$f" | tr '\n' ' ')"
 	end_holder
 	reap_ok p "$p" 5000
 	reap_ok f "$f" 5000
