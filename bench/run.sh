@@ -30,8 +30,9 @@ TPUT_MS=${BENCH_TPUT_MS:-$(pick 3000 1500)}
 TPUT_ROUNDS=${BENCH_TPUT_ROUNDS:-$(pick 3 1)}
 CLIENTS=${BENCH_CLIENTS:-32}
 # Two builds of the same code differed by up to 0.06 (10 waiters, 20
-# rounds) and 0.11 (100 waiters, 4 rounds) in one run's hand-off ratios:
-# more rounds, so that a row near its target says something.
+# rounds) and 0.11 (100 waiters, 4 rounds) in one run's hand-off ratios,
+# and by 0.03 and 0.01 with these counts (one run): more rounds, so that
+# a row near its target says something.
 ROUNDS_10=${BENCH_ROUNDS_10:-$(pick 30 4)}
 ROUNDS_100=${BENCH_ROUNDS_100:-$(pick 8 1)}
 BLOCK_S=${BENCH_BLOCK_SECONDS:-$(pick 10 3)}
