@@ -29,10 +29,10 @@ IR_CYCLES=${BENCH_IR_CYCLES:-$(pick 30 10)}
 TPUT_MS=${BENCH_TPUT_MS:-$(pick 3000 1500)}
 TPUT_ROUNDS=${BENCH_TPUT_ROUNDS:-$(pick 3 1)}
 CLIENTS=${BENCH_CLIENTS:-32}
-# Two builds of the same code differed by up to 0.06 (10 waiters, 20
-# rounds) and 0.11 (100 waiters, 4 rounds) in one run's hand-off ratios,
-# and by 0.03 and 0.01 with these counts (one run): more rounds, so that
-# a row near its target says something.
+# More rounds than the 20 and 4 before: with those, two builds of the
+# same code differed by 0.11 in one run's 100-waiter --fair ratio; with
+# these, by up to 0.03 (10 waiters) and 0.09 (100) in two runs. A row
+# this close to its target needs every round it can get.
 ROUNDS_10=${BENCH_ROUNDS_10:-$(pick 30 4)}
 ROUNDS_100=${BENCH_ROUNDS_100:-$(pick 8 1)}
 BLOCK_S=${BENCH_BLOCK_SECONDS:-$(pick 10 3)}
