@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * The signal set and its signalfd. SIGPIPE is ignored because a write to a
- * Redis connection the server closed would otherwise kill rlock (hiredis
- * does not use MSG_NOSIGNAL); COMMAND gets it back by sig_restore.
+ * The signal set and its signalfd, and the signal state COMMAND starts
+ * with: the dispositions rlock was started with, no signal blocked. rlock
+ * ignores SIGPIPE for itself: OpenSSL writes to a TLS connection with
+ * write(2), and rlock's own stderr or stdout may be a pipe whose reader
+ * left (`rlock status | head`), and a SIGPIPE there must not end rlock
+ * with the lock held. sig_restore gives COMMAND back the SIGPIPE
+ * disposition rlock found.
  */
 #include <sys/signalfd.h>
 
@@ -59,6 +63,7 @@ struct ksigaction {
 };
 
 static unsigned long reserved_ignored;	/* bit n: signal 32 + n */
+static int pipe_ignored;		/* our caller ignored SIGPIPE */
 
 static void
 note_reserved_ignored(void)
@@ -76,12 +81,15 @@ note_reserved_ignored(void)
 int
 sig_setup(void)
 {
+	struct sigaction ign = { .sa_handler = SIG_IGN }, was;
 	sigset_t set;
 	size_t i;
 	int rt;
 
 	note_reserved_ignored();
-	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&ign.sa_mask);
+	if (sigaction(SIGPIPE, &ign, &was) == 0)
+		pipe_ignored = was.sa_handler == SIG_IGN;
 	sigemptyset(&set);
 	for (i = 0; i < sizeof(SIGNALS) / sizeof(SIGNALS[0]); i++)
 		sigaddset(&set, SIGNALS[i]);
@@ -115,7 +123,8 @@ sig_restore(void)
 	sigset_t none;
 	int n;
 
-	signal(SIGPIPE, SIG_DFL);
+	if (!pipe_ignored)
+		signal(SIGPIPE, SIG_DFL);
 	for (n = 0; n < 64; n++)
 		if (reserved_ignored & 1UL << n)
 			(void)syscall(SYS_rt_sigaction, FIRST_RT_SIGNAL + n,

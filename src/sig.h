@@ -21,7 +21,8 @@ int sig_setup(void);
  */
 int sig_take(int fd, struct signalfd_siginfo *si);
 
-/* In a child before exec: default dispositions and an empty mask. */
+/* In a child before exec: the dispositions rlock was started with (those
+ * sig_setup and the threads changed put back) and an empty mask. */
 void sig_restore(void);
 
 /* 1 if our process group is the foreground job of our controlling

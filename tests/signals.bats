@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # Signals and endings: the lock is released however COMMAND ends, signals
 # to rlock reach COMMAND (or end the wait), a SIGKILLed rlock does not
-# leave COMMAND running unguarded, and COMMAND starts with a clean signal
-# state and rlock's stdin and stdout.
+# leave COMMAND running unguarded, and COMMAND starts with the signal
+# dispositions rlock was started with, none blocked, and rlock's stdin and
+# stdout.
 
 load helper
 
@@ -428,8 +429,12 @@ sigkilled() {
 }
 
 @test "COMMAND writing to a closed pipe dies of SIGPIPE: yes | head -1" {
+	# The default SIGPIPE action given to rlock: COMMAND gets the one
+	# rlock was started with (a make check under a caller that ignores
+	# it would see yes(1) exit 1).
 	run -0 timeout "$(tf 10)" bash -c \
-	    '"$RLOCK" -k "$1" -- yes | head -n 1; echo "rlock ${PIPESTATUS[0]}"' \
+	    'env --default-signal=PIPE "$RLOCK" -k "$1" -- yes | head -n 1
+	    echo "rlock ${PIPESTATUS[0]}"' \
 	    _ "$K"
 	assert_output $'y\nrlock 141'
 	assert_released
@@ -442,14 +447,33 @@ sigkilled() {
 	assert_released
 }
 
+# sigstate ENV-ARGS...: COMMAND's SigBlk and SigIgn lines in $output, rlock
+# started by env(1) with ENV-ARGS, and SIGPIPE and SIGINT blocked (none may
+# stay blocked in COMMAND).
+sigstate() {
+	run -0 env "$@" --block-signal=PIPE,INT "$RLOCK" -k "$K" -- \
+	    grep -E '^Sig(Blk|Ign)' /proc/self/status
+	assert_line "$(printf 'SigBlk:\t0000000000000000')"
+}
+
 @test "COMMAND starts with no blocked signals and rlock's ignored set" {
 	local want
-	want=$(grep '^SigIgn' /proc/self/status)
-	run -0 "$RLOCK" -k "$K" -- grep -E '^Sig(Blk|Ign)' /proc/self/status
-	assert_line "$(printf 'SigBlk:\t0000000000000000')"
+	want=$(env --default-signal grep '^SigIgn' /proc/self/status)
+	sigstate --default-signal
 	assert_line "$want"
 	# SIGPIPE (bit 13) is not ignored: rlock ignores it for itself only.
 	[ $(( 0x${want##*[[:space:]]} & 0x1000 )) = 0 ]
+}
+
+@test "a SIGPIPE ignored by rlock's caller stays ignored in COMMAND" {
+	# As systemd starts services, and as flock(1) passes it on.
+	sigstate --default-signal --ignore-signal=PIPE,USR2
+	local ign
+	ign=$(printf '%s\n' "${lines[@]}" | sed -n 's/^SigIgn:[[:space:]]*//p')
+	[ $(( 0x$ign & 0x1000 )) = $(( 0x1000 )) ] ||
+		fail "SIGPIPE not ignored in COMMAND: SigIgn $ign"
+	[ $(( 0x$ign & 0x800 )) = $(( 0x800 )) ] ||
+		fail "SIGUSR2 not ignored in COMMAND: SigIgn $ign"
 }
 
 @test "COMMAND keeps an ignored libc-reserved signal (33), threads or not" {
