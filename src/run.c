@@ -153,7 +153,7 @@ static int
 acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
     struct lock *l, int sigfd)
 {
-	struct ahead_arg ahead = { .l = l };
+	struct ahead_arg ahead = { .a.o = o, .l = l };
 	struct wait_result res;
 	struct lock_ctx ctx;
 	int64_t start = mono_ms();

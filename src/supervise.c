@@ -45,6 +45,7 @@ struct sup {
 	int sigfd;
 	pid_t child;
 	int own_pgrp;			/* COMMAND leads a process group */
+	struct watcher watch;		/* stops COMMAND's tree if we die */
 	int exec_pipe[2];		/* exec's outcome: read end, write end */
 	int exec_fd;			/* exec's outcome not read yet; else -1 */
 	int exec_errno;			/* exec failed with this; 0 it ran */
@@ -97,18 +98,21 @@ lost_signal(enum on_lost how)
 
 static void
 child_exec(const struct rlock_opts *o, int errfd, pid_t parent,
-    int own_pgrp)
+    int own_pgrp, const struct watcher *w)
 {
 	int sig = lost_signal(o->on_lost), e;
 
 	/* Before the signals are unblocked: see spawn(). */
 	if (own_pgrp)
 		(void)setpgid(0, 0);
-	sig_restore();
 	/* If rlock dies, even by SIGKILL, COMMAND must not run on unguarded
-	 * once the lease lapses: the kernel sends it the --on-lost signal. */
-	if (sig && (prctl(PR_SET_PDEATHSIG, sig) < 0 || getppid() != parent))
+	 * once the lease lapses: the watcher sends the --on-lost signal to
+	 * COMMAND and all it started. Without one, the kernel sends it to
+	 * COMMAND alone. */
+	if (sig && watch_child(w) < 0 &&
+	    (prctl(PR_SET_PDEATHSIG, sig) < 0 || getppid() != parent))
 		raise(sig);
+	sig_restore();
 	if (o->shell_cmd)
 		execl("/bin/sh", "sh", "-c", o->shell_cmd, (char *)NULL);
 	else
@@ -116,6 +120,18 @@ child_exec(const struct rlock_opts *o, int errfd, pid_t parent,
 	e = errno;
 	(void)!write(errfd, &e, sizeof(e));
 	_exit(e == ENOENT ? RL_EXIT_EXEC_NOENT : RL_EXIT_EXEC_NOEXEC);
+}
+
+/* Start the watcher unless --on-lost ignore (nothing to send) or one
+ * is started already. */
+static void
+watch(const struct rlock_opts *o, struct watcher *w)
+{
+	int sig = lost_signal(o->on_lost);
+
+	if (sig != 0 && w->pid <= 0 && watch_start(w, sig) < 0)
+		msg_verbose("cannot start the watcher: %s; should rlock die, "
+		    "only COMMAND gets the --on-lost signal", strerror(errno));
 }
 
 static int
@@ -179,12 +195,14 @@ spawn(struct sup *s)
 	s->own_pgrp = !sig_foreground();
 	if ((child = vfork()) == 0) {
 		close(s->exec_pipe[0]);
-		child_exec(s->o, s->exec_pipe[1], parent, s->own_pgrp);
+		child_exec(s->o, s->exec_pipe[1], parent, s->own_pgrp,
+		    &s->watch);
 	}
 	close(s->exec_pipe[1]);
 	if (child < 0) {
 		msg_err("cannot run COMMAND: fork: %s", strerror(errno));
 		close(s->exec_pipe[0]);
+		watch_stop(&s->watch);
 		return RL_EXIT_OSERR;
 	}
 	s->child = child;
@@ -381,9 +399,16 @@ check_max_hold(struct sup *s)
 static int
 on_signal(struct sup *s, const struct signalfd_siginfo *si)
 {
+	siginfo_t ci;
 	pid_t r;
 
 	if (si->ssi_signo == SIGCHLD) {
+		/* The watcher must never take another process for COMMAND:
+		 * it stands down before COMMAND's pid is free again. */
+		ci.si_pid = 0;
+		if (waitid(P_PID, (id_t)s->child, &ci,
+		    WEXITED | WNOHANG | WNOWAIT) == 0 && ci.si_pid == s->child)
+			watch_stop(&s->watch);
 		r = waitpid(s->child, &s->wstatus, WNOHANG);
 		return r == s->child;
 	}
@@ -496,6 +521,7 @@ oom_release(void)
 		return;
 	if (s->child > 0) {
 		kill(s->child, SIGKILL);
+		watch_stop(&s->watch);
 		while (waitpid(s->child, NULL, 0) < 0 && errno == EINTR)
 			;
 	}
@@ -604,6 +630,8 @@ sup_ahead(struct sup_ahead *a, struct lock *l, const struct lock_ctx *ctx)
 {
 	if (!a->rw.running)
 		(void)renew_park(&a->rw, l, ctx);
+	if (a->o != NULL && !a->piped)
+		watch(a->o, &a->watch);
 	if (!a->piped)
 		a->piped = pipe2(a->exec_pipe, O_CLOEXEC) == 0;
 	oom_reserve();
@@ -613,6 +641,7 @@ void
 sup_ahead_drop(struct sup_ahead *a)
 {
 	renew_stop(&a->rw);
+	watch_stop(&a->watch);
 	if (a->piped) {
 		close(a->exec_pipe[0]);
 		close(a->exec_pipe[1]);
@@ -652,6 +681,12 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	/* The OS refusing us a pipe or a process is not COMMAND's fault:
 	 * 71, not 126 (not executable). The exec pipe first: without it
 	 * there is nothing to run, so nothing to renew for. */
+	if (a != NULL && a->watch.pid > 0) {
+		s.watch = a->watch;
+		a->watch.pid = 0;
+	} else if (a == NULL || !a->piped) {
+		watch(o, &s.watch);
+	}
 	if (a != NULL && a->piped) {
 		s.exec_pipe[0] = a->exec_pipe[0];
 		s.exec_pipe[1] = a->exec_pipe[1];
@@ -682,6 +717,7 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	}
 	/* Release first: the next holder need not wait for our thread to
 	 * end. It can no longer extend (nor touch the connection) from here on. */
+	watch_stop(&s.watch);
 	renew_take_conn(s.rw);
 	st = finish(&s, st);
 	renew_stop(s.rw);

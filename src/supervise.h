@@ -12,17 +12,20 @@
 #include "lock.h"
 #include "renew.h"
 #include "wait.h"
+#include "watch.h"
 
 /*
  * What sup_run would otherwise set up after the grant, done while the
  * wait blocks: the renewal thread, made and parked (renew_park), the
- * exec pipe and the out-of-memory reserve. Zeroed by the caller; sup_run
+ * watcher (watch.h), the exec pipe and the out-of-memory reserve. Zeroed by the caller; sup_run
  * takes it over, sup_ahead_drop ends what is left when the wait ends
  * without the lock. Failing to make any of it costs nothing but the time
  * saved: sup_run makes it as without a wait.
  */
 struct sup_ahead {
+	const struct rlock_opts *o;	/* set by the caller */
 	struct renewer rw;
+	struct watcher watch;		/* started, not taken */
 	int piped;			/* exec_pipe is made, not taken */
 	int exec_pipe[2];
 };

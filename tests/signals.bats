@@ -422,6 +422,119 @@ sigkilled() {
 	wait_ms 2000 proc_gone "$ORPHAN"
 }
 
+# The processes COMMAND started: the children of pid $1 and theirs.
+descendants() {
+	local kid
+	for kid in $(ps -o pid= --ppid "$1"); do
+		echo "$kid"
+		descendants "$kid"
+	done
+}
+
+# tree_killed ACTION HOW N SCRIPT: an rlock --on-lost ACTION runs sh -c
+# SCRIPT, which starts N processes below it (SCRIPT writes COMMAND's pid
+# to $T/cmd.pid first); rlock is started by HOW: `setsid` (no terminal,
+# as under cron) or `tty` (the foreground job of a terminal, under a
+# shell that stays: rlock leads no session whose end would hang it up).
+# Once they all run, rlock is SIGKILLed. Sets KIDS (their pids) and RL.
+tree_killed() {
+	local n=$3 i
+	rm -f "$T/cmd.pid"
+	if [ "$2" = setsid ]; then
+		env --default-signal setsid "$RLOCK" -l "$(tf 1)" --on-lost "$1" -k "$K" \
+		    -- sh -c "$4" > "$T/out" 2> "$T/err" 3>&- &
+		BG=$!
+		PIDS+=("$BG")
+	else
+		command -v script > /dev/null ||
+			fail "script(1) is not installed"
+		env --default-signal script -qefc "$RLOCK -l $(tf 1) --on-lost $1 \
+		    -k $K -- sh -c '$4'; sleep $(tf 10)" /dev/null \
+		    < /dev/null > "$T/out" 2> "$T/err" 3>&- &
+		BG=$!
+		PIDS+=("$BG")
+	fi
+	wait_cmd
+	RL=$(ps -o ppid= -p "$CMD" | tr -d ' ')
+	if [ "$2" = tty ]; then
+		[ "$(ps -o tpgid= -p "$CMD" | tr -d ' ')" = \
+		    "$(ps -o pgid= -p "$RL" | tr -d ' ')" ] ||
+			fail "rlock is not the terminal's foreground job"
+	fi
+	wait_ms 3000 eval '[ "$(descendants "$CMD" | wc -l)" = "$n" ]' ||
+		fail "COMMAND started $(descendants "$CMD" | wc -l), not $n"
+	KIDS=$(descendants "$CMD")
+	i=0
+	for p in $KIDS; do echo "$p" > "$T/kid$((i++)).pid"; done
+	kill -KILL "$RL"
+}
+
+all_gone() {
+	local p
+	for p in "$@"; do proc_gone "$p" || return 1; done
+}
+
+# sigkill_tree ACTION HOW: for --on-lost term or kill, COMMAND's children
+# (one in the background, and a pipeline) are ended at once when rlock is
+# SIGKILLed; with its SIGTERM trapped, term's signal is seen as SIGTERM.
+sigkill_tree() {
+	local sig=TERM
+	[ "$1" = kill ] && sig=KILL
+	tree_killed "$1" "$2" 1 \
+	    'echo $$ > "$T/cmd.pid"; sleep 100 & wait'
+	wait_ms 3000 all_gone $CMD $KIDS ||
+		fail "$1, $2: still running after rlock's SIGKILL: $(ps -o pid=,args= -p "$CMD,${KIDS//$'\n'/,}")"
+	tree_killed "$1" "$2" 2 \
+	    'echo $$ > "$T/cmd.pid"; sleep 100 | cat'
+	wait_ms 3000 all_gone $CMD $KIDS ||
+		fail "$1, $2: pipeline runs on after rlock's SIGKILL: $(ps -o pid=,args= -p "$CMD,${KIDS//$'\n'/,}")"
+	tree_killed "$1" "$2" 1 'echo $$ > "$T/cmd.pid"
+	    trap "echo TERM > \"$T/marker\"; exit 9" TERM; sleep 100 & wait'
+	wait_ms 3000 all_gone $CMD $KIDS || fail "$1, $2: trap: still running"
+	if [ "$sig" = TERM ]; then
+		[ "$(cat "$T/marker")" = TERM ] || fail "COMMAND got no SIGTERM"
+	else
+		[ ! -e "$T/marker" ] || fail "COMMAND got SIGTERM, not SIGKILL"
+	fi
+}
+
+@test "SIGKILLed rlock (--on-lost term), no terminal: COMMAND's children end too" {
+	sigkill_tree term setsid
+}
+
+@test "SIGKILLed rlock (--on-lost kill), no terminal: COMMAND's children end too" {
+	sigkill_tree kill setsid
+}
+
+@test "SIGKILLed rlock (--on-lost term) on a terminal: COMMAND's children end too" {
+	sigkill_tree term tty
+}
+
+@test "SIGKILLed rlock (--on-lost kill) on a terminal: COMMAND's children end too" {
+	sigkill_tree kill tty
+}
+
+@test "SIGKILLed rlock (--on-lost ignore): COMMAND's children run on" {
+	tree_killed ignore setsid 2 \
+	    'echo $$ > "$T/cmd.pid"; sleep 100 | cat'
+	# Until the lease lapses and after: nothing stops them.
+	wait_ms 3000 key_gone || fail "key still there 3s after SIGKILL"
+	proc_alive "$CMD" || fail "COMMAND of --on-lost ignore died"
+	for p in $KIDS; do proc_alive "$p" || fail "$p died"; done
+}
+
+@test "SIGKILLed rlock: a process COMMAND started in a session of its own runs on" {
+	# setsid(1) needs no fork in a background job: $! is the daemon.
+	tree_killed term setsid 2 'echo $$ > "$T/cmd.pid"
+	    setsid sleep 100 & echo $! > "$T/daemon"; sleep 100 & wait'
+	local d
+	d=$(cat "$T/daemon")
+	wait_ms 3000 all_gone $CMD $(echo "$KIDS" | grep -vx "$d") ||
+		fail "COMMAND's other child runs on"
+	wait_ms 3000 key_gone || fail "key still there 3s after SIGKILL"
+	proc_alive "$d" || fail "the process in a session of its own died"
+}
+
 @test "COMMAND reads rlock's stdin" {
 	run -0 bash -c 'printf "abc\ndef\n" | "$RLOCK" -k "$1" -- cat' _ "$K"
 	assert_output $'abc\ndef'

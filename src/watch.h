@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The watcher: a small process that outlives rlock only to stop COMMAND
+ * and every process COMMAND started, should rlock die without ending
+ * them (SIGKILL, the OOM killer). The kernel's parent-death signal
+ * reaches COMMAND alone; its children would be adopted by init and run
+ * on after the lease lapsed. Never prints.
+ */
+#ifndef RLOCK_WATCH_H
+#define RLOCK_WATCH_H
+
+#include <sys/types.h>
+
+/* Zeroed: none started. */
+struct watcher {
+	pid_t pid;		/* 0: none */
+	int fd;			/* our end of its pipe, while pid > 0 */
+};
+
+/*
+ * Start a watcher that will send sig to COMMAND's tree if rlock dies
+ * before watch_stop. 0, or -1 (errno) with none started. Call from the
+ * main thread, before COMMAND is forked and before any pipe whose end of
+ * file rlock waits for is made: the watcher holds a copy of every file
+ * until it has closed them.
+ */
+int watch_start(struct watcher *w, int sig);
+
+/*
+ * In COMMAND's child before its exec (async-signal-safe): tell the
+ * watcher this process is COMMAND. Returns 0, or -1 when there is no
+ * watcher to tell (the caller then falls back to its parent-death signal).
+ */
+int watch_child(const struct watcher *w);
+
+/*
+ * Stand the watcher down (COMMAND ended or never started): call it before
+ * COMMAND is reaped, so that the watcher never takes another process for
+ * it. Async-signal-safe; idempotent. The watcher is not waited for.
+ */
+void watch_stop(struct watcher *w);
+
+#endif
