@@ -115,6 +115,7 @@ lock_keys_init(struct lock_keys *k, const char *prefix, const char *key,
 	k->wake = key_name(prefix, key, keylen, ":wake", &k->wake_len);
 	k->last = key_name(prefix, key, keylen, ":last", &k->last_len);
 	k->tokens = key_name(prefix, key, keylen, ":tok", &k->tokens_len);
+	k->broken = key_name(prefix, key, keylen, ":broken", &k->broken_len);
 	k->wake_prefix = token_key(prefix, key, keylen, "wake", NULL,
 	    &k->wake_prefix_len);
 	k->my_wake = token_key(prefix, key, keylen, "wake", tok,
@@ -126,7 +127,7 @@ lock_keys_free(struct lock_keys *k)
 {
 	char **all[] = { &k->lock, &k->meta, &k->fence, &k->sem, &k->limit,
 	    &k->queue, &k->waiter, &k->waiter_prefix, &k->wake,
-	    &k->wake_prefix, &k->my_wake, &k->tokens, &k->last };
+	    &k->wake_prefix, &k->my_wake, &k->tokens, &k->last, &k->broken };
 	size_t i;
 
 	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)

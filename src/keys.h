@@ -15,9 +15,10 @@ struct lock_keys {
 	char *lock, *meta, *fence, *sem, *limit, *queue, *waiter, *tokens;
 	char *waiter_prefix, *wake, *wake_prefix, *my_wake;
 	char *last;		/* the last run's record */
+	char *broken;		/* release --force tells holders here */
 	size_t lock_len, meta_len, fence_len, sem_len, limit_len, queue_len;
 	size_t waiter_len, waiter_prefix_len, wake_len, wake_prefix_len;
-	size_t my_wake_len, tokens_len, last_len;
+	size_t my_wake_len, tokens_len, last_len, broken_len;
 };
 
 /* How a run ended, for the release that records it in P{KEY}:last. */

@@ -345,8 +345,8 @@ static int
 release_main(const struct rlock_opts *o, struct server *cn)
 {
 	struct view_keys ks;
-	const char *argv[11];
-	size_t lens[11];
+	const char *argv[12];
+	size_t lens[12];
 	struct reply *r;
 	char ttl[24];
 	int st;
@@ -355,12 +355,13 @@ release_main(const struct rlock_opts *o, struct server *cn)
 	snprintf(ttl, sizeof(ttl), "%d", WAKE_TOKEN_TTL_MS);
 	lock_holder_keys(&ks.k, argv, lens);
 	argv[5] = ks.k.tokens, lens[5] = ks.k.tokens_len;
-	argv[6] = ks.meta_prefix, lens[6] = ks.meta_prefix_len;
-	argv[7] = ks.k.wake, lens[7] = ks.k.wake_len;
-	argv[8] = ks.k.wake_prefix, lens[8] = ks.k.wake_prefix_len;
-	argv[9] = ks.k.waiter_prefix, lens[9] = ks.k.waiter_prefix_len;
-	argv[10] = ttl, lens[10] = strlen(ttl);
-	r = script_run(cn, &lua_force_release, 6, 5, argv, lens);
+	argv[6] = ks.k.broken, lens[6] = ks.k.broken_len;
+	argv[7] = ks.meta_prefix, lens[7] = ks.meta_prefix_len;
+	argv[8] = ks.k.wake, lens[8] = ks.k.wake_len;
+	argv[9] = ks.k.wake_prefix, lens[9] = ks.k.wake_prefix_len;
+	argv[10] = ks.k.waiter_prefix, lens[10] = ks.k.waiter_prefix_len;
+	argv[11] = ttl, lens[11] = strlen(ttl);
+	r = script_run(cn, &lua_force_release, 7, 5, argv, lens);
 	view_keys_free(&ks);
 	if (r == NULL)
 		return -1;

@@ -34,6 +34,8 @@
  *   P{KEY}:tok          list    one-shot wake tokens for plain waiters,
  *                               who BLPOP it: Redis hands each token to
  *                               the oldest blocked waiter (at most N)  PX 5 s
+ *   P{KEY}:broken       list    one element per holder that release
+ *                               --force broke; holders BLPOP it  PX 5 s
  *   P{KEY}:last         hash    the last finished run and the runs
  *                               skipped since (lib/record.lua)  PX 40 days
  *   P{KEY}:wake         channel "released" on every release

@@ -345,9 +345,10 @@ queued() {
 our_keys() { rcli --scan --pattern "$L*" | sort; }
 
 # waiting N: N Redis clients sit waiting for a wake-up (blocked in a
-# command, or subscribed), as rlock's waiters do.
+# command, or subscribed), as rlock's waiters do; a holder listening for a
+# release --force (named rlock-holder) is not one.
 waiting() {
-	[ "$(rcli client list |
+	[ "$(rcli client list | grep -v ' name=rlock-holder ' |
 	    grep -cE ' flags=[a-zA-Z]*b| sub=[1-9]| psub=[1-9]| ssub=[1-9]')" = "$1" ]
 }
 

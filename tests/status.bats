@@ -42,7 +42,8 @@ sem_count() { [ "$(rcli zcard "rlock:{$1}:sem")" = "$2" ]; }
 queued() { [ "$(rcli llen "rlock:{$1}:q")" = "$2" ]; }
 # A plain waiter is blocked (BLPOP on its wake tokens, or subscribed).
 blocked() {
-	rcli info clients | grep -q '^blocked_clients:[1-9]' ||
+	rcli client list | grep ' flags=[a-zA-Z]*b' |
+	    grep -qv ' name=rlock-holder ' ||
 		[ "$(rcli pubsub numsub "rlock:{$1}:wake" | tail -1)" != 0 ]
 }
 gone() { ! kill -0 "$1" 2>/dev/null; }

@@ -93,9 +93,10 @@ end_holder() {
 qlen() { rcli llen "$L:q"; }
 qlen_is() { [ "$(qlen)" = "$1" ]; }
 exists() { [ "$(rcli exists "$1")" = 1 ]; }
+# (Not counting a holder listening for release --force: rlock-holder.)
 blocked_is() {
-	[ "$(rcli info clients | tr -d '\r' |
-	    sed -n 's/^blocked_clients://p')" = "$1" ]
+	[ "$(rcli client list | grep ' flags=[a-zA-Z]*b' |
+	    grep -cv ' name=rlock-holder ')" = "$1" ]
 }
 commands() {
 	rcli info stats | tr -d '\r' | sed -n 's/^total_commands_processed://p'
@@ -283,7 +284,7 @@ fair_waiter() {
 # query buffer.
 queued_behind() {
 	local q
-	q=$(rcli client list | grep ' flags=b' |
+	q=$(rcli client list | grep ' flags=b' | grep -v ' name=rlock-holder ' |
 		sed -n 's/.* qbuf=\([0-9]*\) .*/\1/p')
 	[ "${q:-0}" -gt 0 ]
 }

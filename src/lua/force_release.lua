@@ -1,7 +1,8 @@
 -- force_release: break KEY whoever holds it (rlock release --force).
 -- KEYS[1] lock  KEYS[2] mutex meta  KEYS[3] sem  KEYS[4] limit  KEYS[5] queue
--- KEYS[6] wake tokens   ARGV[1] "P{K}:meta:"  ARGV[2] "P{K}:wake"
--- ARGV[3] "P{K}:wake:"  ARGV[4] "P{K}:w:"  ARGV[5] wake token ttl ms
+-- KEYS[6] wake tokens  KEYS[7] broken  ARGV[1] "P{K}:meta:"
+-- ARGV[2] "P{K}:wake"  ARGV[3] "P{K}:wake:"  ARGV[4] "P{K}:w:"
+-- ARGV[5] wake token ttl ms
 -- Returns the holders broken, {{user, host, pid, cmd}, ...} ('' where
 -- rlock wrote nothing); empty when nothing was held, and then nothing has
 -- been written.
@@ -9,7 +10,9 @@
 -- still greater than the broken one's. The --fair queue stays too and its
 -- live head is told its turn came, as on a normal release; plain waiters
 -- (BLPOP on KEYS[6]) get one token per slot now free, at most N. The
--- broken holders find out at their next extend.
+-- broken holders are told at once: KEYS[7] gets one element for each
+-- (for ARGV[5] ms), and a holder blocked in BLPOP on it asks whether the
+-- lock is still its own when one comes.
 acl_ask(function()
   acl('TIME')
   acl('GET', KEYS[1])
@@ -23,6 +26,8 @@ acl_ask(function()
   acl('DEL', KEYS[3], KEYS[4])
   acl('SPUBLISH', ARGV[2], 'released')
   acl_wake_plain(KEYS[6])
+  acl('LPUSH', KEYS[7], '1')
+  acl('PEXPIRE', KEYS[7], '1')
   acl_wake_queue(KEYS[5], ARGV[4], ARGV[3])
 end)
 if acl_refused then return acl_refused end
@@ -56,4 +61,6 @@ if #broken == 0 then return broken end
 publish(ARGV[2], 'released')
 wake_plain(KEYS[6], slots, slots, ARGV[5])
 wake_queue(KEYS[5], ARGV[4], ARGV[3])
+for _ in ipairs(broken) do redis.call('LPUSH', KEYS[7], '1') end
+redis.call('PEXPIRE', KEYS[7], ARGV[5])
 return broken

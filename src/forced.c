@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The listener for a forced release (forced.h). Each BLPOP lasts
+ * LISTEN_SPAN_MS, short of the idle timeouts proxies keep, so a quiet
+ * holding is not taken for a dead connection. An element is only a hint
+ * (one may be left from a release that broke an earlier holder): what
+ * counts is Redis's answer to "is it ours?", asked on the same
+ * connection. A connection that fails (a restart, a refused BLPOP: a user
+ * made without +blpop) is tried again after a pause that doubles up to
+ * RETRY_MAX_MS, so a refusal costs Redis one command in that long.
+ * Each connection is named LISTENER_NAME (CLIENT SETNAME), so that an
+ * operator's CLIENT LIST, and the tests, can tell a holder listening from
+ * a waiter blocked in BLPOP; a user that may not name it leaves it
+ * unnamed.
+ */
+#include "forced.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "server.h"
+#include "util.h"
+
+#define LISTEN_SPAN_MS 10000
+#define RETRY_FIRST_MS 100
+#define RETRY_MAX_MS 30000
+#define SERVERS_MAX 16
+#define LISTENER_NAME "rlock-holder"
+
+/* FIXME: as listener() below, an op behind lock.h. */
+static void
+name_them(struct forced *f)
+{
+	const char *argv[3] = { "CLIENT", "SETNAME", LISTENER_NAME };
+	size_t lens[3] = { 6, 7, sizeof(LISTENER_NAME) - 1 };
+	struct server *s;
+	int i, n = lock_servers(f->l);
+
+	for (i = 0; i < n; i++)
+		if (server_is_open(s = lock_server(f->l, i)))
+			reply_free(server_command(s, 3, argv, lens));
+}
+
+/*
+ * BLPOP on the one server, or on one --redlock master (the first that
+ * answers): force_release runs on each, so any one tells.
+ * FIXME: this belongs behind lock.h as an op, as lock_waker does.
+ */
+static struct waker *
+listener(struct forced *f)
+{
+	struct server *s[SERVERS_MAX];
+	int i, n = lock_servers(f->l);
+
+	if (n > SERVERS_MAX)
+		n = SERVERS_MAX;
+	if (n == 1)
+		return wake_pop(lock_server(f->l, 0), f->ctx->k.broken,
+		    f->ctx->k.broken_len);
+	for (i = 0; i < n; i++)
+		s[i] = lock_server(f->l, i);
+	return wake_pop_any(s, n, 1, f->ctx->k.broken, f->ctx->k.broken_len);
+}
+
+/* Sleep ms, or until told to stop: 1 stop, 0 slept. */
+static int
+pause_ms(struct forced *f, int64_t ms)
+{
+	struct pollfd p = { .fd = f->stop_pipe[0], .events = POLLIN };
+	int64_t until = mono_ms() + ms, left;
+
+	while ((left = until - mono_ms()) > 0)
+		if (poll(&p, 1, (int)left) > 0)
+			return 1;
+	return 0;
+}
+
+static void *
+listen_loop(void *arg)
+{
+	struct forced *f = arg;
+	struct waker *w = NULL;
+	int64_t retry = RETRY_FIRST_MS;
+	enum woke r;
+	char b = 1;
+
+	for (;;) {
+		/* A connection that went is opened again where the last
+		 * redirect pointed (a Cluster slot's new owner). */
+		if (!lock_is_open(f->l)) {
+			if (lock_open(f->l) != 0)
+				goto again;
+			name_them(f);
+		}
+		if (w == NULL && (w = listener(f)) == NULL)
+			goto again;
+		r = waker_wait(w, mono_ms() + LISTEN_SPAN_MS, f->stop_pipe[0]);
+		if (r == WOKE_SIGFD)
+			break;
+		if (r == WOKE_TIMEOUT || r == WOKE_MESSAGE)
+			retry = RETRY_FIRST_MS;
+		if (r == WOKE_TIMEOUT)
+			continue;
+		if (r == WOKE_MESSAGE && lock_is_ours(f->l, f->ctx) == 0) {
+			msg_verbose("Redis says the lock is no longer ours "
+			    "(release --force?)");
+			atomic_store(&f->heard, 1);
+			(void)!write(f->event_pipe[1], &b, 1);
+			break;
+		}
+		if (r == WOKE_MESSAGE)
+			continue;
+		waker_cancel(w);
+again:
+		/* Lost, or refused: start afresh after a pause. */
+		if (pause_ms(f, retry))
+			break;
+		retry = retry * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : retry * 2;
+	}
+	waker_free(w);
+	lock_close(f->l);
+	return NULL;
+}
+
+static void
+close_pipes(struct forced *f)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (f->stop_pipe[i] >= 0)
+			close(f->stop_pipe[i]);
+		if (f->event_pipe[i] >= 0)
+			close(f->event_pipe[i]);
+		f->stop_pipe[i] = f->event_pipe[i] = -1;
+	}
+}
+
+int
+forced_start(struct forced *f, const struct lock *like,
+    const struct lock_ctx *ctx)
+{
+	int e;
+
+	memset(f, 0, sizeof(*f));
+	f->stop_pipe[0] = f->stop_pipe[1] = -1;
+	f->event_pipe[0] = f->event_pipe[1] = -1;
+	if (pipe2(f->stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0 ||
+	    pipe2(f->event_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
+		e = errno;
+		close_pipes(f);
+		errno = e;
+		return -1;
+	}
+	f->l = lock_new_like(like);
+	f->ctx = ctx;
+	if ((e = pthread_create(&f->thread, NULL, listen_loop, f)) != 0) {
+		lock_free(f->l);
+		f->l = NULL;
+		close_pipes(f);
+		errno = e;
+		return -1;
+	}
+	f->running = 1;
+	return 0;
+}
+
+int
+forced_fd(const struct forced *f)
+{
+	return f->running ? f->event_pipe[0] : -1;
+}
+
+int
+forced_heard(const struct forced *f)
+{
+	return atomic_load(&f->heard);
+}
+
+void
+forced_stop(struct forced *f)
+{
+	char b = 1;
+
+	if (!f->running)
+		return;
+	(void)!write(f->stop_pipe[1], &b, 1);
+	pthread_join(f->thread, NULL);
+	f->running = 0;
+	lock_free(f->l);
+	f->l = NULL;
+	close_pipes(f);
+}
