@@ -46,7 +46,10 @@ teardown() {
 
 owner_of() { cluster_key_owner "$1" | cut -d' ' -f2; }
 held_on() { [ "$(topo_cli "$1" exists "rlock:{$2}")" = 1 ]; }
-blpop_on() { topo_cli "$1" client list | grep -q 'flags=b .*cmd=blpop'; }
+blpop_on() {
+	topo_cli "$1" client list | grep 'flags=b .*cmd=blpop' |
+		grep -qv ' name=rlock-holder '
+}
 
 @test "tls cluster: the nodes speak TLS only, and the URL is rediss+cluster://" {
 	local p

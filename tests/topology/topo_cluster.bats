@@ -48,7 +48,10 @@ owner_of() { cluster_key_owner "$1" | cut -d' ' -f2; }
 has_key() { [ "$(topo_cli "$1" exists "$2")" = 1 ]; }
 held_on() { has_key "$1" "rlock:{$2}"; }
 # A plain waiter for KEY sits in BLPOP on PORT.
-blpop_on() { topo_cli "$1" client list | grep -q 'flags=b .*cmd=blpop'; }
+blpop_on() {
+	topo_cli "$1" client list | grep 'flags=b .*cmd=blpop' |
+		grep -qv ' name=rlock-holder '
+}
 # A --fair waiter for KEY is queued on PORT and subscribed there.
 fair_on() {
 	[ "$(topo_cli "$1" llen "rlock:{$2}:q")" = 1 ] &&

@@ -253,13 +253,14 @@ grant() {
 	done
 }
 
-# N clients are blocked (a waiter's BLPOP on KEY's wake tokens) on the
-# masters of the set in use, all of them together.
+# N clients are blocked (a waiter's BLPOP on KEY's wake tokens; not a
+# holder listening for release --force) on the masters of the set in
+# use, all of them together.
 blocked() {
 	local p n=0 b
 	for p in $MASTERS_PORTS; do
-		b=$(topo_cli "$p" info clients 2>/dev/null |
-			sed -n 's/^blocked_clients:\([0-9]*\).*/\1/p')
+		b=$(topo_cli "$p" client list 2>/dev/null |
+			grep ' flags=[a-zA-Z]*b' | grep -cv ' name=rlock-holder ')
 		n=$((n + ${b:-0}))
 	done
 	[ "$n" -ge "$1" ]
@@ -590,9 +591,9 @@ late_acquire_undone() {
 fence_above() { # PORT KEY FENCE
 	[ "$(topo_cli "$1" get "rlock:{$2}:fence")" -gt "$3" ]
 }
-waiting_on() { # PORT: a client blocks there (BLPOP)
-	[ "$(topo_cli "$1" info clients | tr -d '\r' |
-		sed -n 's/^blocked_clients://p')" -ge 1 ]
+waiting_on() { # PORT: a waiter blocks there (BLPOP), not a holder
+	topo_cli "$1" client list | grep ' flags=[a-zA-Z]*b' |
+		grep -qv ' name=rlock-holder '
 }
 
 # A master that left the login unanswered may read the acquire behind
