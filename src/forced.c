@@ -8,10 +8,6 @@
  * connection. A connection that fails (a restart, a refused BLPOP: a user
  * made without +blpop) is tried again after a pause that doubles up to
  * RETRY_MAX_MS, so a refusal costs Redis one command in that long.
- * Each connection is named LISTENER_NAME (CLIENT SETNAME), so that an
- * operator's CLIENT LIST, and the tests, can tell a holder listening from
- * a waiter blocked in BLPOP; a user that may not name it leaves it
- * unnamed.
  */
 #include "forced.h"
 
@@ -21,49 +17,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "server.h"
 #include "util.h"
 
 #define LISTEN_SPAN_MS 10000
 #define RETRY_FIRST_MS 100
 #define RETRY_MAX_MS 30000
-#define SERVERS_MAX 16
-#define LISTENER_NAME "rlock-holder"
-
-/* FIXME: as listener() below, an op behind lock.h. */
-static void
-name_them(struct forced *f)
-{
-	const char *argv[3] = { "CLIENT", "SETNAME", LISTENER_NAME };
-	size_t lens[3] = { 6, 7, sizeof(LISTENER_NAME) - 1 };
-	struct server *s;
-	int i, n = lock_servers(f->l);
-
-	for (i = 0; i < n; i++)
-		if (server_is_open(s = lock_server(f->l, i)))
-			reply_free(server_command(s, 3, argv, lens));
-}
-
-/*
- * BLPOP on the one server, or on one --redlock master (the first that
- * answers): force_release runs on each, so any one tells.
- * FIXME: this belongs behind lock.h as an op, as lock_waker does.
- */
-static struct waker *
-listener(struct forced *f)
-{
-	struct server *s[SERVERS_MAX];
-	int i, n = lock_servers(f->l);
-
-	if (n > SERVERS_MAX)
-		n = SERVERS_MAX;
-	if (n == 1)
-		return wake_pop(lock_server(f->l, 0), f->ctx->k.broken,
-		    f->ctx->k.broken_len);
-	for (i = 0; i < n; i++)
-		s[i] = lock_server(f->l, i);
-	return wake_pop_any(s, n, 1, f->ctx->k.broken, f->ctx->k.broken_len);
-}
 
 /* Sleep ms, or until told to stop: 1 stop, 0 slept. */
 static int
@@ -93,10 +51,12 @@ listen_loop(void *arg)
 		if (!lock_is_open(f->l)) {
 			if (lock_open(f->l) != 0)
 				goto again;
-			name_them(f);
+			/* A new connection is named anew. */
+			waker_free(w);
+			w = NULL;
 		}
-		if (w == NULL && (w = listener(f)) == NULL)
-			goto again;
+		if (w == NULL)
+			w = lock_listener(f->l, f->ctx);
 		r = waker_wait(w, mono_ms() + LISTEN_SPAN_MS, f->stop_pipe[0]);
 		if (r == WOKE_SIGFD)
 			break;

@@ -172,6 +172,29 @@ lock_waker(struct lock *l, const struct lock_ctx *ctx)
 	return l->ops->waker(l, ctx);
 }
 
+/* A name CLIENT LIST shows for a holder's listening connection, so that
+ * an operator (and the tests) can tell it from a waiter blocked in BLPOP;
+ * a user that may not name it leaves it unnamed. */
+#define LISTENER_NAME "rlock-holder"
+
+struct waker *
+lock_listener(struct lock *l, const struct lock_ctx *ctx)
+{
+	const char *argv[3] = { "CLIENT", "SETNAME", LISTENER_NAME };
+	size_t lens[3] = { 6, 7, sizeof(LISTENER_NAME) - 1 };
+	struct server *s[QUORUM_MAX];
+	int i, n = lock_servers(l);
+
+	if (n > QUORUM_MAX)
+		n = QUORUM_MAX;
+	for (i = 0; i < n; i++)
+		if (server_is_open(s[i] = lock_server(l, i)))
+			reply_free(server_command(s[i], 3, argv, lens));
+	if (n == 1)
+		return wake_pop(s[0], ctx->k.broken, ctx->k.broken_len);
+	return wake_pop_any(s, n, 1, ctx->k.broken, ctx->k.broken_len);
+}
+
 int
 lock_recheck(struct lock *l)
 {

@@ -126,6 +126,15 @@ void lock_describe_holder(struct lock *l, const struct lock_ctx *ctx,
 /* How a waiter for ctx is woken (wake.h); free with waker_free. */
 struct waker *lock_waker(struct lock *l, const struct lock_ctx *ctx);
 
+/*
+ * How a holder of ctx hears a release --force (forced.h): a BLPOP on
+ * P{KEY}:broken, on the one server or on the first --redlock master that
+ * answers (force_release runs on each), its connections named
+ * rlock-holder (CLIENT SETNAME, where the user may). Call with l open;
+ * free with waker_free.
+ */
+struct waker *lock_listener(struct lock *l, const struct lock_ctx *ctx);
+
 /* Sentinel: the master moved (reconnect there)? 1 or 0; see
  * server_recheck. */
 int lock_recheck(struct lock *l);
