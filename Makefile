@@ -197,12 +197,14 @@ bench-topo: deps all
 install: $(BIN)
 	install -D -m 755 $(BIN) $(DESTDIR)$(BINDIR)/rlock
 	install -D -m 644 man/rlock.1 $(DESTDIR)$(MANDIR)/man1/rlock.1
+	install -D -m 644 man/rlock.7 $(DESTDIR)$(MANDIR)/man7/rlock.7
 	install -D -m 644 completions/rlock.bash $(DESTDIR)$(BASHCOMPDIR)/rlock
 	install -D -m 644 completions/_rlock $(DESTDIR)$(ZSHCOMPDIR)/_rlock
 	install -D -m 644 completions/rlock.fish $(DESTDIR)$(FISHCOMPDIR)/rlock.fish
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/rlock $(DESTDIR)$(MANDIR)/man1/rlock.1 \
+		$(DESTDIR)$(MANDIR)/man7/rlock.7 \
 		$(DESTDIR)$(BASHCOMPDIR)/rlock $(DESTDIR)$(ZSHCOMPDIR)/_rlock \
 		$(DESTDIR)$(FISHCOMPDIR)/rlock.fish
 
