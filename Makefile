@@ -2,7 +2,7 @@
 #
 # Variables you may override:
 #   CC, CFLAGS (default -O2 -g), LDFLAGS, PREFIX (/usr/local), DESTDIR,
-#   BINDIR, MANDIR, BASHCOMPDIR, ZSHCOMPDIR, FISHCOMPDIR,
+#   BINDIR, MANDIR, BASHCOMPDIR, ZSHCOMPDIR, FISHCOMPDIR, SYSCONFDIR,
 #   STATIC (see below).
 # Targets: all, check, demo, asan, valgrind, check-topology,
 # check-distributed, torture, fuzz, bench, bench-topo, install, uninstall,
@@ -17,6 +17,8 @@ BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 # Debian's zsh reads vendor-completions under /usr, site-functions elsewhere.
 ZSHCOMPDIR  ?= $(if $(filter /usr,$(PREFIX)),$(PREFIX)/share/zsh/vendor-completions,$(PREFIX)/share/zsh/site-functions)
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
+# The system's rlock.conf is $(SYSCONFDIR)/rlock.conf, whatever PREFIX is.
+SYSCONFDIR  ?= /etc
 
 # Our flags stay apart from the user's CFLAGS.
 RL_CFLAGS = -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
@@ -51,7 +53,8 @@ endif
 
 BUILD ?= build
 LUA   = $(sort $(wildcard src/lua/*.lua))
-LIB_SRC = src/acl.c src/cli.c src/config.c src/conn.c src/fanout.c \
+LIB_SRC = src/acl.c src/cli.c src/conffile.c src/config.c src/conn.c \
+	src/fanout.c \
 	src/foreign.c src/glob.c src/guard.c src/keys.c src/lock.c \
 	src/quorum.c src/renew.c src/reply.c src/report.c src/report_prom.c \
 	src/report_run.c src/report_view.c src/run.c src/script.c \
@@ -197,6 +200,7 @@ bench-topo: deps all
 install: $(BIN)
 	install -D -m 755 $(BIN) $(DESTDIR)$(BINDIR)/rlock
 	install -D -m 644 man/rlock.1 $(DESTDIR)$(MANDIR)/man1/rlock.1
+	install -D -m 644 man/rlock.conf.5 $(DESTDIR)$(MANDIR)/man5/rlock.conf.5
 	install -D -m 644 man/rlock.7 $(DESTDIR)$(MANDIR)/man7/rlock.7
 	install -D -m 644 completions/rlock.bash $(DESTDIR)$(BASHCOMPDIR)/rlock
 	install -D -m 644 completions/_rlock $(DESTDIR)$(ZSHCOMPDIR)/_rlock
@@ -204,6 +208,7 @@ install: $(BIN)
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/rlock $(DESTDIR)$(MANDIR)/man1/rlock.1 \
+		$(DESTDIR)$(MANDIR)/man5/rlock.conf.5 \
 		$(DESTDIR)$(MANDIR)/man7/rlock.7 \
 		$(DESTDIR)$(BASHCOMPDIR)/rlock $(DESTDIR)$(ZSHCOMPDIR)/_rlock \
 		$(DESTDIR)$(FISHCOMPDIR)/rlock.fish
@@ -212,6 +217,8 @@ clean:
 	rm -rf build $(BIN)
 
 -include $(wildcard $(BUILD)/*.d)
+
+$(BUILD)/conffile.o: RL_CFLAGS += -DSYSCONFDIR='"$(SYSCONFDIR)"'
 
 # ---------------------------------------------------------------- fuzz
 # libFuzzer targets (tests/fuzz/fuzz_*.c; issue 6), apart from the rest:

@@ -27,6 +27,7 @@ inst() {
 # The installed files (relative to $DEST) and their modes.
 FILES="usr/bin/rlock 755
 usr/share/man/man1/rlock.1 644
+usr/share/man/man5/rlock.conf.5 644
 usr/share/bash-completion/completions/rlock 644
 usr/share/fish/vendor_completions.d/rlock.fish 644"
 
@@ -53,6 +54,7 @@ setup() {
 	[ "$(stat -c %a "$output")" = 644 ]
 	cmp "$BIN" "$DEST/usr/bin/rlock"
 	cmp "$TOP/man/rlock.1" "$DEST/usr/share/man/man1/rlock.1"
+	cmp "$TOP/man/rlock.conf.5" "$DEST/usr/share/man/man5/rlock.conf.5"
 }
 
 @test "the installed binary runs" {
