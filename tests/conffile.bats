@@ -117,7 +117,9 @@ config_error() {
 	unset RLOCK_URL
 	REDIS_URL=$LIVE run -1 --separate-stderr "$RLOCK" status k
 	[ -z "$stderr" ]
+	# Without them, the file's.
 	run -69 --separate-stderr "$RLOCK" status k
+	[[ $stderr == *"check url in $USR:1" ]] || fail "$stderr"
 }
 
 @test "precedence: RLOCK_TLS_CACERT over the file's tls-cacert" {
