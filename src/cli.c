@@ -18,6 +18,7 @@
 
 #include "exitcode.h"
 #include "keys.h"
+#include "lockops.h"
 #include "url.h"
 #include "util.h"
 

@@ -55,9 +55,9 @@ guard_eviction(struct guard *g, struct lock *l)
 {
 	const char *argv[3] = { "CONFIG", "GET", "maxmemory-policy" };
 	size_t lens[3] = { 6, 3, 16 };
-	int i, n = lock_servers(l);
+	int i, n = lock_nodes(l);
 
 	for (i = 0; i < n; i++)
-		(void)server_send_ahead(lock_server(l, i), 3, argv, lens,
+		(void)lock_node_ask_ahead(lock_node(l, i), 3, argv, lens,
 		    on_policy, g);
 }
