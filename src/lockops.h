@@ -55,7 +55,7 @@ struct lock_busy {
 };
 
 /* What a lock can do beyond what every lock does (lock_caps). */
-#define LOCK_CAN_LOOK	0x1	/* look at a foreign holder: lock_look_foreign */
+#define LOCK_CAN_LOOK	0x1	/* look at a foreign holder (lock.h) */
 #define LOCK_FAILOVER	0x2	/* Sentinel: lock_recheck while waiting */
 
 struct lock;

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "deadline.h"
 #include "exitcode.h"
 #include "fanout.h"
 #include "lease.h"
@@ -436,7 +437,7 @@ recv_some(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
 		if (got >= need || n == 0 || left <= 0)
 			return;
 		/* An error costs only the order: recv_all reads the rest. */
-		if (poll(p, (nfds_t)n, (int)left) < 0) {
+		if (poll(p, (nfds_t)n, deadline_poll_ms(until)) < 0) {
 			if (errno == EINTR)
 				continue;
 			return;

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * --redlock: one lock over N independent masters (N odd, 3 to
- * REDLOCK_MAX), each a
- * one-server lock (single.h) of its own. Granted, extended, released and
- * re-entered by majority; see quorum.c for the rules.
+ * REDLOCK_MAX), each a one-server lock (single.h) of its own. Granted,
+ * extended, released and re-entered by majority; see quorum.c for the
+ * rules.
  */
 #ifndef RLOCK_QUORUM_H
 #define RLOCK_QUORUM_H

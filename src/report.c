@@ -457,8 +457,10 @@ each_master(const struct rlock_opts *o, struct lock *l, struct failure *fail)
 			else
 				printf("unreachable: %s\n",
 				    lock_node_failure(p)->why);
-			if (!lock_node_is_open(p) || lock_node_failure(p)->why[0])
-				msg_warn("%s: %s", url, lock_node_failure(p)->why);
+			if (!lock_node_is_open(p) ||
+			    lock_node_failure(p)->why[0])
+				msg_warn("%s: %s", url,
+				    lock_node_failure(p)->why);
 		} else {
 			answered++;
 			yes += st == 0;

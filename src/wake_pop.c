@@ -26,7 +26,7 @@ struct pop_waker {
 	int at;				/* where the BLPOP is in flight */
 	int armed;			/* a BLPOP is in flight */
 	int64_t armed_until;
-	int sharp;			/* armed_until is an expiry: see below */
+	int sharp;			/* armed_until is an expiry: pop_wait */
 	struct wake_behind behind;	/* send NULL: nothing behind */
 	char *list;
 	size_t list_len;
