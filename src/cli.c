@@ -19,6 +19,7 @@
 #include "conffile.h"
 #include "exitcode.h"
 #include "keys.h"
+#include "lockops.h"
 #include "url.h"
 #include "util.h"
 

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "acl.h"
+#include "conn.h"
 #include "exitcode.h"
 #include "lease.h"
 #include "tls.h"
