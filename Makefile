@@ -1,9 +1,10 @@
 # rlock -- run a command while holding a lock in Redis.
 #
 # Variables you may override:
-#   CC, CFLAGS (default -O2 -g), LDFLAGS, PREFIX (/usr/local), DESTDIR,
-#   BINDIR, MANDIR, BASHCOMPDIR, ZSHCOMPDIR, FISHCOMPDIR,
-#   STATIC (see below).
+#   CC, CFLAGS (default -O2 -g), CPPFLAGS, LDFLAGS (from the environment
+#   too: dpkg-buildflags' hardening flags reach every compile and link),
+#   PREFIX (/usr/local), DESTDIR, BINDIR, MANDIR, BASHCOMPDIR, ZSHCOMPDIR,
+#   FISHCOMPDIR, STATIC (see below), WERROR=1 (warnings are errors; CI).
 # Targets: all, check, demo, asan, valgrind, check-topology,
 # check-distributed, torture, fuzz, bench, bench-topo, install, uninstall,
 # clean.
@@ -18,8 +19,11 @@ BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 ZSHCOMPDIR  ?= $(if $(filter /usr,$(PREFIX)),$(PREFIX)/share/zsh/vendor-completions,$(PREFIX)/share/zsh/site-functions)
 FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 
-# Our flags stay apart from the user's CFLAGS.
-RL_CFLAGS = -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
+# Our flags stay apart from the user's CFLAGS, and come first: the user's
+# may override them. -Werror only when asked: a compiler newer than ours
+# warns of new things, and a user's build should not stop for that.
+RL_WERROR = $(if $(filter 1,$(WERROR)),-Werror)
+RL_CFLAGS = -std=gnu11 -D_GNU_SOURCE -Wall -Wextra $(RL_WERROR) -Wshadow \
 	-Wstrict-prototypes -Wmissing-prototypes -Wwrite-strings -Wformat=2 \
 	-Wvla -Wpointer-arith -Wno-missing-field-initializers \
 	-Isrc -I$(BUILD) -MMD -MP
@@ -73,7 +77,7 @@ $(BIN): $(BUILD)/main.o $(LIB_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/%.o: src/%.c $(BUILD)/lua_scripts.h | $(BUILD) hiredis-match
-	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
+	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # The hiredis header the compiler finds must be the library's version: a
 # hiredis 1.x .pc adds only -I.../include/hiredis, so <hiredis/hiredis.h>
@@ -84,14 +88,14 @@ HIREDIS_PROBE = '\#include <hiredis/hiredis.h>\nrlock_hiredis HIREDIS_MAJOR HIRE
 hiredis-match:
 	@lib=$$(pkg-config --modversion hiredis 2>/dev/null) || exit 0; \
 	hdr=$$(printf $(HIREDIS_PROBE) | $(CC) $(filter-out -MMD -MP,$(RL_CFLAGS)) \
-		$(PKG_CFLAGS) $(CFLAGS) -E -P -x c - 2>/dev/null | \
+		$(PKG_CFLAGS) $(CPPFLAGS) $(CFLAGS) -E -P -x c - 2>/dev/null | \
 		sed -n 's/^rlock_hiredis \([0-9]*\) \([0-9]*\) \([0-9]*\)$$/\1.\2.\3/p'); \
 	[ "$$hdr" = "$$lib" ] || { echo "rlock: hiredis: the header is \
 	$${hdr:-not found} but pkg-config's library is $$lib: put its include \
 	directory's parent first (CFLAGS=-I.../include)" >&2; exit 1; }
 
 $(BUILD)/lua_scripts.o: $(BUILD)/lua_scripts.c
-	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
+	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # The shared local functions of src/lua/lib/ a script calls go in front of
 # it (src/lua-text.sh).
@@ -112,7 +116,7 @@ $(BUILD):
 
 # -MMD makes headers prerequisites too: hand cc only the sources.
 $(BUILD)/unit: tests/unit/unit.c $(LIB_OBJ)
-	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ \
+	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ \
 		$(filter %.c %.o,$^) $(LIBS)
 
 # Installs missing packages when root, else prints the apt-get line.
@@ -194,15 +198,23 @@ bench: deps all
 bench-topo: deps all
 	bash bench/topo.sh $(CURDIR)/$(BIN)
 
+# Every manual page of man/, each in the section its suffix names.
+MAN_PAGES = $(sort $(wildcard man/*.[1-9]))
+MAN_PATHS = $(foreach m,$(MAN_PAGES),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
+
 install: $(BIN)
 	install -D -m 755 $(BIN) $(DESTDIR)$(BINDIR)/rlock
-	install -D -m 644 man/rlock.1 $(DESTDIR)$(MANDIR)/man1/rlock.1
+	for m in $(MAN_PAGES); do \
+		install -D -m 644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/} \
+			|| exit; \
+	done
 	install -D -m 644 completions/rlock.bash $(DESTDIR)$(BASHCOMPDIR)/rlock
 	install -D -m 644 completions/_rlock $(DESTDIR)$(ZSHCOMPDIR)/_rlock
 	install -D -m 644 completions/rlock.fish $(DESTDIR)$(FISHCOMPDIR)/rlock.fish
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/rlock $(DESTDIR)$(MANDIR)/man1/rlock.1 \
+	rm -f $(DESTDIR)$(BINDIR)/rlock \
+		$(addprefix $(DESTDIR),$(MAN_PATHS)) \
 		$(DESTDIR)$(BASHCOMPDIR)/rlock $(DESTDIR)$(ZSHCOMPDIR)/_rlock \
 		$(DESTDIR)$(FISHCOMPDIR)/rlock.fish
 
@@ -272,4 +284,4 @@ torture: $(BIN) $(BUILD)/torture-stamp
 		bash tests/torture/run.sh $(CURDIR)/$(BIN)
 
 $(BUILD)/torture-stamp: tests/torture/stamp.c | $(BUILD)
-	$(CC) $(RL_CFLAGS) $(CFLAGS) -o $@ tests/torture/stamp.c
+	$(CC) $(RL_CFLAGS) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ tests/torture/stamp.c
