@@ -7,7 +7,7 @@
 #   FISHCOMPDIR, STATIC (see below), WERROR=1 (warnings are errors; CI).
 # Targets: all, check, demo, asan, valgrind, check-topology,
 # check-distributed, torture, fuzz, bench, bench-topo, install, uninstall,
-# clean.
+# deb, check-deb, clean.
 
 CC       ?= cc
 CFLAGS   ?= -O2 -g
@@ -69,7 +69,7 @@ BIN = rlock
 
 .PHONY: all check check-unit check-bats check-docs check-topology \
 	check-distributed demo asan valgrind install uninstall clean deps bench \
-	bench-topo hiredis-match
+	bench-topo hiredis-match deb check-deb
 
 all: $(BIN)
 
@@ -217,6 +217,35 @@ uninstall:
 		$(addprefix $(DESTDIR),$(MAN_PATHS)) \
 		$(DESTDIR)$(BASHCOMPDIR)/rlock $(DESTDIR)$(ZSHCOMPDIR)/_rlock \
 		$(DESTDIR)$(FISHCOMPDIR)/rlock.fish
+
+# The Debian package (debian/): its .deb, source package, .changes and
+# the build's log in build/deb/. dpkg-buildpackage builds in the tree it
+# is given, writes its files next to that tree, and its clean step removes
+# build/: it is given a copy of this tree (what git would commit: .git and
+# the ignored files left out) in a temporary directory. make's command
+# line does not reach it: the package's flags are debian/rules'.
+# DEB_BUILD_OPTS=-b builds the binary package only.
+DEB_DIR = build/deb
+DEB_BUILD_OPTS =
+deb:
+	@rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR) && \
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	src=$$tmp/rlock-$$(dpkg-parsechangelog -S Version) && mkdir "$$src" && \
+	tar -c --exclude-vcs --exclude-vcs-ignores -f - . | \
+		tar -x -C "$$src" && \
+	echo "dpkg-buildpackage -us -uc$(DEB_BUILD_OPTS:%= %) (log: $(DEB_DIR)/build.log)" && \
+	if ! (cd "$$src" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+		dpkg-buildpackage -us -uc $(DEB_BUILD_OPTS)) \
+		> $(DEB_DIR)/build.log 2>&1; \
+	then tail -n 30 $(DEB_DIR)/build.log; \
+		echo "rlock: make deb: dpkg-buildpackage failed" >&2; exit 1; fi && \
+	find "$$tmp" -maxdepth 1 -type f -exec mv {} $(DEB_DIR)/ \; && \
+	ls $(DEB_DIR)/*.deb
+
+# The package checked (tests/deb/): built, lintian, its files unpacked;
+# the last line is "N passed, N failed".
+check-deb: deps
+	@sh tests/run-suite deb tests/deb/*.bats
 
 clean:
 	rm -rf build $(BIN)
