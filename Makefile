@@ -223,10 +223,15 @@ uninstall:
 # is given, writes its files next to that tree, and its clean step removes
 # build/: it is given a copy of this tree (what git would commit: .git and
 # the ignored files left out) in a temporary directory. make's command
-# line does not reach it: the package's flags are debian/rules'.
+# line and these variables in the environment do not reach it (make
+# exports its command line's): the package's flags are debian/rules' and
+# dpkg-buildflags' (DEB_CFLAGS_APPEND=... and the like change them).
 # DEB_BUILD_OPTS=-b builds the binary package only.
 DEB_DIR = build/deb
 DEB_BUILD_OPTS =
+DEB_UNSET = MAKEFLAGS MFLAGS MAKELEVEL CC CFLAGS CPPFLAGS LDFLAGS WERROR \
+	STATIC PREFIX DESTDIR BINDIR MANDIR BASHCOMPDIR ZSHCOMPDIR FISHCOMPDIR \
+	BUILD BIN
 deb:
 	@rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR) && \
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
@@ -234,7 +239,7 @@ deb:
 	tar -c --exclude-vcs --exclude-vcs-ignores -f - . | \
 		tar -x -C "$$src" && \
 	echo "dpkg-buildpackage -us -uc$(DEB_BUILD_OPTS:%= %) (log: $(DEB_DIR)/build.log)" && \
-	if ! (cd "$$src" && env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+	if ! (cd "$$src" && env $(DEB_UNSET:%=-u %) \
 		dpkg-buildpackage -us -uc $(DEB_BUILD_OPTS)) \
 		> $(DEB_DIR)/build.log 2>&1; \
 	then tail -n 30 $(DEB_DIR)/build.log; \

@@ -139,9 +139,11 @@ setup() {
 	assert_output ""
 }
 
-# The link line make would run for rlock (nothing is built).
+# The link line make would run for rlock (nothing is built). Not the
+# variables of a `make STATIC=0 check` that runs us: make puts those in
+# its recipes' environment too.
 link_line() {
-	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u STATIC \
 		make --no-print-directory -C "$TOP" -n -W src/main.c rlock \
 		BIN=rlock "$@" | grep -- ' -o rlock '
 }
@@ -164,9 +166,11 @@ link_line() {
 }
 
 # The compile line make would run for src/main.c into a build directory of
-# its own (nothing is built), under the environment VAR=VALUE... .
+# its own (nothing is built), under the environment VAR=VALUE... and none
+# of the flags of a `make WERROR=1 check` that runs us.
 compile_line() {
-	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL "$@" \
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u WERROR -u CPPFLAGS \
+		-u CFLAGS -u LDFLAGS "$@" \
 		make --no-print-directory -C "$TOP" -n \
 		BUILD="$BATS_TEST_TMPDIR/b" "$BATS_TEST_TMPDIR/b/main.o" |
 		grep -- " -c -o $BATS_TEST_TMPDIR/b/main.o "

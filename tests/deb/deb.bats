@@ -13,9 +13,9 @@ setup_file() {
 	TOP=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 	export DEB_DIR=$TOP/build/deb
 	export ROOT=$BATS_FILE_TMPDIR/root
-	# Not the variables of a `make check-deb X=...` that runs us.
-	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
-		make --no-print-directory -C "$TOP" deb
+	# The package's flags are its own: none of these may reach its build.
+	make --no-print-directory -C "$TOP" deb WERROR=1 STATIC=1 \
+		CFLAGS='-O0 -DRL_LEAKED' CPPFLAGS=-DRL_LEAKED LDFLAGS=-DRL_LEAKED
 	local debs=("$DEB_DIR"/rlock_*.deb)
 	if [ "${#debs[@]}" != 1 ] || [ ! -f "${debs[0]}" ]; then
 		echo "one rlock_*.deb expected in $DEB_DIR: ${debs[*]}" >&2
@@ -25,7 +25,7 @@ setup_file() {
 	dpkg-deb -x "$DEB" "$ROOT"
 }
 
-@test "no compiler warning; the hardening flags reach every compile and the link" {
+@test "the build: no warning; dpkg-buildflags on every compile and the link, make's command line on none" {
 	local log=$DEB_DIR/build.log compiles
 	run grep -E '\.[ch]:[0-9]+(:[0-9]+)?: warning:' "$log"
 	assert_failure 1
@@ -36,6 +36,9 @@ setup_file() {
 		"$compiles" ] || fail "a compile without dpkg-buildflags' CPPFLAGS"
 	[ "$(grep ' -c -o build/' "$log" | grep -c -- ' -fstack-protector-strong ')" = \
 		"$compiles" ] || fail "a compile without dpkg-buildflags' CFLAGS"
+	# Nor the flags of make's command line (setup_file).
+	run grep -E -- '-DRL_LEAKED|-Werror( |$)' "$log"
+	assert_failure 1
 	run grep -- ' -o rlock ' "$log"
 	assert_success
 	assert_output --partial '-Wl,-z,relro'
