@@ -36,6 +36,8 @@ one_cfg(const struct rlock_opts *o, const char *url, struct conn_cfg *cfg)
 	cfg->password = o->password;
 	if (cfg->ep.pass && !o->password_from_file)
 		cfg->password = cfg->ep.pass;
+	if (o->password_from_file)
+		cfg->password_file = o->password_file;
 	cfg->sentinel_password = getenv("RLOCK_SENTINEL_PASSWORD");
 	cfg->connect_timeout_ms = o->connect_timeout_ms;
 	/* --tls: every TCP connection; a unix socket stays on this host. */

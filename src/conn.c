@@ -1098,27 +1098,53 @@ defer_hello(struct conn *cn, int argc, const char **argv, const char *what,
 	cn->hello_shown = cn->cmd_timeout_ms;
 }
 
+/*
+ * The password for this login into buf: the first line of
+ * --password-file as it is now, or the one given when there is no file
+ * or it cannot be read whole (caught empty in the middle of a rewrite).
+ */
+static const char *
+login_password(const struct conn_cfg *cfg, char *buf, size_t len)
+{
+	FILE *f;
+	size_t n;
+	int ok;
+
+	if (cfg->password_file == NULL ||
+	    (f = fopen(cfg->password_file, "re")) == NULL)
+		return cfg->password;
+	ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	n = ok ? strcspn(buf, "\r\n") : 0;
+	if (n == 0)
+		return cfg->password;
+	buf[n] = '\0';
+	return buf;
+}
+
 static int
 handshake(struct conn *cn, int64_t deadline, int defer)
 {
 	const struct endpoint *ep = &cn->cfg->ep;
 	const char *argv[3];
-	char dbs[16];
-	int argc = 0;
+	char dbs[16], pw[1024];
+	int argc = 0, st;
 
 	defer = defer && ep->db == 0;
 	if (cn->cfg->password) {
 		argv[argc++] = "AUTH";
 		if (ep->user)
 			argv[argc++] = ep->user;
-		argv[argc++] = cn->cfg->password;
+		argv[argc++] = login_password(cn->cfg, pw, sizeof(pw));
 		if (defer) {
 			defer_hello(cn, argc, argv, "authentication failed",
 			    deadline);
+			explicit_bzero(pw, sizeof(pw));
 			return 0;
 		}
-		if (ask(cn, "authentication failed", argc, argv,
-		    deadline) != 0) {
+		st = ask(cn, "authentication failed", argc, argv, deadline);
+		explicit_bzero(pw, sizeof(pw));
+		if (st != 0) {
 			/* Any error answer to AUTH is a refusal; a peer that
 			 * is not Redis (cn closed) stays 76. */
 			if (cn->fail.status == RL_EXIT_PROTOCOL && cn->fd >= 0)

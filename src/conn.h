@@ -24,6 +24,10 @@
 struct conn_cfg {
 	struct endpoint ep;
 	const char *password;		/* NULL: no AUTH */
+	/* --password-file: read again at every login (a password rotated
+	 * under a long run is the one the server wants now); password is
+	 * what it held at the start, used while it cannot be read. */
+	const char *password_file;
 	const char *sentinel_password;	/* NULL: the sentinels' own, if asked */
 	int64_t connect_timeout_ms;
 };
