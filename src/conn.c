@@ -303,7 +303,7 @@ last_words(struct conn *cn, const char *what)
 	 * hung up on the command we were writing. */
 	if (n < 0 && errno == EPROTO && cn->tls) {
 		st = tls_error(cn->tls, why, sizeof(why));
-		failure_set(&cn->fail, st, "%s", why);
+		failure_make(&cn->fail, FAIL_TLS, st, "%s", why);
 		return 0;
 	}
 	if (n < 2 || buf[0] != '-')
@@ -332,16 +332,17 @@ io_failed(struct conn *cn, const char *what, int e)
 		/* Under TLS 1.3 the server's verdict on our client certificate
 		 * comes after the handshake: here, at our first read. */
 		st = tls_error(cn->tls, why, sizeof(why));
-		failure_set(&cn->fail, st, "%s", why);
+		failure_make(&cn->fail, FAIL_TLS, st, "%s", why);
 	} else if (e == ETIMEDOUT)
-		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s: no answer "
-		    "within %lldms", what, (long long)cn->cmd_timeout_ms);
+		failure_make(&cn->fail, FAIL_TIMEOUT, RL_EXIT_UNAVAILABLE,
+		    "%s: no answer within %lldms", what,
+		    (long long)cn->cmd_timeout_ms);
 	else if (e == 0)
-		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s: the server "
-		    "closed the connection", what);
+		failure_make(&cn->fail, FAIL_DROPPED, RL_EXIT_UNAVAILABLE,
+		    "%s: the server closed the connection", what);
 	else
-		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s: %s", what,
-		    strerror(e));
+		failure_make(&cn->fail, FAIL_DROPPED, RL_EXIT_UNAVAILABLE,
+		    "%s: %s", what, strerror(e));
 	drop(cn, 1);
 }
 
@@ -353,13 +354,14 @@ not_redis(struct conn *cn, const char *what)
 	/* A TLS port may answer plain text with an alert record. */
 	if (cn->tls == NULL && cn->reader && tls_looks_like_tls(
 	    (const unsigned char *)cn->reader->buf, cn->reader->len)) {
-		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s",
-		    TLS_PLAIN_TO_TLS);
+		failure_make(&cn->fail, FAIL_TLS_PLAIN, RL_EXIT_UNAVAILABLE,
+		    "%s", TLS_PLAIN_TO_TLS);
 		drop(cn, 1);
 		return;
 	}
-	failure_set(&cn->fail, RL_EXIT_PROTOCOL, "%s: %s (%s)", what,
-	    CONN_NOT_REDIS, cn->reader && cn->reader->errstr[0] ?
+	failure_make(&cn->fail, FAIL_NOT_REDIS, RL_EXIT_PROTOCOL,
+	    "%s: the answer is not in the Redis protocol (%s)", what,
+	    cn->reader && cn->reader->errstr[0] ?
 	    cn->reader->errstr : "unreadable reply");
 	drop(cn, 1);
 }
@@ -522,7 +524,7 @@ uncork(struct conn *cn, int argc, const char **argv, const size_t *lens,
 	free(buf);
 	if (st < 0 && hello) {
 		maybe_tls_port(cn, cn->hello_due);
-		cn->fail.hello = 1;
+		cn->fail.again = AGAIN_NOT;
 	}
 	return st;
 }
@@ -537,8 +539,8 @@ send_by(struct conn *cn, int argc, const char **argv, const size_t *lens,
 
 	if (cn->fd < 0) {
 		if (cn->fail.status == 0)
-			failure_set(&cn->fail, RL_EXIT_UNAVAILABLE,
-			    "not connected");
+			failure_make(&cn->fail, FAIL_DROPPED,
+			    RL_EXIT_UNAVAILABLE, "not connected");
 		return -1;
 	}
 	failure_clear(&cn->fail);
@@ -620,8 +622,8 @@ recv_one(struct conn *cn, int64_t deadline, struct reply **out,
 	*out = NULL;
 	if (cn->fd < 0) {
 		if (cn->fail.status == 0)
-			failure_set(&cn->fail, RL_EXIT_UNAVAILABLE,
-			    "not connected");
+			failure_make(&cn->fail, FAIL_DROPPED,
+			    RL_EXIT_UNAVAILABLE, "not connected");
 		return -1;
 	}
 	for (;;) {
@@ -720,8 +722,9 @@ hear_out(struct conn *cn, int n, int64_t by)
  * The login failed: refused (answered), or no answer. The armed undo is
  * written behind what the server may still run, and the socket closes in
  * order: a server that refused is heard out first (briefly), one that
- * never answered is not waited for. Marks the failure hello, and
- * undo_owed while the undo may still reach the server. -1.
+ * never answered is not waited for. The request may not be sent again
+ * (AGAIN_NOT), nor ever to this server while the undo may still reach it
+ * (AGAIN_NOT_THERE). -1.
  */
 static int
 hello_failed(struct conn *cn, int answered)
@@ -733,8 +736,7 @@ hello_failed(struct conn *cn, int answered)
 		left = hear_out(cn, cn->nahead + 1 + cn->undo_cmds, mono_ms() +
 		    (cn->hello_left < 1000 ? cn->hello_left : 1000));
 	drop(cn, !undone);
-	cn->fail.hello = 1;
-	cn->fail.undo_owed = undone && left > 0;
+	cn->fail.again = undone && left > 0 ? AGAIN_NOT_THERE : AGAIN_NOT;
 	return -1;
 }
 
@@ -750,8 +752,8 @@ hello_silent(struct conn *cn, int64_t by)
 	if (shown < 0)
 		shown = 0;
 	cn->last_errno = ETIMEDOUT;
-	failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s: no answer within "
-	    "%lldms", cn->hello_cmd, (long long)shown);
+	failure_make(&cn->fail, FAIL_TIMEOUT, RL_EXIT_UNAVAILABLE, "%s: no "
+	    "answer within %lldms", cn->hello_cmd, (long long)shown);
 	return hello_failed(cn, 0);
 }
 
@@ -793,15 +795,17 @@ hello_reply(struct conn *cn, int64_t deadline, int timeout_fails)
 	}
 	if (st < 0) {		/* closed, reset or not Redis: dropped */
 		maybe_tls_port(cn, cn->hello_due);
-		cn->fail.hello = 1;
+		cn->fail.again = AGAIN_NOT;
 		return -1;
 	}
 	if (st == 0)
 		return hello_silent(cn, by);
 	failure_from_reply(&cn->fail, cn->hello_what, r);
-	/* Any error answer to AUTH is a refusal. */
-	if (cn->hello_auth && cn->fail.status == RL_EXIT_PROTOCOL)
+	/* Any error answer to AUTH is a refusal of the credentials. */
+	if (cn->hello_auth && cn->fail.status == RL_EXIT_PROTOCOL) {
 		cn->fail.status = RL_EXIT_NOPERM;
+		cn->fail.kind = FAIL_CREDENTIALS;
+	}
 	reply_free(r);
 	return hello_failed(cn, 1);
 }
@@ -833,9 +837,10 @@ recv_by(struct conn *cn, int64_t deadline, struct reply **out,
 }
 
 int
-conn_recv(struct conn *cn, int64_t deadline, struct reply **out)
+conn_recv(struct conn *cn, int64_t deadline, const char *what,
+    struct reply **out)
 {
-	return recv_by(cn, deadline, out, "reply", 0);
+	return recv_by(cn, deadline, out, what, 0);
 }
 
 static struct reply *
@@ -982,8 +987,8 @@ early_done(struct conn *cn, int64_t deadline)
 	cn->early_fd = -1;
 	if (connect_wait(fd, cn->early_by < deadline ? cn->early_by :
 	    deadline) < 0) {
-		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s",
-		    strerror(errno));
+		failure_make(&cn->fail, FAIL_UNREACHABLE, RL_EXIT_UNAVAILABLE,
+		    "%s", strerror(errno));
 		return -1;
 	}
 	cn->peer_len = sizeof(cn->peer);
@@ -999,15 +1004,15 @@ open_unix(struct conn *cn, const char *path, int64_t deadline)
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 
 	if (strlen(path) >= sizeof(sun.sun_path)) {
-		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "socket path too "
-		    "long");
+		failure_make(&cn->fail, FAIL_UNREACHABLE, RL_EXIT_UNAVAILABLE,
+		    "socket path too long");
 		return -1;
 	}
 	memcpy(sun.sun_path, path, strlen(path) + 1);
 	if ((cn->fd = connect_one(AF_UNIX, (struct sockaddr *)&sun,
 	    sizeof(sun), deadline)) < 0) {
-		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s",
-		    strerror(errno));
+		failure_make(&cn->fail, FAIL_UNREACHABLE, RL_EXIT_UNAVAILABLE,
+		    "%s", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -1031,8 +1036,8 @@ open_tcp(struct conn *cn, const char *host, int port, int64_t deadline,
 	}
 	snprintf(ps, sizeof(ps), "%d", port);
 	if ((g = getaddrinfo(host, ps, &hints, &ai)) != 0) {
-		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s%s%s",
-		    say_where ? host : "", say_where ? ": " : "",
+		failure_make(&cn->fail, FAIL_UNREACHABLE, RL_EXIT_UNAVAILABLE,
+		    "%s%s%s", say_where ? host : "", say_where ? ": " : "",
 		    g == EAI_SYSTEM ? strerror(errno) : gai_strerror(g));
 		return -1;
 	}
@@ -1049,11 +1054,12 @@ open_tcp(struct conn *cn, const char *host, int port, int64_t deadline,
 	freeaddrinfo(ai);
 	if (cn->fd < 0) {
 		if (say_where)
-			failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s:%d: %s",
-			    host, port, strerror(e));
-		else
-			failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s",
+			failure_make(&cn->fail, FAIL_UNREACHABLE,
+			    RL_EXIT_UNAVAILABLE, "%s:%d: %s", host, port,
 			    strerror(e));
+		else
+			failure_make(&cn->fail, FAIL_UNREACHABLE,
+			    RL_EXIT_UNAVAILABLE, "%s", strerror(e));
 		return -1;
 	}
 	tune_tcp(cn->fd);
@@ -1147,8 +1153,11 @@ handshake(struct conn *cn, int64_t deadline, int defer)
 		if (st != 0) {
 			/* Any error answer to AUTH is a refusal; a peer that
 			 * is not Redis (cn closed) stays 76. */
-			if (cn->fail.status == RL_EXIT_PROTOCOL && cn->fd >= 0)
+			if (cn->fail.status == RL_EXIT_PROTOCOL &&
+			    cn->fd >= 0) {
 				cn->fail.status = RL_EXIT_NOPERM;
+				cn->fail.kind = FAIL_CREDENTIALS;
+			}
 			return cn->fail.status;
 		}
 	}
@@ -1185,9 +1194,10 @@ start_tls(struct conn *cn, const char *host, int port, int64_t deadline)
 	if (cn->tls != NULL)
 		return 0;
 	if (host)
-		failure_set(&cn->fail, st, "%s:%d: %s", host, port, why);
+		failure_make(&cn->fail, FAIL_TLS, st, "%s:%d: %s", host, port,
+		    why);
 	else
-		failure_set(&cn->fail, st, "%s", why);
+		failure_make(&cn->fail, FAIL_TLS, st, "%s", why);
 	return st;
 }
 
@@ -1207,8 +1217,8 @@ maybe_tls_port(struct conn *cn, int64_t deadline)
 		return;
 	if (tls_probe((const struct sockaddr *)&cn->peer, cn->peer_len,
 	    deadline))
-		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s",
-		    TLS_PLAIN_TO_TLS);
+		failure_make(&cn->fail, FAIL_TLS_PLAIN, RL_EXIT_UNAVAILABLE,
+		    "%s", TLS_PLAIN_TO_TLS);
 }
 
 int

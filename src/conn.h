@@ -17,9 +17,6 @@
 #include "reply.h"
 #include "url.h"
 
-/* In a failure's words when the peer's bytes are not the Redis protocol. */
-#define CONN_NOT_REDIS	"the answer is not in the Redis protocol"
-
 /* How to reach and log in to one server (or one sentinel). */
 struct conn_cfg {
 	struct endpoint ep;
@@ -139,9 +136,10 @@ int conn_send(struct conn *cn, int argc, const char **argv,
  * The next reply, waiting until `deadline` (mono ms) at most: 1 with *out
  * set (the caller frees it), 0 when the deadline passed first (cn still
  * usable: a blocking command may still answer), -1 on failure (cn closed,
- * failure recorded).
+ * failure recorded, named by `what`).
  */
-int conn_recv(struct conn *cn, int64_t deadline, struct reply **out);
+int conn_recv(struct conn *cn, int64_t deadline, const char *what,
+    struct reply **out);
 
 /*
  * Is a reply, or part of one, already read from the socket? poll() on

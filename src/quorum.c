@@ -56,8 +56,8 @@ struct quorum {
 	int64_t cap;			/* each master's timeouts, at most */
 	int64_t cmd_ms;			/* each master's reply, at most */
 	/* Its login, sent ahead of our acquire, failed, and the undo
-	 * written behind that acquire may still reach it (undo_owed): it
-	 * would take back a grant there under the same token. So it is
+	 * written behind that acquire may still reach it (AGAIN_NOT_THERE):
+	 * it would take back a grant there under the same token. So it is
 	 * asked no more acquires in this run, and counts as a no to an
 	 * extend or a re-entry check, not asked (a yes would be the old
 	 * acquire, its undo still to come). A release there does no harm. */
@@ -523,9 +523,9 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 			break;
 		default:
 			errs++;
-			if (m_fail(m)->undo_owed)
+			if (m_fail(m)->again == AGAIN_NOT_THERE)
 				q->no_acquire[i] = 1;
-			else if (m_fail(m)->ours)
+			else if (m_fail(m)->kind == FAIL_SCRIPT)
 				own = i;
 			break;
 		}
@@ -552,7 +552,8 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 		 * server, nothing to try again. */
 		for (i = 0, barred = 0; i < n; i++)
 			barred += q->no_acquire[i];
-		q->fail.hello = barred > n - majority(q);
+		q->fail.again = barred > n - majority(q) ? AGAIN_NOT :
+		    AGAIN_MAY;
 		return LOCK_ERROR;
 	}
 	if (!have_busy) {

@@ -290,8 +290,8 @@ list_main(const struct rlock_opts *o, struct server *cn)
 		/* Some other client's hash or list under a lock's name is
 		 * not a lock: skip it rather than fail the whole list. */
 		if ((st = view_inspect(cn, o->prefix, &f.v[i])) < 0 &&
-		    server_is_open(cn) && strstr(server_failure(cn)->why,
-		    "WRONGTYPE") != NULL) {
+		    server_is_open(cn) &&
+		    strcmp(server_failure(cn)->code, "WRONGTYPE") == 0) {
 			msg_verbose("skipping: %s", server_failure(cn)->why);
 			st = 0;
 		}

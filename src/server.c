@@ -670,7 +670,7 @@ server_send_ahead(struct server *s, int argc, const char **argv,
 int
 server_recv(struct server *s, int64_t deadline, struct reply **out)
 {
-	int r = conn_recv(s->cn, deadline, out);
+	int r = conn_recv(s->cn, deadline, "reply", out);
 
 	if (r < 0)
 		from_conn(s);
@@ -683,16 +683,13 @@ server_reply(struct server *s, int64_t deadline, const char *what)
 	char timeout[] = "timeout";
 	struct reply *r, fake = { .type = REPLY_ERROR, .str = timeout,
 	    .len = sizeof(timeout) - 1 };
-	int n = conn_recv(s->cn, deadline, &r);
+	/* Named as server_command names it: by the command. */
+	int n = conn_recv(s->cn, deadline, what, &r);
 
 	if (n > 0)
 		return r;
 	if (n < 0) {
-		/* Named as server_command names it: by the command. */
 		from_conn(s);
-		if (strncmp(s->fail.why, "reply: ", 7) == 0)
-			failure_set(&s->fail, s->fail.status, "%s: %s", what,
-			    conn_failure(s->cn)->why + 7);
 		return NULL;
 	}
 	if (conn_hello_silent(s->cn)) {

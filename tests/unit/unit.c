@@ -821,6 +821,62 @@ test_reply_status(void)
 	    "only 69 is worth a retry on a new connection");
 }
 
+/* An error reply's kind and code, and whether it is worth a retry. */
+static const struct {
+	const char *reply;
+	enum fail_kind kind;
+	const char *code;
+	int retry;
+} KIND_ROWS[] = {
+	{ "WRONGPASS invalid username-password pair or user is disabled.",
+	    FAIL_CREDENTIALS, "WRONGPASS", 0 },
+	{ "NOAUTH Authentication required.", FAIL_CREDENTIALS, "NOAUTH", 0 },
+	{ "NOPERM this user has no permissions to run the 'evalsha' command",
+	    FAIL_NOPERM, "NOPERM", 0 },
+	{ "LOADING Redis is loading the dataset in memory", FAIL_BUSY,
+	    "LOADING", 1 },
+	{ "BUSY Redis is busy running a script.", FAIL_BUSY, "BUSY", 1 },
+	{ "ERR max number of clients reached", FAIL_BUSY, "ERR", 1 },
+	{ "MASTERDOWN Link with MASTER is down", FAIL_BUSY, "MASTERDOWN", 1 },
+	{ "CLUSTERDOWN The cluster is down", FAIL_BUSY, "CLUSTERDOWN", 1 },
+	{ "TRYAGAIN Multiple keys request during rehashing of slot",
+	    FAIL_BUSY, "TRYAGAIN", 1 },
+	{ "MOVED 1875 127.0.0.1:17005", FAIL_SERVER, "MOVED", 1 },
+	{ "READONLY You can't write against a read only replica.",
+	    FAIL_SERVER, "READONLY", 0 },
+	{ "ERR unknown command 'EVALSHA'", FAIL_SERVER, "ERR", 0 },
+	{ "RLOCK_LIMIT --limit 3 differs from the holders' 2", FAIL_SCRIPT,
+	    "RLOCK_LIMIT", 0 },
+};
+
+static void
+test_failure_kind(void)
+{
+	struct failure f;
+	struct reply r;
+	size_t i;
+
+	for (i = 0; i < sizeof(KIND_ROWS) / sizeof(KIND_ROWS[0]); i++) {
+		memset(&r, 0, sizeof(r));
+		r.type = REPLY_ERROR;
+		r.str = (char *)KIND_ROWS[i].reply;
+		r.len = strlen(r.str);
+		(void)failure_from_reply(&f, "acquire", &r);
+		CHECK(f.kind == KIND_ROWS[i].kind &&
+		    strcmp(f.code, KIND_ROWS[i].code) == 0 &&
+		    failure_retry(&f) == KIND_ROWS[i].retry,
+		    "failure kind of '%.30s': %d %s %d", r.str, (int)f.kind,
+		    f.code, failure_retry(&f));
+	}
+	failure_make(&f, FAIL_TIMEOUT, RL_EXIT_UNAVAILABLE, "x");
+	CHECK(failure_retry(&f), "a timeout is worth a retry");
+	f.again = AGAIN_NOT;
+	CHECK(!failure_retry(&f), "not a request that may not be sent again");
+	failure_make(&f, FAIL_NOT_REDIS, RL_EXIT_PROTOCOL, "x");
+	CHECK(!failure_retry(&f) && f.code[0] == '\0',
+	    "not a peer that is not Redis");
+}
+
 /* ---------------------------------------------------------------- cli */
 
 #define ANY	(-999)		/* do not check this field */
@@ -1881,8 +1937,8 @@ test_conn_login_silence(void)
 	st = conn_connect(cn, NULL, 0, mono_ms() + 400);
 	conn_arm_undo(cn, 2, del, lens);
 	r = conn_command(cn, 2, get, lens);
-	CHECK(st == 0 && r == NULL && conn_failure(cn)->hello &&
-	    conn_failure(cn)->undo_owed &&
+	CHECK(st == 0 && r == NULL &&
+	    conn_failure(cn)->again == AGAIN_NOT_THERE &&
 	    strstr(conn_failure(cn)->why, "PING: no answer within "),
 	    "conn login silence: the login's failure (%s)",
 	    conn_failure(cn)->why);
@@ -2240,6 +2296,7 @@ main(void)
 	test_glob();
 	test_conn_format();
 	test_reply_status();
+	test_failure_kind();
 	test_cli_rows();
 	test_cli_keys();
 	test_cli_password_blanked();
