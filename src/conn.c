@@ -656,7 +656,6 @@ recv_one(struct conn *cn, int64_t deadline, struct reply **out,
 			io_failed(cn, what, errno);
 			return -1;
 		}
-		while_waiting_run();
 		if ((w = wait_fd(cn->fd, want, deadline)) < 0) {
 			io_failed(cn, what, errno);
 			return -1;
