@@ -39,10 +39,12 @@ may_evict(const struct reply *r)
 static int warned;
 
 static void
-on_policy(const struct reply *r)
+on_policy(void *ctx, const struct reply *r)
 {
-	if (!warned)
-		warned = may_evict(r);
+	int *said = ctx;
+
+	if (!*said)
+		*said = may_evict(r);
 }
 
 /*
@@ -56,9 +58,10 @@ guard_eviction(struct lock *l)
 {
 	const char *argv[3] = { "CONFIG", "GET", "maxmemory-policy" };
 	size_t lens[3] = { 6, 3, 16 };
+	struct conn_req rq = { .argc = 3, .argv = argv, .lens = lens,
+	    .flags = CONN_AHEAD, .done = on_policy, .ctx = &warned };
 	int i, n = lock_servers(l);
 
 	for (i = 0; i < n; i++)
-		(void)server_send_ahead(lock_server(l, i), 3, argv, lens,
-		    on_policy);
+		(void)server_queue(lock_server(l, i), &rq);
 }

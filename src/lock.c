@@ -60,7 +60,7 @@ lock_open_first(struct lock *l)
 	int i, n = lock_servers(l);
 
 	for (i = 0; i < n; i++)
-		server_defer_hello(lock_server(l, i));
+		server_open_how(lock_server(l, i), CONN_LOGIN_AHEAD);
 	return lock_open(l);
 }
 

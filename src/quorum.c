@@ -170,7 +170,7 @@ open_master(void *arg, int i)
  * and stalled masters together cost one connect timeout.
  * At once means one thread each (fanout.c), unless every connect can be
  * started first and waited for after (a run's first open, the logins
- * riding with the acquire: server_connect_early): then the waits overlap
+ * riding with the acquire: server_open_start): then the waits overlap
  * in this thread, under the one deadline they were started with, and the
  * 4 threads' making cost more than the connects.
  */
@@ -185,7 +185,7 @@ open_closed(struct quorum *q, int skip_barred)
 	for (i = 0; i < q->n; i++)
 		if (!m_open(q->m[i]) && !(skip_barred && q->no_acquire[i])) {
 			o.at[n++] = i;
-			early += server_connect_early(m_server(q->m[i]));
+			early += server_open_start(m_server(q->m[i]));
 		}
 	if (early < n) {
 		fanout_run(n, open_master, &o);

@@ -1917,8 +1917,9 @@ test_conn_login_silence(void)
 	static const char undo_bytes[] = "*2\r\n$3\r\nDEL\r\n$1\r\nk\r\n";
 	const char *get[] = { "GET", "k" }, *del[] = { "DEL", "k" };
 	const size_t lens[] = { 3, 1 };
+	struct conn_req undo = { .argc = 2, .flags = CONN_UNDO };
 	struct sockaddr_in sa;
-		struct conn_cfg cfg;
+	struct conn_cfg cfg;
 	struct conn *cn;
 	struct reply *r;
 	char buf[4096], host[] = "127.0.0.1";
@@ -1933,9 +1934,10 @@ test_conn_login_silence(void)
 	}
 	loopback_cfg(&cfg, host, &sa);
 	cn = conn_new(&cfg, 100);
-	conn_defer_hello(cn);
-	st = conn_connect(cn, NULL, 0, mono_ms() + 400);
-	conn_arm_undo(cn, 2, del, lens);
+	st = conn_connect(cn, NULL, 0, mono_ms() + 400, CONN_LOGIN_AHEAD);
+	undo.argv = del;
+	undo.lens = lens;
+	(void)conn_queue(cn, &undo);
 	r = conn_command(cn, 2, get, lens);
 	CHECK(st == 0 && r == NULL &&
 	    conn_failure(cn)->again == AGAIN_NOT_THERE &&
@@ -1959,12 +1961,12 @@ test_conn_login_silence(void)
 }
 
 /*
- * conn_connect_early starts only what conn_connect then merely waits for
+ * conn_connect_start starts only what conn_connect then merely waits for
  * (an address, the login deferred, no TLS or SELECT); conn_connect uses
  * that connect, and one that failed is tried again as usual and named.
  */
 static void
-test_conn_connect_early(void)
+test_conn_connect_start(void)
 {
 	static const struct { const char *host; int defer, tls, db, open;
 	    int early, st; } rows[] = {
@@ -1980,11 +1982,12 @@ test_conn_connect_early(void)
 	struct conn *cn;
 	char host[16];
 	size_t i;
+	unsigned how;
 	int ls, early, st;
 
 	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		if ((ls = listen_loopback(&sa, rows[i].open, 4)) < 0) {
-			CHECK(0, "conn_connect_early: a loopback port");
+			CHECK(0, "conn_connect_start: a loopback port");
 			continue;
 		}
 		snprintf(host, sizeof(host), "%s", rows[i].host);
@@ -1992,18 +1995,17 @@ test_conn_connect_early(void)
 		cfg.ep.tls = rows[i].tls;
 		cfg.ep.db = rows[i].db;
 		cn = conn_new(&cfg, 300);
-		if (rows[i].defer)
-			conn_defer_hello(cn);
-		early = conn_connect_early(cn, mono_ms() + 300);
+		how = rows[i].defer ? CONN_LOGIN_AHEAD : 0;
+		early = conn_connect_start(cn, mono_ms() + 300, how);
 		/* Only the rows that connect for real: no TLS, no SELECT
 		 * to a socket that never answers. */
 		st = rows[i].st >= 0 ?
-		    conn_connect(cn, NULL, 0, mono_ms() + 300) : -1;
+		    conn_connect(cn, NULL, 0, mono_ms() + 300, how) : -1;
 		CHECK((rows[i].early < 0 || early == rows[i].early) &&
 		    st == rows[i].st && (st != 0 || conn_fd(cn) >= 0) &&
 		    (st != RL_EXIT_UNAVAILABLE ||
 		    strstr(conn_failure(cn)->why, "refused")),
-		    "conn_connect_early: %s, defer %d, tls %d, db %d, %s: "
+		    "conn_connect_start: %s, defer %d, tls %d, db %d, %s: "
 		    "early %d, connect %d (%s)", rows[i].host, rows[i].defer,
 		    rows[i].tls, rows[i].db, rows[i].open ? "listening" :
 		    "closed", early, st, conn_failure(cn)->why);
@@ -2014,13 +2016,13 @@ test_conn_connect_early(void)
 }
 
 /*
- * Connects started together by conn_connect_early time out together: a
+ * Connects started together by conn_connect_start time out together: a
  * listener whose queue is full drops the SYNs, and the second connect
  * waited for after the first timed out has no time of its own left. A
  * third, to a listener that takes it, done long since, still connects.
  */
 static void
-test_conn_connect_early_deadline(void)
+test_conn_connect_start_deadline(void)
 {
 	struct sockaddr_in sa, ok;
 	struct conn_cfg cfg, okcfg;
@@ -2034,7 +2036,7 @@ test_conn_connect_early_deadline(void)
 	fill = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (ls < 0 || lok < 0 || fill < 0 ||
 	    connect(fill, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		CHECK(0, "conn_connect_early: a listener with a full queue");
+		CHECK(0, "conn_connect_start: a listener with a full queue");
 		return;
 	}
 	loopback_cfg(&cfg, host, &sa);
@@ -2042,20 +2044,20 @@ test_conn_connect_early_deadline(void)
 	t0 = mono_ms();
 	for (i = 0; i < 3; i++) {
 		cn[i] = conn_new(i < 2 ? &cfg : &okcfg, 400);
-		conn_defer_hello(cn[i]);
-		(void)conn_connect_early(cn[i], t0 + 400);
+		(void)conn_connect_start(cn[i], t0 + 400, CONN_LOGIN_AHEAD);
 	}
 	for (i = 0; i < 3; i++) {
 		t0 = mono_ms();
-		st[i] = conn_connect(cn[i], NULL, 0, mono_ms() + 400);
+		st[i] = conn_connect(cn[i], NULL, 0, mono_ms() + 400,
+		    CONN_LOGIN_AHEAD);
 		took[i] = mono_ms() - t0;
 	}
 	CHECK(st[0] == RL_EXIT_UNAVAILABLE && st[1] == RL_EXIT_UNAVAILABLE &&
 	    took[0] >= 350 && took[1] < 200,
-	    "conn_connect_early: two stalled connects end together (%d in "
+	    "conn_connect_start: two stalled connects end together (%d in "
 	    "%lldms, %d in %lldms more: %s)", st[0], (long long)took[0],
 	    st[1], (long long)took[1], conn_failure(cn[1])->why);
-	CHECK(st[2] == 0, "conn_connect_early: one done long since, waited "
+	CHECK(st[2] == 0, "conn_connect_start: one done long since, waited "
 	    "for after them, connects (%d: %s)", st[2],
 	    conn_failure(cn[2])->why);
 	for (i = 0; i < 3; i++)
@@ -2309,8 +2311,8 @@ main(void)
 	test_tls_handshake();
 	test_tls_probe();
 	test_conn_login_silence();
-	test_conn_connect_early();
-	test_conn_connect_early_deadline();
+	test_conn_connect_start();
+	test_conn_connect_start_deadline();
 	test_keys();
 	test_user_files();
 	printf("1..%d\n", tests);
