@@ -2165,117 +2165,6 @@ test_glob(void)
 	}
 }
 
-/* What nsswitch.conf and /etc/passwd say, and the name we take from them
- * for uid 1000 ("" when NSS must be asked). */
-static const struct {
-	const char *nss, *passwd, *want;
-} USER_FILES_ROWS[] = {
-	{ "passwd: files systemd\n", "root:x:0:0::/root:/bin/sh\n"
-	    "alice:x:1000:1000::/home/alice:/bin/sh\n", "alice" },
-	/* Comments, blanks and other databases around it. */
-	{ "# passwd: ldap\n\ngroup: ldap files\npasswd:\tfiles # db\n",
-	    "#bob:x:1000:1000::/:/bin/sh\n\n  alice:x:1000:1:::\n", "alice" },
-	/* The first of two lines for one uid, as NSS's files source. */
-	{ "passwd: files\n", "a1:x:1000:1:::\na2:x:1000:1:::\n", "a1" },
-	/* No newline at the end. */
-	{ "passwd: files", "alice:x:1000:1:::", "alice" },
-	/* uid 10000 and 100 are not 1000. */
-	{ "passwd: files\n", "big:x:10000:1:::\nsmall:x:100:1:::\n", "" },
-	/* A uid or gid field glibc may read otherwise ("1000x" is not a
-	 * number, " 1000" and "+1000" are 1000 to strtoul, a line whose gid
-	 * is not a number is skipped), a line of fewer than seven fields:
-	 * NSS must say, even with alice after them. */
-	{ "passwd: files\n", "odd:x:1000x:1:::\nalice:x:1000:1:::\n", "" },
-	{ "passwd: files\n", "sp:x: 1000:1:::\nalice:x:1000:1:::\n", "" },
-	{ "passwd: files\n", "pl:x:+1000:1:::\nalice:x:1000:1:::\n", "" },
-	{ "passwd: files\n", "bad:x:1000::::\nalice:x:1000:1:::\n", "" },
-	{ "passwd: files\n", "bad:x:1000:abc:::\nalice:x:1000:1:::\n", "" },
-	{ "passwd: files\n", "short:x:1000:1\nalice:x:1000:1:::\n", "" },
-	/* An action after files may pass its answer on. */
-	{ "passwd: files [SUCCESS=continue] systemd\n",
-	    "alice:x:1000:1:::\n", "" },
-	{ "passwd: files [NOTFOUND=return]\n", "alice:x:1000:1:::\n", "" },
-	/* Another passwd line after white space glibc skips (\f \v \r). */
-	{ "passwd: files\n\fpasswd: nosuch\n", "alice:x:1000:1:::\n", "" },
-	{ "passwd: files\n\vpasswd: nosuch\n", "alice:x:1000:1:::\n", "" },
-	{ "passwd: files\n\rpasswd: nosuch\n", "alice:x:1000:1:::\n", "" },
-	/* Another source first, none, two passwd lines, compat. */
-	{ "passwd: sss files\n", "alice:x:1000:1:::\n", "" },
-	{ "group: files\n", "alice:x:1000:1:::\n", "" },
-	{ "passwd: files\npasswd: files\n", "alice:x:1000:1:::\n", "" },
-	{ "passwd: compat\n", "alice:x:1000:1:::\n", "" },
-	{ "passwd: filesx\n", "alice:x:1000:1:::\n", "" },
-	{ "passwd_compat: files\n", "alice:x:1000:1:::\n", "" },
-	/* A compat entry before ours: NSS may read it otherwise. */
-	{ "passwd: files\n", "+@admins:::::\nalice:x:1000:1:::\n", "" },
-	/* A name with a control character, an empty one, a long one. */
-	{ "passwd: files\n", "a\tb:x:1000:1:::\n", "" },
-	{ "passwd: files\n", ":x:1000:1:::\n", "" },
-	{ "passwd: files\n", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	    "a:x:1000:1:::\n", "" },
-};
-
-/* src/user.c's reading of the files NSS's files source reads. */
-static void
-test_user_files(void)
-{
-	char dir[] = "/tmp/rlock-unit-XXXXXX", nss[64], pw[64], buf[64];
-	size_t i;
-	FILE *f;
-	int r;
-
-	if (mkdtemp(dir) == NULL) {
-		CHECK(0, "user: mkdtemp");
-		return;
-	}
-	snprintf(nss, sizeof(nss), "%s/nsswitch.conf", dir);
-	snprintf(pw, sizeof(pw), "%s/passwd", dir);
-	for (i = 0; i < sizeof(USER_FILES_ROWS) / sizeof(USER_FILES_ROWS[0]);
-	    i++) {
-		if ((f = fopen(nss, "w")) != NULL) {
-			fputs(USER_FILES_ROWS[i].nss, f);
-			fclose(f);
-		}
-		if ((f = fopen(pw, "w")) != NULL) {
-			fputs(USER_FILES_ROWS[i].passwd, f);
-			fclose(f);
-		}
-		strcpy(buf, "");
-		r = user_from_files(nss, pw, 1000, buf, sizeof(buf));
-		CHECK(r == (USER_FILES_ROWS[i].want[0] != '\0') &&
-		    (!r || STREQ(buf, USER_FILES_ROWS[i].want)),
-		    "user_from_files row %zu: want '%s', got %d '%s'", i,
-		    USER_FILES_ROWS[i].want, r, buf);
-	}
-	/* A NUL byte, which glibc reads past: NSS is asked. */
-	if ((f = fopen(nss, "w")) != NULL) {
-		fwrite("passwd: files\0\npasswd: nosuch\n", 1, 30, f);
-		fclose(f);
-	}
-	if ((f = fopen(pw, "w")) != NULL) {
-		fputs("alice:x:1000:1:::\n", f);
-		fclose(f);
-	}
-	CHECK(user_from_files(nss, pw, 1000, buf, sizeof(buf)) == 0,
-	    "user_from_files: a NUL in nsswitch.conf");
-	/* No such files: NSS is asked. */
-	unlink(pw);
-	CHECK(user_from_files(nss, pw, 1000, buf, sizeof(buf)) == 0,
-	    "user_from_files: no passwd file");
-	unlink(nss);
-	CHECK(user_from_files(nss, pw, 1000, buf, sizeof(buf)) == 0,
-	    "user_from_files: no nsswitch.conf");
-	rmdir(dir);
-	/* This machine's own files agree with NSS when they answer. */
-	if (user_from_files("/etc/nsswitch.conf", "/etc/passwd", 0, buf,
-	    sizeof(buf))) {
-		struct passwd *p = getpwuid(0);
-
-		CHECK(p != NULL && STREQ(p->pw_name, buf),
-		    "user_from_files: uid 0 is '%s' as getpwuid says", buf);
-	}
-}
-
 int
 main(void)
 {
@@ -2314,7 +2203,6 @@ main(void)
 	test_conn_connect_start();
 	test_conn_connect_start_deadline();
 	test_keys();
-	test_user_files();
 	printf("1..%d\n", tests);
 	if (fails)
 		printf("# %d of %d failed\n", fails, tests);
