@@ -64,6 +64,8 @@ struct req {
 };
 
 #define QUEUE_MAX 8
+/* A request's flag of conn.c's own: the login (conn_connect's). */
+#define CONN_LOGIN	(1u << 8)
 
 struct conn {
 	const struct conn_cfg *cfg;
@@ -118,12 +120,6 @@ const struct failure *
 conn_failure(const struct conn *cn)
 {
 	return &cn->fail;
-}
-
-int
-conn_fail_reply(struct conn *cn, const char *what, const struct reply *r)
-{
-	return failure_from_reply(&cn->fail, what, r);
 }
 
 int

@@ -111,9 +111,7 @@ enum {
 	 * late, when we are gone, takes it back. Forgotten, and not even
 	 * kept, when no login is owed.
 	 */
-	CONN_UNDO = 1 << 1,
-	/* The login: conn_connect's own. */
-	CONN_LOGIN = 1 << 2
+	CONN_UNDO = 1 << 1
 };
 
 struct conn_req {
@@ -166,9 +164,6 @@ int conn_fd(const struct conn *cn);
 
 /* Why the last operation failed (status 0 when it did not). */
 const struct failure *conn_failure(const struct conn *cn);
-
-/* Record a failure of the caller's on cn (a reply of the wrong shape). */
-int conn_fail_reply(struct conn *cn, const char *what, const struct reply *r);
 
 /* "hiredis X.Y.Z", the protocol library rlock was built with. */
 const char *conn_library(void);
