@@ -85,7 +85,7 @@ evalshas_above() { [ "$(evalshas)" -gt "$1" ]; }
 	[ -z "$output" ] || fail "waiter said: $output"
 }
 
-@test "a rotated password the file does not have: refused, retried, never unreachable" {
+@test "a rotated password the file does not have: authentication failed, retried to the end" {
 	local line st
 	"$RLOCK" -u "$U" --password-file "$PWF" -l "$(tf 2)s" -k rot -- \
 		sleep 60 2>"$BATS_TEST_TMPDIR/holder.err" &
@@ -101,6 +101,7 @@ evalshas_above() { [ "$(evalshas)" -gt "$1" ]; }
 	line=$(head -n 1 "$BATS_TEST_TMPDIR/holder.err")
 	[[ $line == "rlock: warning: cannot extend the lease: authentication failed: "*"WRONGPASS"*"; retrying" ]] ||
 		fail "holder said: $(cat "$BATS_TEST_TMPDIR/holder.err")"
+	# Refused credentials, not an unreachable server.
 	! grep -q "cannot reach" "$BATS_TEST_TMPDIR/holder.err"
 	# A new run reads the file anew: refused credentials, 77.
 	run -77 --separate-stderr "$RLOCK" -u "$U" --password-file "$PWF" \
