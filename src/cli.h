@@ -41,6 +41,7 @@ struct rlock_opts {
 	int nurls;
 	char *password;			/* owned; NULL when none */
 	int password_from_file;		/* --password-file beats the URL */
+	const char *password_file;	/* its path, read again at connects */
 	int64_t connect_timeout_ms;
 	const char *prefix;
 	const char *shell_cmd;		/* -c */

@@ -66,7 +66,7 @@ lock_open_first(struct lock *l)
 	int i, n = lock_nodes(l);
 
 	for (i = 0; i < n; i++)
-		server_defer_hello(lock_node(l, i)->srv);
+		server_open_how(lock_node(l, i)->srv, CONN_LOGIN_AHEAD);
 	return lock_open(l);
 }
 
@@ -313,7 +313,10 @@ lock_node_ask_ahead(struct lock_node *n, int argc, const char **argv,
     const size_t *lens, void (*fn)(void *arg, const struct reply *r),
     void *arg)
 {
-	return server_send_ahead(n->srv, argc, argv, lens, fn, arg);
+	struct conn_req rq = { .argc = argc, .argv = argv, .lens = lens,
+	    .flags = CONN_AHEAD, .done = fn, .ctx = arg };
+
+	return server_queue(n->srv, &rq);
 }
 
 const char *

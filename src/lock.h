@@ -53,8 +53,8 @@ int lock_open(struct lock *l);
 /*
  * lock_open for a run's first question: on a plain server (one, or each
  * --redlock master) the login (AUTH or PING) is not waited for but rides
- * ahead of the first command (server_defer_hello), which takes its answer
- * first, and whose failure is then the login's (failure.hello: do not
+ * ahead of the first command (CONN_LOGIN_AHEAD), which takes its answer
+ * first, and whose failure is then the login's (failure.again: do not
  * try again; quorum.c asks such a master no further acquire). A round
  * trip less.
  */
@@ -77,7 +77,7 @@ int64_t lock_connect_timeout(const struct lock *l);
  * One acquire attempt; with `queue` a --fair waiter joins (or stays in)
  * the queue, with `want_holder` the busy reply names the holder.
  * LOCK_GRANTED sets *fence; LOCK_BUSY fills *busy; LOCK_ERROR leaves the
- * failure (failure.ours: a refusal by our own script, e.g. a --limit that
+ * failure (FAIL_SCRIPT: a refusal by our own script, e.g. a --limit that
  * differs from the holders').
  */
 enum lock_result lock_acquire(struct lock *l, const struct lock_ctx *ctx,

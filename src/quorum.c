@@ -58,8 +58,8 @@ struct quorum {
 	int64_t cap;			/* each master's timeouts, at most */
 	int64_t cmd_ms;			/* each master's reply, at most */
 	/* Its login, sent ahead of our acquire, failed, and the undo
-	 * written behind that acquire may still reach it (undo_owed): it
-	 * would take back a grant there under the same token. So it is
+	 * written behind that acquire may still reach it (AGAIN_NOT_THERE):
+	 * it would take back a grant there under the same token. So it is
 	 * asked no more acquires in this run, and counts as a no to an
 	 * extend or a re-entry check, not asked (a yes would be the old
 	 * acquire, its undo still to come). A release there does no harm. */
@@ -178,7 +178,7 @@ open_master(void *arg, int i)
  * and stalled masters together cost one connect timeout.
  * At once means one thread each (fanout.c), unless every connect can be
  * started first and waited for after (a run's first open, the logins
- * riding with the acquire: server_connect_early): then the waits overlap
+ * riding with the acquire: server_open_start): then the waits overlap
  * in this thread, under the one deadline they were started with, and the
  * 4 threads' making cost more than the connects.
  */
@@ -193,7 +193,7 @@ open_closed(struct quorum *q, int skip_barred)
 	for (i = 0; i < q->n; i++)
 		if (!m_open(q->m[i]) && !(skip_barred && q->no_acquire[i])) {
 			o.at[n++] = i;
-			early += server_connect_early(m_server(q->m[i]));
+			early += server_open_start(m_server(q->m[i]));
 		}
 	if (early < n) {
 		fanout_run(n, open_master, &o);
@@ -547,9 +547,9 @@ op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
 			break;
 		default:
 			errs++;
-			if (m_fail(m)->undo_owed)
+			if (m_fail(m)->again == AGAIN_NOT_THERE)
 				q->no_acquire[i] = 1;
-			else if (m_fail(m)->ours)
+			else if (m_fail(m)->kind == FAIL_SCRIPT)
 				own = i;
 			break;
 		}
@@ -576,7 +576,8 @@ op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
 		 * server, nothing to try again. */
 		for (i = 0, barred = 0; i < n; i++)
 			barred += q->no_acquire[i];
-		q->fail.hello = barred > n - majority(q);
+		q->fail.again = barred > n - majority(q) ? AGAIN_NOT :
+		    AGAIN_MAY;
 		return LOCK_ERROR;
 	}
 	if (!have_busy) {

@@ -283,8 +283,8 @@ list_main(const struct rlock_opts *o, struct lock_node *node)
 		/* Some other client's hash or list under a lock's name is
 		 * not a lock: skip it rather than fail the whole list. */
 		if ((st = view_inspect(node, o->prefix, &f.v[i])) < 0 &&
-		    lock_node_is_open(node) && strstr(lock_node_failure(
-		    node)->why, "WRONGTYPE") != NULL) {
+		    lock_node_is_open(node) &&
+		    strcmp(lock_node_failure(node)->code, "WRONGTYPE") == 0) {
 			msg_verbose("skipping: %s", lock_node_failure(node)->why);
 			st = 0;
 		}

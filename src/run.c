@@ -182,7 +182,7 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 		st = RL_EXIT_SIGNAL_BASE + res.signo;
 		goto out;
 	default:
-		if (res.fail.ours) {
+		if (res.fail.kind == FAIL_SCRIPT) {
 			char key[96];
 
 			printable(o->key, strlen(o->key), key, sizeof(key));

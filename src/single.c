@@ -427,7 +427,7 @@ dequeue_args(struct args *a, const struct lock_ctx *ctx)
 }
 
 /*
- * Before an acquire that rides behind the login (server_defer_hello):
+ * Before an acquire, which may ride behind the login (CONN_LOGIN_AHEAD):
  * should the server never answer that, it may still read the acquire
  * when we are gone; the release then follows it (a release with no run
  * to record, as for an attempt whose reply was lost), and leaving the
@@ -440,8 +440,6 @@ arm_undo(struct lock *l, const struct lock_ctx *ctx, int queue)
 	struct call c = { .a.n = 0 };
 	struct args a = { .n = 0 };
 
-	if (!server_hello_owed(srv(l)))
-		return;
 	bare.end = NULL;
 	call_release(&c, &bare);
 	script_arm_undo(srv(l), c.sc, c.nkeys, c.a.n - c.nkeys, c.a.v,
@@ -604,7 +602,7 @@ single_send(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
 
 	/* A --redlock master's acquire behind its login: taken back as the
 	 * quorum takes back a grant it does not use, waking nobody. */
-	if (op == SINGLE_ACQUIRE && server_hello_owed(srv(m)))
+	if (op == SINGLE_ACQUIRE)
 		script_arm_undo(srv(m), &lua_undo, 2, 1, av, al);
 	call_build(&c, op, ctx, want_holder);
 	return script_send(srv(m), c.sc, c.nkeys, c.a.n - c.nkeys, c.a.v,

@@ -163,7 +163,8 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 		/* An error reply, not I/O; or the login that rode ahead
 		 * failed: the server never took us, and trying again with
 		 * the same token could meet an undo sent behind this one. */
-		if (lock_is_open(w->l) || lock_failure(w->l)->hello)
+		if (lock_is_open(w->l) ||
+		    lock_failure(w->l)->again != AGAIN_MAY)
 			return LOCK_ERROR;
 		w->uncertain = 1;
 	}
