@@ -88,11 +88,14 @@ script_arm_undo(struct server *s, const struct lua_script *sc, int nkeys,
     int nargs, const char **argv, const size_t *lens)
 {
 	struct eval_argv e;
-	int n;
+	struct conn_req rq = { .flags = CONN_UNDO };
 
-	if (server_hello_owed(s) && (n = text_argv(s, "EVAL", sc, nkeys,
-	    nargs, argv, lens, &e)) >= 0)
-		server_arm_undo(s, n, e.av, e.al);
+	if ((rq.argc = text_argv(s, "EVAL", sc, nkeys, nargs, argv, lens,
+	    &e)) >= 0) {
+		rq.argv = e.av;
+		rq.lens = e.al;
+		(void)server_queue(s, &rq);
+	}
 }
 
 /* evalsha, then eval on NOSCRIPT: "EVALSHA"/"EVAL" or their _RO forms. */

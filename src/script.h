@@ -41,9 +41,9 @@ struct reply *script_run_ro(struct server *s, const struct lua_script *sc,
     int nkeys, int nargs, const char **argv, const size_t *lens);
 
 /*
- * While the server's login is owed (server_hello_owed): keep the script
- * (its text, as EVAL: the server may not have it cached) to take back
- * what the commands sent behind the login do, should the login fail.
+ * Queue the script (its text, as EVAL: the server may not have it
+ * cached) as the undo of the request that follows (CONN_UNDO): it takes
+ * back what that request does, should the login ahead of it fail.
  */
 void script_arm_undo(struct server *s, const struct lua_script *sc,
     int nkeys, int nargs, const char **argv, const size_t *lens);
