@@ -115,6 +115,7 @@ lock_keys_init(struct lock_keys *k, const char *prefix, const char *key,
 	k->wake = key_name(prefix, key, keylen, ":wake", &k->wake_len);
 	k->last = key_name(prefix, key, keylen, ":last", &k->last_len);
 	k->tokens = key_name(prefix, key, keylen, ":tok", &k->tokens_len);
+	k->turn = key_name(prefix, key, keylen, ":turn", &k->turn_len);
 	k->wake_prefix = token_key(prefix, key, keylen, "wake", NULL,
 	    &k->wake_prefix_len);
 	k->my_wake = token_key(prefix, key, keylen, "wake", tok,
@@ -126,7 +127,7 @@ lock_keys_free(struct lock_keys *k)
 {
 	char **all[] = { &k->lock, &k->meta, &k->fence, &k->sem, &k->limit,
 	    &k->queue, &k->waiter, &k->waiter_prefix, &k->wake,
-	    &k->wake_prefix, &k->my_wake, &k->tokens, &k->last };
+	    &k->wake_prefix, &k->my_wake, &k->tokens, &k->last, &k->turn };
 	size_t i;
 
 	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
@@ -174,15 +175,4 @@ lock_ctx_free(struct lock_ctx *ctx)
 	free(ctx->cmdline);
 	free(ctx->waiter_info);
 	ctx->cmdline = ctx->waiter_info = NULL;
-}
-
-int
-lock_holder_keys(const struct lock_keys *k, const char **argv, size_t *lens)
-{
-	argv[0] = k->lock, lens[0] = k->lock_len;
-	argv[1] = k->meta, lens[1] = k->meta_len;
-	argv[2] = k->sem, lens[2] = k->sem_len;
-	argv[3] = k->limit, lens[3] = k->limit_len;
-	argv[4] = k->queue, lens[4] = k->queue_len;
-	return LOCK_HOLDER_KEYS;
 }

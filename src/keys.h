@@ -15,9 +15,10 @@ struct lock_keys {
 	char *lock, *meta, *fence, *sem, *limit, *queue, *waiter, *tokens;
 	char *waiter_prefix, *wake, *wake_prefix, *my_wake;
 	char *last;		/* the last run's record */
+	char *turn;		/* the --fair queue head's turn */
 	size_t lock_len, meta_len, fence_len, sem_len, limit_len, queue_len;
 	size_t waiter_len, waiter_prefix_len, wake_len, wake_prefix_len;
-	size_t my_wake_len, tokens_len, last_len;
+	size_t my_wake_len, tokens_len, last_len, turn_len;
 };
 
 /* How a run ended, for the release that records it in P{KEY}:last. */
@@ -90,14 +91,5 @@ const char *keys_parse(const char *prefix, const char *name, size_t len,
 
 /* 1 if a prefix would make every name's hash tag empty ("{}" first). */
 int keys_bad_prefix(const char *prefix);
-
-/*
- * Put the five keys every holder-side script starts with (lock, meta, sem,
- * limit, queue: the KEYS[1..5] of extend, release, force_release, inspect)
- * into argv/lens; returns how many (LOCK_HOLDER_KEYS).
- */
-#define LOCK_HOLDER_KEYS 5
-int lock_holder_keys(const struct lock_keys *k, const char **argv,
-    size_t *lens);
 
 #endif

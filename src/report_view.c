@@ -37,6 +37,30 @@ view_keys_free(struct view_keys *ks)
 	free(ks->meta_prefix);
 }
 
+void
+view_force_release_args(struct script_args *a, const struct view_keys *ks,
+    const char *wake_ttl_ms)
+{
+	const struct lock_keys *k = &ks->k;
+
+	script_args_init(a, &lua_force_release);
+	script_key(a, FORCE_RELEASE_K_LOCK, k->lock, k->lock_len);
+	script_key(a, FORCE_RELEASE_K_META, k->meta, k->meta_len);
+	script_key(a, FORCE_RELEASE_K_SEM, k->sem, k->sem_len);
+	script_key(a, FORCE_RELEASE_K_LIMIT, k->limit, k->limit_len);
+	script_key(a, FORCE_RELEASE_K_QUEUE, k->queue, k->queue_len);
+	script_key(a, FORCE_RELEASE_K_TOKENS, k->tokens, k->tokens_len);
+	script_arg(a, FORCE_RELEASE_A_META_PREFIX, ks->meta_prefix,
+	    ks->meta_prefix_len);
+	script_arg(a, FORCE_RELEASE_A_WAKE, k->wake, k->wake_len);
+	script_arg(a, FORCE_RELEASE_A_WAKE_PREFIX, k->wake_prefix,
+	    k->wake_prefix_len);
+	script_arg(a, FORCE_RELEASE_A_WAITER_PREFIX, k->waiter_prefix,
+	    k->waiter_prefix_len);
+	script_arg_str(a, FORCE_RELEASE_A_WAKE_TTL_MS, wake_ttl_ms);
+	script_args_done(a);
+}
+
 static void
 put_reply(const struct reply *s)
 {
@@ -102,19 +126,28 @@ int
 view_inspect(struct server *cn, const char *prefix, struct view *v)
 {
 	struct view_keys ks;
-	const char *argv[9];
-	size_t lens[9];
+	struct script_args a;
 	struct reply *r;
 	char what[80];
 	int i;
 
 	view_keys_init(&ks, prefix, v->key, v->keylen);
-	lock_holder_keys(&ks.k, argv, lens);
-	argv[5] = ks.k.last, lens[5] = ks.k.last_len;
-	argv[6] = ks.meta_prefix, lens[6] = ks.meta_prefix_len;
-	argv[7] = ks.k.waiter_prefix, lens[7] = ks.k.waiter_prefix_len;
-	argv[8] = WAITERS_SHOWN, lens[8] = strlen(WAITERS_SHOWN);
-	r = script_run_ro(cn, &lua_inspect, 6, 3, argv, lens);
+	script_args_init(&a, &lua_inspect);
+	script_key(&a, INSPECT_K_LOCK, ks.k.lock, ks.k.lock_len);
+	script_key(&a, INSPECT_K_META, ks.k.meta, ks.k.meta_len);
+	script_key(&a, INSPECT_K_SEM, ks.k.sem, ks.k.sem_len);
+	script_key(&a, INSPECT_K_LIMIT, ks.k.limit, ks.k.limit_len);
+	script_key(&a, INSPECT_K_QUEUE, ks.k.queue, ks.k.queue_len);
+	script_key(&a, INSPECT_K_LAST, ks.k.last, ks.k.last_len);
+	script_arg(&a, INSPECT_A_META_PREFIX, ks.meta_prefix,
+	    ks.meta_prefix_len);
+	script_arg(&a, INSPECT_A_WAITER_PREFIX, ks.k.waiter_prefix,
+	    ks.k.waiter_prefix_len);
+	script_arg(&a, INSPECT_A_WAKE_PREFIX, ks.k.wake_prefix,
+	    ks.k.wake_prefix_len);
+	script_arg_str(&a, INSPECT_A_WAITERS_SHOWN, WAITERS_SHOWN);
+	script_args_done(&a);
+	r = script_call_ro(cn, &a);
 	view_keys_free(&ks);
 	if (r == NULL)
 		return -1;

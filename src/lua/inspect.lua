@@ -1,7 +1,8 @@
 -- inspect: all that `rlock status` and `rlock list` show about one KEY.
--- KEYS[1] lock  KEYS[2] mutex meta  KEYS[3] sem  KEYS[4] limit  KEYS[5] queue
--- KEYS[6] last run
--- ARGV[1] "P{K}:meta:"  ARGV[2] "P{K}:w:"  ARGV[3] waiters to describe
+-- KEYS: lock meta sem limit queue last
+-- ARGV: meta_prefix waiter_prefix wake_prefix waiters_shown
+-- meta: the mutex's; last: the last run; the prefixes "P{K}:meta:",
+-- "P{K}:w:" and "P{K}:wake:"; waiters_shown: how many to describe.
 -- Returns {now, mode, limit, holders, queued, waiters, last}:
 --   now      server time, ms since the epoch
 --   mode     'mutex', 'semaphore' or 'free'
@@ -13,7 +14,7 @@
 --            soonest-expiring first
 --   queued   live --fair waiters (entries past the first 1000 uncounted
 --            for liveness, counted as they are)
---   waiters  the first ARGV[3] live waiters, {{user, host, pid, cmd}, ...}
+--   waiters  the first waiters_shown live waiters, {{user, host, pid, cmd}, ...}
 --   last     {} when no run is recorded, else the LAST fields of P{K}:last
 --            (lib/record.lua), '' where absent
 -- Invariant: writes nothing, so looking never changes a lock's fate (and
@@ -22,15 +23,15 @@
 -- (plain EVALSHA there) cannot compile them.
 acl_ask(function()
   acl('TIME')
-  acl('GET', KEYS[1])
-  acl('PTTL', KEYS[1])
-  acl('HMGET', KEYS[2], 'user')
-  acl('ZRANGEBYSCORE', KEYS[3], '0', '0')
-  acl('GET', KEYS[4])
-  acl('HMGET', ARGV[1] .. 'x', 'user')
-  acl('LLEN', KEYS[5])
-  acl('LRANGE', KEYS[5], '0', '0')
-  acl('GET', ARGV[2] .. 'x')
+  acl('GET', k_lock)
+  acl('PTTL', k_lock)
+  acl('HMGET', k_meta, 'user')
+  acl('ZRANGEBYSCORE', k_sem, '0', '0')
+  acl('GET', k_limit)
+  acl('HMGET', a_meta_prefix .. 'x', 'user')
+  acl('LLEN', k_queue)
+  acl('LRANGE', k_queue, '0', '0')
+  acl('GET', a_waiter_prefix .. 'x')
 end)
 if acl_refused then return acl_refused end
 local t = redis.call('TIME')
@@ -49,18 +50,18 @@ local function holder(pttl, meta)
 end
 
 local mode, limit, holders = 'free', 0, {}
-if redis.call('GET', KEYS[1]) then
+if redis.call('GET', k_lock) then
   mode, limit = 'mutex', 1
-  holders[1] = holder(redis.call('PTTL', KEYS[1]), KEYS[2])
+  holders[1] = holder(redis.call('PTTL', k_lock), k_meta)
 else
-  local sem = redis.call('ZRANGEBYSCORE', KEYS[3],
+  local sem = redis.call('ZRANGEBYSCORE', k_sem,
     string.format('(%d', now), '+inf', 'WITHSCORES')
   if #sem > 0 then
     mode = 'semaphore'
-    limit = tonumber(redis.call('GET', KEYS[4]) or '0') or 0
+    limit = tonumber(redis.call('GET', k_limit) or '0') or 0
     for i = 1, #sem, 2 do
       holders[#holders + 1] = holder(tonumber(sem[i + 1]) - now,
-        ARGV[1] .. sem[i])
+        a_meta_prefix .. sem[i])
     end
   end
 end
@@ -70,16 +71,16 @@ end
 -- replica nobody listens (waiters subscribe on the master): there a :w
 -- key alone says a waiter is queued. A user without INFO is taken to be
 -- on a master.
-local wakepre = string.sub(ARGV[2], 1, -3) .. 'wake:'
+local wakepre = a_wake_prefix
 local info = redis.pcall('INFO', 'replication')
 local on_replica = type(info) == 'string' and
   string.find(info, 'role:slave', 1, true) ~= nil
-local qlen = redis.call('LLEN', KEYS[5])
+local qlen = redis.call('LLEN', k_queue)
 local walk = math.min(qlen, 1000)
-local queued, waiters, want = qlen - walk, {}, tonumber(ARGV[3])
+local queued, waiters, want = qlen - walk, {}, tonumber(a_waiters_shown)
 if walk > 0 then
-  for _, tok in ipairs(redis.call('LRANGE', KEYS[5], 0, walk - 1)) do
-    local v = redis.call('GET', ARGV[2] .. tok)
+  for _, tok in ipairs(redis.call('LRANGE', k_queue, 0, walk - 1)) do
+    local v = redis.call('GET', a_waiter_prefix .. tok)
     if v and (on_replica or subscribed(wakepre .. tok)) then
       queued = queued + 1
       if #waiters < want then
@@ -98,8 +99,8 @@ if walk > 0 then
   end
 end
 local last = {}
-if redis.call('EXISTS', KEYS[6]) == 1 then
-  last = redis.call('HMGET', KEYS[6], unpack(LAST))
+if redis.call('EXISTS', k_last) == 1 then
+  last = redis.call('HMGET', k_last, unpack(LAST))
   for i = 1, #LAST do last[i] = last[i] or '' end
 end
 return {now, mode, limit, holders, queued, waiters, last}

@@ -2,12 +2,14 @@
 -- KEY not ours (it restarted empty, or our lease there ran out) while the
 -- lock as a whole was released: a waiter may be blocked in BLPOP on this
 -- master, and release.lua left it nothing.
--- KEYS[1] wake tokens  ARGV[1] N  ARGV[2] wake token ttl ms
+-- KEYS: tokens
+-- ARGV: limit wake_ttl_ms
+-- tokens: the wake tokens; limit: N.
 -- Returns 1; refused with RLOCK_NOPERM (acl.lua), nothing done, when the
 -- ACL lacks a permission it needs.
 acl_ask(function()
-  acl_wake_plain(KEYS[1])
+  acl_wake_plain(k_tokens)
 end)
 if acl_refused then return acl_refused end
-wake_plain(KEYS[1], 1, tonumber(ARGV[1]), ARGV[2])
+wake_plain(k_tokens, 1, tonumber(a_limit), a_wake_ttl_ms)
 return 1
