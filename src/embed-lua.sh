@@ -5,7 +5,8 @@
 # the shared local functions of LIBDIR it calls in front. Its header's
 # names become C's: for acquire.lua's "-- KEYS: lock meta" and
 # "-- ARGV: token", ACQUIRE_K_LOCK, ACQUIRE_K_META, ACQUIRE_A_TOKEN (their
-# indexes from 0) and the counts ACQUIRE_NKEYS, ACQUIRE_NARGS.
+# indexes from 0) and the counts ACQUIRE_NKEYS, ACQUIRE_NARGS; its REPLY
+# lines' names the indexes of its reply's elements (lua-text.sh).
 set -eu
 outc=$1 outh=$2 libdir=$3
 shift 3
@@ -25,6 +26,21 @@ enum() {
 	echo "	${1}_${5}_MIN = $req"
 	echo "};"
 }
+# replies UPPER FILE: the C names of its REPLY lines, "-- REPLY: a b"
+# UPPER_R_A, UPPER_R_B, UPPER_R_N; "-- REPLY list: c" UPPER_LIST_C, ...
+replies() {
+	sed -n 's/^-- REPLY\( [a-z_]*\)\{0,1\}:/&/p' "$2" | awk -v up="$1" '
+	{ k = $2 == "REPLY:" ? "R" : toupper($3); sub(/:$/, "", k)
+	  if (!(k in v)) order[++n] = k
+	  for (i = k == "R" ? 3 : 4; i <= NF; i++) v[k] = v[k] " " $i }
+	END { for (j = 1; j <= n; j++) {
+		k = order[j]; m = split(v[k], f, " ")
+		print "enum {"
+		for (i = 1; i <= m; i++) print "\t" up "_" k "_" toupper(f[i]) ","
+		print "\t" up "_" k "_N"
+		print "};"
+	} }'
+}
 {
 	echo "/* generated from src/lua/ by src/embed-lua.sh; edit those */"
 	echo "#ifndef RLOCK_LUA_SCRIPTS_H"
@@ -35,6 +51,7 @@ enum() {
 		up=$(echo "$name" | tr a-z A-Z)
 		enum "$up" K "$f" KEYS NKEYS
 		enum "$up" A "$f" ARGV NARGS
+		replies "$up" "$f"
 		echo "extern const struct lua_script lua_$name;"
 	done
 	echo "#endif"

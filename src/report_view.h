@@ -15,11 +15,9 @@
 #include "server.h"
 #include "view.h"
 
-/* The Redis keys of KEY, and P{KEY}:meta: (the -N holders' prefix). */
+/* The Redis keys of KEY. */
 struct view_keys {
 	struct lock_keys k;
-	char *meta_prefix;
-	size_t meta_prefix_len;
 };
 
 /* Key names of KEY under prefix; free with view_keys_free. */

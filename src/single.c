@@ -21,14 +21,17 @@
  *   P{KEY}:fence        string  last fencing token                PX 7 days
  *   P{KEY}:sem          zset    -N holders: token -> expiry (server ms)
  *   P{KEY}:limit        string  the N of the semaphore        with :sem
- *   P{KEY}:meta:TOKEN   hash    one -N holder, fields as :meta    PX lease
+ *   P{KEY}:metas        hash    the -N holders, fields TOKEN:NAME as
+ *                               :meta's NAME                  with :sem
  *   P{KEY}:q            list    --fair waiters' tokens, oldest first;
  *                               may hold dead waiters until they reach
- *                               the head (a token whose :w key is gone,
- *                               or nobody listens on its wake channel)
- *   P{KEY}:w:TOKEN      string  one --fair waiter, alive while it exists
- *                               and the waiter is subscribed:
- *                               "user\x1fhost\x1fpid\x1fcmd"    PX 90 s
+ *                               the head (a token whose entry in :w is
+ *                               gone or lapsed, or nobody listens on its
+ *                               wake channel)
+ *   P{KEY}:w            hash    --fair waiters: TOKEN ->
+ *                               "DUE\x1fuser\x1fhost\x1fpid\x1fcmd", alive
+ *                               while DUE (server ms) is ahead and the
+ *                               waiter is subscribed  kept alive by them
  *   P{KEY}:turn         string  "TOKEN DUE": the --fair head whose turn
  *                               to take a free KEY ends at DUE    PX 12 s
  *   P{KEY}:tok          list    one-shot wake tokens for plain waiters,
@@ -40,11 +43,12 @@
  *   P{KEY}:wake:TOKEN   channel the one --fair waiter whose turn it is
  *                               ("turn"), and the one after it ("next")
  *
- * A fair waiter refreshes its :w key with one plain SET every 30 s (a
- * script would cost Redis several commands); its liveness is its
- * subscription and, at the head, its turn (acquire.lua). P{KEY}:q is kept
- * alive by the holders' extends and the waiters' attempts, and expires
- * after them.
+ * Every key a script touches is one of its KEYS, whatever the number of
+ * holders and waiters (lib/meta.lua, lib/queue.lua). A fair waiter
+ * refreshes its entry in :w (DUE 90 s ahead) every 30 s (heartbeat.lua);
+ * its liveness is its subscription and, at the head, its turn
+ * (acquire.lua). P{KEY}:q is kept alive by the holders' extends and the
+ * waiters' attempts, and expires after them.
  *
  * Each script runs atomically in Redis, so compare-then-write never races.
  */
@@ -182,11 +186,12 @@ call_acquire(struct call *c, const struct lock_ctx *ctx, int queue,
 	script_args_init(a, &lua_acquire);
 	KEY(a, ACQUIRE_K_LOCK, k, lock);
 	KEY(a, ACQUIRE_K_META, k, meta);
+	KEY(a, ACQUIRE_K_METAS, k, metas);
 	KEY(a, ACQUIRE_K_FENCE, k, fence);
 	KEY(a, ACQUIRE_K_SEM, k, sem);
 	KEY(a, ACQUIRE_K_LIMIT, k, limit);
 	KEY(a, ACQUIRE_K_QUEUE, k, queue);
-	KEY(a, ACQUIRE_K_WAITER, k, waiter);
+	KEY(a, ACQUIRE_K_WAITERS, k, waiters);
 	KEY(a, ACQUIRE_K_TURN, k, turn);
 	KEY(a, ACQUIRE_K_LAST, k, last);
 	KEY(a, ACQUIRE_K_TOKENS, k, tokens);
@@ -199,8 +204,6 @@ call_acquire(struct call *c, const struct lock_ctx *ctx, int queue,
 	script_arg_str(a, ACQUIRE_A_FENCE_TTL_MS, num(c, 1, FENCE_TTL_MS));
 	script_arg_str(a, ACQUIRE_A_LIMIT, num(c, 2, ctx->limit));
 	script_arg_str(a, ACQUIRE_A_JOIN, queue ? "1" : "0");
-	script_arg(a, ACQUIRE_A_WAITER_PREFIX, k->waiter_prefix,
-	    k->waiter_prefix_len);
 	script_arg(a, ACQUIRE_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
 	script_arg_str(a, ACQUIRE_A_WAITER_TTL_MS, num(c, 3, WAITER_TTL_MS));
@@ -241,6 +244,7 @@ call_extend(struct call *c, const struct lock_ctx *ctx)
 	script_args_init(a, &lua_extend);
 	KEY(a, EXTEND_K_LOCK, k, lock);
 	KEY(a, EXTEND_K_META, k, meta);
+	KEY(a, EXTEND_K_METAS, k, metas);
 	KEY(a, EXTEND_K_SEM, k, sem);
 	KEY(a, EXTEND_K_LIMIT, k, limit);
 	KEY(a, EXTEND_K_QUEUE, k, queue);
@@ -279,15 +283,15 @@ call_release(struct call *c, const struct lock_ctx *ctx)
 	script_args_init(a, &lua_release);
 	KEY(a, RELEASE_K_LOCK, k, lock);
 	KEY(a, RELEASE_K_META, k, meta);
+	KEY(a, RELEASE_K_METAS, k, metas);
 	KEY(a, RELEASE_K_SEM, k, sem);
 	KEY(a, RELEASE_K_LIMIT, k, limit);
 	KEY(a, RELEASE_K_QUEUE, k, queue);
+	KEY(a, RELEASE_K_WAITERS, k, waiters);
 	KEY(a, RELEASE_K_TOKENS, k, tokens);
 	script_arg_str(a, RELEASE_A_TOKEN, ctx->token);
 	script_arg_str(a, RELEASE_A_LIMIT, num(c, 0, ctx->limit));
 	script_arg(a, RELEASE_A_WAKE, k->wake, k->wake_len);
-	script_arg(a, RELEASE_A_WAITER_PREFIX, k->waiter_prefix,
-	    k->waiter_prefix_len);
 	script_arg(a, RELEASE_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
 	script_arg_str(a, RELEASE_A_WAKE_TTL_MS, num(c, 1, WAKE_TOKEN_TTL_MS));
@@ -381,10 +385,8 @@ dequeue_args(struct script_args *a, const struct lock_ctx *ctx)
 
 	script_args_init(a, &lua_dequeue);
 	KEY(a, DEQUEUE_K_QUEUE, k, queue);
-	KEY(a, DEQUEUE_K_WAITER, k, waiter);
+	KEY(a, DEQUEUE_K_WAITERS, k, waiters);
 	script_arg_str(a, DEQUEUE_A_TOKEN, ctx->token);
-	script_arg(a, DEQUEUE_A_WAITER_PREFIX, k->waiter_prefix,
-	    k->waiter_prefix_len);
 	script_arg(a, DEQUEUE_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
 	script_args_done(a);
@@ -436,30 +438,24 @@ op_is_ours(struct lock *l, const struct lock_ctx *ctx)
 	return yes_no(srv(l), c.what, call_run(srv(l), &c));
 }
 
+/* A --fair waiter still in the queue, its entry refreshed
+ * (heartbeat.lua). */
 static int
 op_heartbeat(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct server *cn = srv(l);
+	struct script_args a;
 	char ttl[24];
-	const char *argv[5] = { "SET", ctx->k.waiter, ctx->waiter_info, "PX",
-	    ttl };
-	size_t lens[5];
-	struct reply *r;
-	int ok;
+	long long v;
 
 	snprintf(ttl, sizeof(ttl), "%d", WAITER_TTL_MS);
-	lens[0] = 3;
-	lens[1] = ctx->k.waiter_len;
-	lens[2] = strlen(ctx->waiter_info);
-	lens[3] = 2;
-	lens[4] = strlen(ttl);
-	if ((r = server_command(cn, 5, argv, lens)) == NULL)
-		return -1;
-	ok = r->type == REPLY_STATUS;
-	if (!ok)
-		server_fail_reply(cn, "heartbeat", r);
-	reply_free(r);
-	return ok ? 0 : -1;
+	script_args_init(&a, &lua_heartbeat);
+	KEY(&a, HEARTBEAT_K_WAITERS, &ctx->k, waiters);
+	script_arg_str(&a, HEARTBEAT_A_TOKEN, ctx->token);
+	script_arg_str(&a, HEARTBEAT_A_INFO, ctx->waiter_info);
+	script_arg_str(&a, HEARTBEAT_A_WAITER_TTL_MS, ttl);
+	script_args_done(&a);
+	return int_reply(cn, "heartbeat", script_call(cn, &a), &v);
 }
 
 static int

@@ -1,24 +1,47 @@
 -- acquire: take KEY (mutex, or one of N semaphore slots) for a token, or
 -- say how long to wait and where we stand in the --fair queue.
--- KEYS: lock meta fence sem limit queue waiter turn last tokens
+-- KEYS: lock meta metas fence sem limit queue waiters turn last tokens
 -- ARGV: token lease_ms host pid user cmd fence_ttl_ms limit join
--- ARGV: waiter_prefix wake_prefix waiter_ttl_ms want_holder look_ms needs
--- ARGV: turn_ms wake fence_proposed?
--- meta is P{K}:meta, or P{K}:meta:TOKEN for -N; waiter our :w key; turn
--- P{K}:turn, "TOKEN DUE": the queue head whose turn runs out at DUE; last
--- P{K}:last, where a run not obtained counts itself (record.lua's skip),
--- and tokens P{K}:tok, what plain waiters BLPOP: only asked about here. limit is N; join '1': join the queue; the
--- prefixes "P{K}:w:" and "P{K}:wake:"; want_holder '1': return the
--- holder's meta when busy; look_ms: ms between looks at a queue head that
--- has yet to take a free KEY; needs: what else the caller runs while it
--- waits, 'w' BLPOP (a plain or --redlock waiter), 'f' SSUBSCRIBE and
--- dequeue (a --fair one); turn_ms: ms a live queue head has to take a
--- free KEY (its turn) before it is passed over; fence_proposed: a fence
--- the caller proposes (--redlock: its clock a little ahead, so that every
--- master draws the same one: quorum.c); wake: the channel P{K}:wake.
--- Refused with RLOCK_NOPERM (acl.lua), writing nothing, when the caller's
--- ACL lacks a permission this script, the holder's extend and release, or
--- the waiter's commands (needs) need.
+-- ARGV: wake_prefix waiter_ttl_ms want_holder look_ms needs turn_ms wake
+-- ARGV: fence_proposed?
+-- meta: a mutex holder's, metas: the -N holders' (lib/meta.lua); queue
+-- and waiters: the --fair queue (lib/queue.lua); turn: P{K}:turn, "TOKEN
+-- DUE", the queue head whose turn runs out at DUE; last: P{K}:last, where
+-- a run not obtained counts itself (record.lua's skip), and tokens:
+-- P{K}:tok, what plain waiters BLPOP: only asked about here. limit is N;
+-- join '1': join the queue; wake_prefix: "P{K}:wake:"; want_holder '1':
+-- return the holder's meta when busy; look_ms: ms between looks at a
+-- queue head that has yet to take a free KEY; needs: what else the caller
+-- runs while it waits, 'w' BLPOP (a plain or --redlock waiter), 'f'
+-- SSUBSCRIBE and dequeue (a --fair one); turn_ms: ms a live queue head
+-- has to take a free KEY (its turn) before it is passed over; wake: the
+-- channel P{K}:wake; fence_proposed: a fence the caller proposes
+-- (--redlock: its clock a little ahead, so that every master draws the
+-- same one: quorum.c).
+-- What it runs, and what the holder and waiter will run later (the
+-- scripts named with @, and the commands rlock sends itself), asked
+-- before any write (lua-text.sh): refused with RLOCK_NOPERM, writing
+-- nothing, when the caller's ACL lacks one, not at the release.
+-- RUNS: EVALSHA x 0; EVAL x 0; TIME; GET fence; SET fence 1 PX 1
+-- RUNS: GET turn; SET turn x PX 1; DEL turn; HDEL waiters x; @record
+-- RUNS: LINDEX queue 0; LPOP queue; HGET waiters x
+-- RUNS: PUBSUB? SHARDNUMSUB =wake_prefix+x; PUBSUB? NUMSUB =wake_prefix+x
+-- RUNS mutex: ZCOUNT sem 0 0; GET limit; GET lock; PTTL lock
+-- RUNS mutex: PEXPIRE lock 1; PEXPIRE meta 1; HGET meta f
+-- RUNS mutex: EXISTS meta; DEL meta; SET lock x PX 1; HSET meta f v
+-- RUNS mutex: HMGET meta user
+-- RUNS sem: EXISTS lock; EXISTS meta; ZRANGEBYSCORE sem 0 0
+-- RUNS sem: HDEL metas x; ZREMRANGEBYSCORE sem 0 0; GET limit; ZCARD sem
+-- RUNS sem: ZSCORE sem x; ZADD sem 1 x; PTTL metas; PEXPIRE metas 1
+-- RUNS sem: HGET metas x; ZRANGE sem 0 0; SET limit 1; PEXPIRE sem 1
+-- RUNS sem: PEXPIRE limit 1; HSET metas f v; SPUBLISH =wake_prefix+x x
+-- RUNS fair: LPOS queue x; RPUSH queue x; HSET waiters x x
+-- RUNS fair: PTTL queue; PEXPIRE queue 1; PTTL waiters; PEXPIRE waiters 1
+-- RUNS fair: SSUBSCRIBE =wake_prefix+x; PUBSUB NUMSUB =wake_prefix+x
+-- RUNS fair: PUBSUB SHARDNUMSUB =wake_prefix+x; @dequeue; @heartbeat
+-- RUNS blpop: BLPOP tokens 0
+-- RUNS: SPUBLISH =wake x; SPUBLISH =wake_prefix+x x
+-- RUNS: PUBLISH? =wake_prefix+x x; @extend; @release
 -- Returns {1, fence} when the caller holds KEY; else {0, wait ms, queue
 -- position (0 = next, -1 not queued), holder user, host, pid, cmd,
 -- since, server now, lease left ms, foreign} where wait is when trying
@@ -34,73 +57,12 @@ local token, lease, n = a_token, tonumber(a_lease_ms), tonumber(a_limit)
 -- On the paths every run takes, numbers go to redis.call as the strings
 -- they came as, or formatted once: Redis prints a number argument with
 -- "%.17g", a few thousand instructions each time.
+local turn = k_turn
+-- This holder's meta (lib/meta.lua).
+local mkey, mtok = k_meta, nil
+if n > 1 then mkey, mtok = k_metas, token end
 
--- Everything this KEY's holder and waiter will run, asked before any
--- write. What the holder's extend and release ask (acl_extend,
--- acl_release: the lock's GET and PEXPIRE, the meta's PEXPIRE, the
--- queue's head and pop) is not asked here again.
-local needs, turn, last = a_needs, k_turn, k_last
-acl_ask(function()
-  acl('EVALSHA', 'x', '0')
-  acl('EVAL', 'x', '0')
-  acl('TIME')
-  acl('PTTL', a_waiter_prefix .. 'x')
-  acl('GET', k_fence)
-  acl('SET', k_fence, '1', 'PX', '1')
-  acl('HSET', k_meta, 'f', 'v')
-  acl('HGET', k_meta, 'fence')
-  acl('GET', k_limit)
-  if n == 1 then
-    acl('ZCOUNT', k_sem, '0', '0')
-    acl('PTTL', k_lock)
-    acl('SET', k_lock, token, 'PX', '1')
-    if a_want_holder == '1' then acl('HMGET', k_meta, 'user') end
-  else
-    acl('EXISTS', k_lock)
-    acl('ZREMRANGEBYSCORE', k_sem, '0', '0')
-    acl('ZCARD', k_sem)
-    acl('ZSCORE', k_sem, token)
-    acl('ZADD', k_sem, '1', token)
-    acl('ZRANGE', k_sem, '0', '0')
-    acl('SET', k_limit, '1')
-    acl('PEXPIRE', k_sem, '1')
-    acl('PEXPIRE', k_limit, '1')
-    acl('SPUBLISH', a_wake_prefix .. 'x', 'turn')
-  end
-  if a_join == '1' or string.find(needs, 'f', 1, true) then
-    acl('LPOS', k_queue, token)
-    acl('RPUSH', k_queue, token)
-    acl('SET', k_waiter, 'x', 'PX', '1')
-    acl('PTTL', k_queue)
-    acl('PEXPIRE', k_queue, '1')
-    acl('SSUBSCRIBE', a_wake_prefix .. token)
-    -- Without PUBSUB a dead waiter passes for alive until its :w key
-    -- lapses (queue.lua): those behind it would wait that long.
-    acl('PUBSUB', 'NUMSUB', a_wake_prefix .. 'x')
-    acl('PUBSUB', 'SHARDNUMSUB', a_wake_prefix .. 'x')
-    acl_dequeue(k_queue, k_waiter, a_waiter_prefix, a_wake_prefix)
-  end
-  acl('GET', turn)
-  acl('SET', turn, 'x', 'PX', '1')
-  -- The grant deletes three keys in one DEL, asked as such: allowed, it
-  -- allows each alone (a waiter that joins again deletes turn alone).
-  acl('DEL', turn, k_waiter, k_meta)
-  acl('HGET', last, 'skip_fence')
-  acl('HMGET', last, 'fence')
-  acl('HINCRBY', last, 'skips', '1')
-  acl('HSET', last, 'x', 'x')
-  acl('PEXPIRE', last, '1')
-  if string.find(needs, 'w', 1, true) then
-    acl('BLPOP', k_tokens, '0')
-  end
-  acl_extend(k_lock, k_meta, k_sem, k_limit, k_queue, n)
-  acl_release(k_lock, k_meta, k_sem, k_limit, k_queue, k_tokens, a_wake,
-    a_waiter_prefix, a_wake_prefix, n)
-end)
-if acl_refused then return acl_refused end
-
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = server_ms()
 local nows = string.format('%d', now)
 
 -- RLOCK_ errors are whole sentences for the user (conn.c drops the code).
@@ -121,14 +83,18 @@ if n == 1 then
   end
 else
   if redis.call('EXISTS', k_lock) == 1 then
-    -- An rlock mutex always has its :meta (same slot as lock).
-    if redis.call('EXISTS', k_lock .. ':meta') == 0 then
+    -- An rlock mutex always has its meta.
+    if redis.call('EXISTS', k_meta) == 0 then
       return redis.error_reply('RLOCK_FOREIGN the key is held by a ' ..
         'client other than rlock (a plain SET NX lock), which --limit ' ..
         'cannot share; only a mutex (no --limit) can wait for it')
     end
     return redis.error_reply('RLOCK_MODE the key is in use as a mutex ' ..
       '(without --limit)' .. SAME)
+  end
+  -- Slots whose lease ran out go, and their holders' metas with them.
+  for _, tok in ipairs(redis.call('ZRANGEBYSCORE', k_sem, '-inf', now)) do
+    meta_drop(k_metas, tok)
   end
   redis.call('ZREMRANGEBYSCORE', k_sem, '-inf', now)
   local lim = redis.call('GET', k_limit)
@@ -140,18 +106,21 @@ else
   if score then
     if tonumber(score) < now + lease then
       redis.call('ZADD', k_sem, now + lease, token)
-      redis.call('PEXPIRE', k_meta, lease)
+      if redis.call('PTTL', k_metas) < lease then
+        redis.call('PEXPIRE', k_metas, lease)
+      end
     end
-    return {1, tonumber(redis.call('HGET', k_meta, 'fence') or '0')}
+    return {1, tonumber(redis.call('HGET', k_metas, token .. ':fence') or
+      '0')}
   end
 end
 
 -- Dead waiters leave the queue when they reach its head (we are alive,
--- whatever our :w key and subscription say: the key is refreshed below if
--- we stay queued, and we may be trying before we subscribe).
+-- whatever our entry and subscription say: the entry is refreshed below
+-- if we stay queued, and we may be trying before we subscribe).
 local head = redis.call('LINDEX', k_queue, '0')
 if head and head ~= token then
-  head = live_head(k_queue, a_waiter_prefix, a_wake_prefix, head)
+  head = live_head(k_queue, k_waiters, a_wake_prefix, now, head)
 end
 
 local free, wait
@@ -171,11 +140,11 @@ local foreign = 0
 
 -- A free KEY is the live head's to take, within its turn: the first to
 -- see it free starts the clock (a release wakes the head and the one
--- after it, who looks every look_ms). A head still there when its
--- turn is over is alive but not taking it (frozen, or its connection
--- hanging open): it is passed over, and joins again at the back if it
--- ever tries again. This, not a steady heartbeat, is how a head that
--- cannot take its turn is told from a live one.
+-- after it, who looks every look_ms). A head still there when its turn is
+-- over is alive but not taking it (frozen, or its connection hanging
+-- open): it is passed over, and joins again at the back if it ever tries
+-- again. This, not a steady heartbeat, is how a head that cannot take its
+-- turn is told from a live one.
 local due
 while free and head and head ~= token do
   local cur = redis.call('GET', turn)
@@ -192,8 +161,8 @@ while free and head and head ~= token do
   due = tonumber(at)
   if now < due then break end
   redis.call('LPOP', k_queue)
-  redis.call('DEL', a_waiter_prefix .. head)
-  head = live_head(k_queue, a_waiter_prefix, a_wake_prefix)
+  redis.call('HDEL', k_waiters, head)
+  head = live_head(k_queue, k_waiters, a_wake_prefix, now)
   if head and head ~= token then publish(a_wake_prefix .. head, 'turn') end
 end
 if n == 1 and not free and redis.call('EXISTS', k_meta) == 0 then
@@ -204,7 +173,8 @@ if free and (not head or head == token) then
   -- A proposal more than 1 s ahead of our clock counts as 1 s ahead: a
   -- client clock far ahead cannot carry fences past the day the counter
   -- lapses (7 days), after which our clock alone keeps them increasing.
-  local proposed = math.min(tonumber(a_fence_proposed or '') or 0, now + 1000)
+  local proposed = math.min(tonumber(a_fence_proposed or '') or 0,
+    now + 1000)
   local fence = math.max(tonumber(redis.call('GET', k_fence) or '0') + 1,
     now, proposed)
   local fs = string.format('%d', fence)
@@ -212,25 +182,32 @@ if free and (not head or head == token) then
   -- it (unless a pop above wrote first), and nothing of the grant is
   -- half done.
   redis.call('SET', k_fence, fs, 'PX', a_fence_ttl_ms)
-  -- Our :w key goes even if we were not the head: a waiter that lost its
-  -- place (queue.lua) may have refreshed it since.
+  -- Our entry goes even if we were not the head: a waiter that lost its
+  -- place (lib/queue.lua) may have refreshed it since.
   if head == token then redis.call('LPOP', k_queue) end
   -- Any turn recorded is over now: a head passed over that joins again
   -- must get a turn of its own, not the old one's end. The holder's
   -- meta goes too, written anew below.
-  redis.call('DEL', turn, k_waiter, k_meta)
+  redis.call('DEL', turn)
+  redis.call('HDEL', k_waiters, token)
+  meta_drop(mkey, mtok)
   if n == 1 then
     redis.call('SET', k_lock, token, 'PX', a_lease_ms)
   else
     redis.call('ZADD', k_sem, now + lease, token)
     redis.call('SET', k_limit, n)
-    local last = redis.call('ZRANGE', k_sem, -1, -1, 'WITHSCORES')
-    redis.call('PEXPIRE', k_sem, tonumber(last[2]) - now)
-    redis.call('PEXPIRE', k_limit, tonumber(last[2]) - now)
   end
-  redis.call('HSET', k_meta, 'host', a_host, 'pid', a_pid, 'user',
-    a_user, 'cmd', a_cmd, 'since', nows, 'lease', a_lease_ms, 'fence', fs)
-  redis.call('PEXPIRE', k_meta, a_lease_ms)
+  meta_set(mkey, mtok, 'host', a_host, 'pid', a_pid, 'user', a_user, 'cmd',
+    a_cmd, 'since', nows, 'lease', a_lease_ms, 'fence', fs)
+  if n == 1 then
+    redis.call('PEXPIRE', k_meta, a_lease_ms)
+  else
+    local last = redis.call('ZRANGE', k_sem, -1, -1, 'WITHSCORES')
+    local ttl = tonumber(last[2]) - now
+    redis.call('PEXPIRE', k_sem, ttl)
+    redis.call('PEXPIRE', k_limit, ttl)
+    redis.call('PEXPIRE', k_metas, ttl)
+  end
   -- A semaphore with slots still free: the next in line need not wait
   -- for a release.
   if n > 1 and redis.call('ZCARD', k_sem) < n then
@@ -251,11 +228,15 @@ if a_join == '1' then
       redis.call('DEL', turn)
     end
   end
-  redis.call('SET', k_waiter, a_user .. '\31' .. a_host .. '\31' ..
-    a_pid .. '\31' .. a_cmd, 'PX', a_waiter_ttl_ms)
+  redis.call('HSET', k_waiters, token, string.format('%d',
+    now + tonumber(a_waiter_ttl_ms)) .. '\31' .. a_user .. '\31' ..
+    a_host .. '\31' .. a_pid .. '\31' .. a_cmd)
   local qttl = math.max(2 * lease, wait + 2 * tonumber(a_waiter_ttl_ms))
   if redis.call('PTTL', k_queue) < qttl then
     redis.call('PEXPIRE', k_queue, qttl)
+  end
+  if redis.call('PTTL', k_waiters) < qttl then
+    redis.call('PEXPIRE', k_waiters, qttl)
   end
 end
 -- Waiting out a head's turn: look again when it is over; the one next in

@@ -4,15 +4,9 @@
 -- then gives more than F: so fences still strictly increase per KEY.
 -- KEYS: lock fence meta
 -- ARGV: token fence fence_ttl_ms
--- fence (ARGV): F; meta: the holder's.
+-- fence (ARGV): F; meta: the holder's (a mutex: --redlock has no -N).
+-- RUNS: GET lock; GET fence; SET fence 1 PX 1; HSET meta f 1
 -- Returns 1, or 0 when KEY is not ours on this master (nothing done).
-acl_ask(function()
-  acl('GET', k_lock)
-  acl('GET', k_fence)
-  acl('SET', k_fence, '1', 'PX', '1')
-  acl('HSET', k_meta, 'fence', '1')
-end)
-if acl_refused then return acl_refused end
 if redis.call('GET', k_lock) ~= a_token then return 0 end
 local f = tonumber(a_fence)
 local cur = tonumber(redis.call('GET', k_fence) or '0')

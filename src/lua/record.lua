@@ -6,6 +6,10 @@
 -- last: P{K}:last; fence: the fence counter; what: 'lost' or 'skip';
 -- for 'lost' only: fence (ARGV) the run's, ran_ms: ms since the grant by
 -- the holder's clock, exit: rlock's exit status.
+-- RUNS: TIME; HMGET last f; HSET last f v; PEXPIRE last 1; GET fence
+-- RUNS: HGET last skip_fence; HINCRBY last skips 1
+-- PRECHECK: none (the acquire asked for all of this; a refusal changes
+-- nothing but the record)
 -- Returns 1.
 -- Invariants: touches P{K}:last only, never the lock. A skip counts
 -- against the latest grant of KEY (the fence counter: the holder that made

@@ -1,10 +1,12 @@
 -- release: compare-and-delete, then wake whoever may take KEY now.
--- KEYS: lock meta sem limit queue tokens last?
--- ARGV: token limit wake waiter_prefix wake_prefix wake_ttl_ms
+-- KEYS: lock meta metas sem limit queue waiters tokens last?
+-- ARGV: token limit wake wake_prefix wake_ttl_ms
 -- ARGV: min_hold_ms? exit? lost? last_ttl_ms? ran_ms?
--- meta: the holder's; tokens: the wake tokens; last: the last run, given
--- with the arguments after wake_ttl_ms only when a run ended; limit: N;
--- wake: the channel P{K}:wake; the prefixes "P{K}:w:" and "P{K}:wake:";
+-- meta: a mutex holder's, metas: the -N holders' (lib/meta.lua); queue
+-- and waiters: the --fair queue (lib/queue.lua); tokens: the wake tokens;
+-- last: the last run, given with the arguments after wake_ttl_ms only
+-- when a run ended; limit: N; wake: the channel P{K}:wake; wake_prefix:
+-- "P{K}:wake:";
 -- min_hold_ms: --min-hold (0: none); exit: rlock's exit status; lost: '1'
 -- if the lease was lost; ran_ms: ms since the grant, by the holder's clock
 -- (if meta is gone).
@@ -25,15 +27,30 @@
 -- wait there) and only the live head of the --fair queue (and the one
 -- after it), so a hand-off costs O(1) messages however many wait. The
 -- message on P{K}:wake is for anyone else who wants to know.
--- No ACL questions (acl.lua): acquire.lua asked for all of this before
--- it granted KEY, and asking again cost a ninth of an uncontended lock
--- cycle's instructions. A permission taken away since then (an ACL
+-- RUNS: TIME; HMGET last f; HSET last f v; PEXPIRE last 1
+-- RUNS: SPUBLISH =wake x; PUBLISH? =wake x; LPUSH tokens 1
+-- RUNS: LTRIM tokens 0 0; PEXPIRE tokens 1; LINDEX queue 0; HGET waiters x
+-- RUNS: LPOP queue; HDEL waiters x; SPUBLISH =wake_prefix+x x
+-- RUNS: PUBLISH? =wake_prefix+x x; PUBSUB? SHARDNUMSUB =wake_prefix+x
+-- RUNS: PUBSUB? NUMSUB =wake_prefix+x
+-- RUNS mutex: GET lock; HMGET meta user; PEXPIRE meta 1; PEXPIRE lock 1
+-- RUNS mutex: HSET meta f v; DEL lock meta
+-- RUNS sem: ZSCORE sem x; HMGET metas x; PTTL metas; PEXPIRE metas 1
+-- RUNS sem: ZADD sem 1 x
+-- RUNS sem: ZRANGE sem 0 0; PEXPIRE sem 1; PEXPIRE limit 1; HSET metas f v
+-- RUNS sem: ZREM sem x; HDEL metas x; ZCARD sem; DEL sem limit metas
+-- PRECHECK: none: acquire.lua asked for all of this before it granted
+-- KEY, and asking again cost a ninth of an uncontended lock cycle's
+-- instructions. A permission taken away since then (an ACL
 -- changed mid-run) refuses the check or the release proper, one command
 -- that changes nothing when refused; or one of the steps after it, each
 -- run in a pcall so that the others still run and the lock is released
 -- all the same, where asking first refused it all and kept the lock to
 -- its lease's end.
 local token, mutex = a_token, a_limit == '1'
+-- This holder's meta (lib/meta.lua).
+local mkey, mtok = k_meta, nil
+if not mutex then mkey, mtok = k_metas, token end
 if mutex then
   if redis.call('GET', k_lock) ~= token then return 0 end
 elseif not redis.call('ZSCORE', k_sem, token) then
@@ -46,8 +63,8 @@ end
 local now, m, hold
 if k_last then
   now = now_ms()
-  m = redis.call('HMGET', k_meta, 'user', 'host', 'pid', 'cmd', 'since',
-    'fence')
+  m = redis.call('HMGET', mkey, unpack(meta_names(mtok, 'user', 'host',
+    'pid', 'cmd', 'since', 'fence')))
   if not m[5] then
     m[5] = string.format('%d', tonumber(now) - tonumber(a_ran_ms))
   end
@@ -78,21 +95,29 @@ local function expirable(name, k)
 end
 -- The meta may be gone (evicted, deleted) while KEY is ours: the HSET
 -- then makes it anew, and it needs its expiry again.
+-- The -N holders' metas share one hash: its expiry is only ever raised
+-- here, to left ms at least.
+local function meta_expiry(left)
+  if mutex or redis.call('PTTL', k_metas) < left then
+    redis.call('PEXPIRE', mkey, left)
+  end
+end
 local function meta_ended(left)
-  redis.call('HSET', k_meta, 'ended', now, 'exit', a_exit,
-    'hold_until', string.format('%d', hold))
-  redis.call('PEXPIRE', k_meta, left)
+  meta_set(mkey, mtok, 'ended', now, 'exit', a_exit, 'hold_until',
+    string.format('%d', hold))
+  meta_expiry(left)
 end
 local function slot_expiry()
   local top = redis.call('ZRANGE', k_sem, -1, -1, 'WITHSCORES')
   local ttl = tonumber(top[2]) - tonumber(now)
   redis.call('PEXPIRE', k_sem, ttl)
   redis.call('PEXPIRE', k_limit, ttl)
+  redis.call('PEXPIRE', k_metas, ttl)
 end
 local function slot_rest()
-  redis.call('DEL', k_meta)
+  meta_drop(k_metas, token)
   if redis.call('ZCARD', k_sem) == 0 then
-    redis.call('DEL', k_sem, k_limit)
+    redis.call('DEL', k_sem, k_limit, k_metas)
   end
 end
 
@@ -103,7 +128,7 @@ end
 -- all that changed.
 if hold then
   local left = hold - tonumber(now)
-  redis.call('PEXPIRE', k_meta, left)
+  meta_expiry(left)
   if mutex then
     redis.call('PEXPIRE', k_lock, left)
   else
@@ -126,6 +151,7 @@ if expirable('waking a waiter', k_tokens) then
   step('waking a waiter', wake_plain, k_tokens, 1, tonumber(a_limit),
     a_wake_ttl_ms)
 end
-step('waking the queue', wake_queue, k_queue, a_waiter_prefix, a_wake_prefix)
+step('waking the queue', wake_queue, k_queue, k_waiters, a_wake_prefix,
+  now and tonumber(now))
 if why then return {1, why} end
 return 1

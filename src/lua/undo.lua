@@ -5,14 +5,10 @@
 -- spin: try, undo, wake, try... while the holder keeps its majority.)
 -- KEYS: lock meta
 -- ARGV: token
+-- RUNS: GET lock; DEL lock meta
 -- Returns 1 when taken back, 0 when KEY was not ours (nothing done);
--- refused with RLOCK_NOPERM (acl.lua), nothing done, when the ACL lacks a
+-- refused with RLOCK_NOPERM, nothing done, when the ACL lacks a
 -- permission it needs.
-acl_ask(function()
-  acl('GET', k_lock)
-  acl('DEL', k_lock, k_meta)
-end)
-if acl_refused then return acl_refused end
 if redis.call('GET', k_lock) ~= a_token then return 0 end
 redis.call('DEL', k_lock, k_meta)
 return 1

@@ -5,11 +5,8 @@
 -- KEYS: tokens
 -- ARGV: limit wake_ttl_ms
 -- tokens: the wake tokens; limit: N.
--- Returns 1; refused with RLOCK_NOPERM (acl.lua), nothing done, when the
--- ACL lacks a permission it needs.
-acl_ask(function()
-  acl_wake_plain(k_tokens)
-end)
-if acl_refused then return acl_refused end
+-- RUNS: LPUSH tokens 1; LTRIM tokens 0 0; PEXPIRE tokens 1
+-- Returns 1; refused with RLOCK_NOPERM, nothing done, when the ACL lacks
+-- a permission it needs.
 wake_plain(k_tokens, 1, tonumber(a_limit), a_wake_ttl_ms)
 return 1
