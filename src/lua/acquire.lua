@@ -28,7 +28,7 @@
 -- RUNS: PUBSUB? SHARDNUMSUB =wake_prefix+x; PUBSUB? NUMSUB =wake_prefix+x
 -- RUNS mutex: ZCOUNT sem 0 0; GET limit; GET lock; PTTL lock
 -- RUNS mutex: PEXPIRE lock 1; PEXPIRE meta 1; HGET meta f
--- RUNS mutex: EXISTS meta; DEL meta; SET lock x PX 1; HSET meta f v
+-- RUNS mutex: EXISTS meta; DEL turn meta; SET lock x PX 1; HSET meta f v
 -- RUNS mutex: HMGET meta user
 -- RUNS sem: EXISTS lock; EXISTS meta; ZRANGEBYSCORE sem 0 0
 -- RUNS sem: HDEL metas x; ZREMRANGEBYSCORE sem 0 0; GET limit; ZCARD sem
@@ -188,9 +188,16 @@ if free and (not head or head == token) then
   -- Any turn recorded is over now: a head passed over that joins again
   -- must get a turn of its own, not the old one's end. The holder's
   -- meta goes too, written anew below.
-  redis.call('DEL', turn)
-  redis.call('HDEL', k_waiters, token)
-  meta_drop(mkey, mtok)
+  if n == 1 then
+    redis.call('DEL', turn, k_meta)
+  else
+    redis.call('DEL', turn)
+    meta_drop(k_metas, token)
+  end
+  -- Only a --fair caller has an entry in the queue.
+  if a_join == '1' or string.find(a_needs, 'f', 1, true) then
+    redis.call('HDEL', k_waiters, token)
+  end
   if n == 1 then
     redis.call('SET', k_lock, token, 'PX', a_lease_ms)
   else

@@ -63,8 +63,7 @@ end
 local now, m, hold
 if k_last then
   now = now_ms()
-  m = redis.call('HMGET', mkey, unpack(meta_names(mtok, 'user', 'host',
-    'pid', 'cmd', 'since', 'fence')))
+  m = meta_get(mkey, mtok, 'user', 'host', 'pid', 'cmd', 'since', 'fence')
   if not m[5] then
     m[5] = string.format('%d', tonumber(now) - tonumber(a_ran_ms))
   end
