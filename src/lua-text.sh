@@ -91,7 +91,7 @@ libdir=$1 script=$2
 code=$(sed -e '/^[[:space:]]*--/d' "$script")
 header() { # KEYS|ARGV: the names, one per line
 	grep -q "^-- $1:" "$script" || die "needs a '-- $1:' header line"
-	sed -n "s/^-- $1://p" "$script" | tr -s ' \t' '\n\n' | sed '/^$/d'
+	sed -n "s/^-- $1://p" "$script" | tr -s ' \t' '\n' | sed '/^$/d'
 }
 keys=$(header KEYS) argv=$(header ARGV)
 printf '%s\n' "$code" | grep -Eq '\b(KEYS|ARGV)\[' &&
@@ -102,6 +102,7 @@ printf '%s\n' "$code" | grep -Eq '\b(KEYS|ARGV)\[' &&
 precheck=""
 if ! grep -q '^-- PRECHECK: none' "$script"; then
 	r=$(all "$script")
+	# shellcheck disable=SC2086 # the names, one line
 	precheck=$(printf '%s\n' "$r" | awk -F'|' -v keys=" $(echo $keys |
 	    tr -d '?') " -v argv=" $(echo $argv | tr -d '?') " -v s="$script" '
 	function die(m) { print s ": RUNS: " m > "/dev/stderr"; bad = 1; exit 1 }
@@ -198,7 +199,7 @@ locals() {
 		printf '%s\n' "$used" | grep -Eq "\\b${pre}_$nm\\b" ||
 			die "declares $tab $nm but never uses ${pre}_$nm"
 		i=$((i + 1))
-		lhs="$lhs${lhs:+, }${pre}_$nm" rhs="$rhs${rhs:+, }$tab[$i]"
+		lhs="$lhs${lhs:+, }${pre}_$nm" rhs="$rhs${rhs:+, }${tab}[$i]"
 	done
 	for u in $(printf '%s\n' "$used" | grep -Eo "\\b${pre}_[a-z0-9_]+" |
 	    sort -u); do

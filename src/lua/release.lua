@@ -40,8 +40,7 @@
 -- RUNS sem: ZRANGE sem 0 0; PEXPIRE sem 1; PEXPIRE limit 1; HSET metas f v
 -- RUNS sem: ZREM sem x; HDEL metas x; ZCARD sem; DEL sem limit metas
 -- PRECHECK: none: acquire.lua asked for all of this before it granted
--- KEY, and asking again cost a ninth of an uncontended lock cycle's
--- instructions. A permission taken away since then (an ACL
+-- KEY, and asking again would cost every cycle as much. A permission taken away since then (an ACL
 -- changed mid-run) refuses the check or the release proper, one command
 -- that changes nothing when refused; or one of the steps after it, each
 -- run in a pcall so that the others still run and the lock is released
