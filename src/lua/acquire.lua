@@ -42,13 +42,17 @@
 -- RUNS blpop: BLPOP tokens 0
 -- RUNS: SPUBLISH =wake x; SPUBLISH =wake_prefix+x x
 -- RUNS: PUBLISH? =wake_prefix+x x; @extend; @release
--- Returns {1, fence} when the caller holds KEY; else {0, wait ms, queue
--- position (0 = next, -1 not queued), holder user, host, pid, cmd,
--- since, server now, lease left ms, foreign} where wait is when trying
--- again makes sense (-1: a holder key without expiry), lease left is the
--- holder's (for -N the soonest to end; -1 no expiry, -2 nobody holds KEY:
--- a --fair waiter ahead of us is taking its turn), and foreign is 1 when
--- the holder is not rlock (KEY without :meta: its release wakes nobody).
+-- Returns {1, fence} when the caller holds KEY; else the busy reply,
+-- whose elements C reads by these names (ACQUIRE_BUSY_WAIT, ...):
+-- REPLY busy: got wait position user host pid cmd since now lease_left
+-- REPLY busy: foreign
+-- got 0; wait: ms until trying again makes sense (-1: a holder key
+-- without expiry); position in the queue (0 = next, -1 not queued); the
+-- holder's user, host, pid, cmd and since (when asked for); now: the
+-- server's ms; lease_left: the holder's ms (for -N the soonest to end;
+-- -1 no expiry, -2 nobody holds KEY: a --fair waiter ahead of us is
+-- taking its turn); foreign: 1 when the holder is not rlock (KEY without
+-- :meta: its release wakes nobody).
 -- Invariants: at most N holders; a token already holding is a harmless
 -- retry or a nested run and never shortens its lease; nobody overtakes a
 -- live queue head (one that takes its turn in time); fence = max(last +
@@ -259,5 +263,6 @@ local m = {}
 if a_want_holder == '1' and n == 1 then
   m = redis.call('HMGET', k_meta, 'user', 'host', 'pid', 'cmd', 'since')
 end
-return {0, wait, pos, m[1] or '', m[2] or '', m[3] or '', m[4] or '',
-  m[5] or '', nows, left, foreign}
+return reply_busy({got = 0, wait = wait, position = pos, user = m[1] or '',
+  host = m[2] or '', pid = m[3] or '', cmd = m[4] or '', since = m[5] or '',
+  now = nows, lease_left = left, foreign = foreign})
