@@ -479,8 +479,9 @@ ran_out(struct waiter *w)
 
 /*
  * An attempt (or a --fair waiter's subscription) failed with f. If the
- * wait goes on and f is weather (retry.h), back off, leave the lock
- * closed for the next attempt to reconnect, and return 1: try again. 0:
+ * wait goes on and f is weather (retry.h), back off and return 1: try
+ * again (on the same connection when the failure was an answer, BUSY or
+ * LOADING; the next attempt reconnects one that dropped). 0:
  * give up (failed). WOKE_SIGNAL: a signal ended the wait meanwhile.
  * A retry that reaches Redis joins the --fair queue again, at our old
  * place where the queue survived (the place is kept by our :w key and
@@ -518,7 +519,6 @@ ride_out(struct waiter *w, const struct failure *f, struct wait_result *res)
 	until = now + retry_backoff_ms(w->backoffs++);
 	if (until > w->deadline)
 		until = w->deadline;
-	lock_close(w->l);
 	if (block_quiet(w, until, res) == WOKE_SIGNAL)
 		return WOKE_SIGNAL;
 	return 1;

@@ -33,6 +33,7 @@
 #include "keys.h"
 #include "lease.h"
 #include "reply.h"
+#include "retry.h"
 #include "server.h"
 #include "tls.h"
 #include "url.h"
@@ -819,6 +820,32 @@ test_reply_status(void)
 	    !failure_transient(RL_EXIT_PROTOCOL) &&
 	    !failure_transient(RL_EXIT_NOPERM),
 	    "only 69 is worth a retry on a new connection");
+}
+
+/* The retry policy's table: weather is 69's class, but not a login left
+ * unanswered with its undo on the way; the backoff doubles up to 1 s. */
+static void
+test_retry(void)
+{
+	static const int64_t want[] = { 100, 200, 400, 800, 1000, 1000 };
+	struct failure f;
+	size_t i;
+
+	failure_set(&f, RL_EXIT_UNAVAILABLE, "Connection refused");
+	CHECK(retry_worth(&f), "retry: unreachable is weather");
+	f.hello = 1;
+	CHECK(retry_worth(&f), "retry: a login refused, heard out");
+	f.undo_owed = 1;
+	CHECK(!retry_worth(&f), "retry: not with an undo on the way");
+	failure_set(&f, RL_EXIT_PROTOCOL, "WRONGTYPE");
+	CHECK(!retry_worth(&f), "retry: not 76");
+	failure_set(&f, RL_EXIT_NOPERM, "WRONGPASS");
+	CHECK(!retry_worth(&f), "retry: not 77");
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		CHECK(retry_backoff_ms((int)i) == want[i],
+		    "retry_backoff_ms(%zu) = %lld", i, (long long)want[i]);
+	CHECK(retry_backoff_ms(1000) == RETRY_BACKOFF_MAX_MS,
+	    "retry_backoff_ms: capped after many tries");
 }
 
 /* ---------------------------------------------------------------- cli */
@@ -2240,6 +2267,7 @@ main(void)
 	test_glob();
 	test_conn_format();
 	test_reply_status();
+	test_retry();
 	test_cli_rows();
 	test_cli_keys();
 	test_cli_password_blanked();
