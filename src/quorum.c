@@ -553,6 +553,8 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 		for (i = 0, barred = 0; i < n; i++)
 			barred += q->no_acquire[i];
 		q->fail.hello = barred > n - majority(q);
+		/* (and no later try either: retry.h) */
+		q->fail.undo_owed = q->fail.hello;
 		return LOCK_ERROR;
 	}
 	if (!have_busy) {
