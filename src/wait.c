@@ -430,10 +430,28 @@ out:
 }
 
 
+/* An attempt was answered (b: busy, or NULL), after ride_out or not. */
+static void
+back_up(struct waiter *w, const struct lock_busy *b)
+{
+	w->reached = 1;
+	if (w->down_since == 0)
+		return;
+	if (w->ctx->fair && b != NULL && b->position >= 0)
+		msg_verbose("Redis answers again after %lldms; our place in "
+		    "the --fair queue: %lld", (long long)(mono_ms() -
+		    w->down_since), b->position + 1);
+	else
+		msg_verbose("Redis answers again after %lldms",
+		    (long long)(mono_ms() - w->down_since));
+	w->down_since = 0;
+}
+
 static enum wait_status
 granted(struct waiter *w, int64_t start, int why)
 {
 	trace_event("grant");
+	back_up(w, NULL);
 	waitline_clear(&w->line);
 	close_subs(w);
 	lock_set_timeouts(w->l, w->con0, w->cmd0);
@@ -546,18 +564,6 @@ weather(struct waiter *w, const struct failure *f, struct wait_result *res,
 	return 0;
 }
 
-/* An attempt reached Redis again after ride_out. */
-static void
-back_up(struct waiter *w)
-{
-	w->reached = 1;
-	if (w->down_since == 0)
-		return;
-	msg_verbose("Redis answers again after %lldms",
-	    (long long)(mono_ms() - w->down_since));
-	w->down_since = 0;
-}
-
 enum wait_status
 wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
     int sigfd, struct wait_result *res, void (*idle)(void *), void *arg)
@@ -586,7 +592,7 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 	while ((lr = attempt(&w, 0, res, &busy)) == LOCK_ERROR)
 		if (!weather(&w, lock_failure(l), res, &st))
 			return st;
-	back_up(&w);
+	back_up(&w, lr == LOCK_BUSY ? &busy : NULL);
 	if (lr == LOCK_GRANTED) {
 		trace_event("grant");
 		lock_set_timeouts(l, w.con0, w.cmd0);
@@ -623,7 +629,7 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 					continue;
 				return st;
 			}
-			back_up(&w);
+			back_up(&w, &busy);
 		}
 		if (mono_ms() >= w.deadline)
 			return ran_out(&w);
@@ -649,6 +655,6 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 		    !weather(&w, lock_failure(l), res, &st))
 			return st;
 		if (lr != LOCK_ERROR)
-			back_up(&w);
+			back_up(&w, &busy);
 	}
 }
