@@ -400,11 +400,28 @@ key_gone() { [ "$(rcli exists "$L")" = 0 ]; }
 # that COMMAND (which ignores SIGTERM) got SIGTERM, then died before the
 # key could expire in Redis. Sets TS (stop), EXP (expiry), TT, TD.
 stalled_redis() {
-	start_holder -l "$(tf 1)" --kill-after "$1" -k "$K" -- \
-	    sh "$T/term-ignore.sh"
-	# Late in the period: the last extend is ~250 ms old, so a deadline
-	# counted from the stall instead of from it is visibly too late.
-	stop_late_in_period
+	local try
+	for try in 1 2 3; do
+		rm -f "$T/term" "$T/cmd.pid"
+		start_holder -l "$(tf 1)" --kill-after "$1" -k "$K" -- \
+		    sh "$T/term-ignore.sh"
+		# Late in the period: the last extend is ~250 ms old, so a
+		# deadline counted from the stall instead of from it is
+		# visibly too late.
+		stop_late_in_period
+		# A SIGTERM before the stall: the machine starved the
+		# renewals of this 1 s lease first (seen at a load average
+		# of 26 on 2 cores: "SIGTERM 2517ms before the stall"), and
+		# the holder rightly acted, then extended again. Not what
+		# this test is about: start again.
+		[ -s "$T/term" ] && [ "$(head -n 1 "$T/term")" -lt "$TS" ] ||
+			break
+		echo "# SIGTERM before the stall (a starved renewal): again" >&3
+		redis_cont
+		kill -KILL "$CMD" "$HOLDER" 2>/dev/null
+		wait "$HOLDER" 2>/dev/null
+		rcli del "$L" > /dev/null
+	done
 	TD=$(death_ms "$CMD" 3000) || TD=
 	redis_cont
 	[ -n "$TD" ] || fail "COMMAND alive 3s (scaled) after Redis stopped"
