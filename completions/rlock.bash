@@ -6,8 +6,8 @@
 
 # Lock names held now: the first column of `rlock list`. Quiet and quick,
 # so a missing or slow Redis never blocks the shell; the connection
-# options already on the line (-u, --prefix, --password-file, --redlock,
-# the TLS ones) are used. With --redlock, list prints each master's locks under a header
+# options already on the line (-u, --prefix, --password-file, --config,
+# --redlock, the TLS ones) are used. With --redlock, list prints each master's locks under a header
 # line without a tab: only the lines with one are locks, once each.
 _rlock_keys()
 {
@@ -18,12 +18,12 @@ _rlock_keys()
 	for ((i = 1; i < ${#words[@]}; i++)); do
 		w=${words[i]}
 		case $w in
-		-u|--url|--prefix|--password-file|--tls-cacert|--tls-cacertdir|\
-		--tls-cert|--tls-key|--tls-sni)
+		-u|--url|--prefix|--password-file|--config|--tls-cacert|\
+		--tls-cacertdir|--tls-cert|--tls-key|--tls-sni)
 			conn+=("$w" "${words[i + 1]}")
 			((i++))
 			;;
-		--url=*|--prefix=*|--password-file=*|-u?*|--redlock|--tls|\
+		--url=*|--prefix=*|--password-file=*|--config=*|-u?*|--redlock|--tls|\
 		--tls-cacert=*|--tls-cacertdir=*|--tls-cert=*|--tls-key=*|\
 		--tls-sni=*|--tls-insecure)
 			conn+=("$w")
@@ -92,8 +92,8 @@ _rlock_module()
 			;;
 		-w|--timeout|-l|--lease|-E|--conflict-exit-code|-N|--limit|\
 		-c|--command|--on-lost|--kill-after|--min-hold|--max-hold|\
-		-u|--url|--password-file|--connect-timeout|--prefix|--tls-cacert|\
-		--tls-cacertdir|--tls-cert|--tls-key|--tls-sni)
+		-u|--url|--password-file|--config|--connect-timeout|--prefix|\
+		--tls-cacert|--tls-cacertdir|--tls-cert|--tls-key|--tls-sni)
 			_rlock_skip_value
 			;;
 		--key=*)
@@ -181,7 +181,7 @@ _rlock_module()
 			-- "$cur"
 		return 0
 		;;
-	'--password-file'|'--tls-cacert'|'--tls-cert'|'--tls-key')
+	'--password-file'|'--config'|'--tls-cacert'|'--tls-cert'|'--tls-key')
 		compopt -o filenames
 		_rlock_reply -f -- "$cur"
 		return 0
@@ -202,7 +202,7 @@ _rlock_module()
 		;;
 	esac
 
-	opts="--url --redlock --password-file --connect-timeout --prefix
+	opts="--url --redlock --password-file --config --connect-timeout --prefix
 		--tls --tls-cacert --tls-cacertdir --tls-cert --tls-key --tls-sni
 		--tls-insecure --quiet --verbose --help"
 	case $sub in
@@ -262,6 +262,7 @@ _rlock_module()
 			--url
 			--redlock
 			--password-file
+			--config
 			--connect-timeout
 			--prefix
 			--tls

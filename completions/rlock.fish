@@ -24,7 +24,7 @@ function __rlock_state
             case -k --key
                 set key 1
                 set i (math $i + 1)
-            case -w --timeout -l --lease -E --conflict-exit-code -N --limit -c --command --on-lost --kill-after -u --url --password-file --connect-timeout --prefix --tls-cacert --tls-cacertdir --tls-cert --tls-key --tls-sni --min-hold --max-hold
+            case -w --timeout -l --lease -E --conflict-exit-code -N --limit -c --command --on-lost --kill-after -u --url --password-file --config --connect-timeout --prefix --tls-cacert --tls-cacertdir --tls-cert --tls-key --tls-sni --min-hold --max-hold
                 set i (math $i + 1)
             case '--key=*' '-k?*'
                 set key 1
@@ -94,10 +94,10 @@ function __rlock_keys
     set -l i 2
     while test $i -le (count $tokens)
         switch $tokens[$i]
-            case -u --url --prefix --password-file --tls-cacert --tls-cacertdir --tls-cert --tls-key --tls-sni
+            case -u --url --prefix --password-file --config --tls-cacert --tls-cacertdir --tls-cert --tls-key --tls-sni
                 set -a conn $tokens[$i] $tokens[(math $i + 1)]
                 set i (math $i + 1)
-            case '--url=*' '--prefix=*' '--password-file=*' '-u?*' --redlock --tls --tls-insecure '--tls-cacert=*' '--tls-cacertdir=*' '--tls-cert=*' '--tls-key=*' '--tls-sni=*'
+            case '--url=*' '--prefix=*' '--password-file=*' '--config=*' '-u?*' --redlock --tls --tls-insecure '--tls-cacert=*' '--tls-cacertdir=*' '--tls-cert=*' '--tls-key=*' '--tls-sni=*'
                 set -a conn $tokens[$i]
             case --
                 break
@@ -136,6 +136,7 @@ set -l __rlock_conn '__rlock_in_opts; or __rlock_in_sub status list release'
 complete -c rlock -n $__rlock_conn -s u -l url -x -a 'redis:// rediss:// unix:// redis+sentinel:// rediss+sentinel:// redis+cluster:// rediss+cluster://' -d 'Redis server URL'
 complete -c rlock -n $__rlock_conn -l redlock -d 'Every -u is a master: hold the lock on a majority'
 complete -c rlock -n $__rlock_conn -l password-file -r -F -d 'Read the Redis password from FILE'
+complete -c rlock -n $__rlock_conn -l config -r -F -d 'Read FILE instead of the rlock.conf files'
 complete -c rlock -n $__rlock_conn -l connect-timeout -x -a '500ms 1s 5s' -d 'Give up on an unreachable Redis after DUR'
 complete -c rlock -n $__rlock_conn -l prefix -x -d 'Prefix of every Redis key'
 complete -c rlock -n $__rlock_conn -l tls -d 'TLS even with redis:// URLs'

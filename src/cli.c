@@ -14,10 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-
+#include "conffile.h"
 #include "exitcode.h"
 #include "keys.h"
+#include "lockops.h"
 #include "url.h"
 #include "util.h"
 
@@ -26,8 +28,33 @@ enum {
 	OPT_CONNECT_TIMEOUT, OPT_PREFIX, OPT_JSON, OPT_FORCE, OPT_REDLOCK,
 	OPT_TLS, OPT_TLS_CACERT, OPT_TLS_CACERTDIR, OPT_TLS_CERT, OPT_TLS_KEY,
 	OPT_TLS_SNI, OPT_TLS_INSECURE,
-	OPT_MIN_HOLD, OPT_MAX_HOLD, OPT_SYSLOG, OPT_PROMETHEUS
+	OPT_MIN_HOLD, OPT_MAX_HOLD, OPT_SYSLOG, OPT_PROMETHEUS, OPT_CONFIG,
+	OPT_END
 };
+
+/* Which options the command line gave: a file's setting does not
+ * override them. */
+static unsigned char given[OPT_END];
+
+/* While a file's setting is checked: where it was read. usage_error then
+ * names FILE:LINE and returns 78. */
+static const struct conf_at *conf_at;
+
+/*
+ * The files' settings that the environment beats (RLOCK_URL, REDIS_URL,
+ * RLOCK_PASSWORD, RLOCK_TLS_*): held here until the environment has had
+ * its turn. The strings are in o->kept.
+ */
+static struct {
+	char **urls;		/* the last file's url lines */
+	int nurls;
+	struct conf_at url_at;	/* the last url line */
+	const char *password_file, *cacert, *cacertdir, *cert, *key;
+	struct conf_at pf_at, cacert_at, cacertdir_at, cert_at, key_at;
+	struct conf_at redlock_at;
+	int syslog;
+	const char *file;	/* the file being read, kept */
+} late;
 
 
 /*
@@ -53,6 +80,7 @@ static const struct option RUN_LONG[] = {
 	{ "url", required_argument, NULL, 'u' },
 	{ "redlock", no_argument, NULL, OPT_REDLOCK },
 	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
+	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
 	{ "prefix", required_argument, NULL, OPT_PREFIX },
 	{ "tls", no_argument, NULL, OPT_TLS },
@@ -76,6 +104,7 @@ static const struct option SUB_LONG[] = {
 	{ "url", required_argument, NULL, 'u' },
 	{ "redlock", no_argument, NULL, OPT_REDLOCK },
 	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
+	{ "config", required_argument, NULL, OPT_CONFIG },
 	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
 	{ "prefix", required_argument, NULL, OPT_PREFIX },
 	{ "tls", no_argument, NULL, OPT_TLS },
@@ -132,11 +161,11 @@ cli_usage(void)
 "      --redlock             every -u is an independent master (3, 5, ...);\n"
 "                            hold the lock on a majority of them\n"
 "      --password-file FILE  read the Redis password from FILE\n"
+"      --config FILE         read FILE instead of the rlock.conf(5) files\n"
 "      --connect-timeout DUR give up connecting after DUR (5s; -w if shorter)\n"
 "      --prefix P            prefix of every Redis key (rlock:)\n"
 "      --tls                 TLS even with redis:// URLs\n"
-"      --tls-cacert FILE     CA certificates to verify the server with\n"
-"                            (default: the system store)\n"
+"      --tls-cacert FILE     CA file to verify the server (system store)\n"
 "      --tls-cacertdir DIR   the same, a directory of them\n"
 "      --tls-cert FILE       client certificate (mutual TLS)\n"
 "      --tls-key FILE        its private key (default: in --tls-cert's file)\n"
@@ -151,13 +180,13 @@ cli_usage(void)
 "\n"
 "DUR: a number with an optional unit ms, s, m, h (default s), at most 87840h.\n"
 "Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH,\n"
-"  RLOCK_SENTINEL_PASSWORD, RLOCK_TLS_CACERT, RLOCK_TLS_CERT, RLOCK_TLS_KEY;\n"
-"  USER (or LOGNAME) names the holder when HOME is that user's.\n"
+"  RLOCK_SENTINEL_PASSWORD, RLOCK_TLS_CACERT, RLOCK_TLS_CERT, RLOCK_TLS_KEY,\n"
+"  RLOCK_CONFIG; USER (or LOGNAME) names the holder when HOME is that user's.\n"
 "Exit status: COMMAND's; 75 not obtained (-E); 64 usage; 69 unreachable;\n"
-"  70 lease lost; 71 system failure; 76 unusable answer;\n"
-"  77 credentials or permission refused; 124 --max-hold stopped\n"
+"  70 lease lost; 71 system failure; 76 unusable answer; 77 credentials\n"
+"  or permission refused; 78 configuration file; 124 --max-hold stopped\n"
 "  COMMAND; 126/127 COMMAND not executable/not found; 128+N signal N.\n"
-"See rlock(1).\n", stdout);
+"See rlock(1) and rlock.conf(5).\n", stdout);
 }
 
 static int usage_error(const char *fmt, ...)
@@ -174,6 +203,8 @@ usage_error(const char *fmt, ...)
 	va_end(ap);
 	/* Words from argv may hold a newline or an escape sequence. */
 	printable(line, strlen(line), shown, sizeof(shown));
+	if (conf_at)
+		return conf_error(conf_at, "%s", shown);
 	msg_err("%s", shown);
 	fputs("Try 'rlock --help' for more information.\n", stderr);
 	return RL_EXIT_USAGE;
@@ -356,6 +387,9 @@ common_opt(struct rlock_opts *o, int c, int *status)
 	case OPT_PASSWORD_FILE:
 		*status = read_password_file(o, optarg);
 		return 0;
+	case OPT_CONFIG:
+		o->config = optarg;
+		return 0;
 	case OPT_CONNECT_TIMEOUT:
 		*status = parse_dur_opt("--connect-timeout", optarg,
 		    &o->connect_timeout_ms);
@@ -472,6 +506,9 @@ static void
 set_defaults(struct rlock_opts *o)
 {
 	memset(o, 0, sizeof(*o));
+	memset(given, 0, sizeof(given));
+	memset(&late, 0, sizeof(late));
+	conf_at = NULL;
 	o->mode = MODE_RUN;
 	o->wait_ms = -1;
 	o->lease_ms = 30 * 1000;
@@ -504,6 +541,8 @@ parse_subcommand(int argc, char **argv, struct rlock_opts *o)
 		if (c == '?' || c == ':')
 			return getopt_error(c, argv, before, SUB_LONG,
 			    argv[0]);
+		if (c > 0 && c < OPT_END)
+			given[c] = 1;
 		if (c == OPT_JSON && o->mode != MODE_RELEASE)
 			o->json = 1;
 		else if (c == OPT_PROMETHEUS && o->mode == MODE_STATUS)
@@ -606,48 +645,99 @@ check_url(struct rlock_opts *o, const char *from)
 }
 
 /*
- * --redlock: the masters come from every -u, or else from $RLOCK_URL (or
- * $REDIS_URL) split at blanks; plain redis:// or unix:// each, an odd
- * number of them, so a majority is a clear quorum.
+ * A copy of s that lives as long as o: a file's strings, which o's
+ * pointers (prefix, TLS files) may hold.
  */
-static int
-redlock_urls(struct rlock_opts *o)
+static char *
+keep(struct rlock_opts *o, const char *s)
 {
-	const char *u = getenv("RLOCK_URL"), *from = "-u";
+	o->kept = xrealloc(o->kept, (size_t)(o->nkept + 1) * sizeof(*o->kept));
+	return o->kept[o->nkept++] = xstrdup(s);
+}
+
+/* "url in FILE:LINE": where the files' URL came from, for messages. */
+static const char *
+conf_url_from(struct rlock_opts *o)
+{
+	char buf[600];
+
+	snprintf(buf, sizeof(buf), "url in %s:%d", late.url_at.file,
+	    late.url_at.line);
+	return keep(o, buf);
+}
+
+/* --redlock's masters from every -u, or the environment, or the files. */
+static int
+redlock_sources(struct rlock_opts *o, const char **from,
+    const struct conf_at **at)
+{
+	const char *u = getenv("RLOCK_URL");
 	char *copy, *tok, *save = NULL;
 	size_t n;
+	int i;
+
+	*from = "-u";
+	*at = NULL;
+	if (o->nurls > 0)
+		return 0;
+	if (u == NULL || *u == '\0')
+		u = getenv("REDIS_URL"), *from = "REDIS_URL";
+	else
+		*from = "RLOCK_URL";
+	if ((u == NULL || *u == '\0') && late.nurls > 0) {
+		o->urls = xcalloc((size_t)late.nurls, sizeof(*o->urls));
+		for (i = 0; i < late.nurls; i++)
+			o->urls[o->nurls++] = xstrdup(late.urls[i]);
+		*from = conf_url_from(o);
+		*at = &late.url_at;
+		return 0;
+	}
+	if (u == NULL || *u == '\0')
+		return usage_error("--redlock needs the URLs of its "
+		    "masters: -u URL for each (or RLOCK_URL='URL "
+		    "URL URL')");
+	n = strlen(u);
+	copy = xstrdup(u);
+	for (tok = strtok_r(copy, " \t\n", &save); tok &&
+	    o->nurls <= REDLOCK_MAX; tok = strtok_r(NULL, " \t\n",
+	    &save)) {
+		o->urls = xrealloc(o->urls, (size_t)(o->nurls + 1) *
+		    sizeof(*o->urls));
+		o->urls[o->nurls++] = xstrdup(tok);
+	}
+	/* strtok_r cut it with NULs: zero its whole length. */
+	explicit_bzero(copy, n);
+	free(copy);
+	return 0;
+}
+
+/* How many masters; at: the files' url line, when they came from there. */
+static int
+redlock_count(struct rlock_opts *o, const struct conf_at *at)
+{
+	char where[600] = "";
+	int st;
+
+	if (o->nurls >= 3 && o->nurls % 2 == 1 && o->nurls <= REDLOCK_MAX)
+		return 0;
+	if (!given[OPT_REDLOCK] && late.redlock_at.file)
+		snprintf(where, sizeof(where), "; redlock is set in %s:%d",
+		    late.redlock_at.file, late.redlock_at.line);
+	/* The files' URLs are the files' to fix. */
+	conf_at = at;
+	st = usage_error("--redlock needs an odd number of independent "
+	    "masters, 3 to %d (got %d%s)%s", REDLOCK_MAX, o->nurls,
+	    o->nurls > REDLOCK_MAX ? " or more" : "", where);
+	conf_at = NULL;
+	return st;
+}
+
+/* Each master: a URL that parses, plain redis://, rediss:// or unix://. */
+static int
+redlock_check(struct rlock_opts *o, const char *from)
+{
 	int i, st;
 
-	if (o->nurls == 0) {
-		if (u == NULL || *u == '\0')
-			u = getenv("REDIS_URL"), from = "REDIS_URL";
-		else
-			from = "RLOCK_URL";
-		if (u == NULL || *u == '\0')
-			return usage_error("--redlock needs the URLs of its "
-			    "masters: -u URL for each (or RLOCK_URL='URL "
-			    "URL URL')");
-		n = strlen(u);
-		copy = xstrdup(u);
-		for (tok = strtok_r(copy, " \t\n", &save); tok &&
-		    o->nurls <= REDLOCK_MAX; tok = strtok_r(NULL, " \t\n",
-		    &save)) {
-			o->urls = xrealloc(o->urls, (size_t)(o->nurls + 1) *
-			    sizeof(*o->urls));
-			o->urls[o->nurls++] = xstrdup(tok);
-		}
-		/* strtok_r cut it with NULs: zero its whole length. */
-		explicit_bzero(copy, n);
-		free(copy);
-	}
-	o->url_from = from;
-	if (o->nurls < 3 || o->nurls % 2 == 0 || o->nurls > REDLOCK_MAX)
-		return usage_error("--redlock needs an odd number of "
-		    "independent masters, 3 to %d (got %d%s)", REDLOCK_MAX,
-		    o->nurls, o->nurls > REDLOCK_MAX ? " or more" : "");
-	if (o->fair || o->limit > 1)
-		return usage_error("%s does not go with --redlock", o->fair ?
-		    "--fair" : "--limit");
 	for (i = 0; i < o->nurls; i++) {
 		scrub_free(o->url);
 		o->url = xstrdup(o->urls[i]);
@@ -664,15 +754,115 @@ redlock_urls(struct rlock_opts *o)
 }
 
 /*
- * The TLS files a crontab sets once. An option beats its variable; a key
- * from the environment goes only with a certificate from there too, as a
- * --tls-cert on the command line is another certificate.
+ * --redlock: the masters come from every -u, or else from $RLOCK_URL (or
+ * $REDIS_URL) split at blanks, or else from the files' url lines; plain
+ * redis:// or unix:// each, an odd number of them, so a majority is a
+ * clear quorum.
+ */
+static int
+redlock_urls(struct rlock_opts *o)
+{
+	const struct conf_at *at;
+	const char *from;
+	int st;
+
+	if ((st = redlock_sources(o, &from, &at)) != 0)
+		return st;
+	o->url_from = from;
+	if ((st = redlock_count(o, at)) != 0)
+		return st;
+	if (o->fair || o->limit > 1)
+		return usage_error("%s does not go with --redlock", o->fair ?
+		    "--fair" : "--limit");
+	conf_at = at;
+	st = redlock_check(o, from);
+	conf_at = NULL;
+	return st;
+}
+
+/*
+ * A file a setting names, checked when it is used, so the message names
+ * the setting's FILE:LINE: readable, and a directory only for
+ * tls-cacertdir.
+ */
+static int
+conf_readable(const char *name, const char *path, const struct conf_at *at,
+    int want_dir)
+{
+	struct stat st;
+	char shown[512];
+
+	printable(path, strlen(path), shown, sizeof(shown));
+	if (access(path, R_OK) < 0)
+		return conf_error(at, "cannot read %s %s: %s", name, shown,
+		    strerror(errno));
+	if (stat(path, &st) == 0 && (S_ISDIR(st.st_mode) ? 1 : 0) == want_dir)
+		return 0;
+	return conf_error(at, "cannot read %s %s: %s", name, shown,
+	    strerror(want_dir ? ENOTDIR : EISDIR));
+}
+
+/* "tls-cert (FILE:LINE)": the source tls.c names in its messages. */
+static const char *
+conf_src(struct rlock_opts *o, const char *name, const struct conf_at *at)
+{
+	char buf[600];
+
+	snprintf(buf, sizeof(buf), "%s (%s:%d)", name, at->file, at->line);
+	return keep(o, buf);
+}
+
+/*
+ * The files' TLS files, where neither the options nor the environment
+ * named one: the CA as one setting, the key only with the files' cert.
+ * Checked only when TLS is on, as tls_setup reads them only then.
+ */
+static int
+tls_conf(struct rlock_opts *o)
+{
+	struct tls_cfg *t = &o->tls;
+	int on = t->on || o->tls_forced, st = 0;
+
+	if (t->cacert == NULL && t->cacertdir == NULL) {
+		if (late.cacert && on)
+			st = conf_readable("tls-cacert", late.cacert,
+			    &late.cacert_at, 0);
+		if (late.cacert)
+			t->cacert = late.cacert, t->cacert_src = conf_src(o,
+			    "tls-cacert", &late.cacert_at);
+		if (st == 0 && late.cacertdir && on)
+			st = conf_readable("tls-cacertdir", late.cacertdir,
+			    &late.cacertdir_at, 1);
+		t->cacertdir = late.cacertdir;
+	}
+	if (st == 0 && t->cert == NULL && late.cert) {
+		if (on && (st = conf_readable("tls-cert", late.cert,
+		    &late.cert_at, 0)) != 0)
+			return st;
+		t->cert = late.cert;
+		t->cert_src = conf_src(o, "tls-cert", &late.cert_at);
+		if (t->key == NULL && late.key && on)
+			st = conf_readable("tls-key", late.key, &late.key_at,
+			    0);
+		if (t->key == NULL && late.key)
+			t->key = late.key, t->key_src = conf_src(o, "tls-key",
+			    &late.key_at);
+	}
+	return st;
+}
+
+/*
+ * The TLS files a crontab sets once. An option beats its variable, and a
+ * variable its file's setting; a key from the environment goes only with
+ * a certificate from there too, as a --tls-cert on the command line is
+ * another certificate.
  */
 static int
 tls_env(struct rlock_opts *o)
 {
 	struct tls_cfg *t = &o->tls;
 	const char *v;
+	int st;
 
 	if (t->cacert == NULL && t->cacertdir == NULL &&
 	    (v = getenv("RLOCK_TLS_CACERT")) && *v)
@@ -682,6 +872,8 @@ tls_env(struct rlock_opts *o)
 	if (t->key == NULL && t->cert_src && (v = getenv("RLOCK_TLS_KEY")) &&
 	    *v)
 		t->key = v, t->key_src = "RLOCK_TLS_KEY";
+	if ((st = tls_conf(o)) != 0)
+		return st;
 	if (t->sni && *t->sni == '\0')
 		return usage_error("--tls-sni needs a name");
 	if (o->tls_forced)
@@ -693,19 +885,57 @@ tls_env(struct rlock_opts *o)
 	return 0;
 }
 
+/* Does a URL in use (from -u or the environment) carry a password? */
+static int
+url_has_password(const struct rlock_opts *o)
+{
+	size_t off, len;
+	int i;
+
+	if (!o->redlock)
+		return url_password_span(o->url, &off, &len) == 0;
+	for (i = 0; i < o->nurls; i++)
+		if (url_password_span(o->urls[i], &off, &len) == 0)
+			return 1;
+	return 0;
+}
+
+/*
+ * The password: --password-file, else $RLOCK_PASSWORD or $REDISCLI_AUTH,
+ * else a password in the URL (config.c), else the files' password-file.
+ * The files' one is read by the command line's own code.
+ */
+static int
+password_fallbacks(struct rlock_opts *o)
+{
+	const char *p;
+	int st;
+
+	if (o->password == NULL) {
+		if ((p = getenv("RLOCK_PASSWORD")) && *p)
+			o->password = xstrdup(p);
+		else if ((p = getenv("REDISCLI_AUTH")) && *p)
+			o->password = xstrdup(p);
+	}
+	if (o->password || late.password_file == NULL || url_has_password(o))
+		return 0;
+	if ((st = conf_readable("password-file", late.password_file,
+	    &late.pf_at, 0)) != 0)
+		return st;
+	optarg = (char *)late.password_file;
+	common_opt(o, OPT_PASSWORD_FILE, &st);
+	return st;
+}
+
 static int
 url_fallbacks(struct rlock_opts *o)
 {
-	const char *u, *p, *from = "-u";
+	const char *u, *from = "-u";
+	int st;
 
 	if (o->redlock) {
-		if (o->password == NULL && (p = getenv("RLOCK_PASSWORD")) &&
-		    *p)
-			o->password = xstrdup(p);
-		else if (o->password == NULL &&
-		    (p = getenv("REDISCLI_AUTH")) && *p)
-			o->password = xstrdup(p);
-		return redlock_urls(o);
+		st = redlock_urls(o);
+		return st ? st : password_fallbacks(o);
 	}
 	o->url_from = from;
 	if (o->url == NULL) {
@@ -713,17 +943,158 @@ url_fallbacks(struct rlock_opts *o)
 			o->url = xstrdup(u), from = "RLOCK_URL";
 		else if ((u = getenv("REDIS_URL")) && *u)
 			o->url = xstrdup(u), from = "REDIS_URL";
+		else if (late.nurls > 0)
+			o->url = xstrdup(late.urls[late.nurls - 1]),
+			    from = conf_url_from(o);
 		else
 			o->url = xstrdup("redis://127.0.0.1:6379/0");
-		o->url_from = u && *u ? from : NULL;
+		o->url_from = strcmp(from, "-u") != 0 ? from : NULL;
 	}
-	if (o->password == NULL) {
-		if ((p = getenv("RLOCK_PASSWORD")) && *p)
-			o->password = xstrdup(p);
-		else if ((p = getenv("REDISCLI_AUTH")) && *p)
-			o->password = xstrdup(p);
+	if ((st = check_url(o, from)) != 0)
+		return st;
+	return password_fallbacks(o);
+}
+
+/* A flag's setting: yes (or alone) sets it, no clears what an earlier
+ * file set. */
+static int
+conf_flag(struct rlock_opts *o, int c, int on, const struct conf_at *at)
+{
+	if (given[c])
+		return 0;
+	switch (c) {
+	case OPT_REDLOCK:
+		o->redlock = on;
+		late.redlock_at = *at;
+		break;
+	case OPT_TLS:
+		o->tls_forced = on;
+		break;
+	case OPT_SYSLOG:
+		late.syslog = on;
+		break;
 	}
-	return check_url(o, from);
+	return 0;
+}
+
+/* A url line: no password in it (the file may be read by all), and one
+ * that parses. A later file's url lines replace an earlier file's. */
+static int
+conf_url(char *value, const struct conf_at *at)
+{
+	struct endpoint ep;
+	const char *why = "";
+	size_t off, len;
+	int bad;
+
+	if (url_password_span(value, &off, &len) == 0)
+		return conf_error(at, "url holds a password: it stays out of a "
+		    "configuration file; put it in a file of its own and name "
+		    "that with password-file");
+	memset(&ep, 0, sizeof(ep));
+	bad = url_parse(value, &ep, &why) < 0;
+	url_free(&ep);
+	if (bad)
+		return conf_error(at, "bad Redis URL '%s': %s", value, why);
+	if (late.nurls > 0 && strcmp(late.url_at.file, at->file) != 0)
+		late.nurls = 0;
+	if (late.nurls <= REDLOCK_MAX) {
+		late.urls = xrealloc(late.urls, (size_t)(late.nurls + 1) *
+		    sizeof(*late.urls));
+		late.urls[late.nurls++] = value;
+	}
+	late.url_at = *at;
+	return 0;
+}
+
+/* The long option a file's name is, or NULL. */
+static const struct option *
+long_option(const char *name)
+{
+	const struct option *lo;
+
+	for (lo = RUN_LONG; lo->name; lo++)
+		if (strcmp(lo->name, name) == 0)
+			return lo;
+	for (lo = SUB_LONG; lo->name; lo++)
+		if (strcmp(lo->name, name) == 0)
+			return lo;
+	return NULL;
+}
+
+/*
+ * One setting of a file (conffile.c's callback), checked by the command
+ * line's own code. The command line wins: a setting it gave is checked
+ * and then dropped. The ones the environment beats wait in `late`.
+ */
+static int
+conf_opt(void *ctx, const char *name, char *value, const struct conf_at *in)
+{
+	struct rlock_opts *o = ctx, tmp;
+	const struct option *lo = long_option(name);
+	struct conf_at at = *in;
+	int c, st, run_only;
+
+	if (lo == NULL || !conf_allowed(name))
+		return conf_refuse(in, name, lo != NULL);
+	c = lo->val;
+	/* The file's name outlives the call: one copy per file. */
+	if (late.file == NULL || strcmp(late.file, in->file) != 0)
+		late.file = keep(o, in->file);
+	at.file = late.file;
+	if (lo->has_arg == no_argument) {
+		if (value == NULL || strcmp(value, "yes") == 0)
+			return conf_flag(o, c, 1, &at);
+		if (strcmp(value, "no") == 0)
+			return conf_flag(o, c, 0, &at);
+		return conf_error(in, "%s is a flag: '%s' alone, or '%s = yes' "
+		    "or '%s = no'", name, name, name, name);
+	}
+	if (value == NULL || *value == '\0')
+		return conf_error(in, "%s needs a value: '%s = VALUE'", name,
+		    name);
+	value = keep(o, value);
+	switch (c) {
+	case 'u':
+		return conf_url(value, &at);
+	case OPT_PASSWORD_FILE:
+		late.password_file = value, late.pf_at = at;
+		return 0;
+	case OPT_TLS_CACERT:
+		late.cacert = value, late.cacert_at = at;
+		return 0;
+	case OPT_TLS_CACERTDIR:
+		late.cacertdir = value, late.cacertdir_at = at;
+		return 0;
+	case OPT_TLS_CERT:
+		late.cert = value, late.cert_at = at;
+		return 0;
+	case OPT_TLS_KEY:
+		late.key = value, late.key_at = at;
+		return 0;
+	}
+	tmp = *o;
+	optarg = value;
+	conf_at = in;
+	st = run_opt(given[c] ? &tmp : o, c, &run_only);
+	conf_at = NULL;
+	return st;
+}
+
+/* The files, between the command line and the environment fallbacks. */
+static int
+load_conf(struct rlock_opts *o)
+{
+	int st;
+
+	if ((st = conf_load(o->config, conf_opt, o)) != 0)
+		return st;
+	if (late.key && !late.cert)
+		return conf_error(&late.key_at, "tls-key without tls-cert: "
+		    "name the certificate too");
+	if (late.syslog && o->mode == MODE_RUN)
+		msg_syslog_open();
+	return 0;
 }
 
 int
@@ -741,6 +1112,8 @@ cli_parse(int argc, char **argv, struct rlock_opts *o)
 			break;
 		if (c == '?' || c == ':')
 			return getopt_error(c, argv, before, RUN_LONG, NULL);
+		if (c > 0 && c < OPT_END)
+			given[c] = 1;
 		if ((st = run_opt(o, c, &run_only)) != 0)
 			return st;
 		any_run_only |= run_only;
@@ -757,6 +1130,8 @@ cli_parse(int argc, char **argv, struct rlock_opts *o)
 	}
 	if (o->mode == MODE_HELP)	/* "status --help" */
 		return 0;
+	if ((st = load_conf(o)) != 0)
+		return st;
 	if ((st = url_fallbacks(o)) != 0)
 		return st;
 	return tls_env(o);
@@ -775,6 +1150,14 @@ cli_free(struct rlock_opts *o)
 	scrub_free(o->url);
 	scrub_free(o->password);
 	o->url = o->password = NULL;
+	for (i = 0; i < o->nkept; i++)
+		free(o->kept[i]);
+	free(o->kept);
+	o->kept = NULL;
+	o->nkept = 0;
+	free(late.urls);
+	late.urls = NULL;
+	late.nurls = 0;
 }
 
 /*

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * argv and the environment to a struct rlock_opts: the getopt tables, usage
- * text, environment fallbacks, --password-file, and blanking a password
- * from argv. No network. Never exits: returns a status for main to use.
+ * argv, the environment and rlock.conf to a struct rlock_opts: the getopt
+ * tables, usage text, environment fallbacks, the configuration files'
+ * settings, --password-file, and blanking a password from argv. No
+ * network. Never exits: returns a status for main to use.
  */
 #ifndef RLOCK_CLI_H
 #define RLOCK_CLI_H
@@ -15,8 +16,6 @@
 #define RLOCK_VERSION "0.1.0"
 #define KEY_MAX_LEN 512
 #define LEASE_MIN_MS 100
-/* --redlock takes an odd number of masters, 3 at least. */
-#define REDLOCK_MAX 9
 
 enum rl_mode { MODE_RUN, MODE_STATUS, MODE_LIST, MODE_RELEASE, MODE_HELP,
     MODE_VERSION };
@@ -53,11 +52,16 @@ struct rlock_opts {
 	int json, prometheus, force;
 	char **args;			/* status keys, list pattern, release key */
 	int nargs;
+	const char *config;		/* --config FILE */
+	char **kept;			/* owned: what o holds from rlock.conf */
+	int nkept;
 };
 
 /*
- * Parse argv (password blanked in place) and the environment into o.
- * Returns 0, or an exit status after printing the one-line message.
+ * Parse argv (password blanked in place), the environment and the
+ * configuration files (rlock.conf(5)) into o. Returns 0, or an exit status
+ * after printing the one-line message: 64 for the command line, 78 for a
+ * file.
  */
 int cli_parse(int argc, char **argv, struct rlock_opts *o);
 

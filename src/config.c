@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "acl.h"
+#include "conn.h"
 #include "exitcode.h"
 #include "lease.h"
 #include "tls.h"
@@ -51,12 +52,14 @@ static const char *url_from;
 static const char *
 check_url_hint(void)
 {
+	/* Short enough for hint_for()'s line; a long path is cut. */
+	static char hint[90];
+
 	if (url_from == NULL)
 		return "check that Redis runs there, or give -u or RLOCK_URL";
-	if (strcmp(url_from, "-u") == 0)
-		return "check -u";
-	return strcmp(url_from, "RLOCK_URL") == 0 ? "check RLOCK_URL" :
-	    "check REDIS_URL";
+	/* -u, RLOCK_URL, REDIS_URL or "url in FILE:LINE" */
+	snprintf(hint, sizeof(hint), "check %s", url_from);
+	return hint;
 }
 
 int

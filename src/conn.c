@@ -48,6 +48,7 @@ struct conn {
 	redisReader *reader;
 	struct reply *stash;		/* parsed, not yet handed out */
 	conn_ahead_fn ahead[CONN_AHEAD_MAX];	/* owed replies, in order */
+	void *ahead_arg[CONN_AHEAD_MAX];	/* each one's arg */
 	int nahead;
 	int64_t cmd_timeout_ms;
 	struct failure fail;
@@ -561,11 +562,12 @@ conn_send(struct conn *cn, int argc, const char **argv, const size_t *lens)
 
 int
 conn_send_ahead(struct conn *cn, int argc, const char **argv,
-    const size_t *lens, conn_ahead_fn fn)
+    const size_t *lens, conn_ahead_fn fn, void *arg)
 {
 	if (cn->nahead == CONN_AHEAD_MAX || cn->fd < 0)
 		return -1;
 	cork_add(cn, argc, argv, lens);
+	cn->ahead_arg[cn->nahead] = arg;
 	cn->ahead[cn->nahead++] = fn;
 	return 0;
 }
@@ -812,6 +814,7 @@ recv_by(struct conn *cn, int64_t deadline, struct reply **out,
     const char *what, int timeout_fails)
 {
 	conn_ahead_fn fn;
+	void *arg;
 	int st;
 
 	if (cn->cork_len > 0 && uncork(cn, 0, NULL, NULL, mono_ms() +
@@ -823,9 +826,12 @@ recv_by(struct conn *cn, int64_t deadline, struct reply **out,
 	while ((st = recv_one(cn, deadline, out, what, timeout_fails)) > 0 &&
 	    cn->nahead > 0) {
 		fn = cn->ahead[0];
+		arg = cn->ahead_arg[0];
 		memmove(cn->ahead, cn->ahead + 1,
-		    (size_t)--cn->nahead * sizeof(cn->ahead[0]));
-		fn(*out);
+		    (size_t)(cn->nahead - 1) * sizeof(cn->ahead[0]));
+		memmove(cn->ahead_arg, cn->ahead_arg + 1,
+		    (size_t)--cn->nahead * sizeof(cn->ahead_arg[0]));
+		fn(arg, *out);
 		reply_free(*out);
 		*out = NULL;
 	}

@@ -110,21 +110,23 @@ int64_t conn_timeout(const struct conn *cn);
 struct reply *conn_command(struct conn *cn, int argc, const char **argv,
     const size_t *lens);
 
-/* Takes the reply to a command sent ahead; r is freed after. */
-typedef void (*conn_ahead_fn)(const struct reply *r);
+/* Takes the reply to a command sent ahead, with the arg given with it; r
+ * is freed after. */
+typedef void (*conn_ahead_fn)(void *arg, const struct reply *r);
 
 #define CONN_AHEAD_MAX 4
 
 /*
  * Send a command whose reply nobody waits for now (pipelining): it is
  * written with the next command (or before the next read), in one write,
- * and the next read on cn meets its reply first and hands it to fn, so a
+ * and the next read on cn meets its reply first and hands it to fn (with
+ * arg), so a
  * check such as CONFIG GET rides along with the command that follows at
  * no round trip of its own. A reply still owed when cn closes is dropped
  * unseen. 0, or -1 when cn is closed or CONN_AHEAD_MAX are owed.
  */
 int conn_send_ahead(struct conn *cn, int argc, const char **argv,
-    const size_t *lens, conn_ahead_fn fn);
+    const size_t *lens, conn_ahead_fn fn, void *arg);
 
 /* Send one command without waiting for its reply (pipelining, blocking
  * commands, subscriptions): 0, or -1 (cn closed, failure recorded). */

@@ -11,7 +11,7 @@ text="$(dirname "$0")/lua-text.sh"
 	echo "/* generated from src/lua/ by src/embed-lua.sh; edit those */"
 	echo "#ifndef RLOCK_LUA_SCRIPTS_H"
 	echo "#define RLOCK_LUA_SCRIPTS_H"
-	echo "#include \"script.h\""
+	echo "struct lua_script;	/* script.h */"
 	for f in "$@"; do
 		echo "extern const struct lua_script lua_$(basename "$f" .lua);"
 	done
@@ -20,6 +20,7 @@ text="$(dirname "$0")/lua-text.sh"
 {
 	echo "/* generated from src/lua/ by src/embed-lua.sh; edit those */"
 	echo "#include \"lua_scripts.h\""
+	echo "#include \"script.h\""
 	for f in "$@"; do
 		name=$(basename "$f" .lua)
 		sh "$text" "$libdir" "$f" > "$outc.lua"

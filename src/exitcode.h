@@ -17,6 +17,7 @@
 #define RL_EXIT_NOT_OBTAINED	75	/* EX_TEMPFAIL; -E overrides */
 #define RL_EXIT_PROTOCOL	76	/* EX_PROTOCOL: unusable answer */
 #define RL_EXIT_NOPERM		77	/* EX_NOPERM: credentials refused */
+#define RL_EXIT_CONFIG		78	/* EX_CONFIG: unusable configuration file */
 #define RL_EXIT_MAX_HOLD	124	/* --max-hold stopped COMMAND (timeout(1)) */
 #define RL_EXIT_EXEC_NOEXEC	126	/* COMMAND not executable */
 #define RL_EXIT_EXEC_NOENT	127	/* COMMAND not found */

@@ -12,7 +12,6 @@
 
 #include "lua_scripts.h"
 #include "report_run.h"
-#include "script.h"
 #include "util.h"
 
 /* Waiters inspect.lua describes; `length` counts them all. */
@@ -97,9 +96,9 @@ view_parse(struct view *v, const struct reply *r)
 	return 0;
 }
 
-/* Read everything about v->key in one script call; -1: failure in cn. */
+/* Read everything about v->key in one script call; -1: failure in node. */
 int
-view_inspect(struct server *cn, const char *prefix, struct view *v)
+view_inspect(struct lock_node *node, const char *prefix, struct view *v)
 {
 	struct view_keys ks;
 	const char *argv[9];
@@ -114,7 +113,7 @@ view_inspect(struct server *cn, const char *prefix, struct view *v)
 	argv[6] = ks.meta_prefix, lens[6] = ks.meta_prefix_len;
 	argv[7] = ks.k.waiter_prefix, lens[7] = ks.k.waiter_prefix_len;
 	argv[8] = WAITERS_SHOWN, lens[8] = strlen(WAITERS_SHOWN);
-	r = script_run_ro(cn, &lua_inspect, 6, 3, argv, lens);
+	r = lock_node_script_ro(node, &lua_inspect, 6, 3, argv, lens);
 	view_keys_free(&ks);
 	if (r == NULL)
 		return -1;
@@ -122,7 +121,7 @@ view_inspect(struct server *cn, const char *prefix, struct view *v)
 		i = snprintf(what, sizeof(what), "reading '");
 		printable(v->key, v->keylen, what + i, sizeof(what) - i - 1);
 		strcat(what, "'");
-		server_fail_reply(cn, what, r);
+		lock_node_fail_reply(node, what, r);
 		reply_free(r);
 		return -1;
 	}

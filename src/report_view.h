@@ -10,8 +10,8 @@
 #include <stddef.h>
 
 #include "keys.h"
+#include "lock.h"
 #include "reply.h"
-#include "server.h"
 #include "view.h"
 
 /* The Redis keys of KEY, and P{KEY}:meta: (the -N holders' prefix). */
@@ -28,10 +28,11 @@ void view_keys_free(struct view_keys *ks);
 
 /*
  * Fill v (v->key, v->keylen set by the caller) from inspect.lua: 0, or -1
- * with the failure recorded in cn. v->r is then the caller's to free
+ * with the failure recorded in node. v->r is then the caller's to free
  * (view_free_all).
  */
-int view_inspect(struct server *cn, const char *prefix, struct view *v);
+int view_inspect(struct lock_node *node, const char *prefix,
+    struct view *v);
 
 /*
  * Check the whole shape of inspect.lua's reply r, then fill v's fields

@@ -215,6 +215,7 @@ out:
 int
 run_mode(struct rlock_opts *o, int sigfd)
 {
+	struct guard g = { 0 };
 	struct lock_cfg cfg;
 	struct lock *l;
 	int st;
@@ -228,7 +229,7 @@ run_mode(struct rlock_opts *o, int sigfd)
 		report_bound(o, &cfg, lock_failure(l));
 		goto out;
 	}
-	guard_eviction(l);
+	guard_eviction(&g, l);
 	if (!try_reenter(o, &cfg, l, &st))
 		st = acquire_and_run(o, &cfg, l, sigfd);
 out:

@@ -701,12 +701,12 @@ server_arm_undo(struct server *s, int argc, const char **argv,
 
 int
 server_send_ahead(struct server *s, int argc, const char **argv,
-    const size_t *lens, conn_ahead_fn fn)
+    const size_t *lens, conn_ahead_fn fn, void *arg)
 {
 	/* Not worth a connection of its own: it rides on one in use. */
 	if (!conn_is_open(s->cn))
 		return -1;
-	return conn_send_ahead(s->cn, argc, argv, lens, fn) < 0 ? -1 : 0;
+	return conn_send_ahead(s->cn, argc, argv, lens, fn, arg) < 0 ? -1 : 0;
 }
 
 int

@@ -79,7 +79,7 @@ void server_arm_undo(struct server *s, int argc, const char **argv,
 /* A command whose reply fn takes when the next command's reply is read
  * (conn_send_ahead): only on a connection already open; 0 or -1. */
 int server_send_ahead(struct server *s, int argc, const char **argv,
-    const size_t *lens, conn_ahead_fn fn);
+    const size_t *lens, conn_ahead_fn fn, void *arg);
 int server_pending(struct server *s);
 int server_fd(const struct server *s);
 

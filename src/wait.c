@@ -12,7 +12,9 @@
  * turn. Plain waiters block in BLPOP on P{KEY}:tok, where each
  * release leaves one token: Redis gives it to the oldest blocked waiter, so
  * a release wakes one process, not a herd, and a token pushed between our
- * try and our BLPOP waits for us. Between attempts the only traffic is a
+ * try and our BLPOP waits for us; on one plain server the lock sends our
+ * next attempt right behind the BLPOP (lock_waker), and we read its answer
+ * when the BLPOP returns. Between attempts the only traffic is a
  * --fair waiter's refresh of its :w key (every 30 s), and the looks of the
  * one next in line while the head has yet to take a free KEY
  * (HANDOFF_LOOK_MS). A holder that is
@@ -27,8 +29,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "deadline.h"
 #include "exitcode.h"
-#include "foreign.h"
 #include "lease.h"
 #include "retry.h"
 #include "sig.h"
@@ -64,8 +66,7 @@ struct waiter {
 	int64_t next_beat;		/* --fair :w key refresh due */
 	int queued;			/* we are in the --fair queue */
 	int uncertain;			/* an attempt's outcome is unknown */
-	int64_t follow_sent;		/* when send_behind sent its attempt */
-	int sentinel;			/* ask the sentinels while waiting */
+	int caps;			/* lock_caps */
 	/* --- a foreign holder (foreign.h): look, not BLPOP --- */
 	int look;
 	int64_t busy_at;		/* when the last busy reply came */
@@ -86,20 +87,18 @@ struct waiter {
 #define WOKE_SIGNAL (-1)
 
 /*
- * A plain waiter on one plain server sends its attempt right behind each
- * BLPOP that waits for the retry time (waker_follow): Redis runs it the
- * moment a release's token reaches us, and the hand-off costs one round
- * trip, not two. Its grant counts from this send, as any grant counts
- * from before its acquire was sent (supervise.c confirms an old one).
+ * Did the lock send an attempt behind the BLPOP that just returned
+ * (lock_waker)? 1 when its answer is there to read (*sent_at: when it was
+ * sent). One whose connection closed first may have been granted unseen.
  */
 static int
-send_behind(void *arg)
+sent_behind(struct waiter *w, int64_t *sent_at)
 {
-	struct waiter *w = arg;
-	int want = w->line.on || msg_level >= MSG_VERBOSE;
+	int r = lock_acquire_pending(w->l, sent_at);
 
-	w->follow_sent = mono_ms();
-	return lock_acquire_send(w->l, w->ctx, want);
+	if (r < 0)
+		w->uncertain = 1;
+	return r > 0;
 }
 
 /*
@@ -119,11 +118,10 @@ static enum lock_result
 confirm_late(struct waiter *w, int queue, int want, struct wait_result *res,
     struct lock_busy *busy)
 {
-	const struct server *s = lock_server(w->l, 0);
-	int64_t t0 = mono_ms(), con = server_connect_timeout(s),
-	    cmd = server_cmd_timeout(s), t;
+	int64_t t0 = mono_ms(), con, cmd, t;
 	int r;
 
+	lock_timeouts(w->l, &con, &cmd);
 	if (t0 - res->granted_at < lease_renew_interval_ms(w->ctx->lease_ms))
 		return LOCK_GRANTED;
 	t = lease_try_timeout_ms(w->ctx->lease_ms, lock_connect_timeout(w->l));
@@ -175,6 +173,7 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 	int want = w->line.on || msg_level >= MSG_VERBOSE;
 	int64_t end = attempt_end(w);
 	enum lock_result lr;
+	int64_t sent;
 	int tries;
 
 	w->tried_at = mono_ms();
@@ -184,18 +183,18 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 		 * busy machine): nothing changed since the last reply. */
 		if (!bound_to(w, end))
 			return tries == 0 ? LOCK_BUSY : LOCK_ERROR;
-		if (!lock_is_open(w->l) && lock_open(w->l) != 0)
-			return LOCK_ERROR;
-		/* Sent behind the BLPOP that just returned (send_behind):
-		 * its answer is already on its way. */
-		if (w->wk && waker_take_follow(w->wk)) {
-			res->granted_at = w->follow_sent;
+		/* Sent behind the BLPOP that just returned: its answer is
+		 * already on its way. */
+		if (sent_behind(w, &sent)) {
+			res->granted_at = sent;
 			res->heard_at = mono_ms();
-			lr = lock_acquire_recv(w->l, w->ctx, want, &res->fence,
+			lr = lock_acquire_finish(w->l, w->ctx, &res->fence,
 			    busy);
 			if (lr == LOCK_GRANTED)
 				lr = confirm_late(w, queue, want, res, busy);
 		} else {
+			if (!lock_is_open(w->l) && lock_open(w->l) != 0)
+				return LOCK_ERROR;
 			res->granted_at = res->heard_at = mono_ms();
 			lr = lock_acquire(w->l, w->ctx, queue, want,
 			    &res->fence, busy);
@@ -204,11 +203,11 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 			w->queued = 1;
 			w->next_beat = mono_ms() + WAITER_BEAT_MS;
 		}
-		/* Who looks at a foreign holder: one server's waiters (a
-		 * quorum tries instead), of a --fair queue the head only. */
+		/* Who looks at a foreign holder: a lock that can (a quorum
+		 * tries instead), of a --fair queue the head only. */
 		if (lr == LOCK_BUSY) {
 			w->busy_at = mono_ms();
-			w->look = busy->foreign && lock_servers(w->l) == 1 &&
+			w->look = busy->foreign && (w->caps & LOCK_CAN_LOOK) &&
 			    (!w->ctx->fair || busy->position <= 0);
 		}
 		if (lr != LOCK_ERROR)
@@ -268,8 +267,8 @@ still_foreign(struct waiter *w, struct lock_busy *b)
 	int64_t now = mono_ms(), aged = now - w->busy_at;
 
 	if (!w->look || now >= w->deadline || !lock_is_open(w->l) ||
-	    (w->wk && waker_followed(w->wk)) ||
-	    foreign_look(lock_server(w->l, 0), &w->ctx->k) != 1)
+	    sent_behind(w, NULL) ||
+	    lock_look_foreign(w->l, w->ctx) != 1)
 		return 0;
 	if (b->wait_ms >= 0)
 		b->wait_ms = b->wait_ms > aged ? b->wait_ms - aged : 0;
@@ -286,7 +285,7 @@ block_quiet(struct waiter *w, int64_t until, struct wait_result *res)
 	int n;
 
 	while ((left = until - mono_ms()) > 0) {
-		n = poll(&p, 1, (int)(left > 60000 ? 60000 : left));
+		n = poll(&p, 1, deadline_poll_ms(until));
 		if (n < 0 && errno != EINTR)
 			return WOKE_TIMEOUT;
 		if (n > 0 && stop_signal(w, res))
@@ -335,12 +334,13 @@ sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
 			until = w->next_beat;
 		if (w->line.on && mono_ms() + REDRAW_MS < until)
 			until = mono_ms() + REDRAW_MS;
-		if (w->sentinel && mono_ms() + SENTINEL_RECHECK_MS < until)
+		if ((w->caps & LOCK_FAILOVER) &&
+		    mono_ms() + SENTINEL_RECHECK_MS < until)
 			until = mono_ms() + SENTINEL_RECHECK_MS;
 		why = block(w, until, until == retry, res);
 		/* The attempt sent behind the BLPOP has answered, or will:
 		 * it is the caller's to read now. */
-		if (why == WOKE_TIMEOUT && w->wk && waker_followed(w->wk))
+		if (why == WOKE_TIMEOUT && sent_behind(w, NULL))
 			return WOKE_TIMEOUT;
 		/* Next after the --fair head: our look, soon, tells a head
 		 * that does not take its turn; trying now would only slow
@@ -353,7 +353,7 @@ sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
 		if (why != WOKE_TIMEOUT)
 			return why;
 		/* A failover: releases happen on the new master now. */
-		if (w->sentinel && lock_recheck(w->l)) {
+		if ((w->caps & LOCK_FAILOVER) && lock_recheck(w->l)) {
 			waker_cancel(w->wk);
 			return WOKE_LOST;
 		}
@@ -406,7 +406,9 @@ static enum wait_status
 give_up(struct waiter *w, enum wait_status st)
 {
 	waitline_clear(&w->line);
-	if (w->wk && waker_follow_lost(w->wk))
+	/* An attempt sent behind a BLPOP and not read (a signal, or its
+	 * connection lost): it may have been granted. */
+	if (lock_acquire_pending(w->l, NULL) != 0)
 		w->uncertain = 1;
 	if (!w->queued && !w->uncertain)
 		goto out;
@@ -574,16 +576,14 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 	enum lock_result lr;
 	enum wait_status st;
 	int64_t start = mono_ms();
-	int why, was, kind;
+	int why, was;
 
 	w.deadline = wait_ms < 0 ? INT64_MAX : start + wait_ms;
 	w.wait_ms = wait_ms;
-	w.con0 = server_connect_timeout(lock_server(l, 0));
-	w.cmd0 = server_cmd_timeout(lock_server(l, 0));
+	lock_timeouts(l, &w.con0, &w.cmd0);
 	w.bound = wait_ms < 0 ? INT64_MAX : wait_ms == 0 ?
 	    start + lock_connect_timeout(l) : w.deadline + LAST_TRY_MS;
-	w.sentinel = lock_servers(l) == 1 &&
-	    server_cfg(lock_server(l, 0))->ep.kind == EP_SENTINEL;
+	w.caps = lock_caps(l);
 	res->signo = 0;
 	failure_clear(&res->fail);
 	waitline_init(&w.line, ctx->key, ctx->limit, start);
@@ -600,14 +600,8 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 	}
 	if (wait_ms == 0)
 		return give_up(&w, WAIT_TIMEOUT);
-	w.wk = lock_waker(l, ctx);
-	/* Not --fair (its attempt must follow a subscription, not a
-	 * BLPOP), not through Sentinel or Cluster (a redirect or a new
-	 * master would leave the attempt's reply where nobody reads it). */
-	kind = server_cfg(lock_server(l, 0))->ep.kind;
-	if (!ctx->fair && lock_servers(l) == 1 && (kind == EP_TCP ||
-	    kind == EP_UNIX))
-		waker_follow(w.wk, send_behind, &w);
+	w.wk = lock_waker(l, ctx, waitline_on(&w.line) ||
+	    msg_level >= MSG_VERBOSE);
 	for (;;) {
 		/* Subscriptions that dropped are made again (a BLPOP needs
 		 * none); once listening, a release from now on reaches us,

@@ -100,6 +100,15 @@ teardown_file() {
 @test "option missing its value" {
 	usage_error "'--timeout' needs a value" -k k --timeout
 	usage_error "'-k' needs a value" -k
+	usage_error "'--config' needs a value" -k k --config
+	usage_error "'--config' needs a value" status k --config
+}
+
+@test "a usage error comes before a configuration file's error (64, not 78)" {
+	local c=$BATS_TEST_TMPDIR/c.conf
+	echo "colour = blue" > "$c"
+	chmod 644 "$c"
+	usage_error "missing command" --config "$c" -k k
 }
 
 @test "long option given a value it does not take" {

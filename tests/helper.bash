@@ -79,6 +79,9 @@ BATS_TEST_TIMEOUT=${BATS_TEST_TIMEOUT:-$(( (90 * TF_MILLI + 999) / 1000 ))}
 # The environment of the developer's shell must not leak into tests.
 unset RLOCK_URL REDIS_URL RLOCK_PASSWORD REDISCLI_AUTH RLOCK_KEY RLOCK_TOKEN RLOCK_FENCE \
 	RLOCK_TLS_CACERT RLOCK_TLS_CERT RLOCK_TLS_KEY
+# Nor the machine's /etc/rlock.conf (conffile.bats writes its own).
+unset RLOCK_CONFIG
+export RLOCK_SYSCONFDIR=/nonexistent/rlock-tests
 
 # own_port N: N moved into this file's class of ports. tests/run-bats
 # gives each of its parallel workers the ports P with

@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rlock.conf(5): find the files, refuse one that someone else could have
+ * written, and cut each line into a name and a value for cli.c, which
+ * checks the value with the command line's own parsers. A file is
+ * trusted like OpenSSH's ssh_config: owned by the user or root, and
+ * writable by nobody else, nor is its directory (whoever may write the
+ * directory may put another file in its place). Errors name FILE:LINE
+ * and are status 78, before anything contacts Redis.
+ */
+#include "conffile.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "exitcode.h"
+#include "util.h"
+
+/*
+ * The connection, TLS and lease options: what a host or a user sets once.
+ * Not the job's own options (key, command, timeout...), no password, and
+ * not tls-insecure: no job should stop checking its server unasked.
+ */
+const char *const conf_names[] = {
+	"url", "redlock", "password-file", "connect-timeout", "prefix",
+	"tls", "tls-cacert", "tls-cacertdir", "tls-cert", "tls-key",
+	"tls-sni", "lease", "on-lost", "kill-after", "syslog",
+	NULL
+};
+
+int
+conf_allowed(const char *name)
+{
+	const char *const *n;
+
+	for (n = conf_names; *n; n++)
+		if (strcmp(*n, name) == 0)
+			return 1;
+	return 0;
+}
+
+static void
+show(const char *s, char *buf, size_t len)
+{
+	printable(s, strlen(s), buf, len);
+}
+
+int
+conf_error(const struct conf_at *at, const char *fmt, ...)
+{
+	char text[1024], shown[1024], file[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	/* A value may hold an escape sequence; the terminal gets none. */
+	show(text, shown, sizeof(shown));
+	show(at->file, file, sizeof(file));
+	if (at->line > 0)
+		msg_err("%s:%d: %s", file, at->line, shown);
+	else
+		msg_err("%s: %s", file, shown);
+	return RL_EXIT_CONFIG;
+}
+
+int
+conf_refuse(const struct conf_at *at, const char *name, int is_option)
+{
+	char n[128];
+
+	show(name, n, sizeof(n));
+	if (strcmp(name, "password") == 0 || strcmp(name, "pass") == 0)
+		return conf_error(at, "'%s' is not allowed: a password stays "
+		    "out of a configuration file; put it in a file of its own "
+		    "and name that with password-file", n);
+	if (strcmp(name, "key") == 0)
+		return conf_error(at, "'key' is not allowed: a configuration "
+		    "file is shared by every job; give each its -k KEY");
+	if (strcmp(name, "command") == 0)
+		return conf_error(at, "'command' is not allowed: COMMAND goes "
+		    "on the command line");
+	if (strcmp(name, "tls-insecure") == 0)
+		return conf_error(at, "'tls-insecure' is not allowed: a file "
+		    "would turn off the server's check for every job; give "
+		    "--tls-insecure where it is meant");
+	if (strcmp(name, "config") == 0)
+		return conf_error(at, "'config' is not allowed: a file does "
+		    "not name another");
+	if (is_option)
+		return conf_error(at, "'%s' is not allowed in a configuration "
+		    "file (only the connection, TLS and lease options are; "
+		    "see rlock.conf(5))", n);
+	if (name[0] == '-')
+		return conf_error(at, "unknown name '%s' (write a long option "
+		    "without its dashes)", n);
+	return conf_error(at, "unknown name '%s' (see rlock.conf(5))", n);
+}
+
+/* Blanks: space, tab, and the CR of a file written on Windows. */
+static int
+blank(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r';
+}
+
+/*
+ * "name", "name = value", blank lines and comments. A '#' starts a
+ * comment at the start of a line or of the value, or after a blank, so a
+ * '#' inside a value (a path, a prefix) stays part of it.
+ */
+static int
+parse_line(char *line, const struct conf_at *at, conf_fn *fn, void *ctx)
+{
+	char *p = line, *name, *value = NULL, *e, found[64];
+
+	while (blank(*p))
+		p++;
+	if (*p == '\0' || *p == '#')
+		return 0;
+	name = p;
+	while (*p && !blank(*p) && *p != '=')
+		p++;
+	e = p;
+	while (blank(*p))
+		p++;
+	if (e == name)
+		return conf_error(at, "a setting needs a name before '='");
+	if (*p == '=') {
+		value = ++p;
+		while (blank(*value))
+			value++;
+		for (p = value; *p; p++)
+			if (*p == '#' && (p == value || blank(p[-1])))
+				break;
+		*p = '\0';
+		while (p > value && blank(p[-1]))
+			*--p = '\0';
+	} else if (*p != '\0' && *p != '#') {
+		show(p, found, sizeof(found));
+		*e = '\0';
+		return conf_error(at, "expected '%s = VALUE' or '%s' alone, "
+		    "found '%s' after it", name, name, found);
+	}
+	*e = '\0';
+	return fn(ctx, name, value, at);
+}
+
+/* /dev/null names no file: RLOCK_CONFIG=/dev/null reads none. */
+static int
+is_dev_null(const struct stat *st)
+{
+	struct stat n;
+
+	return S_ISCHR(st->st_mode) && stat("/dev/null", &n) == 0 &&
+	    S_ISCHR(n.st_mode) && n.st_rdev == st->st_rdev;
+}
+
+/* Who else could have written what the open file says. */
+static int
+trusted(const char *path, const struct stat *st, const struct conf_at *at)
+{
+	uid_t uid = getuid();
+	struct stat d;
+	char *dir, *slash, shown[512];
+	int st_ok = 0;
+
+	if (S_ISDIR(st->st_mode))
+		return conf_error(at, "is a directory");
+	if (st->st_uid != 0 && st->st_uid != uid)
+		return conf_error(at, "refused: owned by uid %ld, neither you "
+		    "nor root (chown it)", (long)st->st_uid);
+	if (st->st_mode & 022)
+		return conf_error(at, "refused: writable by %s (mode %04o; "
+		    "chmod go-w it)", st->st_mode & 002 ? "anyone" :
+		    "its group", (unsigned)(st->st_mode & 07777));
+	dir = xstrdup(path);
+	if ((slash = strrchr(dir, '/')) == NULL)
+		strcpy(dir, ".");
+	else
+		slash[slash == dir] = '\0';
+	show(dir, shown, sizeof(shown));
+	if (stat(dir, &d) < 0)
+		st_ok = conf_error(at, "cannot check its directory %s: %s",
+		    shown, strerror(errno));
+	else if (d.st_uid != 0 && d.st_uid != uid)
+		st_ok = conf_error(at, "refused: its directory %s is owned by "
+		    "uid %ld, neither you nor root", shown, (long)d.st_uid);
+	else if ((d.st_mode & 022) && !(d.st_mode & S_ISVTX))
+		st_ok = conf_error(at, "refused: its directory %s is writable "
+		    "by others, who could put another file in its place "
+		    "(chmod go-w it)", shown);
+	free(dir);
+	return st_ok;
+}
+
+/*
+ * One file. by: what named it ("--config", "RLOCK_CONFIG"), for whom a
+ * missing file is an error; NULL for a default file, which may be absent.
+ */
+static int
+read_file(const char *path, const char *by, conf_fn *fn, void *ctx)
+{
+	struct conf_at at = { path, 0 };
+	struct stat st;
+	char *line = NULL, shown[512];
+	size_t cap = 0;
+	ssize_t n;
+	FILE *f;
+	int r = 0;
+
+	if ((f = fopen(path, "re")) == NULL) {
+		if (by == NULL && (errno == ENOENT || errno == ENOTDIR))
+			return 0;
+		show(path, shown, sizeof(shown));
+		if (by)
+			msg_err("cannot read %s %s: %s", by, shown,
+			    strerror(errno));
+		else
+			msg_err("cannot read %s: %s", shown, strerror(errno));
+		return RL_EXIT_CONFIG;
+	}
+	if (fstat(fileno(f), &st) < 0)
+		r = conf_error(&at, "%s", strerror(errno));
+	else if (!is_dev_null(&st))
+		r = trusted(path, &st, &at);
+	while (r == 0 && (n = getline(&line, &cap, f)) >= 0) {
+		at.line++;
+		if (n > 0 && line[n - 1] == '\n')
+			line[--n] = '\0';
+		if (strlen(line) != (size_t)n)
+			r = conf_error(&at, "holds a NUL byte");
+		else
+			r = parse_line(line, &at, fn, ctx);
+	}
+	if (r == 0 && ferror(f))
+		r = conf_error(&at, "%s", strerror(errno));
+	free(line);
+	fclose(f);
+	if (r == 0) {
+		show(path, shown, sizeof(shown));
+		msg_verbose("read the configuration file %s", shown);
+	}
+	return r;
+}
+
+/* ${XDG_CONFIG_HOME:-$HOME/.config}/rlock/rlock.conf, or NULL. */
+static char *
+user_file(void)
+{
+	const char *x = getenv("XDG_CONFIG_HOME"), *h = getenv("HOME");
+	char *p;
+
+	/* The XDG spec: a relative value is invalid and to be ignored. */
+	if (x && x[0] == '/') {
+		p = xmalloc(strlen(x) + sizeof("/rlock/rlock.conf"));
+		return strcat(strcpy(p, x), "/rlock/rlock.conf");
+	}
+	if (h == NULL || h[0] == '\0')
+		return NULL;
+	p = xmalloc(strlen(h) + sizeof("/.config/rlock/rlock.conf"));
+	return strcat(strcpy(p, h), "/.config/rlock/rlock.conf");
+}
+
+int
+conf_load(const char *path, conf_fn *fn, void *ctx)
+{
+	const char *env = getenv("RLOCK_CONFIG"), *dir;
+	char *sys, *user;
+	int r;
+
+	if (path)
+		return read_file(path, "--config", fn, ctx);
+	if (env && *env)
+		return read_file(env, "RLOCK_CONFIG", fn, ctx);
+	/* For the tests, which cannot write /etc; see rlock.conf(5). */
+	if ((dir = getenv("RLOCK_SYSCONFDIR")) == NULL || *dir == '\0')
+		dir = SYSCONFDIR;
+	sys = xmalloc(strlen(dir) + sizeof("/rlock.conf"));
+	strcat(strcpy(sys, dir), "/rlock.conf");
+	r = read_file(sys, NULL, fn, ctx);
+	free(sys);
+	if (r == 0 && (user = user_file()) != NULL) {
+		r = read_file(user, NULL, fn, ctx);
+		free(user);
+	}
+	return r;
+}
