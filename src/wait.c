@@ -81,6 +81,7 @@ struct waiter {
 	int backoffs;			/* failed tries since down_since */
 	int64_t tried_at, tried_wall;	/* when the last attempt began */
 	int reached;			/* an attempt was answered */
+	int no_time;			/* attempt() found the bound passed */
 };
 
 /* waker_wait's outcomes, and one of ours: a signal that ends the wait. */
@@ -180,9 +181,14 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 	w->tried_wall = wall_ms();
 	for (tries = 0; tries < (w->wait_ms == 0 ? 1 : 2); tries++) {
 		/* Out of time before the first try (a late wake-up on a
-		 * busy machine): nothing changed since the last reply. */
-		if (!bound_to(w, end))
-			return tries == 0 ? LOCK_BUSY : LOCK_ERROR;
+		 * busy machine): nothing changed since the last outcome,
+		 * a reply that KEY is held, or a failure (ran_out). */
+		if (!bound_to(w, end)) {
+			if (tries > 0)
+				return LOCK_ERROR;
+			w->no_time = w->down_since != 0;
+			return w->no_time ? LOCK_ERROR : LOCK_BUSY;
+		}
 		/* Sent behind the BLPOP that just returned: its answer is
 		 * already on its way. */
 		if (sent_behind(w, &sent)) {
@@ -553,8 +559,13 @@ static int
 weather(struct waiter *w, const struct failure *f, struct wait_result *res,
     enum wait_status *st)
 {
-	int r = ride_out(w, f, res);
+	int r;
 
+	if (w->no_time) {
+		*st = ran_out(w);
+		return 0;
+	}
+	r = ride_out(w, f, res);
 	if (r == 1)
 		return 1;
 	if (r == WOKE_SIGNAL)
