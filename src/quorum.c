@@ -573,7 +573,9 @@ op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
 		 * server, nothing to try again. */
 		for (i = 0, barred = 0; i < n; i++)
 			barred += q->no_acquire[i];
-		q->fail.again = barred > n - majority(q) ? AGAIN_NOT :
+		/* Too few masters left to ask: not worth a later try either
+		 * (failure_retry). */
+		q->fail.again = barred > n - majority(q) ? AGAIN_NOT_THERE :
 		    AGAIN_MAY;
 		return LOCK_ERROR;
 	}
