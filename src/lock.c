@@ -281,17 +281,15 @@ lock_node_command(struct lock_node *n, int argc, const char **argv,
 }
 
 struct reply *
-lock_node_script(struct lock_node *n, const struct lua_script *sc, int nkeys,
-    int nargs, const char **argv, const size_t *lens)
+lock_node_script(struct lock_node *n, const struct script_args *a)
 {
-	return script_run(n->srv, sc, nkeys, nargs, argv, lens);
+	return script_call(n->srv, a);
 }
 
 struct reply *
-lock_node_script_ro(struct lock_node *n, const struct lua_script *sc,
-    int nkeys, int nargs, const char **argv, const size_t *lens)
+lock_node_script_ro(struct lock_node *n, const struct script_args *a)
 {
-	return script_run_ro(n->srv, sc, nkeys, nargs, argv, lens);
+	return script_call_ro(n->srv, a);
 }
 
 int

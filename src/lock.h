@@ -22,7 +22,7 @@
 #include "waker.h"
 
 struct conn_cfg;	/* one server's address and login (conn.h) */
-struct lua_script;	/* an embedded script (script.h) */
+struct script_args;	/* a script call (script_args.h) */
 
 /* What to open: one server, or the --redlock masters. */
 struct lock_cfg {
@@ -197,17 +197,15 @@ int lock_node_is_open(const struct lock_node *n);
 const struct failure *lock_node_failure(const struct lock_node *n);
 void lock_node_name(const struct lock_node *n, char *buf, size_t len);
 
-/* One command, or one script (read-only: _ro), as server_command and
- * script_run: the reply (caller frees), or NULL with the failure
+/* One command, or one script call (script_args.h; read-only: _ro), as
+ * server_command and script_call: the reply (caller frees), or NULL with the failure
  * recorded in n. */
 struct reply *lock_node_command(struct lock_node *n, int argc,
     const char **argv, const size_t *lens);
 struct reply *lock_node_script(struct lock_node *n,
-    const struct lua_script *sc, int nkeys, int nargs, const char **argv,
-    const size_t *lens);
+    const struct script_args *a);
 struct reply *lock_node_script_ro(struct lock_node *n,
-    const struct lua_script *sc, int nkeys, int nargs, const char **argv,
-    const size_t *lens);
+    const struct script_args *a);
 
 /* Record a reply of the wrong shape for `what` on n; its status. */
 int lock_node_fail_reply(struct lock_node *n, const char *what,

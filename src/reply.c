@@ -124,8 +124,13 @@ failure_transient(int status)
 int
 failure_retry(const struct failure *f)
 {
-	if (f->again != AGAIN_MAY)
+	/* A request behind a login that failed was never run: a new try
+	 * on a new connection is safe, unless the undo written behind it
+	 * may still reach the server and take the new try's grant back. */
+	if (f->again == AGAIN_NOT_THERE)
 		return 0;
+	if (f->status == RL_EXIT_UNAVAILABLE)
+		return 1;
 	switch (f->kind) {
 	case FAIL_UNREACHABLE:
 	case FAIL_DROPPED:

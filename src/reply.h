@@ -118,9 +118,11 @@ int failure_from_reply(struct failure *f, const char *what,
 int failure_transient(int status);
 
 /*
- * Is f's request worth sending again on a new connection, later (the
- * weather: a restart, a failover, a full or busy server, a redirect to a
- * node that is gone)? From the kind, the code and `again` alone.
+ * Is f worth another try on a new connection, later, by a run that waits
+ * (the weather: a restart, a failover, a full or busy server, a redirect
+ * to a node that is gone: 69's class)? Not what only the user can change
+ * (76, 77), nor while an undo may still reach the server (AGAIN_NOT_THERE).
+ * From the status, the kind, the code and `again` alone.
  */
 int failure_retry(const struct failure *f);
 

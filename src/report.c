@@ -18,6 +18,8 @@
  *       "key": "deploy",                 KEY as given to -k
  *       "held": true,                    false: free
  *       "mode": "mutex",                 "mutex", "semaphore"; null if free
+ *       "resting": false,                true: held only by runs that
+ *                                        ended (--min-hold); else false
  *       "limit": 1,                      N of --limit (1: mutex); null if
  *                                        free
  *       "server_time_ms": 1732208113468, Redis TIME when looked at
@@ -338,23 +340,15 @@ static int
 release_main(const struct rlock_opts *o, struct lock_node *node)
 {
 	struct view_keys ks;
-	const char *argv[12];
-	size_t lens[12];
+	struct script_args a;
 	struct reply *r;
 	char ttl[24];
 	int st;
 
 	view_keys_init(&ks, o->prefix, o->args[0], strlen(o->args[0]));
 	snprintf(ttl, sizeof(ttl), "%d", WAKE_TOKEN_TTL_MS);
-	lock_holder_keys(&ks.k, argv, lens);
-	argv[5] = ks.k.tokens, lens[5] = ks.k.tokens_len;
-	argv[6] = ks.k.broken, lens[6] = ks.k.broken_len;
-	argv[7] = ks.meta_prefix, lens[7] = ks.meta_prefix_len;
-	argv[8] = ks.k.wake, lens[8] = ks.k.wake_len;
-	argv[9] = ks.k.wake_prefix, lens[9] = ks.k.wake_prefix_len;
-	argv[10] = ks.k.waiter_prefix, lens[10] = ks.k.waiter_prefix_len;
-	argv[11] = ttl, lens[11] = strlen(ttl);
-	r = lock_node_script(node, &lua_force_release, 7, 5, argv, lens);
+	view_force_release_args(&a, &ks, ttl);
+	r = lock_node_script(node, &a);
 	view_keys_free(&ks);
 	if (r == NULL)
 		return -1;

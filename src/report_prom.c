@@ -15,7 +15,7 @@
 #include "util.h"
 
 enum family {
-	F_HELD, F_LEASE_LEFT, F_WAITERS, F_SKIPS, F_START, F_END, F_DURATION,
+	F_HELD, F_RUNNING, F_LEASE_LEFT, F_WAITERS, F_SKIPS, F_START, F_END, F_DURATION,
 	F_EXIT, F_LOST, F_OK, F_N
 };
 
@@ -24,6 +24,9 @@ static const struct {
 } FAMILIES[F_N] = {
 	{ "rlock_held", "1 if KEY is held now (also while --min-hold keeps "
 	    "it after its run ended), else 0." },
+	{ "rlock_running", "1 if KEY is held by a run whose COMMAND is "
+	    "running now, else 0 (free, or resting: only --min-hold keeps it "
+	    "after its run ended)." },
 	{ "rlock_lease_left_seconds", "Time until the holder's lease (or "
 	    "--min-hold) ends, the soonest of a semaphore's holders; 0 when "
 	    "free, +Inf when the key never expires." },
@@ -105,7 +108,8 @@ lease_left(const struct view *v)
 	size_t i;
 
 	for (i = 0; i < v->holders->elements; i++) {
-		l = v->holders->element[i]->element[0]->integer;
+		l = v->holders->element[i]->element[
+		    INSPECT_HOLDERS_LEASE_LEFT]->integer;
 		if (l < 0)
 			return -2;
 		if (left < 0 || l < left)
@@ -118,9 +122,10 @@ static long long
 skips(const struct view *v)
 {
 	if (view_held(v))
-		return view_skips(v, v->holders->element[0]->element[H_FENCE]);
+		return view_skips(v, v->holders->element[0]->element[
+		    INSPECT_HOLDERS_FENCE]);
 	return view_has_run(v) ?
-	    view_skips(v, v->last->element[L_FENCE]) : 0;
+	    view_skips(v, v->last->element[INSPECT_LAST_FENCE]) : 0;
 }
 
 /* One family's sample for v; 0 if v has none. */
@@ -133,6 +138,10 @@ sample(enum family f, const char *master, const struct view *v)
 	case F_HELD:
 		series(f, master, v);
 		printf("%d\n", view_held(v));
+		return 1;
+	case F_RUNNING:
+		series(f, master, v);
+		printf("%d\n", view_held(v) && !view_resting(v));
 		return 1;
 	case F_LEASE_LEFT:
 		series(f, master, v);
@@ -154,8 +163,8 @@ sample(enum family f, const char *master, const struct view *v)
 	}
 	if (!view_has_run(v))
 		return 0;
-	a = field(v, L_STARTED);
-	b = field(v, L_ENDED);
+	a = field(v, INSPECT_LAST_STARTED);
+	b = field(v, INSPECT_LAST_ENDED);
 	switch (f) {
 	case F_START:
 	case F_END:
@@ -171,17 +180,18 @@ sample(enum family f, const char *master, const struct view *v)
 		seconds(b > a ? b - a : 0);
 		return 1;
 	case F_EXIT:
-		if ((a = field(v, L_EXIT)) < 0)
+		if ((a = field(v, INSPECT_LAST_EXIT)) < 0)
 			return 0;
 		series(f, master, v);
 		printf("%lld\n", a);
 		return 1;
 	case F_LOST:
 		series(f, master, v);
-		printf("%d\n", strcmp(v->last->element[L_LOST]->str, "1") == 0);
+		printf("%d\n", strcmp(v->last->element[
+		    INSPECT_LAST_LOST]->str, "1") == 0);
 		return 1;
 	case F_OK:
-		if ((a = field(v, L_OK_ENDED)) < 0)
+		if ((a = field(v, INSPECT_LAST_OK_ENDED)) < 0)
 			return 0;
 		series(f, master, v);
 		seconds(a);

@@ -11,17 +11,12 @@
 #include <stdint.h>
 
 #include "reply.h"
+#include "script_args.h"
 #include "server.h"
 
-struct lua_script {
-	const char *name;
-	const char *body;
-	size_t len;
-	const char *sha;	/* sha1 of body, hex */
-};
-
-/* The most keys and arguments a script takes (acquire: 24), with room. */
-#define SCRIPT_MAX_ARGS 28
+/* script_run and script_run_ro on a closed call. */
+struct reply *script_call(struct server *s, const struct script_args *a);
+struct reply *script_call_ro(struct server *s, const struct script_args *a);
 
 /*
  * Run sc with nkeys keys then nargs args (binary-safe). Returns the reply,
@@ -29,7 +24,7 @@ struct lua_script {
  * closed, failure recorded).
  */
 struct reply *script_run(struct server *s, const struct lua_script *sc,
-    int nkeys, int nargs, const char **argv, const size_t *lens);
+    int nkeys, int nargs, const char *const *argv, const size_t *lens);
 
 /*
  * The same for a script that only reads: EVALSHA_RO and EVAL_RO, so a
@@ -38,7 +33,7 @@ struct reply *script_run(struct server *s, const struct lua_script *sc,
  * script only reads). Where these do not exist (Redis 6), script_run.
  */
 struct reply *script_run_ro(struct server *s, const struct lua_script *sc,
-    int nkeys, int nargs, const char **argv, const size_t *lens);
+    int nkeys, int nargs, const char *const *argv, const size_t *lens);
 
 /*
  * Queue the script (its text, as EVAL: the server may not have it
@@ -46,7 +41,7 @@ struct reply *script_run_ro(struct server *s, const struct lua_script *sc,
  * back what that request does, should the login ahead of it fail.
  */
 void script_arm_undo(struct server *s, const struct lua_script *sc,
-    int nkeys, int nargs, const char **argv, const size_t *lens);
+    int nkeys, int nargs, const char *const *argv, const size_t *lens);
 
 /*
  * The two halves of script_run, so that several servers run a script at
@@ -58,9 +53,9 @@ void script_arm_undo(struct server *s, const struct lua_script *sc,
  * s closed (its socket reset) and the failure recorded, as for a timeout.
  */
 int script_send(struct server *s, const struct lua_script *sc, int nkeys,
-    int nargs, const char **argv, const size_t *lens);
+    int nargs, const char *const *argv, const size_t *lens);
 struct reply *script_recv(struct server *s, const struct lua_script *sc,
-    int nkeys, int nargs, const char **argv, const size_t *lens,
+    int nkeys, int nargs, const char *const *argv, const size_t *lens,
     int64_t deadline);
 
 #endif

@@ -571,6 +571,30 @@ ask_once(struct server *s, const char *host, int port, int argc,
 	return r;
 }
 
+/*
+ * A MOVED whose node does not answer (its master died, the failover has
+ * yet to name another: the seeds still point there), or redirects that
+ * go round (nodes that disagree, mid-failover): weather, not a wrong
+ * answer. Recorded as unreachable (a waiter tries again later) with s
+ * closed; r is freed. NULL.
+ */
+static struct reply *
+moved_nowhere(struct server *s, struct reply *r, const char *host, int port)
+{
+	char text[160];
+
+	printable(r->str, r->len, text, sizeof(text));
+	if (host != NULL)
+		failure_set(&s->fail, RL_EXIT_UNAVAILABLE, "the slot's owner "
+		    "%s:%d (%s) does not answer", host, port, text);
+	else
+		failure_set(&s->fail, RL_EXIT_UNAVAILABLE, "the cluster's "
+		    "nodes disagree on the slot's owner (%s)", text);
+	reply_free(r);
+	conn_close(s->cn);
+	return NULL;
+}
+
 struct reply *
 server_command(struct server *s, int argc, const char **argv,
     const size_t *lens)
@@ -589,8 +613,14 @@ server_command(struct server *s, int argc, const char **argv,
 		r = ask ? ask_once(s, host, port, argc, argv, lens) :
 		    command_once(s, argc, argv, lens);
 		ask = 0;
-		if (r == NULL || hops == MAX_HOPS)
+		if (r == NULL)
 			return r;
+		if (hops == MAX_HOPS) {
+			if (classify(s, r, host, sizeof(host), &port) ==
+			    GO_MOVED)
+				return moved_nowhere(s, r, NULL, 0);
+			return r;
+		}
 		switch (classify(s, r, host, sizeof(host), &port)) {
 		case GO_NOWHERE:
 			return r;
@@ -609,7 +639,19 @@ server_command(struct server *s, int argc, const char **argv,
 			break;
 		case GO_MOVED:
 			set_node(s, host, port);
-			/* FALLTHROUGH */
+			conn_close(s->cn);
+			hops++;
+			/* Opened elsewhere (open_cluster falls back to the
+			 * seeds): the node MOVED names did not answer. */
+			if (server_open(s) != 0) {
+				reply_free(r);
+				return NULL;
+			}
+			if (s->node_port != port ||
+			    strcmp(s->node_host, host) != 0)
+				return moved_nowhere(s, r, host, port);
+			reply_free(r);
+			break;
 		case GO_REMASTER:
 			reply_free(r);
 			conn_close(s->cn);

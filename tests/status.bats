@@ -72,6 +72,17 @@ fake_meta() {
 	rcli pexpire "$2" 30000 >/dev/null
 }
 
+# fake_slot_meta KEY TOKEN USER HOST PID CMD: a -N holder's meta, fields
+# TOKEN:NAME of P{KEY}:metas, as acquire.lua writes it.
+fake_slot_meta() {
+	local now m="rlock:{$1}:metas" t=$2
+	now=$(server_ms)
+	rcli hset "$m" "$t:user" "$3" "$t:host" "$4" "$t:pid" "$5" \
+		"$t:cmd" "$6" "$t:since" $((now - 5000)) "$t:lease" 30000 \
+		"$t:fence" 4242 >/dev/null
+	rcli pexpire "$m" 30000 >/dev/null
+}
+
 @test "status: a free KEY says so and exits 1" {
 	run -1 "$RLOCK" status nobody-here
 	assert_output "nobody-here: free"
@@ -228,9 +239,9 @@ fake_meta() {
 		$((now + 25000)) tokB $((now - 1000)) tokGone >/dev/null
 	rcli pexpire 'rlock:{sem-hand}:sem' 25000 >/dev/null
 	rcli set 'rlock:{sem-hand}:limit' 3 px 25000 >/dev/null
-	fake_meta sem-hand 'rlock:{sem-hand}:meta:tokA' alice web1 11 'job a'
-	fake_meta sem-hand 'rlock:{sem-hand}:meta:tokB' bob web2 22 'job b'
-	since=$(rcli hget 'rlock:{sem-hand}:meta:tokA' since)
+	fake_slot_meta sem-hand tokA alice web1 11 'job a'
+	fake_slot_meta sem-hand tokB bob web2 22 'job b'
+	since=$(rcli hget 'rlock:{sem-hand}:metas' tokA:since)
 	t1=$(server_ms)
 	run -0 "$RLOCK" status sem-hand
 	t2=$(server_ms)
@@ -280,11 +291,13 @@ fake_meta() {
 	rcli rpush 'rlock:{fq-hand}:q' w1 dead w2 w3 w4 w5 w6 w7 >/dev/null
 	rcli pexpire 'rlock:{fq-hand}:q' 30000 >/dev/null
 	for i in 1 2 3 4 5 6 7; do
-		rcli set "rlock:{fq-hand}:w:w$i" \
-			"$(printf 'user%s\037host%s\037%s\037make t%s' $i $i $i $i)" \
-			px 30000 >/dev/null
+		rcli hset "rlock:{fq-hand}:w" "w$i" "$(printf \
+		    '%s\037user%s\037host%s\037%s\037make t%s' \
+		    $((now + 30000)) $i $i $i $i)" >/dev/null
 	done
-	# A live waiter listens on its wake channel; "dead" has no :w key.
+	rcli pexpire 'rlock:{fq-hand}:w' 30000 >/dev/null
+	# A live waiter listens on its wake channel and has its entry in
+	# P{KEY}:w, due after now; "dead" has none.
 	# One client for all seven, as the waiters would be (its pid is
 	# killed in teardown).
 	rcli subscribe $(printf 'rlock:{fq-hand}:wake:w%s ' 1 2 3 4 5 6 7) \
@@ -320,7 +333,8 @@ fake_meta() {
 }
 
 # Alive is subscribed (as the scripts judge it): a waiter killed a moment
-# ago is gone from status at once, though its :w key lives on a while.
+# ago is gone from status at once, though its entry in P{KEY}:w lives on
+# a while.
 @test "status: a SIGKILLed --fair waiter is gone from the queue shown at once" {
 	local w1 w2 t1
 	bg_rlock -k fq-kill -l 10s -- sleep 30
@@ -336,11 +350,11 @@ fake_meta() {
 	wait_until 5 gone "$w1"
 	wait "$w1" 2>/dev/null || true
 	# The kernel closes its connections at once; Redis may take a moment
-	# to see it. Its :w key lives on for 90 s.
+	# to see it. Its entry lives on for 90 s.
 	wait_until 5 not_listening "rlock:{fq-kill}:wake:$t1" ||
 		fail "Redis still counts the killed waiter's subscription"
-	[ "$(rcli exists "rlock:{fq-kill}:w:$t1")" = 1 ] ||
-		fail "the :w key is gone: test inconclusive"
+	[ "$(rcli hexists 'rlock:{fq-kill}:w' "$t1")" = 1 ] ||
+		fail "its entry is gone: test inconclusive"
 	run -0 "$RLOCK" status fq-kill
 	assert_line "  waiting     1 (--fair)"
 	assert_line "  next        $(me), pid $w2: true"
@@ -546,6 +560,65 @@ fake_meta() {
 	[ "$STATUS" = 70 ]
 	wait_status "$p2"
 	[ "$STATUS" = 70 ]
+}
+
+# status --prometheus's samples for KEY, without HELP and TYPE.
+prom() { "$RLOCK" status --prometheus "$1" | grep -v '^#'; }
+not_held() { ! held "$1"; }
+
+# Issue 27: a KEY held only by --min-hold after its run ended is resting,
+# not running: text, --json and --prometheus say so, so that a monitor
+# tells a job that runs from one that finished (contrib/rlock.rules.yml).
+@test "status: a --min-hold window after the run is resting, not running (text, --json, --prometheus)" {
+	local go=$BATS_TEST_TMPDIR/go until
+	bg_rlock --min-hold "$(tf 8)" -k rest -- \
+		sh -c 'until [ -e "$1" ]; do sleep 0.05; done' sh "$go"
+	wait_until 5 held rest
+	run -0 "$RLOCK" status rest
+	assert_line --index 0 "rest: held (mutex)"
+	run -0 "$RLOCK" status --json rest
+	echo "$output" | jq -e '.[0] | .held and .resting == false'
+	run prom rest
+	assert_line 'rlock_held{key="rest"} 1'
+	assert_line 'rlock_running{key="rest"} 1'
+	# COMMAND ends; --min-hold keeps KEY.
+	touch "$go"
+	wait_until 5 gone "$BG"
+	until=$(rcli hget 'rlock:{rest}:meta' hold_until)
+	[ -n "$until" ] && held rest || fail "no hold left: test inconclusive"
+	run -0 "$RLOCK" status rest
+	assert_line --index 0 --regexp '^rest: held \(mutex\), resting: the run ended; --min-hold holds it until [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} '
+	assert_line --regexp '^  run ended   '
+	run -0 "$RLOCK" status --json rest
+	echo "$output" | jq -e --arg u "$until" '.[0] | .held and .resting and
+		.holders[0].finished.hold_until_ms == ($u | tonumber)'
+	run prom rest
+	assert_line 'rlock_held{key="rest"} 1'
+	assert_line 'rlock_running{key="rest"} 0'
+	# The hold over: free, neither held nor running nor resting.
+	wait_until "$(tf 12)" not_held rest
+	run -1 "$RLOCK" status --json rest
+	echo "$output" | jq -e '.[0] | .held == false and .resting == false'
+	run prom rest
+	assert_line 'rlock_held{key="rest"} 0'
+	assert_line 'rlock_running{key="rest"} 0'
+}
+
+# A semaphore rests only when every holder's run has ended.
+@test "status: a semaphore rests when all its holders' runs ended" {
+	local go=$BATS_TEST_TMPDIR/go
+	run -0 "$RLOCK" -N 2 --min-hold "$(tf 8)" -k rest-n -- true
+	run -0 "$RLOCK" status --json rest-n
+	echo "$output" | jq -e '.[0] | .held and .resting'
+	run -0 "$RLOCK" status rest-n
+	assert_line --index 0 --partial "rest-n: held (semaphore, 1 of 2 slots taken), resting: the run ended"
+	bg_rlock -N 2 -k rest-n -- sh -c 'until [ -e "$1" ]; do sleep 0.05; done' sh "$go"
+	wait_until 5 sem_count rest-n 2
+	run -0 "$RLOCK" status --json rest-n
+	echo "$output" | jq -e '.[0] | .held and .resting == false'
+	run prom rest-n
+	assert_line 'rlock_running{key="rest-n"} 1'
+	touch "$go"
 }
 
 @test "errors: Redis unreachable is 69, one line, for every subcommand" {

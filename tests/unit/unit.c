@@ -33,6 +33,7 @@
 #include "keys.h"
 #include "lease.h"
 #include "reply.h"
+#include "retry.h"
 #include "server.h"
 #include "tls.h"
 #include "url.h"
@@ -871,10 +872,38 @@ test_failure_kind(void)
 	failure_make(&f, FAIL_TIMEOUT, RL_EXIT_UNAVAILABLE, "x");
 	CHECK(failure_retry(&f), "a timeout is worth a retry");
 	f.again = AGAIN_NOT;
-	CHECK(!failure_retry(&f), "not a request that may not be sent again");
+	CHECK(failure_retry(&f), "a login refused and heard out: a new try");
+	f.again = AGAIN_NOT_THERE;
+	CHECK(!failure_retry(&f), "not while an undo may still reach it");
 	failure_make(&f, FAIL_NOT_REDIS, RL_EXIT_PROTOCOL, "x");
 	CHECK(!failure_retry(&f) && f.code[0] == '\0',
 	    "not a peer that is not Redis");
+}
+
+/* The retry policy's table: weather is 69's class, but not a login left
+ * unanswered with its undo on the way; the backoff doubles up to 1 s. */
+static void
+test_retry(void)
+{
+	static const int64_t want[] = { 100, 200, 400, 800, 1000, 1000 };
+	struct failure f;
+	size_t i;
+
+	failure_set(&f, RL_EXIT_UNAVAILABLE, "Connection refused");
+	CHECK(failure_retry(&f), "retry: unreachable is weather");
+	f.again = AGAIN_NOT;
+	CHECK(failure_retry(&f), "retry: a login refused, heard out");
+	f.again = AGAIN_NOT_THERE;
+	CHECK(!failure_retry(&f), "retry: not with an undo on the way");
+	failure_set(&f, RL_EXIT_PROTOCOL, "WRONGTYPE");
+	CHECK(!failure_retry(&f), "retry: not 76");
+	failure_set(&f, RL_EXIT_NOPERM, "WRONGPASS");
+	CHECK(!failure_retry(&f), "retry: not 77");
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		CHECK(retry_backoff_ms((int)i) == want[i],
+		    "retry_backoff_ms(%zu) = %lld", i, (long long)want[i]);
+	CHECK(retry_backoff_ms(1000) == RETRY_BACKOFF_MAX_MS,
+	    "retry_backoff_ms: capped after many tries");
 }
 
 /* ---------------------------------------------------------------- cli */
@@ -2188,6 +2217,7 @@ main(void)
 	test_conn_format();
 	test_reply_status();
 	test_failure_kind();
+	test_retry();
 	test_cli_rows();
 	test_cli_keys();
 	test_cli_password_blanked();
