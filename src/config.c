@@ -135,7 +135,8 @@ hint_for(const struct failure *f, char *buf, size_t len)
 }
 
 void
-config_report(const struct lock_cfg *cfg, const struct failure *f)
+config_report(const struct lock_cfg *cfg, const struct failure *f,
+    int answered)
 {
 	char url[300], buf[128];
 	const char *err = f->why, *todo;
@@ -153,7 +154,7 @@ config_report(const struct lock_cfg *cfg, const struct failure *f)
 		todo = NULL;
 	switch (f->status) {
 	case RL_EXIT_UNAVAILABLE:
-		if (tls)
+		if (tls || (todo == NULL && answered))
 			msg_err("cannot reach %s: %s", url, err);
 		else
 			msg_err("cannot reach %s: %s; %s", url, err,

@@ -534,7 +534,7 @@ report_main(const struct rlock_opts *o)
 		return st;
 	l = lock_new(&cfg);
 	if ((st = lock_open(l)) != 0) {
-		config_report(&cfg, lock_failure(l));
+		config_report(&cfg, lock_failure(l), 0);
 		goto out;
 	}
 	failure_clear(&fail);
@@ -548,7 +548,7 @@ report_main(const struct rlock_opts *o)
 	}
 	if (st < 0) {
 		st = fail.status;
-		config_report(&cfg, &fail);
+		config_report(&cfg, &fail, 0);
 	}
 	st = close_stdout(st);
 out:

@@ -431,8 +431,10 @@ give_up(struct waiter *w, enum wait_status st)
 	if (w->uncertain)
 		(void)lock_release(w->l, w->ctx);
 out:
-	if (st == WAIT_ERROR)
+	if (st == WAIT_ERROR) {
 		w->res->fail = w->why;
+		w->res->answered = w->reached;
+	}
 	close_subs(w);
 	lock_set_timeouts(w->l, w->con0, w->cmd0);
 	return st;
@@ -597,6 +599,7 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 	    start + lock_connect_timeout(l) : w.deadline + LAST_TRY_MS;
 	w.caps = lock_caps(l);
 	res->signo = 0;
+	res->answered = 0;
 	failure_clear(&res->fail);
 	waitline_init(&w.line, ctx->key, ctx->limit, start);
 	w.line.on = w.line.on && wait_ms != 0;
