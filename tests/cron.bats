@@ -532,6 +532,20 @@ with_syslog() {
 	grep -q 'cannot reach' "$T/err5"
 }
 
+@test "--syslog -q: the eviction-policy warning still reaches syslog" {
+	cat > "$T/run.sh" <<-'EOF'
+	redis-cli -s "$REDIS_SOCK" config set maxmemory-policy allkeys-lru > /dev/null
+	"$RLOCK" --syslog -q -k "$K" -- true 2> "$T/err1"
+	redis-cli -s "$REDIS_SOCK" config set maxmemory-policy noeviction > /dev/null
+	EOF
+	run with_syslog "$T/run.sh"
+	printf '# %s\n' "${lines[@]}" >&3
+	# <12> user.warning
+	assert_line --regexp "^<12>.* rlock\[[0-9]+\]: warning: the server's maxmemory-policy is allkeys-lru: .*; set maxmemory-policy noeviction$"
+	[ ! -s "$T/err1" ] || fail "-q printed: $(cat "$T/err1")"
+	[ "$(rcli config get maxmemory-policy | tail -1)" = noeviction ]
+}
+
 @test "71: the system refuses a pipe for COMMAND; the run is released and recorded" {
 	skip_under_valgrind
 	# fds 0-2, the signalfd and the Redis socket: no room for a pipe.
