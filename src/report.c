@@ -33,7 +33,12 @@
  *           "held_ms": 12345,            server_time_ms - since_ms
  *           "lease_ms": 30000,           the holder's --lease
  *           "lease_left_ms": 17600,      PTTL; null: the key never expires
- *           "fence": 1732208101123       its RLOCK_FENCE
+ *           "fence": 1732208101123,      its RLOCK_FENCE
+ *           "finished": null,            while its run goes on; after it
+ *                                        ended (--min-hold keeps KEY):
+ *                                        { "ended_ms", "exit_status",
+ *                                          "hold_until_ms" }
+ *           "skips": 0                   runs not obtained against it
  *         }
  *       ],
  *       "queue": {                       --fair waiters
@@ -41,6 +46,27 @@
  *         "waiters": [                   the first 5, next in line first
  *           { "user": "bob", "host": "web2", "pid": 77, "command": "make" }
  *         ]
+ *       },
+ *       "last_run": {                    the last finished run; null if
+ *         "user": "alice",               none is recorded
+ *         "host": "web1",
+ *         "pid": 4101,
+ *         "command": "make -j8 all",
+ *         "started_ms": 1732207900100,   server clock
+ *         "ended_ms": 1732207960200,
+ *         "duration_ms": 60100,          ended_ms - started_ms
+ *         "exit_status": 0,              the status rlock exited with
+ *         "fence": 1732207900100,
+ *         "lease_lost": false,           true: exit 70, the lease was lost
+ *         "last_success_ms": 1732207960200,  ended_ms of the last run
+ *                                        that exited 0 with its lease;
+ *                                        null: none
+ *         "skips": 3,                    runs not obtained against its
+ *                                        grant (-n, or --timeout)
+ *         "last_skip": {                 the last of them; null if none
+ *           "user": "bob", "host": "web2", "pid": 77,
+ *           "at_ms": 1732207930000
+ *         }
  *       }
  *     }
  *   ]
