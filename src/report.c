@@ -556,8 +556,9 @@ report_main(const struct rlock_opts *o)
 	struct lock *l;
 	int st;
 
-	if ((st = check_args(o)) != 0 || (st = config_lock(o, &cfg)) != 0)
+	if ((st = check_args(o)) != 0)
 		return st;
+	config_lock(o, &cfg);
 	l = lock_new(&cfg);
 	if ((st = lock_open(l)) != 0) {
 		config_report(&cfg, lock_failure(l), 0);

@@ -220,8 +220,7 @@ run_mode(struct rlock_opts *o, int sigfd)
 	struct lock *l;
 	int st;
 
-	if ((st = config_lock(o, &cfg)) != 0)
-		return st;
+	config_lock(o, &cfg);
 	l = lock_new(&cfg);
 	if (wait_bound(o))
 		lock_set_timeouts(l, o->wait_ms, o->wait_ms);
