@@ -580,7 +580,7 @@ not_held() { ! held "$1"; }
 	assert_line 'rlock_running{key="rest"} 1'
 	# COMMAND ends; --min-hold keeps KEY.
 	touch "$go"
-	wait_until 5 gone "$BG"
+	wait_until 5 pid_gone "$BG"
 	until=$(rcli hget 'rlock:{rest}:meta' hold_until)
 	[ -n "$until" ] && held rest || fail "no hold left: test inconclusive"
 	run -0 "$RLOCK" status rest
