@@ -21,7 +21,7 @@
 #include "wait.h"
 
 static void report_bound(const struct rlock_opts *o,
-    const struct lock_cfg *cfg, const struct failure *f);
+    const struct lock_cfg *cfg, const struct failure *f, int answered);
 
 /*
  * A nested rlock of the KEY its ancestor holds: if Redis confirms the
@@ -45,7 +45,7 @@ try_reenter(struct rlock_opts *o, const struct lock_cfg *cfg, struct lock *l,
 	lock_ctx_free(&ctx);
 	if (ours < 0) {
 		*status = lock_failure(l)->status;
-		report_bound(o, cfg, lock_failure(l));
+		report_bound(o, cfg, lock_failure(l), 0);
 		return 1;
 	}
 	if (ours == 0)
@@ -107,7 +107,7 @@ wait_bound(const struct rlock_opts *o)
 /* A failure within the bound names it: --timeout, not --connect-timeout. */
 static void
 report_bound(const struct rlock_opts *o, const struct lock_cfg *cfg,
-    const struct failure *f)
+    const struct failure *f, int answered)
 {
 	struct failure b = *f;
 	char d[32];
@@ -117,7 +117,7 @@ report_bound(const struct rlock_opts *o, const struct lock_cfg *cfg,
 		dur_format(o->wait_ms, d, sizeof(d));
 		snprintf(b.why + n, sizeof(b.why) - n, " (--timeout %s)", d);
 	}
-	config_report(cfg, &b);
+	config_report(cfg, &b, answered);
 }
 
 /*
@@ -189,7 +189,7 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 			msg_err("'%s': %s", key, res.fail.why);
 		}
 		else
-			report_bound(o, cfg, &res.fail);
+			report_bound(o, cfg, &res.fail, res.answered);
 		st = res.fail.status;
 		goto out;
 	}
@@ -220,13 +220,12 @@ run_mode(struct rlock_opts *o, int sigfd)
 	struct lock *l;
 	int st;
 
-	if ((st = config_lock(o, &cfg)) != 0)
-		return st;
+	config_lock(o, &cfg);
 	l = lock_new(&cfg);
 	if (wait_bound(o))
 		lock_set_timeouts(l, o->wait_ms, o->wait_ms);
 	if ((st = lock_open_first(l)) != 0) {
-		report_bound(o, &cfg, lock_failure(l));
+		report_bound(o, &cfg, lock_failure(l), 0);
 		goto out;
 	}
 	guard_eviction(&g, l);
