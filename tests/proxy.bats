@@ -130,3 +130,20 @@ hold() {
 	touch "$BATS_TEST_TMPDIR/go"
 	wait_until 10 free pk3
 }
+
+@test "status through twemproxy: held, then free (EVALSHA for EVALSHA_RO)" {
+	hold pk6
+	export RLOCK_URL=$PROXY_URL
+	run -0 --separate-stderr timeout 10 "$RLOCK" status pk6
+	assert_line --index 0 "pk6: held (mutex)"
+	assert_equal "$stderr" ""
+	run -0 --separate-stderr timeout 10 "$RLOCK" status --json pk6
+	assert_output --partial '"key":"pk6","held":true'
+	run -0 --separate-stderr timeout 10 "$RLOCK" status --prometheus pk6
+	assert_line 'rlock_held{key="pk6"} 1'
+	touch "$BATS_TEST_TMPDIR/go"
+	wait_until 10 free pk6
+	run -1 --separate-stderr timeout 10 "$RLOCK" status pk6
+	assert_line --index 0 "pk6: free"
+	assert_equal "$stderr" ""
+}
