@@ -147,3 +147,13 @@ hold() {
 	assert_line --index 0 "pk6: free"
 	assert_equal "$stderr" ""
 }
+
+@test "list through twemproxy: one line naming SCAN, 76, not 'cannot reach'" {
+	export RLOCK_URL=$PROXY_URL
+	run -76 --separate-stderr timeout 10 "$RLOCK" list
+	assert_output ""
+	assert_equal "$stderr" "rlock: $PROXY_URL/0: the server or a proxy in front of it refused SCAN (it closed the connection on it); rlock list needs it (rlock status KEY does not)"
+	run -76 --separate-stderr timeout 10 "$RLOCK" list --json 'pk*'
+	assert_output ""
+	assert_equal "$(wc -l <<<"$stderr")" 1
+}
