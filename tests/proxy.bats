@@ -131,6 +131,43 @@ hold() {
 	wait_until 10 free pk3
 }
 
+@test "a waiter behind a holder through twemproxy gets the lock without BLPOP" {
+	hold pk4
+	export RLOCK_URL=$PROXY_URL
+	timeout 20 "$RLOCK" -v -w 15 -k pk4 -- echo got \
+		>"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	local w=$!
+	HOLDERS+=("$w")
+	wait_until 10 grep -q "^rlock: waiting for 'pk4'" "$BATS_TEST_TMPDIR/err"
+	# Not a wait for anything: time for a waiter that reconnects at
+	# every closed BLPOP to show it (hundreds of times a second).
+	nap 1
+	touch "$BATS_TEST_TMPDIR/go"
+	wait_until 10 gone "$w"
+	run -0 wait "$w"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/out")" got
+	# Closed on twice in a row, then no more BLPOP: it looks instead.
+	run -0 grep -c 'wake-up connection lost' "$BATS_TEST_TMPDIR/err"
+	assert_output 2
+	grep -q 'refused BLPOP (it closed the connection on it): looking every' \
+		"$BATS_TEST_TMPDIR/err"
+	grep -q "^rlock: acquired 'pk4' after" "$BATS_TEST_TMPDIR/err"
+	! grep -q 'cannot reach' "$BATS_TEST_TMPDIR/err"
+	free pk4
+	[ "$(rcli llen 'rlock:{pk4}:q')" = 0 ]
+}
+
+@test "a --fair waiter through twemproxy: one line naming SSUBSCRIBE, 76" {
+	hold pk5
+	export RLOCK_URL=$PROXY_URL
+	run -76 --separate-stderr timeout 10 "$RLOCK" --fair -w 10 -k pk5 -- true
+	assert_equal "$stderr" "rlock: $PROXY_URL/0: the server or a proxy in front of it refused SSUBSCRIBE (it closed the connection on it); --fair needs it"
+	# It left no place in the queue behind.
+	[ "$(rcli exists 'rlock:{pk5}:q')" = 0 ]
+	touch "$BATS_TEST_TMPDIR/go"
+	wait_until 10 free pk5
+}
+
 @test "status through twemproxy: held, then free (EVALSHA for EVALSHA_RO)" {
 	hold pk6
 	export RLOCK_URL=$PROXY_URL
