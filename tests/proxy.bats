@@ -121,6 +121,16 @@ hold() {
 	free pk2
 }
 
+@test "a nested run through twemproxy re-enters its parent's lock" {
+	export RLOCK_URL=$PROXY_URL
+	run -0 --separate-stderr timeout 10 "$RLOCK" -k pk7 -- \
+		"$RLOCK" -v -k pk7 -- echo inner
+	assert_output inner
+	assert_equal "$(grep -v maxmemory-policy <<<"$stderr")" \
+		"rlock: 'pk7' is already held by our ancestor: re-entering"
+	free pk7
+}
+
 @test "-n behind a holder through twemproxy: not obtained" {
 	hold pk3
 	export RLOCK_URL=$PROXY_URL
