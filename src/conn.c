@@ -1210,14 +1210,14 @@ login_password(const struct conn_cfg *cfg, char *buf, size_t len)
 }
 
 static int
-handshake(struct conn *cn, int64_t deadline, int ahead)
+handshake(struct conn *cn, int64_t deadline, int ahead, int db)
 {
 	const struct endpoint *ep = &cn->cfg->ep;
 	const char *argv[3];
 	char dbs[16], pw[1024];
 	int argc = 0, st;
 
-	ahead = ahead && ep->db == 0;
+	ahead = ahead && db == 0;
 	if (cn->cfg->password) {
 		argv[argc++] = "AUTH";
 		if (ep->user)
@@ -1242,8 +1242,8 @@ handshake(struct conn *cn, int64_t deadline, int ahead)
 			return cn->fail.status;
 		}
 	}
-	if (ep->db != 0) {
-		snprintf(dbs, sizeof(dbs), "%d", ep->db);
+	if (db != 0) {
+		snprintf(dbs, sizeof(dbs), "%d", db);
 		argv[0] = "SELECT";
 		argv[1] = dbs;
 		return ask(cn, "cannot select the database", 2, argv,
@@ -1302,9 +1302,10 @@ maybe_tls_port(struct conn *cn, int64_t deadline)
 		    "%s", TLS_PLAIN_TO_TLS);
 }
 
-int
-conn_connect(struct conn *cn, const char *host, int port, int64_t deadline,
-    unsigned how)
+/* conn_connect, selecting database db. */
+static int
+connect_db(struct conn *cn, const char *host, int port, int64_t deadline,
+    unsigned how, int db)
 {
 	int64_t cmd = cn->cmd_timeout_ms, shown = cn->cfg->connect_timeout_ms;
 	int st;
@@ -1347,7 +1348,7 @@ conn_connect(struct conn *cn, const char *host, int port, int64_t deadline,
 	 * same connect timeout, not a fresh command timeout; the message
 	 * names the connect timeout. */
 	cn->cmd_timeout_ms = shown;
-	st = handshake(cn, deadline, (how & CONN_LOGIN_AHEAD) != 0);
+	st = handshake(cn, deadline, (how & CONN_LOGIN_AHEAD) != 0, db);
 	cn->cmd_timeout_ms = cmd;
 	if (st != 0) {
 		maybe_tls_port(cn, deadline);
@@ -1355,4 +1356,30 @@ conn_connect(struct conn *cn, const char *host, int port, int64_t deadline,
 		conn_close(cn);
 	}
 	return st;
+}
+
+int
+conn_connect(struct conn *cn, const char *host, int port, int64_t deadline,
+    unsigned how)
+{
+	struct failure closed;
+	int st = connect_db(cn, host, port, deadline, how, cn->cfg->ep.db);
+
+	/*
+	 * Closed on SELECT, the first command: a proxy without databases
+	 * (twemproxy), or a restart. A connection without it tells them
+	 * apart: one whose login is answered refused SELECT.
+	 */
+	if (st == 0 || cn->fail.kind != FAIL_DROPPED ||
+	    strcmp(cn->fail.closed_on, "SELECT") != 0)
+		return st;
+	closed = cn->fail;
+	if (connect_db(cn, host, port, deadline, 0, 0) != 0) {
+		cn->fail = closed;
+		return st;
+	}
+	cn->fail = closed;
+	(void)failure_refused(&cn->fail, "SELECT");
+	conn_close(cn);
+	return cn->fail.status;
 }

@@ -204,3 +204,13 @@ hold() {
 	assert_output ""
 	assert_equal "$(wc -l <<<"$stderr")" 1
 }
+
+@test "a database through twemproxy: one line naming SELECT, 76" {
+	run -76 --separate-stderr timeout 10 "$RLOCK" -u "$PROXY_URL/1" -k pk8 -- true
+	assert_output ""
+	assert_equal "$stderr" "rlock: $PROXY_URL/1: the server or a proxy in front of it refused SELECT (it closed the connection on it)"
+	run -76 --separate-stderr timeout 10 "$RLOCK" -u "$PROXY_URL/1" status pk8
+	assert_equal "$(wc -l <<<"$stderr")" 1
+	assert_regex "$stderr" 'refused SELECT'
+	free pk8
+}
