@@ -30,7 +30,7 @@ static void report_bound(const struct rlock_opts *o,
  */
 static int
 try_reenter(struct rlock_opts *o, const struct lock_cfg *cfg, struct lock *l,
-    int *status)
+    struct guard *g, int *status)
 {
 	const char *token = getenv("RLOCK_TOKEN"), *key = getenv("RLOCK_KEY");
 	struct lock_ctx ctx;
@@ -42,6 +42,9 @@ try_reenter(struct rlock_opts *o, const struct lock_cfg *cfg, struct lock *l,
 	lock_ctx_init(&ctx, o->prefix, o->key, o->lease_ms, o->limit, 0, token,
 	    xstrdup(""));
 	ours = lock_is_ours(l, &ctx);
+	if (ours < 0 && guard_refused(g, lock_failure(l)) &&
+	    lock_open_first(l) == 0)
+		ours = lock_is_ours(l, &ctx);
 	lock_ctx_free(&ctx);
 	if (ours < 0) {
 		*status = lock_failure(l)->status;
@@ -151,13 +154,14 @@ get_ahead(void *arg)
 
 static int
 acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
-    struct lock *l, int sigfd)
+    struct lock *l, struct guard *g, int sigfd)
 {
 	struct ahead_arg ahead = { .l = l };
 	struct wait_result res;
 	struct lock_ctx ctx;
 	int64_t start = mono_ms();
 	char name[96], waited[32];
+	enum wait_status ws;
 	int st, sig;
 
 	lock_ctx_init(&ctx, o->prefix, o->key, lease_for(o), o->limit, o->fair,
@@ -167,8 +171,17 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 	if (o->wait_ms != 0)
 		ctx.acl_needs = o->fair ? "f" : "w";
 	ahead.ctx = &ctx;
-	switch (wait_lock(l, &ctx, o->wait_ms, sigfd, &res, get_ahead,
-	    &ahead)) {
+	ws = wait_lock(l, &ctx, o->wait_ms, sigfd, &res, get_ahead, &ahead);
+	/* Closed on the eviction check ahead of the acquire (which the
+	 * server so never read): once more, without it. */
+	if (ws == WAIT_ERROR && guard_refused(g, &res.fail)) {
+		if (lock_open_first(l) == 0)
+			ws = wait_lock(l, &ctx, o->wait_ms, sigfd, &res,
+			    get_ahead, &ahead);
+		else
+			res.fail = *lock_failure(l);
+	}
+	switch (ws) {
 	case WAIT_GRANTED:
 		if (wait_bound(o))
 			lock_set_timeouts(l, o->connect_timeout_ms,
@@ -229,8 +242,8 @@ run_mode(struct rlock_opts *o, int sigfd)
 		goto out;
 	}
 	guard_eviction(&g, l);
-	if (!try_reenter(o, &cfg, l, &st))
-		st = acquire_and_run(o, &cfg, l, sigfd);
+	if (!try_reenter(o, &cfg, l, &g, &st))
+		st = acquire_and_run(o, &cfg, l, &g, sigfd);
 out:
 	lock_free(l);
 	lock_cfg_free(&cfg);
