@@ -52,6 +52,7 @@ struct lock_busy {
 	int64_t since_ms, now_ms;	/* server clock */
 	int64_t lease_left_ms;	/* the holder's; -1 no expiry, -2 none */
 	int foreign;		/* the holder is not rlock (no :meta) */
+	int64_t ended_ms;	/* its run ended (server clock); 0 runs */
 };
 
 /* What a lock can do beyond what every lock does (lock_caps). */

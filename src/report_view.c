@@ -2,7 +2,7 @@
 /*
  * Reading one KEY with inspect.lua and showing it, text or JSON; see
  * report_view.h, and report.c for the JSON schema. Every reply is checked
- * whole (view_parse) before anything looks inside it.
+ * whole (report_view_parse) before anything looks inside it.
  */
 #include "report_view.h"
 
@@ -18,14 +18,14 @@
 #define WAITERS_SHOWN "5"
 
 void
-view_keys_init(struct view_keys *ks, const char *prefix, const char *key,
-    size_t keylen)
+report_view_keys_init(struct view_keys *ks, const char *prefix,
+    const char *key, size_t keylen)
 {
 	lock_keys_init(&ks->k, prefix, key, keylen, NULL);
 }
 
 void
-view_keys_free(struct view_keys *ks)
+report_view_keys_free(struct view_keys *ks)
 {
 	lock_keys_free(&ks->k);
 }
@@ -67,7 +67,7 @@ num(const struct reply *s, long long *v)
 
 /* Check the whole shape of inspect.lua's reply, then fill v from it. */
 int
-view_parse(struct view *v, const struct reply *r)
+report_view_parse(struct view *v, const struct reply *r)
 {
 	const struct reply *h, *w, *m, *l;
 	size_t i;
@@ -116,7 +116,7 @@ view_parse(struct view *v, const struct reply *r)
 
 /* Read everything about v->key in one script call; -1: failure in node. */
 int
-view_inspect(struct lock_node *node, const char *prefix, struct view *v)
+report_view_inspect(struct lock_node *node, const char *prefix, struct view *v)
 {
 	struct view_keys ks;
 	struct script_args a;
@@ -124,7 +124,7 @@ view_inspect(struct lock_node *node, const char *prefix, struct view *v)
 	char what[80];
 	int i;
 
-	view_keys_init(&ks, prefix, v->key, v->keylen);
+	report_view_keys_init(&ks, prefix, v->key, v->keylen);
 	script_args_init(&a, &lua_inspect);
 	script_key(&a, INSPECT_K_LOCK, ks.k.lock, ks.k.lock_len);
 	script_key(&a, INSPECT_K_META, ks.k.meta, ks.k.meta_len);
@@ -139,10 +139,10 @@ view_inspect(struct lock_node *node, const char *prefix, struct view *v)
 	script_arg_str(&a, INSPECT_A_WAITERS_SHOWN, WAITERS_SHOWN);
 	script_args_done(&a);
 	r = lock_node_script_ro(node, &a);
-	view_keys_free(&ks);
+	report_view_keys_free(&ks);
 	if (r == NULL)
 		return -1;
-	if (r->type == REPLY_ERROR || view_parse(v, r) < 0) {
+	if (r->type == REPLY_ERROR || report_view_parse(v, r) < 0) {
 		i = snprintf(what, sizeof(what), "reading '");
 		printable(v->key, v->keylen, what + i, sizeof(what) - i - 1);
 		strcat(what, "'");
@@ -176,7 +176,7 @@ json_holder(const struct view *v, const struct reply *h, long long now)
 		fputs(",\"lease_left_ms\":null", stdout);
 	fputs(",\"fence\":", stdout);
 	view_json_num(h->element[INSPECT_HOLDERS_FENCE]);
-	run_json_holder(v, h);
+	report_run_json_holder(v, h);
 	putchar('}');
 }
 
@@ -209,13 +209,13 @@ json_view(const struct view *v)
 		putchar('}');
 	}
 	fputs("]}", stdout);
-	run_json_last(v);
+	report_run_json_last(v);
 	putchar('}');
 }
 
 /* An array of views, one per line: easy for jq and for grep alike. */
 void
-view_print_json(const struct view *v, size_t n)
+report_view_print_json(const struct view *v, size_t n)
 {
 	size_t i;
 
@@ -258,7 +258,7 @@ text_holder(const struct view *v, const struct reply *h, long long now)
 	}
 	if (num(h->element[INSPECT_HOLDERS_SINCE], &n))
 		text_since(n, now);
-	if (run_text_holder(v, h))
+	if (report_run_text_holder(v, h))
 		goto fence;
 	view_label("lease left");
 	if (left < 0) {
@@ -277,7 +277,7 @@ fence:
 		view_label("fence");
 		printf("%lld\n", n);
 	}
-	run_text_holder_skips(v, h);
+	report_run_text_holder_skips(v, h);
 }
 
 static void
@@ -311,7 +311,7 @@ text_resting(const struct view *v)
 }
 
 void
-view_print_text(const struct view *v)
+report_view_print_text(const struct view *v)
 {
 	size_t i;
 
@@ -332,11 +332,11 @@ view_print_text(const struct view *v)
 		text_holder(v, v->holders->element[i], v->now);
 	if (v->queued > 0)
 		text_queue(v);
-	run_text_last(v);
+	report_run_text_last(v);
 }
 
 void
-view_free_all(struct view *v, size_t n, int own_keys)
+report_view_free_all(struct view *v, size_t n, int own_keys)
 {
 	size_t i;
 
@@ -350,7 +350,7 @@ view_free_all(struct view *v, size_t n, int own_keys)
 }
 
 void
-view_print_line(const struct view *v)
+report_view_print_line(const struct view *v)
 {
 	const struct reply *h = v->holders->element[0];
 	char left[32];

@@ -163,7 +163,8 @@ parse_busy(const struct reply *r, struct lock_busy *b)
 	    e[ACQUIRE_BUSY_WAIT]->type != REPLY_INTEGER ||
 	    e[ACQUIRE_BUSY_POSITION]->type != REPLY_INTEGER ||
 	    e[ACQUIRE_BUSY_LEASE_LEFT]->type != REPLY_INTEGER ||
-	    e[ACQUIRE_BUSY_FOREIGN]->type != REPLY_INTEGER)
+	    e[ACQUIRE_BUSY_FOREIGN]->type != REPLY_INTEGER ||
+	    e[ACQUIRE_BUSY_ENDED]->type != REPLY_STRING)
 		return -1;
 	for (i = ACQUIRE_BUSY_USER; i <= ACQUIRE_BUSY_NOW; i++)
 		if (e[i]->type != REPLY_STRING)
@@ -180,6 +181,8 @@ parse_busy(const struct reply *r, struct lock_busy *b)
 	b->now_ms = strtoll(num, NULL, 10);
 	b->lease_left_ms = e[ACQUIRE_BUSY_LEASE_LEFT]->integer;
 	b->foreign = e[ACQUIRE_BUSY_FOREIGN]->integer == 1;
+	copy_str(e[ACQUIRE_BUSY_ENDED], num, sizeof(num));
+	b->ended_ms = strtoll(num, NULL, 10);
 	return 0;
 }
 

@@ -68,15 +68,6 @@ wait_cmd() {
 	CMD=$(cat "$T/cmd.pid")
 }
 
-proc_gone() { ! proc_alive "$1"; }
-
-# reap PID MS: wait at most MS for PID to end; its status in $RC.
-reap() {
-	wait_ms "$2" proc_gone "$1" || fail "pid $1 still runs after $2 ms"
-	RC=0
-	wait "$1" || RC=$?
-}
-
 death_ms() { # PID MS (scaled)
 	local end=$(( $(now_ms) + $(tf_ms "$2") ))
 	while proc_alive "$1"; do
@@ -88,11 +79,9 @@ death_ms() { # PID MS (scaled)
 
 signum() { kill -l "$1"; }
 
-key_gone() { [ "$(rcli exists "$L" "$L:meta")" = 0 ]; }
-
 # The lock is free right now: the key is gone and another rlock gets it.
 assert_released() {
-	key_gone || fail "key still there: $(rcli pttl "$L")ms left"
+	released "$K" || fail "key still there: $(rcli pttl "$L")ms left"
 	run -0 "$RLOCK" -n -k "$K" true
 	run keys_without_ttl
 	assert_output ''
@@ -282,7 +271,7 @@ group_once() {
 	kill -TERM "$BG"
 	reap "$BG" 3000
 	[ "$RC" = 143 ] || fail "status $RC: $(cat "$T/err")"
-	wait_ms 2000 proc_gone "$kid" || fail "COMMAND's child runs on"
+	wait_ms 2000 pid_gone "$kid" || fail "COMMAND's child runs on"
 	assert_released
 }
 
@@ -306,7 +295,7 @@ MORE_SIGS="ALRM VTALRM PROF IO PWR XCPU XFSZ STKFLT SYS TRAP ABRT BUS FPE ILL SE
 		reap "$BG" 3000
 		[ "$RC" = 42 ] || fail "SIG$sig: status $RC: $(cat "$T/err")"
 		[ "$(cat "$T/marker")" = "got $n" ] || fail "SIG$sig not forwarded"
-		key_gone || fail "SIG$sig: lock left held"
+		released "$K" || fail "SIG$sig: lock left held"
 	done
 	assert_released
 }
@@ -385,7 +374,7 @@ sigkilled() {
 		[ $((TD - T0)) -lt "$(tf_ms 500)" ] ||
 			fail "orphan died $((TD - T0))ms after rlock"
 	fi
-	wait_ms 3000 key_gone || fail "key still there 3s after SIGKILL"
+	wait_ms 3000 released "$K" || fail "key still there 3s after SIGKILL"
 	TEXP=$(now_ms)
 	echo "# $1: SIGKILL to key gone $((TEXP - T0))ms" >&3
 	[ $((TEXP - T0)) -le "$(tf_ms 1500)" ] ||
@@ -420,7 +409,7 @@ sigkilled() {
 	proc_alive "$ORPHAN" || fail "orphan of --on-lost ignore died"
 	[ "$(cat "$T/overlap")" = "$ORPHAN" ]
 	kill -KILL "$ORPHAN"
-	wait_ms 2000 proc_gone "$ORPHAN"
+	wait_ms 2000 pid_gone "$ORPHAN"
 }
 
 # The processes COMMAND started: the children of pid $1 and theirs.
@@ -472,7 +461,7 @@ tree_killed() {
 
 all_gone() {
 	local p
-	for p in "$@"; do proc_gone "$p" || return 1; done
+	for p in "$@"; do pid_gone "$p" || return 1; done
 }
 
 # sigkill_tree ACTION HOW: for --on-lost term or kill, COMMAND's children
@@ -519,7 +508,7 @@ sigkill_tree() {
 	tree_killed ignore setsid 2 \
 	    'echo $$ > "$T/cmd.pid"; sleep 100 | cat'
 	# Until the lease lapses and after: nothing stops them.
-	wait_ms 3000 key_gone || fail "key still there 3s after SIGKILL"
+	wait_ms 3000 released "$K" || fail "key still there 3s after SIGKILL"
 	proc_alive "$CMD" || fail "COMMAND of --on-lost ignore died"
 	for p in $KIDS; do proc_alive "$p" || fail "$p died"; done
 }
@@ -532,7 +521,7 @@ sigkill_tree() {
 	d=$(cat "$T/daemon")
 	wait_ms 3000 all_gone $CMD $(echo "$KIDS" | grep -vx "$d") ||
 		fail "COMMAND's other child runs on"
-	wait_ms 3000 key_gone || fail "key still there 3s after SIGKILL"
+	wait_ms 3000 released "$K" || fail "key still there 3s after SIGKILL"
 	proc_alive "$d" || fail "the process in a session of its own died"
 }
 

@@ -45,14 +45,15 @@
 -- Returns {1, fence} when the caller holds KEY; else the busy reply,
 -- whose elements C reads by these names (ACQUIRE_BUSY_WAIT, ...):
 -- REPLY busy: got wait position user host pid cmd since now lease_left
--- REPLY busy: foreign
+-- REPLY busy: foreign ended
 -- got 0; wait: ms until trying again makes sense (-1: a holder key
 -- without expiry); position in the queue (0 = next, -1 not queued); the
 -- holder's user, host, pid, cmd and since (when asked for); now: the
 -- server's ms; lease_left: the holder's ms (for -N the soonest to end;
 -- -1 no expiry, -2 nobody holds KEY: a --fair waiter ahead of us is
 -- taking its turn); foreign: 1 when the holder is not rlock (KEY without
--- :meta: its release wakes nobody).
+-- :meta: its release wakes nobody); ended: when the holder's run ended
+-- ('' while it runs: only --min-hold keeps KEY after that).
 -- Invariants: at most N holders; a token already holding is a harmless
 -- retry or a nested run and never shortens its lease; nobody overtakes a
 -- live queue head (one that takes its turn in time); fence = max(last +
@@ -261,8 +262,9 @@ end
 
 local m = {}
 if a_want_holder == '1' and n == 1 then
-  m = redis.call('HMGET', k_meta, 'user', 'host', 'pid', 'cmd', 'since')
+  m = redis.call('HMGET', k_meta, 'user', 'host', 'pid', 'cmd', 'since',
+    'ended')
 end
 return reply_busy({got = 0, wait = wait, position = pos, user = m[1] or '',
   host = m[2] or '', pid = m[3] or '', cmd = m[4] or '', since = m[5] or '',
-  now = nows, lease_left = left, foreign = foreign})
+  now = nows, lease_left = left, foreign = foreign, ended = m[6] or ''})
