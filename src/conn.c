@@ -6,7 +6,7 @@
  * 0.14 and 1.x have in the same shape), and commands are formatted here
  * (conn_format). So none of hiredis 0.14's context traps apply (a
  * timeout that kills the context, SO_RCVTIMEO forgotten on reconnect, no
- * FD_CLOEXEC: REDIS-NOTES section 1), a blocked read can be interrupted
+ * FD_CLOEXEC), a blocked read can be interrupted
  * by the caller's own poll, and one transport seam serves every caller.
  * TLS (tls.c) is the same seam with OpenSSL between the socket and the
  * reader: every read and write goes through sock_read and sock_write, and
@@ -523,8 +523,8 @@ conn_format_len(int argc, const size_t *lens)
 
 /*
  * The command in RESP at buf (conn_format_len bytes), as hiredis's
- * redisFormatCommandArgv writes it: that one prints every length with
- * sprintf, a fifth of a short run's own instructions here.
+ * redisFormatCommandArgv writes it, without its sprintf for every
+ * length, which costs a short run more than the rest of the formatting.
  */
 void
 conn_format(char *buf, int argc, const char **argv, const size_t *lens)

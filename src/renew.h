@@ -46,8 +46,8 @@ void renew_init(struct renewer *rw, struct lock *l,
 
 /*
  * Make the thread ahead of the grant, while waiting for the lock, so a
- * hand-off does not wait for it (~40 us on a small VM, and the vfork
- * right behind a new thread is slower too): it sleeps, touching nothing
+ * hand-off does not wait for pthread_create (and the vfork right behind
+ * a new thread is slower too): it sleeps, touching nothing
  * of l, until renew_start, and renew_stop ends it if the lock never comes.
  * The grant is given with renew_granted before renew_start. Returns 0 or
  * -1 (errno), as renew_start.

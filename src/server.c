@@ -5,7 +5,7 @@
  * Sentinel: ask the sentinels (in turn, starting with the one that
  * answered last) for NAME's master, connect, and check ROLE says master:
  * right after a failover a sentinel may still name the old one, and the
- * old master stays writable for seconds (REDIS-NOTES section 4), so a
+ * old master stays writable for seconds after it was demoted, so a
  * mere answer is not enough. Every reconnect asks again; server_recheck
  * lets the renewal thread and waiters notice a switch without a
  * reconnect.

@@ -25,7 +25,7 @@
  * forwarded. SIGKILL cannot be blocked; SIGPIPE is ignored (above). The
  * fault signals (SEGV, BUS, FPE, ILL, TRAP, SYS) count only as sent by
  * kill(2): one that a real fault raises in rlock is delivered whatever
- * the mask, and kills it as before. Then the real-time signals.
+ * the mask, and kills it. Then the real-time signals.
  */
 static const int SIGNALS[] = {
 	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD,

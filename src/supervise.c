@@ -176,8 +176,8 @@ export_env(const struct lock_ctx *ctx, const char *key, int64_t fence)
 /*
  * Start COMMAND; returns 0, or an exit status when it could not be forked.
  * vfork: the child borrows our memory until its exec, so neither side
- * takes the copy-on-write faults a fork costs for every page it writes
- * (43 of an uncontended run's ~190 page faults here). The child only
+ * takes the copy-on-write faults a fork costs for every page it writes,
+ * a large part of a short run's page faults. The child only
  * resets signals, sets its death signal and execs, on its own stack
  * frames below ours; it writes nothing of ours but errno. We are
  * suspended until its exec: the renewal thread, started before, keeps the

@@ -158,7 +158,7 @@ while free and head and head ~= token do
   if who ~= head then
     due = now + tonumber(a_turn_ms)
     -- pcall: a server out of memory refuses this first write, and then a
-    -- waiter is told "busy" as before, its turn not recorded.
+    -- waiter is told "busy" all the same, its turn not recorded.
     redis.pcall('SET', turn, head .. ' ' .. string.format('%d', due), 'PX',
       2 * tonumber(a_turn_ms))
     break
