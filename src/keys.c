@@ -95,26 +95,22 @@ token_key(const char *prefix, const char *key, size_t keylen,
 
 void
 lock_keys_init(struct lock_keys *k, const char *prefix, const char *key,
-    size_t keylen, const char *token, long limit)
+    size_t keylen, const char *token)
 {
 	const char *tok = token ? token : "";
 
 	k->lock = key_name(prefix, key, keylen, "", &k->lock_len);
-	if (limit == 1)
-		k->meta = key_name(prefix, key, keylen, ":meta", &k->meta_len);
-	else
-		k->meta = token_key(prefix, key, keylen, "meta", tok,
-		    &k->meta_len);
+	k->meta = key_name(prefix, key, keylen, ":meta", &k->meta_len);
+	k->metas = key_name(prefix, key, keylen, ":metas", &k->metas_len);
 	k->fence = key_name(prefix, key, keylen, ":fence", &k->fence_len);
 	k->sem = key_name(prefix, key, keylen, ":sem", &k->sem_len);
 	k->limit = key_name(prefix, key, keylen, ":limit", &k->limit_len);
 	k->queue = key_name(prefix, key, keylen, ":q", &k->queue_len);
-	k->waiter = token_key(prefix, key, keylen, "w", tok, &k->waiter_len);
-	k->waiter_prefix = token_key(prefix, key, keylen, "w", NULL,
-	    &k->waiter_prefix_len);
+	k->waiters = key_name(prefix, key, keylen, ":w", &k->waiters_len);
 	k->wake = key_name(prefix, key, keylen, ":wake", &k->wake_len);
 	k->last = key_name(prefix, key, keylen, ":last", &k->last_len);
 	k->tokens = key_name(prefix, key, keylen, ":tok", &k->tokens_len);
+	k->turn = key_name(prefix, key, keylen, ":turn", &k->turn_len);
 	k->wake_prefix = token_key(prefix, key, keylen, "wake", NULL,
 	    &k->wake_prefix_len);
 	k->my_wake = token_key(prefix, key, keylen, "wake", tok,
@@ -124,9 +120,9 @@ lock_keys_init(struct lock_keys *k, const char *prefix, const char *key,
 void
 lock_keys_free(struct lock_keys *k)
 {
-	char **all[] = { &k->lock, &k->meta, &k->fence, &k->sem, &k->limit,
-	    &k->queue, &k->waiter, &k->waiter_prefix, &k->wake,
-	    &k->wake_prefix, &k->my_wake, &k->tokens, &k->last };
+	char **all[] = { &k->lock, &k->meta, &k->metas, &k->fence, &k->sem,
+	    &k->limit, &k->queue, &k->waiters, &k->wake,
+	    &k->wake_prefix, &k->my_wake, &k->tokens, &k->last, &k->turn };
 	size_t i;
 
 	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
@@ -150,7 +146,7 @@ lock_ctx_init(struct lock_ctx *ctx, const char *prefix, const char *key,
 		uuid_generate_random(u);
 		uuid_unparse_lower(u, ctx->token);
 	}
-	lock_keys_init(&ctx->k, prefix, key, strlen(key), ctx->token, limit);
+	lock_keys_init(&ctx->k, prefix, key, strlen(key), ctx->token);
 	ctx->key = key;
 	ctx->lease_ms = lease_ms;
 	ctx->limit = limit;
@@ -174,15 +170,4 @@ lock_ctx_free(struct lock_ctx *ctx)
 	free(ctx->cmdline);
 	free(ctx->waiter_info);
 	ctx->cmdline = ctx->waiter_info = NULL;
-}
-
-int
-lock_holder_keys(const struct lock_keys *k, const char **argv, size_t *lens)
-{
-	argv[0] = k->lock, lens[0] = k->lock_len;
-	argv[1] = k->meta, lens[1] = k->meta_len;
-	argv[2] = k->sem, lens[2] = k->sem_len;
-	argv[3] = k->limit, lens[3] = k->limit_len;
-	argv[4] = k->queue, lens[4] = k->queue_len;
-	return LOCK_HOLDER_KEYS;
 }

@@ -12,12 +12,13 @@
 #include <stdint.h>
 
 struct lock_keys {
-	char *lock, *meta, *fence, *sem, *limit, *queue, *waiter, *tokens;
-	char *waiter_prefix, *wake, *wake_prefix, *my_wake;
+	char *lock, *meta, *metas, *fence, *sem, *limit, *queue, *waiters;
+	char *tokens, *wake, *wake_prefix, *my_wake;
 	char *last;		/* the last run's record */
-	size_t lock_len, meta_len, fence_len, sem_len, limit_len, queue_len;
-	size_t waiter_len, waiter_prefix_len, wake_len, wake_prefix_len;
-	size_t my_wake_len, tokens_len, last_len;
+	char *turn;		/* the --fair queue head's turn */
+	size_t lock_len, meta_len, metas_len, fence_len, sem_len, limit_len;
+	size_t queue_len, waiters_len, wake_len, wake_prefix_len;
+	size_t my_wake_len, tokens_len, last_len, turn_len;
 };
 
 /* How a run ended, for the release that records it in P{KEY}:last. */
@@ -37,7 +38,7 @@ struct lock_ctx {
 	int fair;
 	char host[256], user[64], pid[24];
 	char *cmdline;		/* owned */
-	char *waiter_info;	/* value of our :w key; owned */
+	char *waiter_info;	/* "user\x1fhost\x1fpid\x1fcmd"; owned */
 	/* What else this caller runs while it waits, for acquire.lua's ACL
 	 * check: "w" BLPOP, "f" --fair, "s" --redlock's SSUBSCRIBE; NULL
 	 * none. Not owned. */
@@ -51,11 +52,11 @@ struct lock_ctx {
 };
 
 /*
- * Build every key name of KEY under prefix, for a holder with token
- * (whose meta key differs in -N mode); free with lock_keys_free.
+ * Build every key and channel name of KEY under prefix, for a waiter with
+ * token (its wake channel; NULL: none); free with lock_keys_free.
  */
 void lock_keys_init(struct lock_keys *k, const char *prefix,
-    const char *key, size_t keylen, const char *token, long limit);
+    const char *key, size_t keylen, const char *token);
 void lock_keys_free(struct lock_keys *k);
 
 /* Fill ctx: keys, a fresh random token (or `token` if not NULL), host,
@@ -90,14 +91,5 @@ const char *keys_parse(const char *prefix, const char *name, size_t len,
 
 /* 1 if a prefix would make every name's hash tag empty ("{}" first). */
 int keys_bad_prefix(const char *prefix);
-
-/*
- * Put the five keys every holder-side script starts with (lock, meta, sem,
- * limit, queue: the KEYS[1..5] of extend, release, force_release, inspect)
- * into argv/lens; returns how many (LOCK_HOLDER_KEYS).
- */
-#define LOCK_HOLDER_KEYS 5
-int lock_holder_keys(const struct lock_keys *k, const char **argv,
-    size_t *lens);
 
 #endif

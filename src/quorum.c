@@ -247,25 +247,23 @@ answers_by(const struct quorum *q)
 	return mono_ms() + q->cmd_ms;
 }
 
-/* fence_raise.lua's arguments for F = fence, in av/al (6 of them). */
+/* fence_raise.lua's call for F = fence (f, ttl: room for the numbers). */
 static void
-fence_args(const struct lock_ctx *ctx, int64_t fence, char *f, char *ttl,
-    const char **av, size_t *al)
+fence_args(struct script_args *a, const struct lock_ctx *ctx, int64_t fence,
+    char *f, char *ttl)
 {
 	const struct lock_keys *k = &ctx->k;
 
-	av[0] = k->lock;
-	al[0] = k->lock_len;
-	av[1] = k->fence;
-	al[1] = k->fence_len;
-	av[2] = k->meta;
-	al[2] = k->meta_len;
-	av[3] = ctx->token;
-	al[3] = strlen(ctx->token);
-	av[4] = f;
-	al[4] = (size_t)snprintf(f, 24, "%lld", (long long)fence);
-	av[5] = ttl;
-	al[5] = (size_t)snprintf(ttl, 24, "%lld", (long long)FENCE_TTL_MS);
+	snprintf(f, 24, "%lld", (long long)fence);
+	snprintf(ttl, 24, "%lld", (long long)FENCE_TTL_MS);
+	script_args_init(a, &lua_fence_raise);
+	script_key(a, FENCE_RAISE_K_LOCK, k->lock, k->lock_len);
+	script_key(a, FENCE_RAISE_K_FENCE, k->fence, k->fence_len);
+	script_key(a, FENCE_RAISE_K_META, k->meta, k->meta_len);
+	script_arg_str(a, FENCE_RAISE_A_TOKEN, ctx->token);
+	script_arg_str(a, FENCE_RAISE_A_FENCE, f);
+	script_arg_str(a, FENCE_RAISE_A_FENCE_TTL_MS, ttl);
+	script_args_done(a);
 }
 
 /*
@@ -274,10 +272,10 @@ fence_args(const struct lock_ctx *ctx, int64_t fence, char *f, char *ttl,
  * for an error or a master not asked.
  */
 static void
-script_all(struct quorum *q, const struct lua_script *sc, int nkeys,
-    int nargs, const char **av, const size_t *al, const unsigned char *to,
-    long long *said)
+script_all(struct quorum *q, const struct script_args *a,
+    const unsigned char *to, long long *said)
 {
+	const struct lua_script *sc = a->sc;
 	unsigned char sent[QUORUM_MAX];
 	struct reply *r;
 	struct server *s;
@@ -287,15 +285,16 @@ script_all(struct quorum *q, const struct lua_script *sc, int nkeys,
 	for (i = 0; i < q->n; i++) {
 		said[i] = -1;
 		sent[i] = (to == NULL || to[i]) && m_open(q->m[i]) &&
-		    script_send(m_server(q->m[i]), sc, nkeys, nargs, av,
-		    al) == 0;
+		    script_send(m_server(q->m[i]), sc, a->nkeys, a->nargs,
+		    a->v, a->len) == 0;
 	}
 	by = answers_by(q);
 	for (i = 0; i < q->n; i++) {
 		if (!sent[i])
 			continue;
 		s = m_server(q->m[i]);
-		if ((r = script_recv(s, sc, nkeys, nargs, av, al, by)) == NULL)
+		if ((r = script_recv(s, sc, a->nkeys, a->nargs, a->v, a->len,
+		    by)) == NULL)
 			continue;
 		if (reply_int(r, &said[i]) < 0) {
 			server_fail_reply(s, sc->name, r);
@@ -317,8 +316,7 @@ static int
 fence_raise(struct quorum *q, const struct lock_ctx *ctx, int64_t fence,
     const unsigned char *granted, const int64_t *drew)
 {
-	const char *av[6];
-	size_t al[6];
+	struct script_args a;
 	char f[24], ttl[24];
 	unsigned char to[QUORUM_MAX];
 	long long said[QUORUM_MAX];
@@ -331,8 +329,8 @@ fence_raise(struct quorum *q, const struct lock_ctx *ctx, int64_t fence,
 	}
 	if (behind == 0)
 		return raised;
-	fence_args(ctx, fence, f, ttl, av, al);
-	script_all(q, &lua_fence_raise, 3, 3, av, al, to, said);
+	fence_args(&a, ctx, fence, f, ttl);
+	script_all(q, &a, to, said);
 	for (i = 0; i < q->n; i++)
 		raised += said[i] == 1;
 	return raised;
@@ -453,12 +451,11 @@ recv_some(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
 static void
 undo(struct quorum *q, const struct lock_ctx *ctx)
 {
-	const char *av[3] = { ctx->k.lock, ctx->k.meta, ctx->token };
-	size_t al[3] = { ctx->k.lock_len, ctx->k.meta_len,
-	    strlen(ctx->token) };
+	struct script_args a;
 	long long said[QUORUM_MAX];
 
-	script_all(q, &lua_undo, 2, 1, av, al, NULL, said);
+	single_undo_args(&a, ctx);
+	script_all(q, &a, NULL, said);
 }
 
 /* The busy reply to pass on: the first one, with the soonest end. */
@@ -623,17 +620,21 @@ static void
 wake_where_lost(struct quorum *q, const struct lock_ctx *ctx, const int *said)
 {
 	char cap[24], ttl[24];
-	const char *av[3] = { ctx->k.tokens, cap, ttl };
-	size_t al[3] = { ctx->k.tokens_len, 0, 0 };
+	struct script_args a;
 	unsigned char to[QUORUM_MAX];
 	long long woke[QUORUM_MAX];
 	int i;
 
-	al[1] = (size_t)snprintf(cap, sizeof(cap), "%ld", ctx->limit);
-	al[2] = (size_t)snprintf(ttl, sizeof(ttl), "%d", WAKE_TOKEN_TTL_MS);
+	snprintf(cap, sizeof(cap), "%ld", ctx->limit);
+	snprintf(ttl, sizeof(ttl), "%d", WAKE_TOKEN_TTL_MS);
+	script_args_init(&a, &lua_wake);
+	script_key(&a, WAKE_K_TOKENS, ctx->k.tokens, ctx->k.tokens_len);
+	script_arg_str(&a, WAKE_A_LIMIT, cap);
+	script_arg_str(&a, WAKE_A_WAKE_TTL_MS, ttl);
+	script_args_done(&a);
 	for (i = 0; i < q->n; i++)
 		to[i] = said[i] == 0;
-	script_all(q, &lua_wake, 1, 2, av, al, to, woke);
+	script_all(q, &a, to, woke);
 }
 
 /*

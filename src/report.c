@@ -345,22 +345,15 @@ static int
 release_main(const struct rlock_opts *o, struct server *cn)
 {
 	struct view_keys ks;
-	const char *argv[11];
-	size_t lens[11];
+	struct script_args a;
 	struct reply *r;
 	char ttl[24];
 	int st;
 
 	view_keys_init(&ks, o->prefix, o->args[0], strlen(o->args[0]));
 	snprintf(ttl, sizeof(ttl), "%d", WAKE_TOKEN_TTL_MS);
-	lock_holder_keys(&ks.k, argv, lens);
-	argv[5] = ks.k.tokens, lens[5] = ks.k.tokens_len;
-	argv[6] = ks.meta_prefix, lens[6] = ks.meta_prefix_len;
-	argv[7] = ks.k.wake, lens[7] = ks.k.wake_len;
-	argv[8] = ks.k.wake_prefix, lens[8] = ks.k.wake_prefix_len;
-	argv[9] = ks.k.waiter_prefix, lens[9] = ks.k.waiter_prefix_len;
-	argv[10] = ttl, lens[10] = strlen(ttl);
-	r = script_run(cn, &lua_force_release, 6, 5, argv, lens);
+	view_force_release_args(&a, &ks, ttl);
+	r = script_call(cn, &a);
 	view_keys_free(&ks);
 	if (r == NULL)
 		return -1;

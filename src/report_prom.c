@@ -105,7 +105,8 @@ lease_left(const struct view *v)
 	size_t i;
 
 	for (i = 0; i < v->holders->elements; i++) {
-		l = v->holders->element[i]->element[0]->integer;
+		l = v->holders->element[i]->element[
+		    INSPECT_HOLDERS_LEASE_LEFT]->integer;
 		if (l < 0)
 			return -2;
 		if (left < 0 || l < left)
@@ -118,9 +119,10 @@ static long long
 skips(const struct view *v)
 {
 	if (view_held(v))
-		return view_skips(v, v->holders->element[0]->element[H_FENCE]);
+		return view_skips(v, v->holders->element[0]->element[
+		    INSPECT_HOLDERS_FENCE]);
 	return view_has_run(v) ?
-	    view_skips(v, v->last->element[L_FENCE]) : 0;
+	    view_skips(v, v->last->element[INSPECT_LAST_FENCE]) : 0;
 }
 
 /* One family's sample for v; 0 if v has none. */
@@ -154,8 +156,8 @@ sample(enum family f, const char *master, const struct view *v)
 	}
 	if (!view_has_run(v))
 		return 0;
-	a = field(v, L_STARTED);
-	b = field(v, L_ENDED);
+	a = field(v, INSPECT_LAST_STARTED);
+	b = field(v, INSPECT_LAST_ENDED);
 	switch (f) {
 	case F_START:
 	case F_END:
@@ -171,17 +173,18 @@ sample(enum family f, const char *master, const struct view *v)
 		seconds(b > a ? b - a : 0);
 		return 1;
 	case F_EXIT:
-		if ((a = field(v, L_EXIT)) < 0)
+		if ((a = field(v, INSPECT_LAST_EXIT)) < 0)
 			return 0;
 		series(f, master, v);
 		printf("%lld\n", a);
 		return 1;
 	case F_LOST:
 		series(f, master, v);
-		printf("%d\n", strcmp(v->last->element[L_LOST]->str, "1") == 0);
+		printf("%d\n", strcmp(v->last->element[
+		    INSPECT_LAST_LOST]->str, "1") == 0);
 		return 1;
 	case F_OK:
-		if ((a = field(v, L_OK_ENDED)) < 0)
+		if ((a = field(v, INSPECT_LAST_OK_ENDED)) < 0)
 			return 0;
 		series(f, master, v);
 		seconds(a);

@@ -12,6 +12,12 @@
 
 #include "util.h"
 
+static void
+put_reply(const struct reply *s)
+{
+	view_put_text(s->str, s->len);
+}
+
 static long long
 field_num(const struct reply *s)
 {
@@ -24,18 +30,19 @@ void
 run_json_holder(const struct view *v, const struct reply *h)
 {
 	fputs(",\"finished\":", stdout);
-	if (h->element[H_ENDED]->len == 0) {
+	if (h->element[INSPECT_HOLDERS_ENDED]->len == 0) {
 		fputs("null", stdout);
 	} else {
 		fputs("{\"ended_ms\":", stdout);
-		view_json_num(h->element[H_ENDED]);
+		view_json_num(h->element[INSPECT_HOLDERS_ENDED]);
 		fputs(",\"exit_status\":", stdout);
-		view_json_num(h->element[H_EXIT]);
+		view_json_num(h->element[INSPECT_HOLDERS_EXIT]);
 		fputs(",\"hold_until_ms\":", stdout);
-		view_json_num(h->element[H_HOLD]);
+		view_json_num(h->element[INSPECT_HOLDERS_HOLD_UNTIL]);
 		putchar('}');
 	}
-	printf(",\"skips\":%lld", view_skips(v, h->element[H_FENCE]));
+	printf(",\"skips\":%lld",
+	    view_skips(v, h->element[INSPECT_HOLDERS_FENCE]));
 }
 
 static void
@@ -44,18 +51,18 @@ json_last_skip(const struct view *v)
 	struct reply *const *l = v->last->element;
 
 	fputs(",\"last_skip\":", stdout);
-	if (l[L_SKIP_AT]->len == 0) {
+	if (l[INSPECT_LAST_SKIP_AT]->len == 0) {
 		fputs("null", stdout);
 		return;
 	}
 	fputs("{\"user\":", stdout);
-	view_json_str(l[L_SKIP_USER]);
+	view_json_str(l[INSPECT_LAST_SKIP_USER]);
 	fputs(",\"host\":", stdout);
-	view_json_str(l[L_SKIP_HOST]);
+	view_json_str(l[INSPECT_LAST_SKIP_HOST]);
 	fputs(",\"pid\":", stdout);
-	view_json_num(l[L_SKIP_PID]);
+	view_json_num(l[INSPECT_LAST_SKIP_PID]);
 	fputs(",\"at_ms\":", stdout);
-	view_json_num(l[L_SKIP_AT]);
+	view_json_num(l[INSPECT_LAST_SKIP_AT]);
 	putchar('}');
 }
 
@@ -72,26 +79,27 @@ run_json_last(const struct view *v)
 	}
 	l = v->last->element;
 	putchar('{');
-	view_json_who((struct reply **)l + L_USER);
+	view_json_who((struct reply **)l + INSPECT_LAST_USER);
 	fputs(",\"started_ms\":", stdout);
-	view_json_num(l[L_STARTED]);
+	view_json_num(l[INSPECT_LAST_STARTED]);
 	fputs(",\"ended_ms\":", stdout);
-	view_json_num(l[L_ENDED]);
-	start = field_num(l[L_STARTED]);
-	end = field_num(l[L_ENDED]);
+	view_json_num(l[INSPECT_LAST_ENDED]);
+	start = field_num(l[INSPECT_LAST_STARTED]);
+	end = field_num(l[INSPECT_LAST_ENDED]);
 	if (start >= 0 && end >= 0)
 		printf(",\"duration_ms\":%lld", end > start ? end - start : 0);
 	else
 		fputs(",\"duration_ms\":null", stdout);
 	fputs(",\"exit_status\":", stdout);
-	view_json_num(l[L_EXIT]);
+	view_json_num(l[INSPECT_LAST_EXIT]);
 	fputs(",\"fence\":", stdout);
-	view_json_num(l[L_FENCE]);
-	printf(",\"lease_lost\":%s", strcmp(l[L_LOST]->str, "1") == 0 ?
+	view_json_num(l[INSPECT_LAST_FENCE]);
+	printf(",\"lease_lost\":%s",
+	    strcmp(l[INSPECT_LAST_LOST]->str, "1") == 0 ?
 	    "true" : "false");
 	fputs(",\"last_success_ms\":", stdout);
-	view_json_num(l[L_OK_ENDED]);
-	printf(",\"skips\":%lld", view_skips(v, l[L_FENCE]));
+	view_json_num(l[INSPECT_LAST_OK_ENDED]);
+	printf(",\"skips\":%lld", view_skips(v, l[INSPECT_LAST_FENCE]));
 	json_last_skip(v);
 	putchar('}');
 }
@@ -111,18 +119,18 @@ when_rel(long long ms, long long now)
 int
 run_text_holder(const struct view *v, const struct reply *h)
 {
-	long long ended = field_num(h->element[H_ENDED]);
-	long long hold = field_num(h->element[H_HOLD]);
-	long long since = field_num(h->element[H_SINCE]);
+	long long ended = field_num(h->element[INSPECT_HOLDERS_ENDED]);
+	long long hold = field_num(h->element[INSPECT_HOLDERS_HOLD_UNTIL]);
+	long long since = field_num(h->element[INSPECT_HOLDERS_SINCE]);
 	char took[32];
 
 	if (ended < 0)
 		return 0;
 	view_label("run ended");
 	when_rel(ended, v->now);
-	if (h->element[H_EXIT]->len > 0) {
+	if (h->element[INSPECT_HOLDERS_EXIT]->len > 0) {
 		fputs(", exit ", stdout);
-		view_put_text(h->element[H_EXIT]->str, h->element[H_EXIT]->len);
+		put_reply(h->element[INSPECT_HOLDERS_EXIT]);
 	}
 	if (since >= 0 && ended >= since) {
 		dur_format(ended - since, took, sizeof(took));
@@ -149,14 +157,14 @@ run_text_skips(const struct view *v, const struct reply *f)
 	l = v->last->element;
 	view_label("skipped");
 	printf("%lld run%s, the last by ", n, n == 1 ? "" : "s");
-	view_put_text(l[L_SKIP_USER]->str, l[L_SKIP_USER]->len);
+	put_reply(l[INSPECT_LAST_SKIP_USER]);
 	putchar('@');
-	view_put_text(l[L_SKIP_HOST]->str, l[L_SKIP_HOST]->len);
-	if (l[L_SKIP_PID]->len > 0) {
+	put_reply(l[INSPECT_LAST_SKIP_HOST]);
+	if (l[INSPECT_LAST_SKIP_PID]->len > 0) {
 		fputs(", pid ", stdout);
-		view_put_text(l[L_SKIP_PID]->str, l[L_SKIP_PID]->len);
+		put_reply(l[INSPECT_LAST_SKIP_PID]);
 	}
-	if ((at = field_num(l[L_SKIP_AT])) >= 0) {
+	if ((at = field_num(l[INSPECT_LAST_SKIP_AT])) >= 0) {
 		view_when(at, when, sizeof(when));
 		printf(", at %s", when);
 	}
@@ -166,10 +174,10 @@ run_text_skips(const struct view *v, const struct reply *f)
 void
 run_text_holder_skips(const struct view *v, const struct reply *h)
 {
-	const struct reply *f = h->element[H_FENCE], *lf;
+	const struct reply *f = h->element[INSPECT_HOLDERS_FENCE], *lf;
 
 	if (view_has_run(v)) {
-		lf = v->last->element[L_FENCE];
+		lf = v->last->element[INSPECT_LAST_FENCE];
 		if (lf->len == f->len && memcmp(lf->str, f->str, f->len) == 0)
 			return;
 	}
@@ -187,10 +195,10 @@ run_text_last(const struct view *v)
 		return;
 	l = v->last->element;
 	view_label("last run");
-	view_put_who((struct reply **)l + L_USER, 1);
+	view_put_who((struct reply **)l + INSPECT_LAST_USER, 1);
 	putchar('\n');
-	start = field_num(l[L_STARTED]);
-	end = field_num(l[L_ENDED]);
+	start = field_num(l[INSPECT_LAST_STARTED]);
+	end = field_num(l[INSPECT_LAST_ENDED]);
 	if (start >= 0) {
 		view_label("started");
 		when_rel(start, v->now);
@@ -204,18 +212,18 @@ run_text_last(const struct view *v)
 	}
 	putchar('\n');
 	view_label("exit");
-	view_put_text(l[L_EXIT]->str, l[L_EXIT]->len);
-	if (strcmp(l[L_LOST]->str, "1") == 0)
+	put_reply(l[INSPECT_LAST_EXIT]);
+	if (strcmp(l[INSPECT_LAST_LOST]->str, "1") == 0)
 		fputs(" (the lease was lost)", stdout);
 	putchar('\n');
-	if (l[L_FENCE]->len > 0) {
+	if (l[INSPECT_LAST_FENCE]->len > 0) {
 		view_label("fence");
-		view_put_text(l[L_FENCE]->str, l[L_FENCE]->len);
+		put_reply(l[INSPECT_LAST_FENCE]);
 		putchar('\n');
 	}
-	run_text_skips(v, l[L_FENCE]);
+	run_text_skips(v, l[INSPECT_LAST_FENCE]);
 	/* The alert question: when did KEY last run to success? */
-	ok = field_num(l[L_OK_ENDED]);
+	ok = field_num(l[INSPECT_LAST_OK_ENDED]);
 	if (ok != end) {
 		view_label("last ok");
 		if (ok >= 0)

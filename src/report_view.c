@@ -22,19 +22,35 @@ void
 view_keys_init(struct view_keys *ks, const char *prefix, const char *key,
     size_t keylen)
 {
-	lock_keys_init(&ks->k, prefix, key, keylen, NULL, 1);
-	/* P{KEY}:meta:TOKEN is the mutex meta key, ':', the token. */
-	ks->meta_prefix_len = ks->k.meta_len + 1;
-	ks->meta_prefix = xmalloc(ks->meta_prefix_len + 1);
-	memcpy(ks->meta_prefix, ks->k.meta, ks->k.meta_len);
-	memcpy(ks->meta_prefix + ks->k.meta_len, ":", 2);
+	lock_keys_init(&ks->k, prefix, key, keylen, NULL);
 }
 
 void
 view_keys_free(struct view_keys *ks)
 {
 	lock_keys_free(&ks->k);
-	free(ks->meta_prefix);
+}
+
+void
+view_force_release_args(struct script_args *a, const struct view_keys *ks,
+    const char *wake_ttl_ms)
+{
+	const struct lock_keys *k = &ks->k;
+
+	script_args_init(a, &lua_force_release);
+	script_key(a, FORCE_RELEASE_K_LOCK, k->lock, k->lock_len);
+	script_key(a, FORCE_RELEASE_K_META, k->meta, k->meta_len);
+	script_key(a, FORCE_RELEASE_K_METAS, k->metas, k->metas_len);
+	script_key(a, FORCE_RELEASE_K_SEM, k->sem, k->sem_len);
+	script_key(a, FORCE_RELEASE_K_LIMIT, k->limit, k->limit_len);
+	script_key(a, FORCE_RELEASE_K_QUEUE, k->queue, k->queue_len);
+	script_key(a, FORCE_RELEASE_K_WAITERS, k->waiters, k->waiters_len);
+	script_key(a, FORCE_RELEASE_K_TOKENS, k->tokens, k->tokens_len);
+	script_arg(a, FORCE_RELEASE_A_WAKE, k->wake, k->wake_len);
+	script_arg(a, FORCE_RELEASE_A_WAKE_PREFIX, k->wake_prefix,
+	    k->wake_prefix_len);
+	script_arg_str(a, FORCE_RELEASE_A_WAKE_TTL_MS, wake_ttl_ms);
+	script_args_done(a);
 }
 
 static void
@@ -56,27 +72,28 @@ view_parse(struct view *v, const struct reply *r)
 	const struct reply *h, *w, *m, *l;
 	size_t i;
 
-	if (r->type != REPLY_ARRAY || r->elements != 7 ||
-	    r->element[0]->type != REPLY_INTEGER ||
-	    r->element[1]->type != REPLY_STRING ||
-	    r->element[2]->type != REPLY_INTEGER ||
-	    r->element[3]->type != REPLY_ARRAY ||
-	    r->element[4]->type != REPLY_INTEGER ||
-	    r->element[5]->type != REPLY_ARRAY ||
-	    r->element[6]->type != REPLY_ARRAY)
+	if (r->type != REPLY_ARRAY || r->elements != INSPECT_R_N ||
+	    r->element[INSPECT_R_NOW]->type != REPLY_INTEGER ||
+	    r->element[INSPECT_R_MODE]->type != REPLY_STRING ||
+	    r->element[INSPECT_R_LIMIT]->type != REPLY_INTEGER ||
+	    r->element[INSPECT_R_HOLDERS]->type != REPLY_ARRAY ||
+	    r->element[INSPECT_R_QUEUED]->type != REPLY_INTEGER ||
+	    r->element[INSPECT_R_WAITERS]->type != REPLY_ARRAY ||
+	    r->element[INSPECT_R_LAST]->type != REPLY_ARRAY)
 		return -1;
-	m = r->element[1];
-	h = r->element[3];
-	w = r->element[5];
-	l = r->element[6];
-	if (l->elements != 0 && !view_strings(l, L_N, 0))
+	m = r->element[INSPECT_R_MODE];
+	h = r->element[INSPECT_R_HOLDERS];
+	w = r->element[INSPECT_R_WAITERS];
+	l = r->element[INSPECT_R_LAST];
+	if (l->elements != 0 && !view_strings(l, INSPECT_LAST_N, 0))
 		return -1;
 	for (i = 0; i < h->elements; i++)
-		if (!view_strings(h->element[i], H_N, 1) ||
-		    h->element[i]->element[0]->type != REPLY_INTEGER)
+		if (!view_strings(h->element[i], INSPECT_HOLDERS_N, 1) ||
+		    h->element[i]->element[INSPECT_HOLDERS_LEASE_LEFT]->type !=
+		    REPLY_INTEGER)
 			return -1;
 	for (i = 0; i < w->elements; i++)
-		if (!view_strings(w->element[i], VIEW_WHO_N, 0))
+		if (!view_strings(w->element[i], INSPECT_WAITERS_N, 0))
 			return -1;
 	if (strcmp(m->str, "mutex") == 0)
 		v->mode = "mutex";
@@ -88,10 +105,10 @@ view_parse(struct view *v, const struct reply *r)
 		return -1;
 	if (v->mode[0] != 'f' && h->elements == 0)
 		return -1;
-	v->now = r->element[0]->integer;
-	v->limit = r->element[2]->integer;
+	v->now = r->element[INSPECT_R_NOW]->integer;
+	v->limit = r->element[INSPECT_R_LIMIT]->integer;
 	v->holders = h;
-	v->queued = r->element[4]->integer;
+	v->queued = r->element[INSPECT_R_QUEUED]->integer;
 	v->waiters = w;
 	v->last = l;
 	return 0;
@@ -102,19 +119,26 @@ int
 view_inspect(struct server *cn, const char *prefix, struct view *v)
 {
 	struct view_keys ks;
-	const char *argv[9];
-	size_t lens[9];
+	struct script_args a;
 	struct reply *r;
 	char what[80];
 	int i;
 
 	view_keys_init(&ks, prefix, v->key, v->keylen);
-	lock_holder_keys(&ks.k, argv, lens);
-	argv[5] = ks.k.last, lens[5] = ks.k.last_len;
-	argv[6] = ks.meta_prefix, lens[6] = ks.meta_prefix_len;
-	argv[7] = ks.k.waiter_prefix, lens[7] = ks.k.waiter_prefix_len;
-	argv[8] = WAITERS_SHOWN, lens[8] = strlen(WAITERS_SHOWN);
-	r = script_run_ro(cn, &lua_inspect, 6, 3, argv, lens);
+	script_args_init(&a, &lua_inspect);
+	script_key(&a, INSPECT_K_LOCK, ks.k.lock, ks.k.lock_len);
+	script_key(&a, INSPECT_K_META, ks.k.meta, ks.k.meta_len);
+	script_key(&a, INSPECT_K_METAS, ks.k.metas, ks.k.metas_len);
+	script_key(&a, INSPECT_K_SEM, ks.k.sem, ks.k.sem_len);
+	script_key(&a, INSPECT_K_LIMIT, ks.k.limit, ks.k.limit_len);
+	script_key(&a, INSPECT_K_QUEUE, ks.k.queue, ks.k.queue_len);
+	script_key(&a, INSPECT_K_WAITERS, ks.k.waiters, ks.k.waiters_len);
+	script_key(&a, INSPECT_K_LAST, ks.k.last, ks.k.last_len);
+	script_arg(&a, INSPECT_A_WAKE_PREFIX, ks.k.wake_prefix,
+	    ks.k.wake_prefix_len);
+	script_arg_str(&a, INSPECT_A_WAITERS_SHOWN, WAITERS_SHOWN);
+	script_args_done(&a);
+	r = script_call_ro(cn, &a);
 	view_keys_free(&ks);
 	if (r == NULL)
 		return -1;
@@ -133,25 +157,25 @@ view_inspect(struct server *cn, const char *prefix, struct view *v)
 static void
 json_holder(const struct view *v, const struct reply *h, long long now)
 {
-	long long since, left = h->element[0]->integer;
+	long long since, left = h->element[INSPECT_HOLDERS_LEASE_LEFT]->integer;
 
 	putchar('{');
-	view_json_who(h->element + H_USER);
+	view_json_who(h->element + INSPECT_HOLDERS_USER);
 	fputs(",\"since_ms\":", stdout);
-	view_json_num(h->element[H_SINCE]);
+	view_json_num(h->element[INSPECT_HOLDERS_SINCE]);
 	fputs(",\"held_ms\":", stdout);
-	if (num(h->element[H_SINCE], &since))
+	if (num(h->element[INSPECT_HOLDERS_SINCE], &since))
 		printf("%lld", now > since ? now - since : 0);
 	else
 		fputs("null", stdout);
 	fputs(",\"lease_ms\":", stdout);
-	view_json_num(h->element[H_LEASE]);
+	view_json_num(h->element[INSPECT_HOLDERS_LEASE]);
 	if (left >= 0)
 		printf(",\"lease_left_ms\":%lld", left);
 	else
 		fputs(",\"lease_left_ms\":null", stdout);
 	fputs(",\"fence\":", stdout);
-	view_json_num(h->element[H_FENCE]);
+	view_json_num(h->element[INSPECT_HOLDERS_FENCE]);
 	run_json_holder(v, h);
 	putchar('}');
 }
@@ -220,18 +244,18 @@ text_since(long long since, long long now)
 static void
 text_holder(const struct view *v, const struct reply *h, long long now)
 {
-	long long n, left = h->element[0]->integer;
+	long long n, left = h->element[INSPECT_HOLDERS_LEASE_LEFT]->integer;
 	char buf[32];
 
 	view_label("holder");
-	view_put_who(h->element + H_USER, 0);
+	view_put_who(h->element + INSPECT_HOLDERS_USER, 0);
 	putchar('\n');
-	if (h->element[H_CMD]->len > 0) {
+	if (h->element[INSPECT_HOLDERS_CMD]->len > 0) {
 		view_label("command");
-		put_reply(h->element[H_CMD]);
+		put_reply(h->element[INSPECT_HOLDERS_CMD]);
 		putchar('\n');
 	}
-	if (num(h->element[H_SINCE], &n))
+	if (num(h->element[INSPECT_HOLDERS_SINCE], &n))
 		text_since(n, now);
 	if (run_text_holder(v, h))
 		goto fence;
@@ -242,13 +266,13 @@ text_holder(const struct view *v, const struct reply *h, long long now)
 		dur_format(left, buf, sizeof(buf));
 		fputs(buf, stdout);
 	}
-	if (num(h->element[H_LEASE], &n)) {
+	if (num(h->element[INSPECT_HOLDERS_LEASE], &n)) {
 		dur_format(n, buf, sizeof(buf));
 		printf(" of %s", buf);
 	}
 	putchar('\n');
 fence:
-	if (num(h->element[H_FENCE], &n)) {
+	if (num(h->element[INSPECT_HOLDERS_FENCE], &n)) {
 		view_label("fence");
 		printf("%lld\n", n);
 	}
@@ -314,11 +338,12 @@ view_print_line(const struct view *v)
 
 	view_put_text(v->key, v->keylen);
 	putchar('\t');
-	view_put_who(h->element + H_USER, 0);
+	view_put_who(h->element + INSPECT_HOLDERS_USER, 0);
 	if (v->holders->elements > 1)
 		printf(" +%zu", v->holders->elements - 1);
-	if (h->element[0]->integer >= 0)
-		dur_format(h->element[0]->integer, left, sizeof(left));
+	if (h->element[INSPECT_HOLDERS_LEASE_LEFT]->integer >= 0)
+		dur_format(h->element[INSPECT_HOLDERS_LEASE_LEFT]->integer,
+		    left, sizeof(left));
 	else
 		snprintf(left, sizeof(left), "never expires");
 	printf("\t%s\t", left);
@@ -329,6 +354,6 @@ view_print_line(const struct view *v)
 	else
 		printf("sem %zu", v->holders->elements);
 	putchar('\t');
-	put_reply(h->element[H_CMD]);
+	put_reply(h->element[INSPECT_HOLDERS_CMD]);
 	putchar('\n');
 }

@@ -11,20 +11,24 @@
 
 #include "keys.h"
 #include "reply.h"
+#include "script.h"
 #include "server.h"
 #include "view.h"
 
-/* The Redis keys of KEY, and P{KEY}:meta: (the -N holders' prefix). */
+/* The Redis keys of KEY. */
 struct view_keys {
 	struct lock_keys k;
-	char *meta_prefix;
-	size_t meta_prefix_len;
 };
 
 /* Key names of KEY under prefix; free with view_keys_free. */
 void view_keys_init(struct view_keys *ks, const char *prefix,
     const char *key, size_t keylen);
 void view_keys_free(struct view_keys *ks);
+
+/* force_release.lua's call for ks (rlock release --force); wake_ttl_ms
+ * must outlive it. */
+void view_force_release_args(struct script_args *a,
+    const struct view_keys *ks, const char *wake_ttl_ms);
 
 /*
  * Fill v (v->key, v->keylen set by the caller) from inspect.lua: 0, or -1

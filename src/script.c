@@ -3,6 +3,7 @@
 #include "script.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "exitcode.h"
@@ -23,7 +24,7 @@ is_noscript(const struct reply *r)
  * count, or -1 when there are too many arguments (failure recorded). */
 static int
 evalsha_argv(struct server *s, const char *evalsha,
-    const struct lua_script *sc, int nkeys, int nargs, const char **argv,
+    const struct lua_script *sc, int nkeys, int nargs, const char *const *argv,
     const size_t *lens, char *nk, size_t nklen, const char **av, size_t *al)
 {
 	int i, n = nkeys + nargs;
@@ -58,7 +59,7 @@ struct eval_argv {
  * or -1 (as evalsha_argv). */
 static int
 text_argv(struct server *s, const char *eval, const struct lua_script *sc,
-    int nkeys, int nargs, const char **argv, const size_t *lens,
+    int nkeys, int nargs, const char *const *argv, const size_t *lens,
     struct eval_argv *e)
 {
 	int n = evalsha_argv(s, eval, sc, nkeys, nargs, argv, lens, e->nk,
@@ -75,7 +76,7 @@ text_argv(struct server *s, const char *eval, const struct lua_script *sc,
  * EVALSHA). */
 static struct reply *
 run_text(struct server *s, const char *eval, const struct lua_script *sc,
-    int nkeys, int nargs, const char **argv, const size_t *lens)
+    int nkeys, int nargs, const char *const *argv, const size_t *lens)
 {
 	struct eval_argv e;
 	int n = text_argv(s, eval, sc, nkeys, nargs, argv, lens, &e);
@@ -85,7 +86,7 @@ run_text(struct server *s, const char *eval, const struct lua_script *sc,
 
 void
 script_arm_undo(struct server *s, const struct lua_script *sc, int nkeys,
-    int nargs, const char **argv, const size_t *lens)
+    int nargs, const char *const *argv, const size_t *lens)
 {
 	struct eval_argv e;
 	int n;
@@ -98,7 +99,7 @@ script_arm_undo(struct server *s, const struct lua_script *sc, int nkeys,
 /* evalsha, then eval on NOSCRIPT: "EVALSHA"/"EVAL" or their _RO forms. */
 static struct reply *
 run(struct server *s, const char *evalsha, const char *eval,
-    const struct lua_script *sc, int nkeys, int nargs, const char **argv,
+    const struct lua_script *sc, int nkeys, int nargs, const char *const *argv,
     const size_t *lens)
 {
 	const char *av[3 + SCRIPT_MAX_ARGS];
@@ -119,14 +120,14 @@ run(struct server *s, const char *evalsha, const char *eval,
 
 struct reply *
 script_run(struct server *s, const struct lua_script *sc, int nkeys,
-    int nargs, const char **argv, const size_t *lens)
+    int nargs, const char *const *argv, const size_t *lens)
 {
 	return run(s, "EVALSHA", "EVAL", sc, nkeys, nargs, argv, lens);
 }
 
 struct reply *
 script_run_ro(struct server *s, const struct lua_script *sc, int nkeys,
-    int nargs, const char **argv, const size_t *lens)
+    int nargs, const char *const *argv, const size_t *lens)
 {
 	struct reply *r;
 
@@ -142,7 +143,7 @@ script_run_ro(struct server *s, const struct lua_script *sc, int nkeys,
 
 int
 script_send(struct server *s, const struct lua_script *sc, int nkeys,
-    int nargs, const char **argv, const size_t *lens)
+    int nargs, const char *const *argv, const size_t *lens)
 {
 	const char *av[3 + SCRIPT_MAX_ARGS];
 	size_t al[3 + SCRIPT_MAX_ARGS];
@@ -157,7 +158,7 @@ script_send(struct server *s, const struct lua_script *sc, int nkeys,
 
 struct reply *
 script_recv(struct server *s, const struct lua_script *sc, int nkeys,
-    int nargs, const char **argv, const size_t *lens, int64_t deadline)
+    int nargs, const char *const *argv, const size_t *lens, int64_t deadline)
 {
 	struct reply *r = server_reply(s, deadline, "EVALSHA");
 
@@ -176,4 +177,86 @@ script_recv(struct server *s, const struct lua_script *sc, int nkeys,
 		return script_run(s, sc, nkeys, nargs, argv, lens);
 	}
 	return r;
+}
+
+void
+script_args_init(struct script_args *a, const struct lua_script *sc)
+{
+	a->sc = sc;
+	a->nkeys = a->nargs = 0;
+	a->given = 0;
+}
+
+static void
+put(struct script_args *a, int i, const char *s, size_t len)
+{
+	a->v[i] = s;
+	a->len[i] = len;
+	a->given |= 1UL << i;
+}
+
+void
+script_key(struct script_args *a, int name, const char *s, size_t len)
+{
+	if (name < 0 || name >= a->sc->nkeys)
+		abort();
+	put(a, name, s, len);
+}
+
+void
+script_arg(struct script_args *a, int name, const char *s, size_t len)
+{
+	if (name < 0 || name >= a->sc->nargs)
+		abort();
+	put(a, a->sc->nkeys + name, s, len);
+}
+
+void
+script_arg_str(struct script_args *a, int name, const char *s)
+{
+	script_arg(a, name, s, strlen(s));
+}
+
+/* How many of the n names from v[from] are given: all up to the first
+ * not given, at least min, none after it. */
+static int
+given(const struct script_args *a, int from, int n, int min)
+{
+	int i, k = 0;
+
+	while (k < n && (a->given >> (from + k) & 1))
+		k++;
+	for (i = k; i < n; i++)
+		if (a->given >> (from + i) & 1)
+			abort();
+	if (k < min)
+		abort();
+	return k;
+}
+
+void
+script_args_done(struct script_args *a)
+{
+	const struct lua_script *sc = a->sc;
+
+	a->nkeys = given(a, 0, sc->nkeys, sc->nkeys_min);
+	a->nargs = given(a, sc->nkeys, sc->nargs, sc->nargs_min);
+	if (a->nkeys == sc->nkeys)
+		return;
+	memmove(a->v + a->nkeys, a->v + sc->nkeys,
+	    (size_t)a->nargs * sizeof(a->v[0]));
+	memmove(a->len + a->nkeys, a->len + sc->nkeys,
+	    (size_t)a->nargs * sizeof(a->len[0]));
+}
+
+struct reply *
+script_call(struct server *s, const struct script_args *a)
+{
+	return script_run(s, a->sc, a->nkeys, a->nargs, a->v, a->len);
+}
+
+struct reply *
+script_call_ro(struct server *s, const struct script_args *a)
+{
+	return script_run_ro(s, a->sc, a->nkeys, a->nargs, a->v, a->len);
 }

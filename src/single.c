@@ -21,14 +21,17 @@
  *   P{KEY}:fence        string  last fencing token                PX 7 days
  *   P{KEY}:sem          zset    -N holders: token -> expiry (server ms)
  *   P{KEY}:limit        string  the N of the semaphore        with :sem
- *   P{KEY}:meta:TOKEN   hash    one -N holder, fields as :meta    PX lease
+ *   P{KEY}:metas        hash    the -N holders, fields TOKEN:NAME as
+ *                               :meta's NAME                  with :sem
  *   P{KEY}:q            list    --fair waiters' tokens, oldest first;
  *                               may hold dead waiters until they reach
- *                               the head (a token whose :w key is gone,
- *                               or nobody listens on its wake channel)
- *   P{KEY}:w:TOKEN      string  one --fair waiter, alive while it exists
- *                               and the waiter is subscribed:
- *                               "user\x1fhost\x1fpid\x1fcmd"    PX 90 s
+ *                               the head (a token whose entry in :w is
+ *                               gone or lapsed, or nobody listens on its
+ *                               wake channel)
+ *   P{KEY}:w            hash    --fair waiters: TOKEN ->
+ *                               "DUE\x1fuser\x1fhost\x1fpid\x1fcmd", alive
+ *                               while DUE (server ms) is ahead and the
+ *                               waiter is subscribed  kept alive by them
  *   P{KEY}:turn         string  "TOKEN DUE": the --fair head whose turn
  *                               to take a free KEY ends at DUE    PX 12 s
  *   P{KEY}:tok          list    one-shot wake tokens for plain waiters,
@@ -40,11 +43,12 @@
  *   P{KEY}:wake:TOKEN   channel the one --fair waiter whose turn it is
  *                               ("turn"), and the one after it ("next")
  *
- * A fair waiter refreshes its :w key with one plain SET every 30 s (a
- * script would cost Redis several commands); its liveness is its
- * subscription and, at the head, its turn (acquire.lua). P{KEY}:q is kept
- * alive by the holders' extends and the waiters' attempts, and expires
- * after them.
+ * Every key a script touches is one of its KEYS, whatever the number of
+ * holders and waiters (lib/meta.lua, lib/queue.lua). A fair waiter
+ * refreshes its entry in :w (DUE 90 s ahead) every 30 s (heartbeat.lua);
+ * its liveness is its subscription and, at the head, its turn
+ * (acquire.lua). P{KEY}:q is kept alive by the holders' extends and the
+ * waiters' attempts, and expires after them.
  *
  * Each script runs atomically in Redis, so compare-then-write never races.
  */
@@ -91,26 +95,6 @@ int_reply(struct server *cn, const char *what, struct reply *r,
 	}
 	reply_free(r);
 	return 0;
-}
-
-/* Arguments of one script call, binary-safe. */
-struct args {
-	const char *v[SCRIPT_MAX_ARGS];
-	size_t len[SCRIPT_MAX_ARGS];
-	int n;
-};
-
-static void
-arg(struct args *a, const char *s, size_t len)
-{
-	a->v[a->n] = s;
-	a->len[a->n++] = len;
-}
-
-static void
-arg_str(struct args *a, const char *s)
-{
-	arg(a, s, strlen(s));
 }
 
 static void
@@ -175,10 +159,8 @@ single_parse_acquire(const struct reply *r, int64_t *fence,
  * halves (single_send / single_recv) or for script_run.
  */
 struct call {
-	const struct lua_script *sc;
 	const char *what;
-	int nkeys;
-	struct args a;
+	struct script_args a;
 	char num[7][24];
 };
 
@@ -189,123 +171,139 @@ num(struct call *c, int i, long long v)
 	return c->num[i];
 }
 
-static void
-holder_keys(struct args *a, const struct lock_ctx *ctx)
-{
-	a->n += lock_holder_keys(&ctx->k, a->v + a->n, a->len + a->n);
-}
+/* Key `name` of a script: the lock_keys field of that name. */
+#define KEY(a, name, k, field) \
+	script_key(a, name, (k)->field, (k)->field##_len)
 
 static void
 call_acquire(struct call *c, const struct lock_ctx *ctx, int queue,
     int want_holder)
 {
 	const struct lock_keys *k = &ctx->k;
-	struct args *a = &c->a;
+	struct script_args *a = &c->a;
 
-	c->sc = &lua_acquire;
 	c->what = "acquire";
-	c->nkeys = 7;
-	arg(a, k->lock, k->lock_len);
-	arg(a, k->meta, k->meta_len);
-	arg(a, k->fence, k->fence_len);
-	arg(a, k->sem, k->sem_len);
-	arg(a, k->limit, k->limit_len);
-	arg(a, k->queue, k->queue_len);
-	arg(a, k->waiter, k->waiter_len);
-	arg_str(a, ctx->token);
-	arg_str(a, num(c, 0, ctx->lease_ms));
-	arg_str(a, ctx->host);
-	arg_str(a, ctx->pid);
-	arg_str(a, ctx->user);
-	arg_str(a, ctx->cmdline);
-	arg_str(a, num(c, 1, FENCE_TTL_MS));
-	arg_str(a, num(c, 2, ctx->limit));
-	arg_str(a, queue ? "1" : "0");
-	arg(a, k->waiter_prefix, k->waiter_prefix_len);
-	arg(a, k->wake_prefix, k->wake_prefix_len);
-	arg_str(a, num(c, 3, WAITER_TTL_MS));
-	arg_str(a, want_holder ? "1" : "0");
-	arg_str(a, num(c, 4, HANDOFF_LOOK_MS));
-	arg_str(a, ctx->acl_needs ? ctx->acl_needs : "");
-	arg_str(a, num(c, 5, TURN_MS));
+	script_args_init(a, &lua_acquire);
+	KEY(a, ACQUIRE_K_LOCK, k, lock);
+	KEY(a, ACQUIRE_K_META, k, meta);
+	KEY(a, ACQUIRE_K_METAS, k, metas);
+	KEY(a, ACQUIRE_K_FENCE, k, fence);
+	KEY(a, ACQUIRE_K_SEM, k, sem);
+	KEY(a, ACQUIRE_K_LIMIT, k, limit);
+	KEY(a, ACQUIRE_K_QUEUE, k, queue);
+	KEY(a, ACQUIRE_K_WAITERS, k, waiters);
+	KEY(a, ACQUIRE_K_TURN, k, turn);
+	KEY(a, ACQUIRE_K_LAST, k, last);
+	KEY(a, ACQUIRE_K_TOKENS, k, tokens);
+	script_arg_str(a, ACQUIRE_A_TOKEN, ctx->token);
+	script_arg_str(a, ACQUIRE_A_LEASE_MS, num(c, 0, ctx->lease_ms));
+	script_arg_str(a, ACQUIRE_A_HOST, ctx->host);
+	script_arg_str(a, ACQUIRE_A_PID, ctx->pid);
+	script_arg_str(a, ACQUIRE_A_USER, ctx->user);
+	script_arg_str(a, ACQUIRE_A_CMD, ctx->cmdline);
+	script_arg_str(a, ACQUIRE_A_FENCE_TTL_MS, num(c, 1, FENCE_TTL_MS));
+	script_arg_str(a, ACQUIRE_A_LIMIT, num(c, 2, ctx->limit));
+	script_arg_str(a, ACQUIRE_A_JOIN, queue ? "1" : "0");
+	script_arg(a, ACQUIRE_A_WAKE_PREFIX, k->wake_prefix,
+	    k->wake_prefix_len);
+	script_arg_str(a, ACQUIRE_A_WAITER_TTL_MS, num(c, 3, WAITER_TTL_MS));
+	script_arg_str(a, ACQUIRE_A_WANT_HOLDER, want_holder ? "1" : "0");
+	script_arg_str(a, ACQUIRE_A_LOOK_MS, num(c, 4, HANDOFF_LOOK_MS));
+	script_arg_str(a, ACQUIRE_A_NEEDS,
+	    ctx->acl_needs ? ctx->acl_needs : "");
+	script_arg_str(a, ACQUIRE_A_TURN_MS, num(c, 5, TURN_MS));
+	script_arg(a, ACQUIRE_A_WAKE, k->wake, k->wake_len);
 	if (ctx->fence_proposed > 0)
-		arg_str(a, num(c, 6, ctx->fence_proposed));
+		script_arg_str(a, ACQUIRE_A_FENCE_PROPOSED,
+		    num(c, 6, ctx->fence_proposed));
+	script_args_done(a);
 }
 
 static void
 call_is_ours(struct call *c, const struct lock_ctx *ctx)
 {
 	const struct lock_keys *k = &ctx->k;
-	struct args *a = &c->a;
+	struct script_args *a = &c->a;
 
-	c->sc = &lua_is_ours;
 	c->what = "re-entry check";
-	c->nkeys = 2;
-	arg(a, k->lock, k->lock_len);
-	arg(a, k->sem, k->sem_len);
-	arg_str(a, ctx->token);
-	arg_str(a, num(c, 0, ctx->limit));
+	script_args_init(a, &lua_is_ours);
+	KEY(a, IS_OURS_K_LOCK, k, lock);
+	KEY(a, IS_OURS_K_SEM, k, sem);
+	script_arg_str(a, IS_OURS_A_TOKEN, ctx->token);
+	script_arg_str(a, IS_OURS_A_LIMIT, num(c, 0, ctx->limit));
+	script_args_done(a);
 }
 
 static void
 call_extend(struct call *c, const struct lock_ctx *ctx)
 {
-	struct args *a = &c->a;
+	const struct lock_keys *k = &ctx->k;
+	struct script_args *a = &c->a;
 
-	c->sc = &lua_extend;
 	c->what = "extend";
-	c->nkeys = 5;
-	holder_keys(a, ctx);
-	arg_str(a, ctx->token);
-	arg_str(a, num(c, 0, ctx->lease_ms));
-	arg_str(a, num(c, 1, ctx->limit));
+	script_args_init(a, &lua_extend);
+	KEY(a, EXTEND_K_LOCK, k, lock);
+	KEY(a, EXTEND_K_META, k, meta);
+	KEY(a, EXTEND_K_METAS, k, metas);
+	KEY(a, EXTEND_K_SEM, k, sem);
+	KEY(a, EXTEND_K_LIMIT, k, limit);
+	KEY(a, EXTEND_K_QUEUE, k, queue);
+	script_arg_str(a, EXTEND_A_TOKEN, ctx->token);
+	script_arg_str(a, EXTEND_A_LEASE_MS, num(c, 0, ctx->lease_ms));
+	script_arg_str(a, EXTEND_A_LIMIT, num(c, 1, ctx->limit));
+	script_args_done(a);
 }
 
-/* ARGV[7..11] of release.lua: how the run ended (buf: the numbers). */
+/* release.lua's last and what follows wake_ttl_ms: how the run ended
+ * (buf: the numbers). */
 static void
-run_end_args(struct args *a, const struct run_end *e, char (*buf)[24])
+run_end_args(struct script_args *a, const struct lock_keys *k,
+    const struct run_end *e, char (*buf)[24])
 {
 	snprintf(buf[0], 24, "%lld", (long long)e->min_hold_ms);
 	snprintf(buf[1], 24, "%d", e->exit_status);
 	snprintf(buf[2], 24, "%lld", (long long)LAST_RUN_TTL_MS);
 	snprintf(buf[3], 24, "%lld", (long long)e->ran_ms);
-	arg_str(a, buf[0]);
-	arg_str(a, buf[1]);
-	arg_str(a, e->lease_lost ? "1" : "0");
-	arg_str(a, buf[2]);
-	arg_str(a, buf[3]);
+	KEY(a, RELEASE_K_LAST, k, last);
+	script_arg_str(a, RELEASE_A_MIN_HOLD_MS, buf[0]);
+	script_arg_str(a, RELEASE_A_EXIT, buf[1]);
+	script_arg_str(a, RELEASE_A_LOST, e->lease_lost ? "1" : "0");
+	script_arg_str(a, RELEASE_A_LAST_TTL_MS, buf[2]);
+	script_arg_str(a, RELEASE_A_RAN_MS, buf[3]);
 }
 
-/* With ctx->end, the same call records the run and applies --min-hold
- * (KEYS[7] and ARGV[7..11] of release.lua). */
+/* With ctx->end, the same call records the run and applies --min-hold. */
 static void
 call_release(struct call *c, const struct lock_ctx *ctx)
 {
 	const struct lock_keys *k = &ctx->k;
-	struct args *a = &c->a;
+	struct script_args *a = &c->a;
 
-	c->sc = &lua_release;
 	c->what = "release";
-	holder_keys(a, ctx);
-	arg(a, k->tokens, k->tokens_len);
+	script_args_init(a, &lua_release);
+	KEY(a, RELEASE_K_LOCK, k, lock);
+	KEY(a, RELEASE_K_META, k, meta);
+	KEY(a, RELEASE_K_METAS, k, metas);
+	KEY(a, RELEASE_K_SEM, k, sem);
+	KEY(a, RELEASE_K_LIMIT, k, limit);
+	KEY(a, RELEASE_K_QUEUE, k, queue);
+	KEY(a, RELEASE_K_WAITERS, k, waiters);
+	KEY(a, RELEASE_K_TOKENS, k, tokens);
+	script_arg_str(a, RELEASE_A_TOKEN, ctx->token);
+	script_arg_str(a, RELEASE_A_LIMIT, num(c, 0, ctx->limit));
+	script_arg(a, RELEASE_A_WAKE, k->wake, k->wake_len);
+	script_arg(a, RELEASE_A_WAKE_PREFIX, k->wake_prefix,
+	    k->wake_prefix_len);
+	script_arg_str(a, RELEASE_A_WAKE_TTL_MS, num(c, 1, WAKE_TOKEN_TTL_MS));
 	if (ctx->end)
-		arg(a, k->last, k->last_len);
-	c->nkeys = a->n;
-	arg_str(a, ctx->token);
-	arg_str(a, num(c, 0, ctx->limit));
-	arg(a, k->wake, k->wake_len);
-	arg(a, k->waiter_prefix, k->waiter_prefix_len);
-	arg(a, k->wake_prefix, k->wake_prefix_len);
-	arg_str(a, num(c, 1, WAKE_TOKEN_TTL_MS));
-	if (ctx->end)
-		run_end_args(a, ctx->end, c->num + 2);
+		run_end_args(a, k, ctx->end, c->num + 2);
+	script_args_done(a);
 }
 
 static void
 call_build(struct call *c, enum single_op op, const struct lock_ctx *ctx,
     int want_holder)
 {
-	c->a.n = 0;
 	switch (op) {
 	case SINGLE_ACQUIRE:
 		call_acquire(c, ctx, 0, want_holder);
@@ -325,8 +323,18 @@ call_build(struct call *c, enum single_op op, const struct lock_ctx *ctx,
 static struct reply *
 call_run(struct server *cn, struct call *c)
 {
-	return script_run(cn, c->sc, c->nkeys, c->a.n - c->nkeys, c->a.v,
-	    c->a.len);
+	return script_call(cn, &c->a);
+}
+
+/* undo.lua's call for ctx (quorum.c takes back a grant with it). */
+void
+single_undo_args(struct script_args *a, const struct lock_ctx *ctx)
+{
+	script_args_init(a, &lua_undo);
+	KEY(a, UNDO_K_LOCK, &ctx->k, lock);
+	KEY(a, UNDO_K_META, &ctx->k, meta);
+	script_arg_str(a, UNDO_A_TOKEN, ctx->token);
+	script_args_done(a);
 }
 
 /* acquire.lua's reply r (freed here) as a lock_result. */
@@ -370,17 +378,18 @@ yes_no(struct server *cn, const char *what, struct reply *r)
 	return v == 1;
 }
 
-/* dequeue.lua's 2 keys and 3 arguments. */
 static void
-dequeue_args(struct args *a, const struct lock_ctx *ctx)
+dequeue_args(struct script_args *a, const struct lock_ctx *ctx)
 {
 	const struct lock_keys *k = &ctx->k;
 
-	arg(a, k->queue, k->queue_len);
-	arg(a, k->waiter, k->waiter_len);
-	arg_str(a, ctx->token);
-	arg(a, k->waiter_prefix, k->waiter_prefix_len);
-	arg(a, k->wake_prefix, k->wake_prefix_len);
+	script_args_init(a, &lua_dequeue);
+	KEY(a, DEQUEUE_K_QUEUE, k, queue);
+	KEY(a, DEQUEUE_K_WAITERS, k, waiters);
+	script_arg_str(a, DEQUEUE_A_TOKEN, ctx->token);
+	script_arg(a, DEQUEUE_A_WAKE_PREFIX, k->wake_prefix,
+	    k->wake_prefix_len);
+	script_args_done(a);
 }
 
 /*
@@ -394,26 +403,26 @@ static void
 arm_undo(struct lock *l, const struct lock_ctx *ctx, int queue)
 {
 	struct lock_ctx bare = *ctx;
-	struct call c = { .a.n = 0 };
-	struct args a = { .n = 0 };
+	struct call c;
+	struct script_args a;
 
 	if (!server_hello_owed(srv(l)))
 		return;
 	bare.end = NULL;
 	call_release(&c, &bare);
-	script_arm_undo(srv(l), c.sc, c.nkeys, c.a.n - c.nkeys, c.a.v,
+	script_arm_undo(srv(l), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v,
 	    c.a.len);
 	if (!queue)
 		return;
 	dequeue_args(&a, ctx);
-	script_arm_undo(srv(l), &lua_dequeue, 2, 3, a.v, a.len);
+	script_arm_undo(srv(l), a.sc, a.nkeys, a.nargs, a.v, a.len);
 }
 
 static enum lock_result
 op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
     int want_holder, int64_t *fence, struct lock_busy *busy)
 {
-	struct call c = { .a.n = 0 };
+	struct call c;
 
 	arm_undo(l, ctx, queue);
 	call_acquire(&c, ctx, queue, want_holder);
@@ -423,54 +432,47 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 static int
 op_is_ours(struct lock *l, const struct lock_ctx *ctx)
 {
-	struct call c = { .a.n = 0 };
+	struct call c;
 
 	call_is_ours(&c, ctx);
 	return yes_no(srv(l), c.what, call_run(srv(l), &c));
 }
 
+/* A --fair waiter still in the queue, its entry refreshed
+ * (heartbeat.lua). */
 static int
 op_heartbeat(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct server *cn = srv(l);
+	struct script_args a;
 	char ttl[24];
-	const char *argv[5] = { "SET", ctx->k.waiter, ctx->waiter_info, "PX",
-	    ttl };
-	size_t lens[5];
-	struct reply *r;
-	int ok;
+	long long v;
 
 	snprintf(ttl, sizeof(ttl), "%d", WAITER_TTL_MS);
-	lens[0] = 3;
-	lens[1] = ctx->k.waiter_len;
-	lens[2] = strlen(ctx->waiter_info);
-	lens[3] = 2;
-	lens[4] = strlen(ttl);
-	if ((r = server_command(cn, 5, argv, lens)) == NULL)
-		return -1;
-	ok = r->type == REPLY_STATUS;
-	if (!ok)
-		server_fail_reply(cn, "heartbeat", r);
-	reply_free(r);
-	return ok ? 0 : -1;
+	script_args_init(&a, &lua_heartbeat);
+	KEY(&a, HEARTBEAT_K_WAITERS, &ctx->k, waiters);
+	script_arg_str(&a, HEARTBEAT_A_TOKEN, ctx->token);
+	script_arg_str(&a, HEARTBEAT_A_INFO, ctx->waiter_info);
+	script_arg_str(&a, HEARTBEAT_A_WAITER_TTL_MS, ttl);
+	script_args_done(&a);
+	return int_reply(cn, "heartbeat", script_call(cn, &a), &v);
 }
 
 static int
 op_dequeue(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct server *cn = srv(l);
-	struct args a = { .n = 0 };
+	struct script_args a;
 	long long v;
 
 	dequeue_args(&a, ctx);
-	return int_reply(cn, "dequeue", script_run(cn, &lua_dequeue, 2, 3,
-	    a.v, a.len), &v);
+	return int_reply(cn, "dequeue", script_call(cn, &a), &v);
 }
 
 static int
 op_extend(struct lock *l, const struct lock_ctx *ctx)
 {
-	struct call c = { .a.n = 0 };
+	struct call c;
 
 	call_extend(&c, ctx);
 	return yes_no(srv(l), c.what, call_run(srv(l), &c));
@@ -479,7 +481,7 @@ op_extend(struct lock *l, const struct lock_ctx *ctx)
 static int
 op_release(struct lock *l, const struct lock_ctx *ctx)
 {
-	struct call c = { .a.n = 0 };
+	struct call c;
 
 	call_release(&c, ctx);
 	return yes_no(srv(l), c.what, call_run(srv(l), &c));
@@ -489,17 +491,17 @@ int
 single_send(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
     int want_holder)
 {
-	const char *av[3] = { ctx->k.lock, ctx->k.meta, ctx->token };
-	size_t al[3] = { ctx->k.lock_len, ctx->k.meta_len,
-	    strlen(ctx->token) };
+	struct script_args u;
 	struct call c;
 
 	/* A --redlock master's acquire behind its login: taken back as the
 	 * quorum takes back a grant it does not use, waking nobody. */
-	if (op == SINGLE_ACQUIRE && server_hello_owed(srv(m)))
-		script_arm_undo(srv(m), &lua_undo, 2, 1, av, al);
+	if (op == SINGLE_ACQUIRE && server_hello_owed(srv(m))) {
+		single_undo_args(&u, ctx);
+		script_arm_undo(srv(m), u.sc, u.nkeys, u.nargs, u.v, u.len);
+	}
 	call_build(&c, op, ctx, want_holder);
-	return script_send(srv(m), c.sc, c.nkeys, c.a.n - c.nkeys, c.a.v,
+	return script_send(srv(m), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v,
 	    c.a.len);
 }
 
@@ -508,8 +510,8 @@ call_recv(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
     int want_holder, int64_t deadline, struct call *c)
 {
 	call_build(c, op, ctx, want_holder);
-	return script_recv(srv(m), c->sc, c->nkeys, c->a.n - c->nkeys,
-	    c->a.v, c->a.len, deadline);
+	return script_recv(srv(m), c->a.sc, c->a.nkeys, c->a.nargs, c->a.v,
+	    c->a.len, deadline);
 }
 
 enum lock_result
@@ -540,29 +542,30 @@ op_record(struct lock *l, const struct lock_ctx *ctx,
 {
 	struct server *cn = srv(l);
 	const struct lock_keys *k = &ctx->k;
-	struct args a = { .n = 0 };
+	struct script_args a;
 	char ttl[24], f[24], ran[24], st[24];
 	long long v;
 
 	snprintf(ttl, sizeof(ttl), "%lld", (long long)LAST_RUN_TTL_MS);
-	arg(&a, k->last, k->last_len);
-	arg(&a, k->fence, k->fence_len);
-	arg_str(&a, end ? "lost" : "skip");
-	arg_str(&a, ctx->user);
-	arg_str(&a, ctx->host);
-	arg_str(&a, ctx->pid);
-	arg_str(&a, ctx->cmdline);
-	arg_str(&a, ttl);
+	script_args_init(&a, &lua_record);
+	KEY(&a, RECORD_K_LAST, k, last);
+	KEY(&a, RECORD_K_FENCE, k, fence);
+	script_arg_str(&a, RECORD_A_WHAT, end ? "lost" : "skip");
+	script_arg_str(&a, RECORD_A_USER, ctx->user);
+	script_arg_str(&a, RECORD_A_HOST, ctx->host);
+	script_arg_str(&a, RECORD_A_PID, ctx->pid);
+	script_arg_str(&a, RECORD_A_CMD, ctx->cmdline);
+	script_arg_str(&a, RECORD_A_LAST_TTL_MS, ttl);
 	if (end) {
 		snprintf(f, sizeof(f), "%lld", (long long)fence);
 		snprintf(ran, sizeof(ran), "%lld", (long long)end->ran_ms);
 		snprintf(st, sizeof(st), "%d", end->exit_status);
-		arg_str(&a, f);
-		arg_str(&a, ran);
-		arg_str(&a, st);
+		script_arg_str(&a, RECORD_A_FENCE, f);
+		script_arg_str(&a, RECORD_A_RAN_MS, ran);
+		script_arg_str(&a, RECORD_A_EXIT, st);
 	}
-	return int_reply(cn, "record", script_run(cn, &lua_record, 2, a.n - 2,
-	    a.v, a.len), &v);
+	script_args_done(&a);
+	return int_reply(cn, "record", script_call(cn, &a), &v);
 }
 
 static const char *

@@ -28,6 +28,12 @@ struct lock *single_new(const struct conn_cfg *cfg, int64_t connect_ms,
 enum single_op { SINGLE_ACQUIRE, SINGLE_EXTEND, SINGLE_RELEASE,
 	SINGLE_IS_OURS };
 
+struct script_args;
+
+/* undo.lua's call for ctx: take back a grant nobody uses, waking nobody
+ * (a --redlock attempt without a majority). */
+void single_undo_args(struct script_args *a, const struct lock_ctx *ctx);
+
 int single_send(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
     int want_holder);
 enum lock_result single_recv_acquire(struct lock *m,

@@ -83,7 +83,8 @@ view_num(const struct reply *s, long long *v)
 int
 view_has_run(const struct view *v)
 {
-	return v->last->elements == L_N && v->last->element[L_ENDED]->len > 0;
+	return v->last->elements == INSPECT_LAST_N &&
+	    v->last->element[INSPECT_LAST_ENDED]->len > 0;
 }
 
 long long
@@ -92,12 +93,12 @@ view_skips(const struct view *v, const struct reply *f)
 	const struct reply *sf;
 	long long n;
 
-	if (v->last->elements != L_N)
+	if (v->last->elements != INSPECT_LAST_N)
 		return 0;
-	sf = v->last->element[L_SKIP_FENCE];
+	sf = v->last->element[INSPECT_LAST_SKIP_FENCE];
 	if (sf->len == 0 || sf->len != f->len ||
 	    memcmp(sf->str, f->str, f->len) != 0 ||
-	    !view_num(v->last->element[L_SKIPS], &n))
+	    !view_num(v->last->element[INSPECT_LAST_SKIPS], &n))
 		return 0;
 	return n;
 }

@@ -10,19 +10,13 @@
 
 #include <stddef.h>
 
+#include "lua_scripts.h"
 #include "reply.h"
 
-/* Fields of a waiter or a broken holder: user, host, pid, cmd. */
-#define VIEW_WHO_N 4
-
-/* A holder from inspect.lua: lease left, then these strings. */
-enum { H_USER = 1, H_HOST, H_PID, H_CMD, H_SINCE, H_LEASE, H_FENCE, H_ENDED,
-    H_EXIT, H_HOLD, H_N };
-
-/* The last run from inspect.lua (P{KEY}:last; lib/record.lua): strings. */
-enum { L_USER, L_HOST, L_PID, L_CMD, L_STARTED, L_ENDED, L_EXIT, L_FENCE,
-    L_LOST, L_OK_ENDED, L_SKIPS, L_SKIP_FENCE, L_SKIP_USER, L_SKIP_HOST,
-    L_SKIP_PID, L_SKIP_AT, L_N };
+/* Fields of a waiter or a broken holder: user, host, pid, cmd (the
+ * REPLY lines of inspect.lua name the elements of its reply:
+ * lua_scripts.h). */
+#define VIEW_WHO_N INSPECT_WAITERS_N
 
 /* One KEY as inspect.lua saw it; r owns the replies below. */
 struct view {
@@ -32,7 +26,7 @@ struct view {
 	long long now, limit, queued;
 	const char *mode;		/* "mutex", "semaphore", "free" */
 	const struct reply *holders, *waiters;
-	const struct reply *last;	/* L_N strings, or 0 when none */
+	const struct reply *last;	/* INSPECT_LAST_N strings, or none */
 };
 
 /* Is the KEY of v held (mutex or semaphore)? */

@@ -41,13 +41,14 @@ teardown_file() {
 	[ "$(rcli script exists "$(grep -o '"[0-9a-f]\{40\}"' "$EMBEDDED" | head -1 | tr -d '"')")" = 1 ]
 }
 
-# acquire.lua (its SHA in $ACQ) with KEY free, proposing FENCE (ARGV[17]):
-# the fence drawn.
+# acquire.lua (its SHA in $ACQ) with KEY free, proposing FENCE
+# (fence_proposed): the fence drawn. In its header's order.
 acquire_proposing() { # KEY FENCE
 	local k="rlock:{$1}" t=0b7c6a52-3c1e-4c64-9d7e-3f1d2a4b5c6d
-	rcli evalsha "$ACQ" 7 "$k" "$k:meta" "$k:fence" "$k:sem" "$k:limit" \
-	    "$k:q" "$k:w:$t" "$t" 5000 host 1 user cmd 604800000 1 0 \
-	    "$k:w:" "$k:wake:" 90000 0 200 '' 6000 "$2" | sed -n 2p
+	rcli evalsha "$ACQ" 11 "$k" "$k:meta" "$k:metas" "$k:fence" "$k:sem" \
+	    "$k:limit" "$k:q" "$k:w" "$k:turn" "$k:last" "$k:tok" "$t" 5000 \
+	    host 1 user cmd 604800000 1 0 "$k:wake:" 90000 0 200 '' 6000 \
+	    "$k:wake" "$2" | sed -n 2p
 	rcli del "$k" "$k:meta" > /dev/null
 }
 

@@ -334,10 +334,10 @@ MORE_SIGS="ALRM VTALRM PROF IO PWR XCPU XFSZ STKFLT SYS TRAP ABRT BUS FPE ILL SE
 	assert_released
 }
 
-# queued N: the --fair queue holds N waiters, each with its :w key.
+# queued N: the --fair queue holds N waiters, each with its entry in :w.
 queued() {
 	[ "$(rcli llen "$L:q")" = "$1" ] &&
-		[ "$(rcli --scan --pattern "$L:w:*" | wc -l)" = "$1" ]
+		[ "$(rcli hlen "$L:w")" = "$1" ]
 }
 
 # This test's keys in Redis (earlier tests' keys expire meanwhile).

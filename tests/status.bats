@@ -71,6 +71,17 @@ fake_meta() {
 	rcli pexpire "$2" 30000 >/dev/null
 }
 
+# fake_slot_meta KEY TOKEN USER HOST PID CMD: a -N holder's meta, fields
+# TOKEN:NAME of P{KEY}:metas, as acquire.lua writes it.
+fake_slot_meta() {
+	local now m="rlock:{$1}:metas" t=$2
+	now=$(server_ms)
+	rcli hset "$m" "$t:user" "$3" "$t:host" "$4" "$t:pid" "$5" \
+		"$t:cmd" "$6" "$t:since" $((now - 5000)) "$t:lease" 30000 \
+		"$t:fence" 4242 >/dev/null
+	rcli pexpire "$m" 30000 >/dev/null
+}
+
 @test "status: a free KEY says so and exits 1" {
 	run -1 "$RLOCK" status nobody-here
 	assert_output "nobody-here: free"
@@ -227,9 +238,9 @@ fake_meta() {
 		$((now + 25000)) tokB $((now - 1000)) tokGone >/dev/null
 	rcli pexpire 'rlock:{sem-hand}:sem' 25000 >/dev/null
 	rcli set 'rlock:{sem-hand}:limit' 3 px 25000 >/dev/null
-	fake_meta sem-hand 'rlock:{sem-hand}:meta:tokA' alice web1 11 'job a'
-	fake_meta sem-hand 'rlock:{sem-hand}:meta:tokB' bob web2 22 'job b'
-	since=$(rcli hget 'rlock:{sem-hand}:meta:tokA' since)
+	fake_slot_meta sem-hand tokA alice web1 11 'job a'
+	fake_slot_meta sem-hand tokB bob web2 22 'job b'
+	since=$(rcli hget 'rlock:{sem-hand}:metas' tokA:since)
 	t1=$(server_ms)
 	run -0 "$RLOCK" status sem-hand
 	t2=$(server_ms)
@@ -279,11 +290,13 @@ fake_meta() {
 	rcli rpush 'rlock:{fq-hand}:q' w1 dead w2 w3 w4 w5 w6 w7 >/dev/null
 	rcli pexpire 'rlock:{fq-hand}:q' 30000 >/dev/null
 	for i in 1 2 3 4 5 6 7; do
-		rcli set "rlock:{fq-hand}:w:w$i" \
-			"$(printf 'user%s\037host%s\037%s\037make t%s' $i $i $i $i)" \
-			px 30000 >/dev/null
+		rcli hset "rlock:{fq-hand}:w" "w$i" "$(printf \
+		    '%s\037user%s\037host%s\037%s\037make t%s' \
+		    $((now + 30000)) $i $i $i $i)" >/dev/null
 	done
-	# A live waiter listens on its wake channel; "dead" has no :w key.
+	rcli pexpire 'rlock:{fq-hand}:w' 30000 >/dev/null
+	# A live waiter listens on its wake channel and has its entry in
+	# P{KEY}:w, due after now; "dead" has none.
 	# One client for all seven, as the waiters would be (its pid is
 	# killed in teardown).
 	rcli subscribe $(printf 'rlock:{fq-hand}:wake:w%s ' 1 2 3 4 5 6 7) \
@@ -319,7 +332,8 @@ fake_meta() {
 }
 
 # Alive is subscribed (as the scripts judge it): a waiter killed a moment
-# ago is gone from status at once, though its :w key lives on a while.
+# ago is gone from status at once, though its entry in P{KEY}:w lives on
+# a while.
 @test "status: a SIGKILLed --fair waiter is gone from the queue shown at once" {
 	local w1 w2 t1
 	bg_rlock -k fq-kill -l 10s -- sleep 30
@@ -335,11 +349,11 @@ fake_meta() {
 	wait_until 5 gone "$w1"
 	wait "$w1" 2>/dev/null || true
 	# The kernel closes its connections at once; Redis may take a moment
-	# to see it. Its :w key lives on for 90 s.
+	# to see it. Its entry lives on for 90 s.
 	wait_until 5 not_listening "rlock:{fq-kill}:wake:$t1" ||
 		fail "Redis still counts the killed waiter's subscription"
-	[ "$(rcli exists "rlock:{fq-kill}:w:$t1")" = 1 ] ||
-		fail "the :w key is gone: test inconclusive"
+	[ "$(rcli hexists 'rlock:{fq-kill}:w' "$t1")" = 1 ] ||
+		fail "its entry is gone: test inconclusive"
 	run -0 "$RLOCK" status fq-kill
 	assert_line "  waiting     1 (--fair)"
 	assert_line "  next        $(me), pid $w2: true"

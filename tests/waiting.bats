@@ -140,7 +140,7 @@ fair_waiter() {
 	# The last one in line took the queue with it.
 	run rcli pttl "$L:q"
 	[ "$output" = -2 ] || [ "$output" -ge 0 ] || fail "queue pttl $output"
-	run rcli --scan --pattern "$L:w:*"
+	run rcli hkeys "$L:w"
 	assert_output ''
 	run keys_without_ttl
 	assert_output ''
@@ -167,7 +167,7 @@ fair_waiter() {
 	[ "$(cat "$T/order")" = b ]
 	[ $(( $(start_of b) - end )) -lt $(tf_ms 2000) ] ||
 		fail "B started $(( $(start_of b) - end ))ms after the holder"
-	run rcli --scan --pattern "$L:w:*"
+	run rcli hkeys "$L:w"
 	assert_output ''
 	run keys_without_ttl
 	assert_output ''
@@ -429,7 +429,7 @@ meta_pid_is() { [ "$(rcli hget "$L:meta" pid)" = "$1" ]; }
 	[ ! -e "$T/a.start" ] || fail "the killed waiter's COMMAND ran"
 	[ $(( $(start_of b) - t0 )) -lt $(tf_ms 2000) ] ||
 		fail "B started $(( $(start_of b) - t0 ))ms after the kill"
-	run rcli --scan --pattern "$L:w:*"
+	run rcli hkeys "$L:w"
 	assert_output ''
 }
 
@@ -459,7 +459,7 @@ meta_pid_is() { [ "$(rcli hget "$L:meta" pid)" = "$1" ]; }
 	reap_ok b "$b" 3000
 	reap_ok a "$a" 5000
 	order_is b a
-	run rcli --scan --pattern "$L:w:*"
+	run rcli hkeys "$L:w"
 	assert_output ''
 	run keys_without_ttl
 	assert_output ''
@@ -480,7 +480,7 @@ meta_pid_is() { [ "$(rcli hget "$L:meta" pid)" = "$1" ]; }
 	ta=$(rcli lindex "$L:q" 0)
 	past=$(( $(rcli time | head -1) * 1000 - 1000 ))
 	rcli lrem "$L:q" 0 "$ta" > /dev/null
-	rcli del "$L:w:$ta" > /dev/null
+	rcli hdel "$L:w" "$ta" > /dev/null
 	rcli set "$L:turn" "$ta $past" px 12000 > /dev/null
 	rcli spublish "$L:wake:$ta" turn > /dev/null
 	wait_until 5 qlen_is 1 || fail "A did not join again"
@@ -543,7 +543,7 @@ meta_pid_is() { [ "$(rcli hget "$L:meta" pid)" = "$1" ]; }
 	reap_ok b "$b" 3000
 	reap_ok a "$a" 5000
 	order_is b a
-	run rcli --scan --pattern "$L:w:*"
+	run rcli hkeys "$L:w"
 	assert_output ''
 	run keys_without_ttl
 	assert_output ''
@@ -557,7 +557,7 @@ meta_pid_is() { [ "$(rcli hget "$L:meta" pid)" = "$1" ]; }
 	a=$BG
 	wait_until 5 qlen_is 1 || fail "A not queued"
 	ta=$(rcli lindex "$L:q" 0)
-	exists "$L:w:$ta" || fail "A has no :w key"
+	[ "$(rcli hexists "$L:w" "$ta")" = 1 ] || fail "A has no entry in :w"
 	fair_waiter b 2
 	b=$BG
 	reap "$a" 3000
@@ -565,7 +565,7 @@ meta_pid_is() { [ "$(rcli hget "$L:meta" pid)" = "$1" ]; }
 	# At once: no waiting for its :w key to lapse.
 	q=$(rcli lrange "$L:q" 0 -1)
 	[[ $q != *"$ta"* ]] || fail "A's token still queued: $q"
-	! exists "$L:w:$ta" || fail "A's :w key still there"
+	[ "$(rcli hexists "$L:w" "$ta")" = 0 ] || fail "A's entry in :w still there"
 	[ "$(wc -l < "$T/a.err")" = 1 ] || fail "stderr: $(cat "$T/a.err")"
 	grep -q "^rlock: .*'$K'" "$T/a.err" || fail "stderr: $(cat "$T/a.err")"
 	[ ! -e "$T/a.start" ] || fail "A's COMMAND ran"
@@ -594,7 +594,7 @@ meta_pid_is() { [ "$(rcli hget "$L:meta" pid)" = "$1" ]; }
 	kill -STOP "$a"
 	end_holder
 	! exists "$L" || fail "lock still held after the holder ended"
-	exists "$L:w:$ta" || fail "A's :w key lapsed too early"
+	[ "$(rcli hexists "$L:w" "$ta")" = 1 ] || fail "A's entry in :w lapsed too early"
 	run -75 --separate-stderr "$RLOCK" -n -k "$K" -- sh "$T/mark.sh" n
 	[ "${#lines[@]}" = 0 ]
 	[[ $stderr == "rlock: "* ]] && [[ $stderr != *$'\n'* ]] ||

@@ -1,20 +1,47 @@
 -- acquire: take KEY (mutex, or one of N semaphore slots) for a token, or
 -- say how long to wait and where we stand in the --fair queue.
--- KEYS[1] lock  KEYS[2] holder meta (P{K}:meta, or P{K}:meta:TOKEN for -N)
--- KEYS[3] fence  KEYS[4] sem  KEYS[5] limit  KEYS[6] queue  KEYS[7] our :w
--- ARGV[1] token  ARGV[2] lease ms  ARGV[3] host  ARGV[4] pid  ARGV[5] user
--- ARGV[6] cmd  ARGV[7] fence ttl ms  ARGV[8] N  ARGV[9] 1: join the queue
--- ARGV[10] "P{K}:w:"  ARGV[11] "P{K}:wake:"  ARGV[12] waiter ttl ms
--- ARGV[13] 1: return the holder's meta when busy  ARGV[14] ms between looks
--- at a queue head that has yet to take a free KEY  ARGV[15] what else the
--- caller runs while it waits: 'w' BLPOP (a plain or --redlock waiter),
--- 'f' SSUBSCRIBE and dequeue (a --fair one)  ARGV[16] ms a live queue
--- head has to take a free KEY (its turn) before it is passed over
--- ARGV[17] a fence the caller proposes, or absent (--redlock: its clock
--- a little ahead, so that every master draws the same one: quorum.c)
--- Refused with RLOCK_NOPERM (acl.lua), writing nothing, when the caller's
--- ACL lacks a permission this script, the holder's extend and release, or
--- the waiter's commands (ARGV[15]) need.
+-- KEYS: lock meta metas fence sem limit queue waiters turn last tokens
+-- ARGV: token lease_ms host pid user cmd fence_ttl_ms limit join
+-- ARGV: wake_prefix waiter_ttl_ms want_holder look_ms needs turn_ms wake
+-- ARGV: fence_proposed?
+-- meta: a mutex holder's, metas: the -N holders' (lib/meta.lua); queue
+-- and waiters: the --fair queue (lib/queue.lua); turn: P{K}:turn, "TOKEN
+-- DUE", the queue head whose turn runs out at DUE; last: P{K}:last, where
+-- a run not obtained counts itself (record.lua's skip), and tokens:
+-- P{K}:tok, what plain waiters BLPOP: only asked about here. limit is N;
+-- join '1': join the queue; wake_prefix: "P{K}:wake:"; want_holder '1':
+-- return the holder's meta when busy; look_ms: ms between looks at a
+-- queue head that has yet to take a free KEY; needs: what else the caller
+-- runs while it waits, 'w' BLPOP (a plain or --redlock waiter), 'f'
+-- SSUBSCRIBE and dequeue (a --fair one); turn_ms: ms a live queue head
+-- has to take a free KEY (its turn) before it is passed over; wake: the
+-- channel P{K}:wake; fence_proposed: a fence the caller proposes
+-- (--redlock: its clock a little ahead, so that every master draws the
+-- same one: quorum.c).
+-- What it runs, and what the holder and waiter will run later (the
+-- scripts named with @, and the commands rlock sends itself), asked
+-- before any write (lua-text.sh): refused with RLOCK_NOPERM, writing
+-- nothing, when the caller's ACL lacks one, not at the release.
+-- RUNS: EVALSHA x 0; EVAL x 0; TIME; GET fence; SET fence 1 PX 1
+-- RUNS: GET turn; SET turn x PX 1; DEL turn; HDEL waiters x; @record
+-- RUNS: LINDEX queue 0; LPOP queue; HGET waiters x
+-- RUNS: PUBSUB? SHARDNUMSUB =wake_prefix+x; PUBSUB? NUMSUB =wake_prefix+x
+-- RUNS mutex: ZCOUNT sem 0 0; GET limit; GET lock; PTTL lock
+-- RUNS mutex: PEXPIRE lock 1; PEXPIRE meta 1; HGET meta f
+-- RUNS mutex: EXISTS meta; DEL meta; SET lock x PX 1; HSET meta f v
+-- RUNS mutex: HMGET meta user
+-- RUNS sem: EXISTS lock; EXISTS meta; ZRANGEBYSCORE sem 0 0
+-- RUNS sem: HDEL metas x; ZREMRANGEBYSCORE sem 0 0; GET limit; ZCARD sem
+-- RUNS sem: ZSCORE sem x; ZADD sem 1 x; PTTL metas; PEXPIRE metas 1
+-- RUNS sem: HGET metas x; ZRANGE sem 0 0; SET limit 1; PEXPIRE sem 1
+-- RUNS sem: PEXPIRE limit 1; HSET metas f v; SPUBLISH =wake_prefix+x x
+-- RUNS fair: LPOS queue x; RPUSH queue x; HSET waiters x x
+-- RUNS fair: PTTL queue; PEXPIRE queue 1; PTTL waiters; PEXPIRE waiters 1
+-- RUNS fair: SSUBSCRIBE =wake_prefix+x; PUBSUB NUMSUB =wake_prefix+x
+-- RUNS fair: PUBSUB SHARDNUMSUB =wake_prefix+x; @dequeue; @heartbeat
+-- RUNS blpop: BLPOP tokens 0
+-- RUNS: SPUBLISH =wake x; SPUBLISH =wake_prefix+x x
+-- RUNS: PUBLISH? =wake_prefix+x x; @extend; @release
 -- Returns {1, fence} when the caller holds KEY; else {0, wait ms, queue
 -- position (0 = next, -1 not queued), holder user, host, pid, cmd,
 -- since, server now, lease left ms, foreign} where wait is when trying
@@ -26,104 +53,38 @@
 -- retry or a nested run and never shortens its lease; nobody overtakes a
 -- live queue head (one that takes its turn in time); fence = max(last +
 -- 1, server ms, the fence proposed but at most 1 s past server ms).
-local token, lease, n = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[8])
+local token, lease, n = a_token, tonumber(a_lease_ms), tonumber(a_limit)
 -- On the paths every run takes, numbers go to redis.call as the strings
 -- they came as, or formatted once: Redis prints a number argument with
 -- "%.17g", a few thousand instructions each time.
+local turn = k_turn
+-- This holder's meta (lib/meta.lua).
+local mkey, mtok = k_meta, nil
+if n > 1 then mkey, mtok = k_metas, token end
 
--- Everything this KEY's holder and waiter will run, asked before any
--- write. What the holder's extend and release ask (acl_extend,
--- acl_release: the lock's GET and PEXPIRE, the meta's PEXPIRE, the
--- queue's head and pop) is not asked here again.
-local needs = ARGV[15] or ''
--- A run not obtained counts itself in P{K}:last (record.lua's skip),
--- named here from the waiters' prefix: only asked about, never touched.
-local last = string.sub(ARGV[10], 1, -3) .. 'last'
--- P{K}:turn: "TOKEN DUE", the queue head whose turn runs out at DUE.
-local turn = string.sub(ARGV[10], 1, -3) .. 'turn'
-acl_ask(function()
-  acl('EVALSHA', 'x', '0')
-  acl('EVAL', 'x', '0')
-  acl('TIME')
-  acl('PTTL', ARGV[10] .. 'x')
-  acl('GET', KEYS[3])
-  acl('SET', KEYS[3], '1', 'PX', '1')
-  acl('HSET', KEYS[2], 'f', 'v')
-  acl('HGET', KEYS[2], 'fence')
-  acl('GET', KEYS[5])
-  if n == 1 then
-    acl('ZCOUNT', KEYS[4], '0', '0')
-    acl('PTTL', KEYS[1])
-    acl('SET', KEYS[1], token, 'PX', '1')
-    if ARGV[13] == '1' then acl('HMGET', KEYS[2], 'user') end
-  else
-    acl('EXISTS', KEYS[1])
-    acl('ZREMRANGEBYSCORE', KEYS[4], '0', '0')
-    acl('ZCARD', KEYS[4])
-    acl('ZSCORE', KEYS[4], token)
-    acl('ZADD', KEYS[4], '1', token)
-    acl('ZRANGE', KEYS[4], '0', '0')
-    acl('SET', KEYS[5], '1')
-    acl('PEXPIRE', KEYS[4], '1')
-    acl('PEXPIRE', KEYS[5], '1')
-    acl('SPUBLISH', ARGV[11] .. 'x', 'turn')
-  end
-  if ARGV[9] == '1' or string.find(needs, 'f', 1, true) then
-    acl('LPOS', KEYS[6], token)
-    acl('RPUSH', KEYS[6], token)
-    acl('SET', KEYS[7], 'x', 'PX', '1')
-    acl('PTTL', KEYS[6])
-    acl('PEXPIRE', KEYS[6], '1')
-    acl('SSUBSCRIBE', ARGV[11] .. token)
-    -- Without PUBSUB a dead waiter passes for alive until its :w key
-    -- lapses (queue.lua): those behind it would wait that long.
-    acl('PUBSUB', 'NUMSUB', ARGV[11] .. 'x')
-    acl('PUBSUB', 'SHARDNUMSUB', ARGV[11] .. 'x')
-    acl_dequeue(KEYS[6], KEYS[7], ARGV[10], ARGV[11])
-  end
-  acl('GET', turn)
-  acl('SET', turn, 'x', 'PX', '1')
-  -- The grant deletes three keys in one DEL, asked as such: allowed, it
-  -- allows each alone (a waiter that joins again deletes turn alone).
-  acl('DEL', turn, KEYS[7], KEYS[2])
-  acl('HGET', last, 'skip_fence')
-  acl('HMGET', last, 'fence')
-  acl('HINCRBY', last, 'skips', '1')
-  acl('HSET', last, 'x', 'x')
-  acl('PEXPIRE', last, '1')
-  if string.find(needs, 'w', 1, true) then
-    acl('BLPOP', KEYS[1] .. ':tok', '0')
-  end
-  acl_extend(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], n)
-  acl_release(KEYS[1], KEYS[2], KEYS[4], KEYS[5], KEYS[6], KEYS[1] .. ':tok',
-    KEYS[1] .. ':wake', ARGV[10], ARGV[11], n)
-end)
-if acl_refused then return acl_refused end
-
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = server_ms()
 local nows = string.format('%d', now)
 
 -- RLOCK_ errors are whole sentences for the user (conn.c drops the code).
 local SAME = '; every user of a KEY must give the same --limit'
 local cur
 if n == 1 then
-  if redis.call('ZCOUNT', KEYS[4], nows, '+inf') > 0 then
+  if redis.call('ZCOUNT', k_sem, nows, '+inf') > 0 then
     return redis.error_reply('RLOCK_MODE the key is in use as a semaphore ' ..
-      '(--limit ' .. (redis.call('GET', KEYS[5]) or '?') .. ')' .. SAME)
+      '(--limit ' .. (redis.call('GET', k_limit) or '?') .. ')' .. SAME)
   end
-  cur = redis.call('GET', KEYS[1])
+  cur = redis.call('GET', k_lock)
   if cur == token then
-    if redis.call('PTTL', KEYS[1]) < lease then
-      redis.call('PEXPIRE', KEYS[1], ARGV[2])
-      redis.call('PEXPIRE', KEYS[2], ARGV[2])
+    if redis.call('PTTL', k_lock) < lease then
+      redis.call('PEXPIRE', k_lock, a_lease_ms)
+      redis.call('PEXPIRE', k_meta, a_lease_ms)
     end
-    return {1, tonumber(redis.call('HGET', KEYS[2], 'fence') or '0')}
+    return {1, tonumber(redis.call('HGET', k_meta, 'fence') or '0')}
   end
 else
-  if redis.call('EXISTS', KEYS[1]) == 1 then
-    -- An rlock mutex always has its :meta (same slot as KEYS[1]).
-    if redis.call('EXISTS', KEYS[1] .. ':meta') == 0 then
+  if redis.call('EXISTS', k_lock) == 1 then
+    -- An rlock mutex always has its meta.
+    if redis.call('EXISTS', k_meta) == 0 then
       return redis.error_reply('RLOCK_FOREIGN the key is held by a ' ..
         'client other than rlock (a plain SET NX lock), which --limit ' ..
         'cannot share; only a mutex (no --limit) can wait for it')
@@ -131,38 +92,45 @@ else
     return redis.error_reply('RLOCK_MODE the key is in use as a mutex ' ..
       '(without --limit)' .. SAME)
   end
-  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
-  local lim = redis.call('GET', KEYS[5])
-  if lim and tonumber(lim) ~= n and redis.call('ZCARD', KEYS[4]) > 0 then
+  -- Slots whose lease ran out go, and their holders' metas with them.
+  for _, tok in ipairs(redis.call('ZRANGEBYSCORE', k_sem, '-inf', now)) do
+    meta_drop(k_metas, tok)
+  end
+  redis.call('ZREMRANGEBYSCORE', k_sem, '-inf', now)
+  local lim = redis.call('GET', k_limit)
+  if lim and tonumber(lim) ~= n and redis.call('ZCARD', k_sem) > 0 then
     return redis.error_reply('RLOCK_MODE the key is in use as a ' ..
       'semaphore with --limit ' .. lim .. SAME)
   end
-  local score = redis.call('ZSCORE', KEYS[4], token)
+  local score = redis.call('ZSCORE', k_sem, token)
   if score then
     if tonumber(score) < now + lease then
-      redis.call('ZADD', KEYS[4], now + lease, token)
-      redis.call('PEXPIRE', KEYS[2], lease)
+      redis.call('ZADD', k_sem, now + lease, token)
+      if redis.call('PTTL', k_metas) < lease then
+        redis.call('PEXPIRE', k_metas, lease)
+      end
     end
-    return {1, tonumber(redis.call('HGET', KEYS[2], 'fence') or '0')}
+    return {1, tonumber(redis.call('HGET', k_metas, token .. ':fence') or
+      '0')}
   end
 end
 
 -- Dead waiters leave the queue when they reach its head (we are alive,
--- whatever our :w key and subscription say: the key is refreshed below if
--- we stay queued, and we may be trying before we subscribe).
-local head = redis.call('LINDEX', KEYS[6], '0')
+-- whatever our entry and subscription say: the entry is refreshed below
+-- if we stay queued, and we may be trying before we subscribe).
+local head = redis.call('LINDEX', k_queue, '0')
 if head and head ~= token then
-  head = live_head(KEYS[6], ARGV[10], ARGV[11], head)
+  head = live_head(k_queue, k_waiters, a_wake_prefix, now, head)
 end
 
 local free, wait
 if n == 1 then
   -- KEY missing (GET said so above) is free: no PTTL to ask.
-  wait = cur and redis.call('PTTL', KEYS[1]) or -2
+  wait = cur and redis.call('PTTL', k_lock) or -2
   free = wait == -2
 else
-  local first = redis.call('ZRANGE', KEYS[4], 0, 0, 'WITHSCORES')
-  free = redis.call('ZCARD', KEYS[4]) < n
+  local first = redis.call('ZRANGE', k_sem, 0, 0, 'WITHSCORES')
+  free = redis.call('ZCARD', k_sem) < n
   wait = first[2] and tonumber(first[2]) - now or -2
 end
 -- What a waiter shows as the lease left: wait may become what is left of
@@ -172,32 +140,32 @@ local foreign = 0
 
 -- A free KEY is the live head's to take, within its turn: the first to
 -- see it free starts the clock (a release wakes the head and the one
--- after it, who looks every ARGV[14] ms). A head still there when its
--- turn is over is alive but not taking it (frozen, or its connection
--- hanging open): it is passed over, and joins again at the back if it
--- ever tries again. This, not a steady heartbeat, is how a head that
--- cannot take its turn is told from a live one.
+-- after it, who looks every look_ms). A head still there when its turn is
+-- over is alive but not taking it (frozen, or its connection hanging
+-- open): it is passed over, and joins again at the back if it ever tries
+-- again. This, not a steady heartbeat, is how a head that cannot take its
+-- turn is told from a live one.
 local due
 while free and head and head ~= token do
   local cur = redis.call('GET', turn)
   local who, at
   if cur then who, at = string.match(cur, '^(%S+) (%d+)$') end
   if who ~= head then
-    due = now + tonumber(ARGV[16])
+    due = now + tonumber(a_turn_ms)
     -- pcall: a server out of memory refuses this first write, and then a
     -- waiter is told "busy" as before, its turn not recorded.
     redis.pcall('SET', turn, head .. ' ' .. string.format('%d', due), 'PX',
-      2 * tonumber(ARGV[16]))
+      2 * tonumber(a_turn_ms))
     break
   end
   due = tonumber(at)
   if now < due then break end
-  redis.call('LPOP', KEYS[6])
-  redis.call('DEL', ARGV[10] .. head)
-  head = live_head(KEYS[6], ARGV[10], ARGV[11])
-  if head and head ~= token then publish(ARGV[11] .. head, 'turn') end
+  redis.call('LPOP', k_queue)
+  redis.call('HDEL', k_waiters, head)
+  head = live_head(k_queue, k_waiters, a_wake_prefix, now)
+  if head and head ~= token then publish(a_wake_prefix .. head, 'turn') end
 end
-if n == 1 and not free and redis.call('EXISTS', KEYS[2]) == 0 then
+if n == 1 and not free and redis.call('EXISTS', k_meta) == 0 then
   foreign = 1
 end
 
@@ -205,58 +173,70 @@ if free and (not head or head == token) then
   -- A proposal more than 1 s ahead of our clock counts as 1 s ahead: a
   -- client clock far ahead cannot carry fences past the day the counter
   -- lapses (7 days), after which our clock alone keeps them increasing.
-  local proposed = math.min(tonumber(ARGV[17] or '') or 0, now + 1000)
-  local fence = math.max(tonumber(redis.call('GET', KEYS[3]) or '0') + 1,
+  local proposed = math.min(tonumber(a_fence_proposed or '') or 0,
+    now + 1000)
+  local fence = math.max(tonumber(redis.call('GET', k_fence) or '0') + 1,
     now, proposed)
   local fs = string.format('%d', fence)
   -- The grant's first write needs memory: out of memory, Redis refuses
   -- it (unless a pop above wrote first), and nothing of the grant is
   -- half done.
-  redis.call('SET', KEYS[3], fs, 'PX', ARGV[7])
-  -- Our :w key goes even if we were not the head: a waiter that lost its
-  -- place (queue.lua) may have refreshed it since.
-  if head == token then redis.call('LPOP', KEYS[6]) end
+  redis.call('SET', k_fence, fs, 'PX', a_fence_ttl_ms)
+  -- Our entry goes even if we were not the head: a waiter that lost its
+  -- place (lib/queue.lua) may have refreshed it since.
+  if head == token then redis.call('LPOP', k_queue) end
   -- Any turn recorded is over now: a head passed over that joins again
   -- must get a turn of its own, not the old one's end. The holder's
   -- meta goes too, written anew below.
-  redis.call('DEL', turn, KEYS[7], KEYS[2])
+  redis.call('DEL', turn)
+  redis.call('HDEL', k_waiters, token)
+  meta_drop(mkey, mtok)
   if n == 1 then
-    redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
+    redis.call('SET', k_lock, token, 'PX', a_lease_ms)
   else
-    redis.call('ZADD', KEYS[4], now + lease, token)
-    redis.call('SET', KEYS[5], n)
-    local last = redis.call('ZRANGE', KEYS[4], -1, -1, 'WITHSCORES')
-    redis.call('PEXPIRE', KEYS[4], tonumber(last[2]) - now)
-    redis.call('PEXPIRE', KEYS[5], tonumber(last[2]) - now)
+    redis.call('ZADD', k_sem, now + lease, token)
+    redis.call('SET', k_limit, n)
   end
-  redis.call('HSET', KEYS[2], 'host', ARGV[3], 'pid', ARGV[4], 'user',
-    ARGV[5], 'cmd', ARGV[6], 'since', nows, 'lease', ARGV[2], 'fence', fs)
-  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  meta_set(mkey, mtok, 'host', a_host, 'pid', a_pid, 'user', a_user, 'cmd',
+    a_cmd, 'since', nows, 'lease', a_lease_ms, 'fence', fs)
+  if n == 1 then
+    redis.call('PEXPIRE', k_meta, a_lease_ms)
+  else
+    local last = redis.call('ZRANGE', k_sem, -1, -1, 'WITHSCORES')
+    local ttl = tonumber(last[2]) - now
+    redis.call('PEXPIRE', k_sem, ttl)
+    redis.call('PEXPIRE', k_limit, ttl)
+    redis.call('PEXPIRE', k_metas, ttl)
+  end
   -- A semaphore with slots still free: the next in line need not wait
   -- for a release.
-  if n > 1 and redis.call('ZCARD', KEYS[4]) < n then
-    local nh = redis.call('LINDEX', KEYS[6], '0')
-    if nh then publish(ARGV[11] .. nh, 'turn') end
+  if n > 1 and redis.call('ZCARD', k_sem) < n then
+    local nh = redis.call('LINDEX', k_queue, '0')
+    if nh then publish(a_wake_prefix .. nh, 'turn') end
   end
   return {1, fence}
 end
 
 local pos = -1
-if ARGV[9] == '1' then
-  pos = redis.call('LPOS', KEYS[6], token)
+if a_join == '1' then
+  pos = redis.call('LPOS', k_queue, token)
   if not pos then
-    pos = redis.call('RPUSH', KEYS[6], token) - 1
+    pos = redis.call('RPUSH', k_queue, token) - 1
     -- Passed over and back: the turn we had is not ours to keep.
     local cur = redis.call('GET', turn)
     if cur and string.sub(cur, 1, #token + 1) == token .. ' ' then
       redis.call('DEL', turn)
     end
   end
-  redis.call('SET', KEYS[7], ARGV[5] .. '\31' .. ARGV[3] .. '\31' ..
-    ARGV[4] .. '\31' .. ARGV[6], 'PX', ARGV[12])
-  local qttl = math.max(2 * lease, wait + 2 * tonumber(ARGV[12]))
-  if redis.call('PTTL', KEYS[6]) < qttl then
-    redis.call('PEXPIRE', KEYS[6], qttl)
+  redis.call('HSET', k_waiters, token, string.format('%d',
+    now + tonumber(a_waiter_ttl_ms)) .. '\31' .. a_user .. '\31' ..
+    a_host .. '\31' .. a_pid .. '\31' .. a_cmd)
+  local qttl = math.max(2 * lease, wait + 2 * tonumber(a_waiter_ttl_ms))
+  if redis.call('PTTL', k_queue) < qttl then
+    redis.call('PEXPIRE', k_queue, qttl)
+  end
+  if redis.call('PTTL', k_waiters) < qttl then
+    redis.call('PEXPIRE', k_waiters, qttl)
   end
 end
 -- Waiting out a head's turn: look again when it is over; the one next in
@@ -264,13 +244,13 @@ end
 -- its subscription goes with its process).
 if due then
   wait = math.max(due - now, 1)
-  local look = tonumber(ARGV[14])
+  local look = tonumber(a_look_ms)
   if pos == 1 and wait > look then wait = look end
 end
 
 local m = {}
-if ARGV[13] == '1' and n == 1 then
-  m = redis.call('HMGET', KEYS[2], 'user', 'host', 'pid', 'cmd', 'since')
+if a_want_holder == '1' and n == 1 then
+  m = redis.call('HMGET', k_meta, 'user', 'host', 'pid', 'cmd', 'since')
 end
 return {0, wait, pos, m[1] or '', m[2] or '', m[3] or '', m[4] or '',
   m[5] or '', nows, left, foreign}

@@ -1,14 +1,16 @@
 -- dequeue: a --fair waiter gives up (timeout, signal): leave the queue and,
 -- if we were at its head, pass the turn on.
--- KEYS[1] queue  KEYS[2] our :w key   ARGV[1] token  ARGV[2] "P{K}:w:"
--- ARGV[3] "P{K}:wake:"
+-- KEYS: queue waiters
+-- ARGV: token wake_prefix
+-- queue and waiters: the --fair queue (lib/queue.lua); wake_prefix:
+-- "P{K}:wake:".
+-- RUNS: LINDEX queue 0; LREM queue 1 x; HDEL waiters x; TIME
+-- RUNS: HGET waiters x; LPOP queue; SPUBLISH =wake_prefix+x x
+-- RUNS: PUBSUB? SHARDNUMSUB =wake_prefix+x; PUBSUB? NUMSUB =wake_prefix+x
+-- RUNS: PUBLISH? =wake_prefix+x x
 -- Returns 1 if we were queued, else 0.
-acl_ask(function()
-  acl_dequeue(KEYS[1], KEYS[2], ARGV[2], ARGV[3])
-end)
-if acl_refused then return acl_refused end
-local was_head = redis.call('LINDEX', KEYS[1], 0) == ARGV[1]
-local n = redis.call('LREM', KEYS[1], 1, ARGV[1])
-redis.call('DEL', KEYS[2])
-if was_head then wake_queue(KEYS[1], ARGV[2], ARGV[3]) end
+local was_head = redis.call('LINDEX', k_queue, 0) == a_token
+local n = redis.call('LREM', k_queue, 1, a_token)
+redis.call('HDEL', k_waiters, a_token)
+if was_head then wake_queue(k_queue, k_waiters, a_wake_prefix) end
 return n

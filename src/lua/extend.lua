@@ -1,34 +1,39 @@
 -- extend: renew the lease, but only for the token that holds it.
--- KEYS[1] lock  KEYS[2] holder meta  KEYS[3] sem  KEYS[4] limit
--- KEYS[5] queue   ARGV[1] token  ARGV[2] lease ms  ARGV[3] N
+-- KEYS: lock meta metas sem limit queue
+-- ARGV: token lease_ms limit
+-- meta: a mutex holder's, metas: the -N holders' (lib/meta.lua); limit: N.
+-- RUNS mutex: GET lock; PEXPIRE lock 1; PEXPIRE meta 1
+-- RUNS sem: TIME; ZSCORE sem x; ZREM sem x; HDEL metas x; ZADD sem 1 x
+-- RUNS sem: ZRANGE sem 0 0; PEXPIRE sem 1; PEXPIRE limit 1
+-- RUNS sem: PEXPIRE metas 1
+-- RUNS: PTTL queue; PEXPIRE queue 1
 -- Returns 1 when extended, 0 when KEY is not ours (any more); refused with
--- RLOCK_NOPERM (acl.lua), writing nothing, when the ACL lacks a permission.
+-- RLOCK_NOPERM, writing nothing, when the ACL lacks a permission.
 -- Invariant: never extends a lock held by another token. Also keeps the
--- --fair queue alive while waiters sleep behind us.
-local token, lease = ARGV[1], tonumber(ARGV[2])
-acl_ask(function()
-  acl_extend(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], tonumber(ARGV[3]))
-end)
-if acl_refused then return acl_refused end
-if ARGV[3] == '1' then
-  if redis.call('GET', KEYS[1]) ~= token then return 0 end
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+-- --fair queue alive while waiters sleep behind us (its waiters' entries
+-- are theirs to refresh).
+local token, lease = a_token, tonumber(a_lease_ms)
+if a_limit == '1' then
+  if redis.call('GET', k_lock) ~= token then return 0 end
+  redis.call('PEXPIRE', k_lock, a_lease_ms)
+  redis.call('PEXPIRE', k_meta, a_lease_ms)
 else
-  local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local score = redis.call('ZSCORE', KEYS[3], token)
+  local now = server_ms()
+  local score = redis.call('ZSCORE', k_sem, token)
   if not score or tonumber(score) <= now then
-    redis.call('ZREM', KEYS[3], token)
+    redis.call('ZREM', k_sem, token)
+    meta_drop(k_metas, token)
     return 0
   end
-  redis.call('ZADD', KEYS[3], now + lease, token)
-  local last = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
-  redis.call('PEXPIRE', KEYS[3], tonumber(last[2]) - now)
-  redis.call('PEXPIRE', KEYS[4], tonumber(last[2]) - now)
+  redis.call('ZADD', k_sem, now + lease, token)
+  local last = redis.call('ZRANGE', k_sem, -1, -1, 'WITHSCORES')
+  local ttl = tonumber(last[2]) - now
+  redis.call('PEXPIRE', k_sem, ttl)
+  redis.call('PEXPIRE', k_limit, ttl)
+  redis.call('PEXPIRE', k_metas, ttl)
 end
-redis.call('PEXPIRE', KEYS[2], ARGV[2])
-local q = redis.call('PTTL', KEYS[5])
+local q = redis.call('PTTL', k_queue)
 if q >= 0 and q < 2 * lease then
-  redis.call('PEXPIRE', KEYS[5], 2 * lease)
+  redis.call('PEXPIRE', k_queue, 2 * lease)
 end
 return 1

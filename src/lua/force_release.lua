@@ -1,59 +1,51 @@
 -- force_release: break KEY whoever holds it (rlock release --force).
--- KEYS[1] lock  KEYS[2] mutex meta  KEYS[3] sem  KEYS[4] limit  KEYS[5] queue
--- KEYS[6] wake tokens   ARGV[1] "P{K}:meta:"  ARGV[2] "P{K}:wake"
--- ARGV[3] "P{K}:wake:"  ARGV[4] "P{K}:w:"  ARGV[5] wake token ttl ms
+-- KEYS: lock meta metas sem limit queue waiters tokens
+-- ARGV: wake wake_prefix wake_ttl_ms
+-- meta: a mutex holder's, metas: the -N holders' (lib/meta.lua); queue
+-- and waiters: the --fair queue (lib/queue.lua); tokens: the wake tokens;
+-- wake: the channel P{K}:wake; wake_prefix: "P{K}:wake:".
+-- RUNS: TIME; GET lock; HMGET meta user
+-- RUNS: DEL lock meta
+-- RUNS: ZRANGEBYSCORE sem 0 0; HMGET metas x; GET limit; DEL sem limit metas
+-- RUNS: SPUBLISH =wake x; LPUSH tokens 1; LTRIM tokens 0 0; PEXPIRE tokens 1
+-- RUNS: LINDEX queue 0; HGET waiters x; LPOP queue; HDEL waiters x
+-- RUNS: SPUBLISH =wake_prefix+x x; PUBLISH? =wake x
+-- RUNS: PUBLISH? =wake_prefix+x x; PUBSUB? SHARDNUMSUB =wake_prefix+x
+-- RUNS: PUBSUB? NUMSUB =wake_prefix+x
 -- Returns the holders broken, {{user, host, pid, cmd}, ...} ('' where
 -- rlock wrote nothing); empty when nothing was held, and then nothing has
 -- been written.
 -- Invariants: the fencing counter stays, so the next holder's fence is
 -- still greater than the broken one's. The --fair queue stays too and its
 -- live head is told its turn came, as on a normal release; plain waiters
--- (BLPOP on KEYS[6]) get one token per slot now free, at most N. The
+-- (BLPOP on tokens) get one token per slot now free, at most N. The
 -- broken holders find out at their next extend.
-acl_ask(function()
-  acl('TIME')
-  acl('GET', KEYS[1])
-  acl('HMGET', KEYS[2], 'user')
-  acl('DEL', KEYS[1], KEYS[2])
-  acl('ZRANGEBYSCORE', KEYS[3], '0', '0')
-  acl('HMGET', ARGV[1] .. 'x', 'user')
-  acl('GET', KEYS[4])
-  acl('ZRANGE', KEYS[3], '0', '0')
-  acl('DEL', ARGV[1] .. 'x')
-  acl('DEL', KEYS[3], KEYS[4])
-  acl('SPUBLISH', ARGV[2], 'released')
-  acl_wake_plain(KEYS[6])
-  acl_wake_queue(KEYS[5], ARGV[4], ARGV[3])
-end)
-if acl_refused then return acl_refused end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = server_ms()
 local broken, slots = {}, 0
 
-local function who(meta)
-  local m = redis.call('HMGET', meta, 'user', 'host', 'pid', 'cmd')
+local function who(m)
   broken[#broken + 1] = {m[1] or '', m[2] or '', m[3] or '', m[4] or ''}
 end
 
-if redis.call('GET', KEYS[1]) then
-  who(KEYS[2])
-  redis.call('DEL', KEYS[1], KEYS[2])
+if redis.call('GET', k_lock) then
+  who(redis.call('HMGET', k_meta, 'user', 'host', 'pid', 'cmd'))
+  redis.call('DEL', k_lock, k_meta)
   slots = 1
 end
-local live = redis.call('ZRANGEBYSCORE', KEYS[3], string.format('(%d', now),
+local live = redis.call('ZRANGEBYSCORE', k_sem, string.format('(%d', now),
   '+inf')
 if #live > 0 then
-  for _, tok in ipairs(live) do who(ARGV[1] .. tok) end
-  slots = tonumber(redis.call('GET', KEYS[4]) or '') or #live
-  -- Expired members' meta keys too: nothing may outlive the semaphore.
-  for _, tok in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
-    redis.call('DEL', ARGV[1] .. tok)
+  for _, tok in ipairs(live) do
+    who(redis.call('HMGET', k_metas, unpack(meta_names(tok, 'user', 'host',
+      'pid', 'cmd'))))
   end
-  redis.call('DEL', KEYS[3], KEYS[4])
+  slots = tonumber(redis.call('GET', k_limit) or '') or #live
+  -- Expired members' metas too: nothing may outlive the semaphore.
+  redis.call('DEL', k_sem, k_limit, k_metas)
 end
 if #broken == 0 then return broken end
 
-publish(ARGV[2], 'released')
-wake_plain(KEYS[6], slots, slots, ARGV[5])
-wake_queue(KEYS[5], ARGV[4], ARGV[3])
+publish(a_wake, 'released')
+wake_plain(k_tokens, slots, slots, a_wake_ttl_ms)
+wake_queue(k_queue, k_waiters, a_wake_prefix, now)
 return broken

@@ -1,105 +1,106 @@
 -- inspect: all that `rlock status` and `rlock list` show about one KEY.
--- KEYS[1] lock  KEYS[2] mutex meta  KEYS[3] sem  KEYS[4] limit  KEYS[5] queue
--- KEYS[6] last run
--- ARGV[1] "P{K}:meta:"  ARGV[2] "P{K}:w:"  ARGV[3] waiters to describe
--- Returns {now, mode, limit, holders, queued, waiters, last}:
+-- KEYS: lock meta metas sem limit queue waiters last
+-- ARGV: wake_prefix waiters_shown
+-- meta: a mutex holder's, metas: the -N holders' (lib/meta.lua); queue
+-- and waiters: the --fair queue (lib/queue.lua); last: the last run;
+-- wake_prefix: "P{K}:wake:"; waiters_shown: how many to describe.
+-- RUNS: TIME; GET lock; PTTL lock; HMGET meta user
+-- RUNS: ZRANGEBYSCORE sem 0 0
+-- RUNS: GET limit; HMGET metas x; LLEN queue; LRANGE queue 0 0
+-- RUNS: HGET waiters x; EXISTS last; HMGET last user; INFO? replication
+-- RUNS: PUBSUB? SHARDNUMSUB =wake_prefix+x; PUBSUB? NUMSUB =wake_prefix+x
+-- The reply, by these names (lua-text.sh makes reply() and the lists
+-- r_holders, r_waiters, r_last of them; embed-lua.sh C's
+-- INSPECT_R_NOW, INSPECT_HOLDERS_USER, ...):
+-- REPLY: now mode limit holders queued waiters last
+-- REPLY holders: lease_left user host pid cmd since lease fence ended exit
+-- REPLY holders: hold_until
+-- REPLY waiters: user host pid cmd
+-- REPLY last: user host pid cmd started ended exit fence lost ok_ended
+-- REPLY last: skips skip_fence skip_user skip_host skip_pid skip_at
 --   now      server time, ms since the epoch
 --   mode     'mutex', 'semaphore' or 'free'
 --   limit    the N of the semaphore, 1 for a mutex, 0 when free
---   holders  {{lease left ms (-1: no expiry), user, host, pid, cmd, since,
---            lease, fence, ended, exit, hold_until}, ...}, strings ''
---            where rlock wrote nothing (the last three are set once the
---            run ended and --min-hold keeps KEY); semaphore holders
---            soonest-expiring first
+--   holders  one array per holder: lease_left ms (-1: no expiry), then
+--            the strings of its meta ('' where rlock wrote nothing: the
+--            last three are set once the run ended and --min-hold keeps
+--            KEY); semaphore holders soonest-expiring first
 --   queued   live --fair waiters (entries past the first 1000 uncounted
 --            for liveness, counted as they are)
---   waiters  the first ARGV[3] live waiters, {{user, host, pid, cmd}, ...}
---   last     {} when no run is recorded, else the LAST fields of P{K}:last
+--   waiters  the first waiters_shown live waiters
+--   last     {} when no run is recorded, else the fields of P{K}:last
 --            (lib/record.lua), '' where absent
 -- Invariant: writes nothing, so looking never changes a lock's fate (and
 -- works on a replica). Run with EVALSHA_RO/EVAL_RO (script.c), which
 -- Redis 7 answers during CLIENT PAUSE WRITE; no shebang flags, as Redis 6
 -- (plain EVALSHA there) cannot compile them.
-acl_ask(function()
-  acl('TIME')
-  acl('GET', KEYS[1])
-  acl('PTTL', KEYS[1])
-  acl('HMGET', KEYS[2], 'user')
-  acl('ZRANGEBYSCORE', KEYS[3], '0', '0')
-  acl('GET', KEYS[4])
-  acl('HMGET', ARGV[1] .. 'x', 'user')
-  acl('LLEN', KEYS[5])
-  acl('LRANGE', KEYS[5], '0', '0')
-  acl('GET', ARGV[2] .. 'x')
-end)
-if acl_refused then return acl_refused end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local FIELDS = {'user', 'host', 'pid', 'cmd', 'since', 'lease', 'fence',
-  'ended', 'exit', 'hold_until'}
-local LAST = {'user', 'host', 'pid', 'cmd', 'started', 'ended', 'exit',
-  'fence', 'lost', 'ok_ended', 'skips', 'skip_fence', 'skip_user',
-  'skip_host', 'skip_pid', 'skip_at'}
+local now = server_ms()
 
-local function holder(pttl, meta)
-  local m = redis.call('HMGET', meta, unpack(FIELDS))
+-- The holder of meta key mk (tok: a -N holder's, in metas) whose lease
+-- ends in pttl ms.
+local function holder(pttl, mk, tok)
+  local m = redis.call('HMGET', mk, unpack(meta_names(tok,
+    unpack(r_holders, 2))))
   local h = {pttl}
-  for i = 1, #FIELDS do h[i + 1] = m[i] or '' end
+  for i = 2, #r_holders do h[i] = m[i - 1] or '' end
   return h
 end
 
 local mode, limit, holders = 'free', 0, {}
-if redis.call('GET', KEYS[1]) then
+if redis.call('GET', k_lock) then
   mode, limit = 'mutex', 1
-  holders[1] = holder(redis.call('PTTL', KEYS[1]), KEYS[2])
+  holders[1] = holder(redis.call('PTTL', k_lock), k_meta)
 else
-  local sem = redis.call('ZRANGEBYSCORE', KEYS[3],
+  local sem = redis.call('ZRANGEBYSCORE', k_sem,
     string.format('(%d', now), '+inf', 'WITHSCORES')
   if #sem > 0 then
     mode = 'semaphore'
-    limit = tonumber(redis.call('GET', KEYS[4]) or '0') or 0
+    limit = tonumber(redis.call('GET', k_limit) or '0') or 0
     for i = 1, #sem, 2 do
-      holders[#holders + 1] = holder(tonumber(sem[i + 1]) - now,
-        ARGV[1] .. sem[i])
+      holders[#holders + 1] = holder(tonumber(sem[i + 1]) - now, k_metas,
+        sem[i])
     end
   end
 end
 
--- Dead waiters stay in the list until they reach its head: skip them
--- (no :w key, or nobody listening on its wake channel: queue.lua). On a
--- replica nobody listens (waiters subscribe on the master): there a :w
--- key alone says a waiter is queued. A user without INFO is taken to be
--- on a master.
-local wakepre = string.sub(ARGV[2], 1, -3) .. 'wake:'
+-- Dead waiters stay in the list until they reach its head: skip them (an
+-- entry no longer due, or nobody listening on its wake channel:
+-- lib/queue.lua). On a replica nobody listens (waiters subscribe on the
+-- master): there an entry due alone says a waiter is queued. A user
+-- without INFO is taken to be on a master.
 local info = redis.pcall('INFO', 'replication')
 local on_replica = type(info) == 'string' and
   string.find(info, 'role:slave', 1, true) ~= nil
-local qlen = redis.call('LLEN', KEYS[5])
+local qlen = redis.call('LLEN', k_queue)
 local walk = math.min(qlen, 1000)
-local queued, waiters, want = qlen - walk, {}, tonumber(ARGV[3])
+local queued, waiters, want = qlen - walk, {}, tonumber(a_waiters_shown)
 if walk > 0 then
-  for _, tok in ipairs(redis.call('LRANGE', KEYS[5], 0, walk - 1)) do
-    local v = redis.call('GET', ARGV[2] .. tok)
-    if v and (on_replica or subscribed(wakepre .. tok)) then
+  for _, tok in ipairs(redis.call('LRANGE', k_queue, 0, walk - 1)) do
+    local v = redis.call('HGET', k_waiters, tok)
+    local due = entry_due(v)
+    if due and due > now and (on_replica or
+        subscribed(a_wake_prefix .. tok)) then
       queued = queued + 1
       if #waiters < want then
-        -- "user\31host\31pid\31cmd"; cmd may hold \31 itself.
-        local w, s = {}, 1
-        for i = 1, 3 do
+        -- "due\31user\31host\31pid\31cmd"; cmd may hold \31 itself.
+        local w, s = {}, string.find(v, '\31', 1, true)
+        s = s and s + 1 or #v + 1
+        for i = 1, #r_waiters - 1 do
           local e = string.find(v, '\31', s, true)
           if not e then break end
           w[i], s = string.sub(v, s, e - 1), e + 1
         end
-        for i = #w + 1, 3 do w[i] = '' end
-        w[4] = string.sub(v, s)
+        for i = #w + 1, #r_waiters - 1 do w[i] = '' end
+        w[#r_waiters] = string.sub(v, s)
         waiters[#waiters + 1] = w
       end
     end
   end
 end
 local last = {}
-if redis.call('EXISTS', KEYS[6]) == 1 then
-  last = redis.call('HMGET', KEYS[6], unpack(LAST))
-  for i = 1, #LAST do last[i] = last[i] or '' end
+if redis.call('EXISTS', k_last) == 1 then
+  last = redis.call('HMGET', k_last, unpack(r_last))
+  for i = 1, #r_last do last[i] = last[i] or '' end
 end
-return {now, mode, limit, holders, queued, waiters, last}
+return reply({now = now, mode = mode, limit = limit, holders = holders,
+  queued = queued, waiters = waiters, last = last})

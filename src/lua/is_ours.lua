@@ -1,24 +1,17 @@
 -- is_ours: does this token hold KEY right now? Reads only.
--- KEYS[1] lock  KEYS[2] sem   ARGV[1] token  ARGV[2] N
+-- KEYS: lock sem
+-- ARGV: token limit
+-- limit: N.
+-- RUNS mutex: GET lock
+-- RUNS sem: ZSCORE sem x; TIME
 -- Returns 1 when it does (mutex: P{KEY} holds the token; -N: the token's
 -- slot ends after the server's now), else 0.
 -- Invariant: the rule of extend.lua, so a nested run re-enters only a
 -- lock its holder could still extend, never an expired slot.
--- A refused read is named (acl.lua), though it could not half-write.
-acl_ask(function()
-  if ARGV[2] == '1' then
-    acl('GET', KEYS[1])
-  else
-    acl('ZSCORE', KEYS[2], ARGV[1])
-    acl('TIME')
-  end
-end)
-if acl_refused then return acl_refused end
-if ARGV[2] == '1' then
-  return redis.call('GET', KEYS[1]) == ARGV[1] and 1 or 0
+-- A refused read is named, though it could not half-write.
+if a_limit == '1' then
+  return redis.call('GET', k_lock) == a_token and 1 or 0
 end
-local score = redis.call('ZSCORE', KEYS[2], ARGV[1])
+local score = redis.call('ZSCORE', k_sem, a_token)
 if not score then return 0 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-return tonumber(score) > now and 1 or 0
+return tonumber(score) > server_ms() and 1 or 0

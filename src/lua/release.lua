@@ -1,11 +1,15 @@
 -- release: compare-and-delete, then wake whoever may take KEY now.
--- KEYS[1] lock  KEYS[2] holder meta  KEYS[3] sem  KEYS[4] limit
--- KEYS[5] queue  KEYS[6] wake tokens  KEYS[7] last run (only when a run
--- ended)   ARGV[1] token  ARGV[2] N  ARGV[3] "P{K}:wake"  ARGV[4] "P{K}:w:"
--- ARGV[5] "P{K}:wake:"  ARGV[6] wake token ttl ms; with KEYS[7]:
--- ARGV[7] --min-hold ms (0: none)  ARGV[8] rlock's exit status
--- ARGV[9] '1' if the lease was lost  ARGV[10] last run ttl ms
--- ARGV[11] ms since the grant, by the holder's clock (if meta is gone)
+-- KEYS: lock meta metas sem limit queue waiters tokens last?
+-- ARGV: token limit wake wake_prefix wake_ttl_ms
+-- ARGV: min_hold_ms? exit? lost? last_ttl_ms? ran_ms?
+-- meta: a mutex holder's, metas: the -N holders' (lib/meta.lua); queue
+-- and waiters: the --fair queue (lib/queue.lua); tokens: the wake tokens;
+-- last: the last run, given with the arguments after wake_ttl_ms only
+-- when a run ended; limit: N; wake: the channel P{K}:wake; wake_prefix:
+-- "P{K}:wake:";
+-- min_hold_ms: --min-hold (0: none); exit: rlock's exit status; lost: '1'
+-- if the lease was lost; ran_ms: ms since the grant, by the holder's clock
+-- (if meta is gone).
 -- Returns 1 when released (or kept by --min-hold), 0 when KEY was not
 -- ours (nothing done, nothing recorded); {1, why} when released but a
 -- step after it (a wake-up, the record) was refused (why: the step and
@@ -19,22 +23,37 @@
 -- nobody can take KEY before then, no process has to stay behind for it,
 -- and waiters are woken at once all the same: their next attempt learns
 -- the new expiry, which may be sooner than the one they sleep towards.
--- Wakes one plain waiter (the oldest BLPOP on KEYS[6]; at most N tokens
+-- Wakes one plain waiter (the oldest BLPOP on tokens; at most N tokens
 -- wait there) and only the live head of the --fair queue (and the one
 -- after it), so a hand-off costs O(1) messages however many wait. The
 -- message on P{K}:wake is for anyone else who wants to know.
--- No ACL questions (acl.lua): acquire.lua asked for all of this before
--- it granted KEY, and asking again cost a ninth of an uncontended lock
--- cycle's instructions. A permission taken away since then (an ACL
+-- RUNS: TIME; HMGET last f; HSET last f v; PEXPIRE last 1
+-- RUNS: SPUBLISH =wake x; PUBLISH? =wake x; LPUSH tokens 1
+-- RUNS: LTRIM tokens 0 0; PEXPIRE tokens 1; LINDEX queue 0; HGET waiters x
+-- RUNS: LPOP queue; HDEL waiters x; SPUBLISH =wake_prefix+x x
+-- RUNS: PUBLISH? =wake_prefix+x x; PUBSUB? SHARDNUMSUB =wake_prefix+x
+-- RUNS: PUBSUB? NUMSUB =wake_prefix+x
+-- RUNS mutex: GET lock; HMGET meta user; PEXPIRE meta 1; PEXPIRE lock 1
+-- RUNS mutex: HSET meta f v; DEL lock meta
+-- RUNS sem: ZSCORE sem x; HMGET metas x; PTTL metas; PEXPIRE metas 1
+-- RUNS sem: ZADD sem 1 x
+-- RUNS sem: ZRANGE sem 0 0; PEXPIRE sem 1; PEXPIRE limit 1; HSET metas f v
+-- RUNS sem: ZREM sem x; HDEL metas x; ZCARD sem; DEL sem limit metas
+-- PRECHECK: none: acquire.lua asked for all of this before it granted
+-- KEY, and asking again cost a ninth of an uncontended lock cycle's
+-- instructions. A permission taken away since then (an ACL
 -- changed mid-run) refuses the check or the release proper, one command
 -- that changes nothing when refused; or one of the steps after it, each
 -- run in a pcall so that the others still run and the lock is released
 -- all the same, where asking first refused it all and kept the lock to
 -- its lease's end.
-local token, mutex = ARGV[1], ARGV[2] == '1'
+local token, mutex = a_token, a_limit == '1'
+-- This holder's meta (lib/meta.lua).
+local mkey, mtok = k_meta, nil
+if not mutex then mkey, mtok = k_metas, token end
 if mutex then
-  if redis.call('GET', KEYS[1]) ~= token then return 0 end
-elseif not redis.call('ZSCORE', KEYS[3], token) then
+  if redis.call('GET', k_lock) ~= token then return 0 end
+elseif not redis.call('ZSCORE', k_sem, token) then
   return 0
 end
 
@@ -42,15 +61,15 @@ end
 -- script's first write that needs memory (HSET does), not the ones after
 -- it, and a release must not fail for want of room to record it.
 local now, m, hold
-if KEYS[7] then
+if k_last then
   now = now_ms()
-  m = redis.call('HMGET', KEYS[2], 'user', 'host', 'pid', 'cmd', 'since',
-    'fence')
+  m = redis.call('HMGET', mkey, unpack(meta_names(mtok, 'user', 'host',
+    'pid', 'cmd', 'since', 'fence')))
   if not m[5] then
-    m[5] = string.format('%d', tonumber(now) - tonumber(ARGV[11]))
+    m[5] = string.format('%d', tonumber(now) - tonumber(a_ran_ms))
   end
-  hold = tonumber(m[5]) + tonumber(ARGV[7])
-  if tonumber(ARGV[7]) <= 0 or hold <= tonumber(now) then hold = nil end
+  hold = tonumber(m[5]) + tonumber(a_min_hold_ms)
+  if tonumber(a_min_hold_ms) <= 0 or hold <= tonumber(now) then hold = nil end
 end
 
 -- What follows the release proper runs step by step (see above), each
@@ -76,21 +95,29 @@ local function expirable(name, k)
 end
 -- The meta may be gone (evicted, deleted) while KEY is ours: the HSET
 -- then makes it anew, and it needs its expiry again.
+-- The -N holders' metas share one hash: its expiry is only ever raised
+-- here, to left ms at least.
+local function meta_expiry(left)
+  if mutex or redis.call('PTTL', k_metas) < left then
+    redis.call('PEXPIRE', mkey, left)
+  end
+end
 local function meta_ended(left)
-  redis.call('HSET', KEYS[2], 'ended', now, 'exit', ARGV[8],
-    'hold_until', string.format('%d', hold))
-  redis.call('PEXPIRE', KEYS[2], left)
+  meta_set(mkey, mtok, 'ended', now, 'exit', a_exit, 'hold_until',
+    string.format('%d', hold))
+  meta_expiry(left)
 end
 local function slot_expiry()
-  local top = redis.call('ZRANGE', KEYS[3], -1, -1, 'WITHSCORES')
+  local top = redis.call('ZRANGE', k_sem, -1, -1, 'WITHSCORES')
   local ttl = tonumber(top[2]) - tonumber(now)
-  redis.call('PEXPIRE', KEYS[3], ttl)
-  redis.call('PEXPIRE', KEYS[4], ttl)
+  redis.call('PEXPIRE', k_sem, ttl)
+  redis.call('PEXPIRE', k_limit, ttl)
+  redis.call('PEXPIRE', k_metas, ttl)
 end
 local function slot_rest()
-  redis.call('DEL', KEYS[2])
-  if redis.call('ZCARD', KEYS[3]) == 0 then
-    redis.call('DEL', KEYS[3], KEYS[4])
+  meta_drop(k_metas, token)
+  if redis.call('ZCARD', k_sem) == 0 then
+    redis.call('DEL', k_sem, k_limit, k_metas)
   end
 end
 
@@ -101,29 +128,30 @@ end
 -- all that changed.
 if hold then
   local left = hold - tonumber(now)
-  redis.call('PEXPIRE', KEYS[2], left)
+  meta_expiry(left)
   if mutex then
-    redis.call('PEXPIRE', KEYS[1], left)
+    redis.call('PEXPIRE', k_lock, left)
   else
-    redis.call('ZADD', KEYS[3], hold, token)
+    redis.call('ZADD', k_sem, hold, token)
     step('keeping the slot', slot_expiry)
   end
   step('marking the run ended', meta_ended, left)
 elseif mutex then
-  redis.call('DEL', KEYS[1], KEYS[2])
+  redis.call('DEL', k_lock, k_meta)
 else
-  redis.call('ZREM', KEYS[3], token)
+  redis.call('ZREM', k_sem, token)
   step('freeing the slot', slot_rest)
 end
-if KEYS[7] and expirable('recording the run', KEYS[7]) then
-  step('recording the run', record_run, KEYS[7], m, now, ARGV[8], ARGV[9],
-    ARGV[10])
+if k_last and expirable('recording the run', k_last) then
+  step('recording the run', record_run, k_last, m, now, a_exit, a_lost,
+    a_last_ttl_ms)
 end
-step('telling P{K}:wake', publish, ARGV[3], 'released')
-if expirable('waking a waiter', KEYS[6]) then
-  step('waking a waiter', wake_plain, KEYS[6], 1, tonumber(ARGV[2]),
-    ARGV[6])
+step('telling P{K}:wake', publish, a_wake, 'released')
+if expirable('waking a waiter', k_tokens) then
+  step('waking a waiter', wake_plain, k_tokens, 1, tonumber(a_limit),
+    a_wake_ttl_ms)
 end
-step('waking the queue', wake_queue, KEYS[5], ARGV[4], ARGV[5])
+step('waking the queue', wake_queue, k_queue, k_waiters, a_wake_prefix,
+  now and tonumber(now))
 if why then return {1, why} end
 return 1

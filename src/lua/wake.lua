@@ -2,12 +2,11 @@
 -- KEY not ours (it restarted empty, or our lease there ran out) while the
 -- lock as a whole was released: a waiter may be blocked in BLPOP on this
 -- master, and release.lua left it nothing.
--- KEYS[1] wake tokens  ARGV[1] N  ARGV[2] wake token ttl ms
--- Returns 1; refused with RLOCK_NOPERM (acl.lua), nothing done, when the
--- ACL lacks a permission it needs.
-acl_ask(function()
-  acl_wake_plain(KEYS[1])
-end)
-if acl_refused then return acl_refused end
-wake_plain(KEYS[1], 1, tonumber(ARGV[1]), ARGV[2])
+-- KEYS: tokens
+-- ARGV: limit wake_ttl_ms
+-- tokens: the wake tokens; limit: N.
+-- RUNS: LPUSH tokens 1; LTRIM tokens 0 0; PEXPIRE tokens 1
+-- Returns 1; refused with RLOCK_NOPERM, nothing done, when the ACL lacks
+-- a permission it needs.
+wake_plain(k_tokens, 1, tonumber(a_limit), a_wake_ttl_ms)
 return 1

@@ -42,10 +42,10 @@ check_view(const struct view *v)
 	if (v->mode[0] != 'f' && v->holders->elements == 0)
 		abort();
 	for (i = 0; i < v->holders->elements; i++)
-		if (v->holders->element[i]->elements != H_N)
+		if (v->holders->element[i]->elements != INSPECT_HOLDERS_N)
 			abort();
 	if (v->last == NULL || (v->last->elements != 0 &&
-	    v->last->elements != L_N))
+	    v->last->elements != INSPECT_LAST_N))
 		abort();
 	for (i = 0; i < v->waiters->elements; i++)
 		if (v->waiters->element[i]->elements != VIEW_WHO_N)

@@ -1,22 +1,21 @@
--- acl.lua: embedded in front of every script that calls it
--- (src/lua-text.sh), before queue.lua. Redis runs a script's commands with
--- its caller's ACL, and a refused command stops the script where it
--- stands: after a DEL, before the wake-up that should follow it. So every
--- script first asks Redis 7 (redis.acl_check_cmd) whether its caller may
--- run each command it may run, on those keys and channels, and writes
--- nothing when one is refused; acquire also asks for what the holder and
--- the waiter will run later (extend, release, BLPOP, SSUBSCRIBE), so a
--- missing permission is found before the lock is taken, not at its
--- release. release.lua alone does not ask again: it runs each step after
--- its DEL apart (see there). Redis 6 cannot be asked: there nothing is
--- checked.
+-- acl.lua: embedded in front of every script that asks (src/lua-text.sh
+-- makes its questions from the script's RUNS lines). Redis runs a
+-- script's commands with its caller's ACL, and a refused command stops
+-- the script where it stands: after a DEL, before the wake-up that should
+-- follow it. So a script first asks Redis 7 (redis.acl_check_cmd) whether
+-- its caller may run each command it may run, on those keys and
+-- channels, and writes nothing when one is refused; acquire also asks for
+-- what the holder and the waiter will run later (extend, release, BLPOP,
+-- SSUBSCRIBE), so a missing permission is found before the lock is
+-- taken, not at its release. release.lua alone does not ask again: it
+-- runs each step after its DEL apart (see there). Redis 6 cannot be
+-- asked: there nothing is checked.
 --
--- A script calls acl(CMD, arg...) for each command (with all its
--- arguments), all inside acl_ask(function() ... end), then returns
--- acl_refused if it is set. Each question is
--- asked as it comes, with nothing built: a list of tables built per call
--- first cost Redis as much as the questions themselves (a quarter of an
--- uncontended lock cycle's instructions).
+-- The generated pre-check calls acl(CMD, arg...) for each command (with
+-- all its arguments), all inside acl_ask(function() ... end), then
+-- returns acl_refused if it is set. Each question is asked as it comes,
+-- with nothing built: a list of tables built per call first cost Redis as
+-- much as the questions themselves.
 
 local acl_can = redis.acl_check_cmd
 -- The first refusal acl() met, as the error for the script to return:
@@ -116,67 +115,4 @@ local function acl_ask(fn)
     end
     fn()
   end
-end
-
--- What wake_queue (queue.lua) runs: q the queue, wpre and wakepre the
--- prefixes of the waiters' keys and channels ('x' stands for a token).
-local function acl_wake_queue(q, wpre, wakepre)
-  local w = wpre .. 'x'
-  acl('LINDEX', q, '0')
-  acl('EXISTS', w)
-  acl('LPOP', q)
-  acl('DEL', w)
-  acl('SPUBLISH', wakepre .. 'x', 'turn')
-end
-
--- What wake_plain runs on the list of wake tokens.
-local function acl_wake_plain(tokens)
-  acl('LPUSH', tokens, '1')
-  acl('LTRIM', tokens, '0', '0')
-  acl('PEXPIRE', tokens, '1')
-end
-
--- extend.lua, with its five holder keys and the N of the lock.
-local function acl_extend(lock, meta, sem, limit, q, n)
-  if n == 1 then
-    acl('GET', lock)
-    acl('PEXPIRE', lock, '1')
-  else
-    acl('TIME')
-    acl('ZSCORE', sem, 'x')
-    acl('ZREM', sem, 'x')
-    acl('ZADD', sem, '1', 'x')
-    acl('ZRANGE', sem, '0', '0')
-    acl('PEXPIRE', sem, '1')
-    acl('PEXPIRE', limit, '1')
-  end
-  acl('PEXPIRE', meta, '1')
-  acl('PTTL', q)
-  acl('PEXPIRE', q, '1')
-end
-
--- release.lua: the holder keys, the wake tokens, and the wake channel and
--- the waiters' key and channel prefixes.
-local function acl_release(lock, meta, sem, limit, q, tokens, wake, wpre,
-    wakepre, n)
-  if n == 1 then
-    acl('GET', lock)
-    acl('DEL', lock, meta)
-  else
-    acl('ZREM', sem, 'x')
-    acl('DEL', meta)
-    acl('ZCARD', sem)
-    acl('DEL', sem, limit)
-  end
-  acl('SPUBLISH', wake, 'released')
-  acl_wake_plain(tokens)
-  acl_wake_queue(q, wpre, wakepre)
-end
-
--- dequeue.lua: a --fair waiter leaves the queue q, deleting its key w.
-local function acl_dequeue(q, w, wpre, wakepre)
-  acl('LINDEX', q, '0')
-  acl('LREM', q, '1', 'x')
-  acl('DEL', w)
-  acl_wake_queue(q, wpre, wakepre)
 end

@@ -1,5 +1,12 @@
 -- queue.lua: embedded in front of every script that calls it, so the
--- scripts that hand KEY on do it one way.
+-- scripts that hand KEY on do it one way. The --fair queue is two keys of
+-- KEY: the list P{K}:q of the waiters' tokens, oldest first, and the hash
+-- P{K}:w of each queued waiter's "DUE\31user\31host\31pid\31cmd", DUE the
+-- server ms its entry lapses at unless refreshed (acquire.lua,
+-- heartbeat.lua). A waiter is alive while its entry is due after now and
+-- it listens on its channel wakepre..TOKEN: it subscribes before it joins
+-- (wait.c), and the kernel closes a dead process's sockets at once,
+-- whereas its entry lapses only seconds later.
 
 -- Sharded pub/sub where the server has it (Redis 7: in a Cluster the
 -- message goes to the slot's node, not over the bus to every node);
@@ -21,19 +28,24 @@ local function subscribed(ch)
   return type(r) ~= 'table' or r.err ~= nil or r[2] > 0
 end
 
--- Drop the dead waiters at the head of the --fair queue q; return the live
--- head or nil. A waiter is alive while its key wpre..TOKEN exists and it
--- listens on wakepre..TOKEN: it subscribes before it joins (wait.c), and
--- the kernel closes a dead process's sockets at once, whereas its key
--- lapses only seconds later. A live waiter whose subscription dropped
--- loses its place here and joins again at the back once subscribed anew.
--- first: the head the caller just read, if it did (one LINDEX less).
-local function live_head(q, wpre, wakepre, first)
+-- The DUE of waiter entry v (HGET of P{K}:w), or nil (no entry).
+local function entry_due(v)
+  return v and tonumber(string.match(v, '^%d+') or '')
+end
+
+-- Drop the dead waiters at the head of the --fair queue q (entries in the
+-- hash w, channels wakepre..TOKEN); return the live head or nil. A live
+-- waiter whose subscription dropped loses its place here and joins again
+-- at the back once subscribed anew. now: the server's ms if the caller
+-- has it; first: the head the caller just read, if it did.
+local function live_head(q, w, wakepre, now, first)
   local head = first or redis.call('LINDEX', q, '0')
-  while head and (redis.call('EXISTS', wpre .. head) == 0 or
-      not subscribed(wakepre .. head)) do
+  while head do
+    now = now or server_ms()
+    local due = entry_due(redis.call('HGET', w, head))
+    if due and due > now and subscribed(wakepre .. head) then break end
     redis.call('LPOP', q)
-    redis.call('DEL', wpre .. head)
+    redis.call('HDEL', w, head)
     head = redis.call('LINDEX', q, '0')
   end
   return head or nil
@@ -49,10 +61,9 @@ end
 -- owes its clients in the reverse order of their first reply of the
 -- round (the list of pending writes is pushed at its head; not so with
 -- io-threads), so the head, told last, is written to (and woken) before
--- the one after it (lock-level hand-off 267 -> 213 us, make bench, same
--- rounds).
-local function wake_queue(q, wpre, wakepre)
-  local head = live_head(q, wpre, wakepre)
+-- the one after it.
+local function wake_queue(q, w, wakepre, now)
+  local head = live_head(q, w, wakepre, now)
   if head then
     local nxt = redis.call('LINDEX', q, '1')
     if nxt then publish(wakepre .. nxt, 'next') end

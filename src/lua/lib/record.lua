@@ -44,7 +44,5 @@ end
 
 -- Server time in ms, as a decimal string.
 local function now_ms()
-  local t = redis.call('TIME')
-  return string.format('%d', tonumber(t[1]) * 1000 +
-    math.floor(tonumber(t[2]) / 1000))
+  return string.format('%d', server_ms())
 end

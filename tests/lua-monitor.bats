@@ -1,0 +1,139 @@
+#!/usr/bin/env bats
+# Every key a script touches is one of its KEYS (the contract's Keys
+# guarantee: Cluster, and servers that check declared keys), and every
+# command it runs is one its RUNS lines declare (they make its ACL
+# pre-check and the ACL table of the documentation: src/lua-text.sh).
+# Checked on what Redis itself saw: redis-cli MONITOR against this file's
+# server while rlock runs each script in its modes (run, extend, nested
+# run, -n, -w, --fair with a waiter giving up, -N, --min-hold, a lost
+# lease, status, list, release --force); the --redlock scripts and the
+# --fair heartbeat (every 30 s) are run by hand, with the keys rlock
+# gives them. tests/lua_monitor.py reads the log.
+
+load helper
+
+BATS_TEST_TIMEOUT=$(tf 120)
+
+R() { "$RLOCK" "$@" 3>&-; }
+held() { [ "$(rcli exists "rlock:{$1}")" = 1 ]; }
+queued() { [ "$(rcli llen "rlock:{$1}:q")" = "$2" ]; }
+slots() { [ "$(rcli zcard "rlock:{$1}:sem")" = "$2" ]; }
+
+# by_hand SCRIPT NKEYS KEY... ARG...: EVALSHA the script as rlock embeds it.
+by_hand() {
+	local top=$BATS_TEST_DIRNAME/.. sha
+	sha=$(sh "$top/src/lua-text.sh" "$top/src/lua/lib" \
+	    "$top/src/lua/$1.lua" | rcli -x script load)
+	shift
+	rcli evalsha "$sha" "$@" >/dev/null
+}
+
+# Each mode once, the lock in the state its scripts act on.
+exercise() {
+	local t=$BATS_FILE_TMPDIR p q w1 w2 i
+	timeout 20 "$RLOCK" -k m-plain -l 1s -- sleep 1.2
+	timeout 20 "$RLOCK" -k m-nest -- "$RLOCK" -k m-nest -- true
+	# Busy: -n is skipped (and counted), -w waits and wins.
+	R -k m-busy -l 5s -- sleep 1.5 &
+	p=$!
+	wait_until 20 held m-busy
+	timeout 20 "$RLOCK" -n -k m-busy -- true && return 1
+	timeout 20 "$RLOCK" -w 10 -k m-busy -- true
+	wait "$p"
+	# --fair: one waiter gives up (dequeue), two are served in turn.
+	R -k m-fair -l 5s -- sleep 2 &
+	p=$!
+	wait_until 20 held m-fair
+	R --fair -w 20 -k m-fair -- true &
+	w1=$!
+	wait_until 20 queued m-fair 1
+	R --fair -w 20 -k m-fair -- true &
+	w2=$!
+	wait_until 20 queued m-fair 2
+	timeout 20 "$RLOCK" --fair -w 0.3 -k m-fair -- true && return 1
+	R status m-fair >/dev/null
+	wait "$p" && wait "$w1" && wait "$w2"
+	# -N: two slots, a third waits; then broken by force.
+	p=""
+	for i in 1 2 3; do
+		R -N 2 -w 20 -k m-sem -l 5s -- sleep 0.5 &
+		p="$p $!"
+	done
+	wait_until 20 slots m-sem 2
+	R status --json m-sem >/dev/null
+	for i in $p; do wait "$i" || return 1; done
+	R -N 2 -k m-sem -l 1s -- sleep 20 &
+	p=$!
+	wait_until 20 slots m-sem 1
+	R release --force m-sem >/dev/null
+	wait "$p" || true
+	R -N 2 --min-hold 2s -k m-sem -- true
+	# --min-hold, then status and list of what rests.
+	R --min-hold 2s -k m-hold -- true
+	R status m-hold >/dev/null
+	R list >/dev/null
+	R list --json >/dev/null
+	# A mutex holder and its --fair waiter, broken by force.
+	R -k m-force -l 1s -- sleep 20 &
+	p=$!
+	wait_until 20 held m-force
+	R --fair -w 20 -k m-force -- true &
+	w1=$!
+	wait_until 20 queued m-force 1
+	R release --force m-force >/dev/null
+	wait "$w1"
+	wait "$p" || true
+	# A lease lost: the holder records its run as lost.
+	R -k m-lost -l 1s -- sleep 5 &
+	p=$!
+	wait_until 20 held m-lost
+	rcli del 'rlock:{m-lost}' >/dev/null
+	wait "$p" && return 1
+	# By hand, with the keys rlock gives them.
+	q='rlock:{m-hand}'
+	rcli set "$q" tok px 5000 >/dev/null
+	by_hand heartbeat 1 "$q:w" tok "$(printf 'u\037h\0371\037c')" 90000
+	by_hand fence_raise 3 "$q" "$q:fence" "$q:meta" tok 5 604800000
+	by_hand undo 2 "$q" "$q:meta" tok
+	by_hand wake 1 "$q:tok" 1 5000
+	return 0
+}
+
+setup_file() {
+	redis_start main
+	export MON=$BATS_FILE_TMPDIR/monitor.log
+	redis-cli -s "$REDIS_SOCK" monitor > "$MON" 3>&- &
+	export MON_PID=$!
+	wait_until 20 grep -q . "$MON" || redis-cli -s "$REDIS_SOCK" ping >/dev/null
+	exercise > "$BATS_FILE_TMPDIR/exercise.log" 2>&1
+	echo $? > "$BATS_FILE_TMPDIR/exercise.rc"
+	rcli ping >/dev/null
+	kill "$MON_PID"
+	wait "$MON_PID" 2>/dev/null || true
+}
+
+teardown_file() {
+	redis_stop main
+}
+
+@test "monitor: the modes ran as planned" {
+	[ "$(cat "$BATS_FILE_TMPDIR/exercise.rc")" = 0 ] ||
+		fail "$(cat "$BATS_FILE_TMPDIR/exercise.log")"
+	grep -q '\[0 lua\]' "$MON" || fail "MONITOR saw no script's commands"
+}
+
+@test "monitor: every key a script touches is in its KEYS" {
+	run python3 "$BATS_TEST_DIRNAME/lua_monitor.py" "$REDIS_SOCK" "$MON" \
+	    "$BATS_TEST_DIRNAME/.." keys
+	echo "$output"
+	[ "$status" = 0 ]
+	# Every script ran, so none went unchecked.
+	assert_line "12 scripts run: acquire dequeue extend fence_raise force_release heartbeat inspect is_ours record release undo wake"
+}
+
+@test "monitor: every command a script runs is in its RUNS lines" {
+	run python3 "$BATS_TEST_DIRNAME/lua_monitor.py" "$REDIS_SOCK" "$MON" \
+	    "$BATS_TEST_DIRNAME/.."
+	echo "$output"
+	[ "$status" = 0 ]
+}
