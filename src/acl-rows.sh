@@ -11,10 +11,11 @@ top=${1:-$(dirname "$0")/..}
 # What each mode runs: SCRIPT:CONDITION,... (the conditions of its RUNS
 # lines) and the commands rlock sends itself (+cmd). Every mode sends
 # EVALSHA, and EVAL when the server lacks the script.
-modes='run, `-w` (a plain waiter)|acquire:mutex,blpop release:mutex extend:mutex is_ours:mutex record +blpop
+modes='run, `-w` (a plain waiter)|acquire:mutex,blpop release:mutex extend:mutex is_ours:mutex record dequeue +blpop
 run with `-n`|acquire:mutex release:mutex extend:mutex is_ours:mutex record
 `--fair`|acquire:mutex,fair release:mutex extend:mutex is_ours:mutex record dequeue heartbeat +ssubscribe
 `-N`|acquire:sem,blpop release:sem extend:sem is_ours:sem record +blpop
+`-s`|acquire:mutex,shared,blpop release:mutex,shared extend:mutex,shared is_ours:mutex,shared record +blpop
 `status`|inspect
 `list`|inspect +scan
 `release --force`|force_release'

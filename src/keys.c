@@ -111,6 +111,9 @@ lock_keys_init(struct lock_keys *k, const char *prefix, const char *key,
 	k->last = key_name(prefix, key, keylen, ":last", &k->last_len);
 	k->tokens = key_name(prefix, key, keylen, ":tok", &k->tokens_len);
 	k->turn = key_name(prefix, key, keylen, ":turn", &k->turn_len);
+	k->shares = key_name(prefix, key, keylen, ":sh", &k->shares_len);
+	k->writers = key_name(prefix, key, keylen, ":xw", &k->writers_len);
+	k->wtokens = key_name(prefix, key, keylen, ":xtok", &k->wtokens_len);
 	k->wake_prefix = token_key(prefix, key, keylen, "wake", NULL,
 	    &k->wake_prefix_len);
 	k->my_wake = token_key(prefix, key, keylen, "wake", tok,
@@ -122,7 +125,8 @@ lock_keys_free(struct lock_keys *k)
 {
 	char **all[] = { &k->lock, &k->meta, &k->metas, &k->fence, &k->sem,
 	    &k->limit, &k->queue, &k->waiters, &k->wake,
-	    &k->wake_prefix, &k->my_wake, &k->tokens, &k->last, &k->turn };
+	    &k->wake_prefix, &k->my_wake, &k->tokens, &k->last, &k->turn,
+	    &k->shares, &k->writers, &k->wtokens };
 	size_t i;
 
 	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)

@@ -107,17 +107,18 @@ copy_str(const struct reply *r, char *buf, size_t len)
 }
 
 /* {0, wait, pos, user, host, pid, cmd, since, now, lease left,
- * foreign}; 0 or -1. */
+ * foreign, writer}; 0 or -1. */
 static int
 parse_busy(const struct reply *r, struct lock_busy *b)
 {
 	size_t i;
 	char num[24];
 
-	if (r->elements != 11 || r->element[1]->type != REPLY_INTEGER ||
+	if (r->elements != 12 || r->element[1]->type != REPLY_INTEGER ||
 	    r->element[2]->type != REPLY_INTEGER ||
 	    r->element[9]->type != REPLY_INTEGER ||
-	    r->element[10]->type != REPLY_INTEGER)
+	    r->element[10]->type != REPLY_INTEGER ||
+	    r->element[11]->type != REPLY_INTEGER)
 		return -1;
 	for (i = 3; i < 9; i++)
 		if (r->element[i]->type != REPLY_STRING)
@@ -134,6 +135,7 @@ parse_busy(const struct reply *r, struct lock_busy *b)
 	b->now_ms = strtoll(num, NULL, 10);
 	b->lease_left_ms = r->element[9]->integer;
 	b->foreign = r->element[10]->integer == 1;
+	b->writer = (int)r->element[11]->integer;
 	return 0;
 }
 
@@ -171,6 +173,10 @@ num(struct call *c, int i, long long v)
 	return c->num[i];
 }
 
+/* A number macro as a string argument. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 /* Key `name` of a script: the lock_keys field of that name. */
 #define KEY(a, name, k, field) \
 	script_key(a, name, (k)->field, (k)->field##_len)
@@ -195,6 +201,9 @@ call_acquire(struct call *c, const struct lock_ctx *ctx, int queue,
 	KEY(a, ACQUIRE_K_TURN, k, turn);
 	KEY(a, ACQUIRE_K_LAST, k, last);
 	KEY(a, ACQUIRE_K_TOKENS, k, tokens);
+	KEY(a, ACQUIRE_K_SHARES, k, shares);
+	KEY(a, ACQUIRE_K_WRITERS, k, writers);
+	KEY(a, ACQUIRE_K_WTOKENS, k, wtokens);
 	script_arg_str(a, ACQUIRE_A_TOKEN, ctx->token);
 	script_arg_str(a, ACQUIRE_A_LEASE_MS, num(c, 0, ctx->lease_ms));
 	script_arg_str(a, ACQUIRE_A_HOST, ctx->host);
@@ -213,6 +222,9 @@ call_acquire(struct call *c, const struct lock_ctx *ctx, int queue,
 	    ctx->acl_needs ? ctx->acl_needs : "");
 	script_arg_str(a, ACQUIRE_A_TURN_MS, num(c, 5, TURN_MS));
 	script_arg(a, ACQUIRE_A_WAKE, k->wake, k->wake_len);
+	script_arg_str(a, ACQUIRE_A_SHARED, ctx->shared ? "1" : "0");
+	script_arg_str(a, ACQUIRE_A_WRITER_TTL_MS, STR(WRITER_TTL_MS));
+	script_arg_str(a, ACQUIRE_A_WAKE_TTL_MS, STR(WAKE_TOKEN_TTL_MS));
 	if (ctx->fence_proposed > 0)
 		script_arg_str(a, ACQUIRE_A_FENCE_PROPOSED,
 		    num(c, 6, ctx->fence_proposed));
@@ -229,8 +241,10 @@ call_is_ours(struct call *c, const struct lock_ctx *ctx)
 	script_args_init(a, &lua_is_ours);
 	KEY(a, IS_OURS_K_LOCK, k, lock);
 	KEY(a, IS_OURS_K_SEM, k, sem);
+	KEY(a, IS_OURS_K_SHARES, k, shares);
 	script_arg_str(a, IS_OURS_A_TOKEN, ctx->token);
 	script_arg_str(a, IS_OURS_A_LIMIT, num(c, 0, ctx->limit));
+	script_arg_str(a, IS_OURS_A_SHARED, ctx->shared ? "1" : "0");
 	script_args_done(a);
 }
 
@@ -248,9 +262,11 @@ call_extend(struct call *c, const struct lock_ctx *ctx)
 	KEY(a, EXTEND_K_SEM, k, sem);
 	KEY(a, EXTEND_K_LIMIT, k, limit);
 	KEY(a, EXTEND_K_QUEUE, k, queue);
+	KEY(a, EXTEND_K_SHARES, k, shares);
 	script_arg_str(a, EXTEND_A_TOKEN, ctx->token);
 	script_arg_str(a, EXTEND_A_LEASE_MS, num(c, 0, ctx->lease_ms));
 	script_arg_str(a, EXTEND_A_LIMIT, num(c, 1, ctx->limit));
+	script_arg_str(a, EXTEND_A_SHARED, ctx->shared ? "1" : "0");
 	script_args_done(a);
 }
 
@@ -289,8 +305,12 @@ call_release(struct call *c, const struct lock_ctx *ctx)
 	KEY(a, RELEASE_K_QUEUE, k, queue);
 	KEY(a, RELEASE_K_WAITERS, k, waiters);
 	KEY(a, RELEASE_K_TOKENS, k, tokens);
+	KEY(a, RELEASE_K_SHARES, k, shares);
+	KEY(a, RELEASE_K_WRITERS, k, writers);
+	KEY(a, RELEASE_K_WTOKENS, k, wtokens);
 	script_arg_str(a, RELEASE_A_TOKEN, ctx->token);
 	script_arg_str(a, RELEASE_A_LIMIT, num(c, 0, ctx->limit));
+	script_arg_str(a, RELEASE_A_SHARED, ctx->shared ? "1" : "0");
 	script_arg(a, RELEASE_A_WAKE, k->wake, k->wake_len);
 	script_arg(a, RELEASE_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
@@ -386,9 +406,12 @@ dequeue_args(struct script_args *a, const struct lock_ctx *ctx)
 	script_args_init(a, &lua_dequeue);
 	KEY(a, DEQUEUE_K_QUEUE, k, queue);
 	KEY(a, DEQUEUE_K_WAITERS, k, waiters);
+	KEY(a, DEQUEUE_K_WRITERS, k, writers);
+	KEY(a, DEQUEUE_K_TOKENS, k, tokens);
 	script_arg_str(a, DEQUEUE_A_TOKEN, ctx->token);
 	script_arg(a, DEQUEUE_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
+	script_arg_str(a, DEQUEUE_A_WAKE_TTL_MS, STR(WAKE_TOKEN_TTL_MS));
 	script_args_done(a);
 }
 
@@ -429,13 +452,17 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 	return acquire_result(srv(l), call_run(srv(l), &c), fence, busy);
 }
 
+/* is_ours.lua's 0, 1, or 2 (a share, asked for exclusively). */
 static int
 op_is_ours(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct call c;
+	long long v;
 
 	call_is_ours(&c, ctx);
-	return yes_no(srv(l), c.what, call_run(srv(l), &c));
+	if (int_reply(srv(l), c.what, call_run(srv(l), &c), &v) < 0)
+		return -1;
+	return v == 1 || v == 2 ? (int)v : 0;
 }
 
 /* A --fair waiter still in the queue, its entry refreshed
@@ -454,6 +481,7 @@ op_heartbeat(struct lock *l, const struct lock_ctx *ctx)
 	script_arg_str(&a, HEARTBEAT_A_TOKEN, ctx->token);
 	script_arg_str(&a, HEARTBEAT_A_INFO, ctx->waiter_info);
 	script_arg_str(&a, HEARTBEAT_A_WAITER_TTL_MS, ttl);
+	script_arg_str(&a, HEARTBEAT_A_SHARED, ctx->shared ? "1" : "0");
 	script_args_done(&a);
 	return int_reply(cn, "heartbeat", script_call(cn, &a), &v);
 }
@@ -581,6 +609,105 @@ field(const struct reply *r, const char *name)
 	return NULL;
 }
 
+/* One command's reply, with arguments a (n of them, NUL-terminated but
+ * the keys, whose lengths come in kl, 0 for the others). */
+static struct reply *
+cmd(struct server *cn, int n, const char **a, const size_t *kl)
+{
+	size_t lens[6];
+	int i;
+
+	for (i = 0; i < n; i++)
+		lens[i] = kl[i] ? kl[i] : strlen(a[i]);
+	return server_command(cn, n, a, lens);
+}
+
+/* "N shared holders (user@host, pid P: cmd, and M more)". */
+static void
+describe_shares(struct server *cn, const struct lock_keys *k, char *buf,
+    size_t len)
+{
+	const char *a[6] = { "ZRANGE", k->shares, "0", "-1" };
+	size_t kl[6] = { 0, k->shares_len, 0, 0 };
+	char f[4][48], pcmd[80], more[32] = "";
+	struct reply *r, *m;
+	size_t n, i;
+
+	if ((r = cmd(cn, 4, a, kl)) == NULL || r->type != REPLY_ARRAY ||
+	    r->elements == 0 || r->element[0]->type != REPLY_STRING) {
+		reply_free(r);
+		return;
+	}
+	n = r->elements;
+	snprintf(buf, len, "%zu shared holder%s", n, n == 1 ? "" : "s");
+	for (i = 0; i < 4; i++)
+		snprintf(f[i], sizeof(f[i]), "%.36s:%s", r->element[0]->str,
+		    (const char *[]){ "user", "host", "pid", "cmd" }[i]);
+	reply_free(r);
+	a[0] = "HMGET", a[1] = k->metas, kl[1] = k->metas_len;
+	for (i = 0; i < 4; i++)
+		a[2 + i] = f[i], kl[2 + i] = 0;
+	if ((m = cmd(cn, 6, a, kl)) == NULL)
+		return;
+	if (m->type == REPLY_ARRAY && m->elements == 4) {
+		for (i = 0; i < 4; i++)
+			if (m->element[i]->type != REPLY_STRING)
+				break;
+		if (i == 4) {
+			printable(m->element[3]->str, m->element[3]->len, pcmd,
+			    sizeof(pcmd));
+			if (n > 1)
+				snprintf(more, sizeof(more), ", and %zu more",
+				    n - 1);
+			snprintf(buf, len, "%zu shared holder%s (%s@%s, pid "
+			    "%s: %s%s)", n, n == 1 ? "" : "s",
+			    m->element[0]->str, m->element[1]->str,
+			    m->element[2]->str, pcmd, more);
+		}
+	}
+	reply_free(m);
+}
+
+/*
+ * No holder's meta: a shared KEY, a --fair head taking its turn, or (for
+ * a reader) an exclusive request that readers wait for.
+ */
+static void
+describe_other(struct server *cn, const struct lock_ctx *ctx, char *buf,
+    size_t len)
+{
+	const struct lock_keys *k = &ctx->k;
+	const char *a[2] = { "GET", k->lock };
+	size_t kl[2] = { 0, k->lock_len }, n;
+	struct reply *r;
+	int shared, free, writers = 0;
+
+	if ((r = cmd(cn, 2, a, kl)) == NULL)
+		return;
+	shared = r->type == REPLY_STRING && r->len == 6 &&
+	    memcmp(r->str, "shared", 6) == 0;
+	free = r->type == REPLY_NIL;
+	reply_free(r);
+	if (ctx->shared) {
+		a[0] = "ZCARD", a[1] = k->writers, kl[1] = k->writers_len;
+		if ((r = cmd(cn, 2, a, kl)) == NULL)
+			return;
+		writers = r->type == REPLY_INTEGER && r->integer > 0;
+		reply_free(r);
+	}
+	if (shared)
+		describe_shares(cn, k, buf, len);
+	else if (free && writers)
+		snprintf(buf, len, "nobody, but an exclusive request is "
+		    "waiting");
+	else if (free)
+		snprintf(buf, len, "nobody, but it is the turn of the next "
+		    "--fair waiter,");
+	n = strlen(buf);
+	if (shared && writers)
+		snprintf(buf + n, len - n, "; an exclusive request is waiting");
+}
+
 static void
 op_describe_holder(struct lock *l, const struct lock_ctx *ctx, char *buf,
     size_t len)
@@ -600,15 +727,8 @@ op_describe_holder(struct lock *l, const struct lock_ctx *ctx, char *buf,
 		return;
 	if (r->type == REPLY_ARRAY && r->elements == 0) {
 		reply_free(r);
-		argv[0] = "EXISTS";
-		argv[1] = k->lock;
-		lens[0] = 6;
-		lens[1] = k->lock_len;
-		if ((r = server_command(cn, 2, argv, lens)) == NULL)
-			return;
-		if (r->type == REPLY_INTEGER && r->integer == 0)
-			snprintf(buf, len, "nobody, but it is the turn of the "
-			    "next --fair waiter,");
+		describe_other(cn, ctx, buf, len);
+		return;
 	}
 	if (r->type == REPLY_ARRAY && (user = field(r, "user")) &&
 	    (host = field(r, "host")) && (pid = field(r, "pid")) &&
@@ -661,9 +781,15 @@ op_waker(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct server *s = srv(l);
 
+	struct waker *w;
+
 	if (ctx->fair)
 		return wake_sub(&s, 1, 1, ctx->k.my_wake, ctx->k.my_wake_len);
-	return wake_pop(s, ctx->k.tokens, ctx->k.tokens_len);
+	w = wake_pop(s, ctx->k.tokens, ctx->k.tokens_len);
+	/* Readers that wait for an exclusive waiter are not woken for it. */
+	if (!ctx->shared && ctx->limit == 1)
+		wake_pop_also(w, ctx->k.wtokens, ctx->k.wtokens_len);
+	return w;
 }
 
 static int

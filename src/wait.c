@@ -54,6 +54,8 @@ struct waiter {
 	int64_t no_ttl_backoff;
 	int64_t next_beat;		/* --fair :w key refresh due */
 	int queued;			/* we are in the --fair queue */
+	int writer;			/* readers wait for us (P{K}:xw) */
+	int expiry;			/* the retry is the holder's expiry */
 	int uncertain;			/* an attempt's outcome is unknown */
 	int64_t follow_sent;		/* when send_behind sent its attempt */
 	int sentinel;			/* ask the sentinels while waiting */
@@ -148,6 +150,8 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 			lr = lock_acquire(w->l, w->ctx, queue, want,
 			    &res->fence, busy);
 		}
+		if (lr == LOCK_BUSY && busy->writer == 1)
+			w->writer = 1;
 		if (lr == LOCK_BUSY && busy->position >= 0 && !w->queued) {
 			w->queued = 1;
 			w->next_beat = mono_ms() + WAITER_BEAT_MS;
@@ -177,6 +181,9 @@ retry_at(struct waiter *w, const struct lock_busy *b)
 {
 	int64_t now = mono_ms(), t;
 
+	/* A retry before the holder's lease ends (an exclusive waiter that
+	 * renews its claim on the readers) needs no sharp wake-up. */
+	w->expiry = b->lease_left_ms < 0 || b->wait_ms >= b->lease_left_ms;
 	if (b->wait_ms >= 0) {
 		t = b->wait_ms + EXPIRY_SLACK_MS;
 		w->no_ttl_backoff = 100;
@@ -283,7 +290,7 @@ sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
 			until = mono_ms() + REDRAW_MS;
 		if (w->sentinel && mono_ms() + SENTINEL_RECHECK_MS < until)
 			until = mono_ms() + SENTINEL_RECHECK_MS;
-		why = block(w, until, until == retry, res);
+		why = block(w, until, until == retry && w->expiry, res);
 		/* The attempt sent behind the BLPOP has answered, or will:
 		 * it is the caller's to read now. */
 		if (why == WOKE_TIMEOUT && w->wk && waker_followed(w->wk))
@@ -333,13 +340,13 @@ give_up(struct waiter *w, enum wait_status st)
 	waitline_clear(&w->line);
 	if (w->wk && waker_follow_lost(w->wk))
 		w->uncertain = 1;
-	if (!w->queued && !w->uncertain)
+	if (!w->queued && !w->writer && !w->uncertain)
 		goto out;
 	/* Keep the failure that made us give up for the caller's message. */
 	w->why = *lock_failure(w->l);
 	if (!lock_is_open(w->l) && lock_open(w->l) != 0)
 		goto out;
-	if (w->queued)
+	if (w->queued || w->writer)
 		(void)lock_dequeue(w->l, w->ctx);
 	if (w->uncertain)
 		(void)lock_release(w->l, w->ctx);

@@ -39,6 +39,8 @@ struct waker {
 	int listening[WAKE_MAX_SUBS];
 	char *name;			/* the list, or the channel */
 	size_t name_len;
+	char *also;			/* a second list to BLPOP, or NULL */
+	size_t also_len;
 	struct failure fail;
 };
 
@@ -72,6 +74,14 @@ struct waker *
 wake_pop(struct server *s, const char *list, size_t len)
 {
 	return wake_pop_any(&s, 1, 1, list, len);
+}
+
+void
+wake_pop_also(struct waker *w, const char *list, size_t len)
+{
+	free(w->also);
+	w->also = xstrndup(list, len);
+	w->also_len = len;
 }
 
 struct waker *
@@ -134,6 +144,7 @@ waker_free(struct waker *w)
 	for (i = 0; i < w->n; i++)
 		server_free(w->sub[i]);
 	free(w->name);
+	free(w->also);
 	free(w);
 }
 
@@ -380,15 +391,16 @@ pick(const struct waker *w)
 static int
 arm(struct waker *w, int64_t until)
 {
-	const char *argv[3] = { "BLPOP", w->name, NULL };
-	size_t lens[3] = { 5, w->name_len, 0 };
+	const char *argv[4] = { "BLPOP", w->name, w->also, NULL };
+	size_t lens[4] = { 5, w->name_len, w->also_len, 0 };
 	int64_t left = until - mono_ms();
+	int n = w->also ? 3 : 2;
 	char secs[32];
 
-	lens[2] = (size_t)snprintf(secs, sizeof(secs), "%lld.%03lld",
+	lens[n] = (size_t)snprintf(secs, sizeof(secs), "%lld.%03lld",
 	    (long long)(left / 1000), (long long)(left % 1000));
-	argv[2] = secs;
-	if (server_send(w->pop[w->at], 3, argv, lens) < 0)
+	argv[n] = secs;
+	if (server_send(w->pop[w->at], n + 1, argv, lens) < 0)
 		return -1;
 	w->armed = 1;
 	w->armed_until = until;
