@@ -11,6 +11,7 @@ top=${1:-$(dirname "$0")/..}
 # What each mode runs: SCRIPT:CONDITION,... (the conditions of its RUNS
 # lines) and the commands rlock sends itself (+cmd). Every mode sends
 # EVALSHA, and EVAL when the server lacks the script.
+# shellcheck disable=SC2016 # backquotes: the README's markup
 modes='run, `-w` (a plain waiter)|acquire:mutex,blpop release:mutex extend:mutex is_ours:mutex record dequeue +blpop
 run with `-n`|acquire:mutex release:mutex extend:mutex is_ours:mutex record
 `--fair`|acquire:mutex,fair release:mutex extend:mutex is_ours:mutex record dequeue heartbeat +ssubscribe
@@ -24,8 +25,9 @@ rules() {
 	for w in "$@"; do
 		case $w in
 		+*) echo "${w#+}" ;;
-		*) sh "$top/src/lua-text.sh" --runs "$top/src/lua/${w%%:*}.lua" \
-			$(echo "${w#*:}" | tr ',' ' ') ;;
+		*) # shellcheck disable=SC2046 # the conditions: words
+			sh "$top/src/lua-text.sh" --runs \
+			"$top/src/lua/${w%%:*}.lua" $(echo "${w#*:}" | tr ',' ' ') ;;
 		esac
 	done | awk '
 	{ c = tolower($1) }
@@ -38,7 +40,6 @@ rules() {
 	  for (i = 1; i <= NF; i++) if (!seen[$i]++) out = out (out ? " " : "") $i
 	  print out }'
 }
-all=""
 printf '%s\n' "$modes" | while IFS='|' read -r mode what; do
 	# shellcheck disable=SC2086 # what: words
 	echo "$mode|$(rules $what)"

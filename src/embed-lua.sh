@@ -12,14 +12,14 @@ outc=$1 outh=$2 libdir=$3
 shift 3
 text="$(dirname "$0")/lua-text.sh"
 # names FILE KEYS|ARGV: the header's names, one per line, '?' kept.
-names() { sed -n "s/^-- $2://p" "$1" | tr -s ' \t' '\n\n' | sed '/^$/d'; }
+names() { sed -n "s/^-- $2://p" "$1" | tr -s ' \t' '\n' | sed '/^$/d'; }
 # enum UPPER TAG FILE KEYS|ARGV COUNT: the C names of one header line.
 enum() {
 	n=0 req=0
 	echo "enum {"
 	for nm in $(names "$3" "$4"); do
 		case $nm in *'?') ;; *) req=$((req + 1)) ;; esac
-		echo "	${1}_${2}_$(echo "${nm%'?'}" | tr a-z A-Z),"
+		echo "	${1}_${2}_$(echo "${nm%'?'}" | tr '[:lower:]' '[:upper:]'),"
 		n=$((n + 1))
 	done
 	echo "	${1}_$5 = $n,"
@@ -48,7 +48,7 @@ replies() {
 	echo "#include \"script.h\""
 	for f in "$@"; do
 		name=$(basename "$f" .lua)
-		up=$(echo "$name" | tr a-z A-Z)
+		up=$(echo "$name" | tr '[:lower:]' '[:upper:]')
 		enum "$up" K "$f" KEYS NKEYS
 		enum "$up" A "$f" ARGV NARGS
 		replies "$up" "$f"
@@ -61,7 +61,7 @@ replies() {
 	echo "#include \"lua_scripts.h\""
 	for f in "$@"; do
 		name=$(basename "$f" .lua)
-		up=$(echo "$name" | tr a-z A-Z)
+		up=$(echo "$name" | tr '[:lower:]' '[:upper:]')
 		sh "$text" "$libdir" "$f" > "$outc.lua"
 		sha=$(sha1sum < "$outc.lua" | cut -d' ' -f1)
 		echo "static const char body_${name}[] = {"

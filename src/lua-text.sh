@@ -34,8 +34,9 @@
 # caller's ACL refuses one. tests/lua-monitor.bats checks, under MONITOR,
 # that every command a script runs is declared, on a key of its KEYS.
 #   -- REPLY: now mode            reply{now = ..., mode = ...} returns
-#   -- REPLY holders: user host   them in order; r_holders = {'user', ...}
-# (C: SCRIPT_R_NOW, SCRIPT_HOLDERS_USER, SCRIPT_R_N, SCRIPT_HOLDERS_N).
+#   -- REPLY holders: user host   them in order, as reply_holders{...};
+# r_holders = {'user', 'host'} (C: SCRIPT_R_NOW, SCRIPT_HOLDERS_USER,
+# SCRIPT_R_N, SCRIPT_HOLDERS_N).
 # A script that indexes KEYS or ARGV itself, uses a name its header lacks
 # or declares one it never uses, or runs a command its RUNS lack, is
 # refused here, and so is the build.
@@ -92,7 +93,7 @@ libdir=$1 script=$2
 code=$(sed -e '/^[[:space:]]*--/d' "$script")
 header() { # KEYS|ARGV: the names, one per line
 	grep -q "^-- $1:" "$script" || die "needs a '-- $1:' header line"
-	sed -n "s/^-- $1://p" "$script" | tr -s ' \t' '\n\n' | sed '/^$/d'
+	sed -n "s/^-- $1://p" "$script" | tr -s ' \t' '\n' | sed '/^$/d'
 }
 keys=$(header KEYS) argv=$(header ARGV)
 printf '%s\n' "$code" | grep -Eq '\b(KEYS|ARGV)\[' &&
@@ -103,6 +104,7 @@ printf '%s\n' "$code" | grep -Eq '\b(KEYS|ARGV)\[' &&
 precheck=""
 if ! grep -q '^-- PRECHECK: none' "$script"; then
 	r=$(all "$script")
+	# shellcheck disable=SC2086 # the names, one line
 	precheck=$(printf '%s\n' "$r" | awk -F'|' -v keys=" $(echo $keys |
 	    tr -d '?') " -v argv=" $(echo $argv | tr -d '?') " -v s="$script" '
 	function die(m) { print s ": RUNS: " m > "/dev/stderr"; bad = 1; exit 1 }
@@ -171,17 +173,23 @@ for c in $(printf '%s\n' "$code" | grep -Eo \
 		die "runs $c, which its RUNS lines lack"
 done
 
-# REPLY lines: reply() and the r_ lists.
-replies=$(sed -n 's/^-- REPLY\( [a-z_]*\)\{0,1\}:/&/p' "$script" | awk '
+# REPLY lines: reply() and, for each named list, the function reply_NAME
+# and the list r_NAME of its names, each made only if the script uses it.
+replies=$(sed -n 's/^-- REPLY\( [a-z_]*\)\{0,1\}:/&/p' "$script" |
+	CODE=$code awk '
+	function uses(w) { return ENVIRON["CODE"] ~ ("(^|[^A-Za-z0-9_])" w "[^A-Za-z0-9_]") }
 	{ k = $2 == "REPLY:" ? "" : $3; sub(/:$/, "", k)
 	  if (!(k in v)) order[++n] = k
 	  for (i = k == "" ? 3 : 4; i <= NF; i++) v[k] = v[k] " " $i }
 	END { for (j = 1; j <= n; j++) {
-		k = order[j]; m = split(v[k], f, " "); out = ""
-		for (i = 1; i <= m; i++)
-			out = out (i > 1 ? ", " : "") (k == "" ? "t." f[i] : "\047" f[i] "\047")
-		if (k == "") print "local function reply(t) return {" out "} end"
-		else print "local r_" k " = {" out "}"
+		k = order[j]; m = split(v[k], f, " "); fs = ""; ns = ""
+		for (i = 1; i <= m; i++) {
+			fs = fs (i > 1 ? ", " : "") "t." f[i]
+			ns = ns (i > 1 ? ", " : "") "\047" f[i] "\047"
+		}
+		fn = k == "" ? "reply" : "reply_" k
+		if (uses(fn)) print "local function " fn "(t) return {" fs "} end"
+		if (k != "" && uses("r_" k)) print "local r_" k " = {" ns "}"
 	} }')
 
 # Uses of names: in the code, the pre-check and the REPLY names.
@@ -200,7 +208,7 @@ locals() {
 		printf '%s\n' "$used" | grep -Eq "\\b${pre}_$nm\\b" ||
 			die "declares $tab $nm but never uses ${pre}_$nm"
 		i=$((i + 1))
-		lhs="$lhs${lhs:+, }${pre}_$nm" rhs="$rhs${rhs:+, }$tab[$i]"
+		lhs="$lhs${lhs:+, }${pre}_$nm" rhs="$rhs${rhs:+, }${tab}[$i]"
 	done
 	for u in $(printf '%s\n' "$used" | grep -Eo "\\b${pre}_[a-z0-9_]+" |
 	    sort -u); do

@@ -18,6 +18,8 @@
  *       "key": "deploy",                 KEY as given to -k
  *       "held": true,                    false: free
  *       "mode": "mutex",                 "mutex", "semaphore"; null if free
+ *       "resting": false,                true: held only by runs that
+ *                                        ended (--min-hold); else false
  *       "limit": 1,                      N of --limit (1: mutex); null if
  *                                        free
  *       "server_time_ms": 1732208113468, Redis TIME when looked at

@@ -15,7 +15,7 @@
 #include "util.h"
 
 enum family {
-	F_HELD, F_LEASE_LEFT, F_WAITERS, F_SKIPS, F_START, F_END, F_DURATION,
+	F_HELD, F_RUNNING, F_LEASE_LEFT, F_WAITERS, F_SKIPS, F_START, F_END, F_DURATION,
 	F_EXIT, F_LOST, F_OK, F_N
 };
 
@@ -24,6 +24,9 @@ static const struct {
 } FAMILIES[F_N] = {
 	{ "rlock_held", "1 if KEY is held now (also while --min-hold keeps "
 	    "it after its run ended), else 0." },
+	{ "rlock_running", "1 if KEY is held by a run whose COMMAND is "
+	    "running now, else 0 (free, or resting: only --min-hold keeps it "
+	    "after its run ended)." },
 	{ "rlock_lease_left_seconds", "Time until the holder's lease (or "
 	    "--min-hold) ends, the soonest of a semaphore's holders; 0 when "
 	    "free, +Inf when the key never expires." },
@@ -135,6 +138,10 @@ sample(enum family f, const char *master, const struct view *v)
 	case F_HELD:
 		series(f, master, v);
 		printf("%d\n", view_held(v));
+		return 1;
+	case F_RUNNING:
+		series(f, master, v);
+		printf("%d\n", view_held(v) && !view_resting(v));
 		return 1;
 	case F_LEASE_LEFT:
 		series(f, master, v);

@@ -200,6 +200,7 @@ json_view(const struct view *v)
 		printf(",\"held\":true,\"mode\":\"%s\"", v->mode);
 	else
 		fputs(",\"held\":false,\"mode\":null", stdout);
+	printf(",\"resting\":%s", view_resting(v) ? "true" : "false");
 	if (view_held(v) && v->limit > 0)
 		printf(",\"limit\":%lld", v->limit);
 	else
@@ -304,6 +305,22 @@ text_queue(const struct view *v)
 	}
 }
 
+/* ", resting: ..." after the state of a KEY whose runs all ended. */
+static void
+text_resting(const struct view *v)
+{
+	char when[64];
+	long long until = view_hold_until(v);
+
+	if (!view_resting(v))
+		return;
+	fputs(", resting: the run ended", stdout);
+	if (until >= 0) {
+		view_when(until, when, sizeof(when));
+		printf("; --min-hold holds it until %s", when);
+	}
+}
+
 void
 view_print_text(const struct view *v)
 {
@@ -311,18 +328,20 @@ view_print_text(const struct view *v)
 
 	view_put_text(v->key, v->keylen);
 	if (!view_held(v))
-		fputs(": free\n", stdout);
+		fputs(": free", stdout);
 	else if (v->mode[0] == 'm')
-		fputs(": held (mutex)\n", stdout);
+		fputs(": held (mutex)", stdout);
 	else if (strcmp(v->mode, "shared") == 0)
-		printf(": held (shared, %zu holder%s)\n", v->holders->elements,
+		printf(": held (shared, %zu holder%s)", v->holders->elements,
 		    v->holders->elements == 1 ? "" : "s");
 	else if (v->limit > 0)
-		printf(": held (semaphore, %zu of %lld slots taken)\n",
+		printf(": held (semaphore, %zu of %lld slots taken)",
 		    v->holders->elements, v->limit);
 	else
-		printf(": held (semaphore, %zu holders)\n",
+		printf(": held (semaphore, %zu holders)",
 		    v->holders->elements);
+	text_resting(v);
+	putchar('\n');
 	for (i = 0; i < v->holders->elements; i++)
 		text_holder(v, v->holders->element[i], v->now);
 	if (v->writers > 0) {

@@ -106,36 +106,37 @@ copy_str(const struct reply *r, char *buf, size_t len)
 	buf[n] = '\0';
 }
 
-/* {0, wait, pos, user, host, pid, cmd, since, now, lease left,
- * foreign, writer}; 0 or -1. */
+/* acquire.lua's busy reply (its "REPLY busy" names); 0 or -1. */
 static int
 parse_busy(const struct reply *r, struct lock_busy *b)
 {
+	struct reply *const *e = r->element;
 	size_t i;
 	char num[24];
 
-	if (r->elements != 12 || r->element[1]->type != REPLY_INTEGER ||
-	    r->element[2]->type != REPLY_INTEGER ||
-	    r->element[9]->type != REPLY_INTEGER ||
-	    r->element[10]->type != REPLY_INTEGER ||
-	    r->element[11]->type != REPLY_INTEGER)
+	if (r->elements != ACQUIRE_BUSY_N ||
+	    e[ACQUIRE_BUSY_WAIT]->type != REPLY_INTEGER ||
+	    e[ACQUIRE_BUSY_POSITION]->type != REPLY_INTEGER ||
+	    e[ACQUIRE_BUSY_LEASE_LEFT]->type != REPLY_INTEGER ||
+	    e[ACQUIRE_BUSY_FOREIGN]->type != REPLY_INTEGER ||
+	    e[ACQUIRE_BUSY_WRITER]->type != REPLY_INTEGER)
 		return -1;
-	for (i = 3; i < 9; i++)
-		if (r->element[i]->type != REPLY_STRING)
+	for (i = ACQUIRE_BUSY_USER; i <= ACQUIRE_BUSY_NOW; i++)
+		if (e[i]->type != REPLY_STRING)
 			return -1;
-	b->wait_ms = r->element[1]->integer;
-	b->position = r->element[2]->integer;
-	copy_str(r->element[3], b->user, sizeof(b->user));
-	copy_str(r->element[4], b->host, sizeof(b->host));
-	copy_str(r->element[5], b->pid, sizeof(b->pid));
-	copy_str(r->element[6], b->cmd, sizeof(b->cmd));
-	copy_str(r->element[7], num, sizeof(num));
+	b->wait_ms = e[ACQUIRE_BUSY_WAIT]->integer;
+	b->position = e[ACQUIRE_BUSY_POSITION]->integer;
+	copy_str(e[ACQUIRE_BUSY_USER], b->user, sizeof(b->user));
+	copy_str(e[ACQUIRE_BUSY_HOST], b->host, sizeof(b->host));
+	copy_str(e[ACQUIRE_BUSY_PID], b->pid, sizeof(b->pid));
+	copy_str(e[ACQUIRE_BUSY_CMD], b->cmd, sizeof(b->cmd));
+	copy_str(e[ACQUIRE_BUSY_SINCE], num, sizeof(num));
 	b->since_ms = strtoll(num, NULL, 10);
-	copy_str(r->element[8], num, sizeof(num));
+	copy_str(e[ACQUIRE_BUSY_NOW], num, sizeof(num));
 	b->now_ms = strtoll(num, NULL, 10);
-	b->lease_left_ms = r->element[9]->integer;
-	b->foreign = r->element[10]->integer == 1;
-	b->writer = (int)r->element[11]->integer;
+	b->lease_left_ms = e[ACQUIRE_BUSY_LEASE_LEFT]->integer;
+	b->foreign = e[ACQUIRE_BUSY_FOREIGN]->integer == 1;
+	b->writer = (int)e[ACQUIRE_BUSY_WRITER]->integer;
 	return 0;
 }
 

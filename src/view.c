@@ -81,6 +81,33 @@ view_num(const struct reply *s, long long *v)
 }
 
 int
+view_resting(const struct view *v)
+{
+	size_t i;
+
+	if (!view_held(v))
+		return 0;
+	for (i = 0; i < v->holders->elements; i++)
+		if (v->holders->element[i]->element[
+		    INSPECT_HOLDERS_ENDED]->len == 0)
+			return 0;
+	return 1;
+}
+
+long long
+view_hold_until(const struct view *v)
+{
+	long long t, until = -1;
+	size_t i;
+
+	for (i = 0; i < v->holders->elements; i++)
+		if (view_num(v->holders->element[i]->element[
+		    INSPECT_HOLDERS_HOLD_UNTIL], &t) && t > until)
+			until = t;
+	return until;
+}
+
+int
 view_has_run(const struct view *v)
 {
 	return v->last->elements == INSPECT_LAST_N &&

@@ -33,6 +33,15 @@ struct view {
 /* Is the KEY of v held (mutex, semaphore or shared)? */
 int view_held(const struct view *v);
 
+/*
+ * Is v resting: held only by runs that have ended, which --min-hold keeps
+ * holding KEY? 0 when free, or while a COMMAND runs.
+ */
+int view_resting(const struct view *v);
+
+/* When the last of v's ended runs stops holding KEY (server ms), or -1. */
+long long view_hold_until(const struct view *v);
+
 /* Has v a recorded last run (not only skips)? */
 int view_has_run(const struct view *v);
 

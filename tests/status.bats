@@ -561,6 +561,65 @@ fake_slot_meta() {
 	[ "$STATUS" = 70 ]
 }
 
+# status --prometheus's samples for KEY, without HELP and TYPE.
+prom() { "$RLOCK" status --prometheus "$1" | grep -v '^#'; }
+not_held() { ! held "$1"; }
+
+# Issue 27: a KEY held only by --min-hold after its run ended is resting,
+# not running: text, --json and --prometheus say so, so that a monitor
+# tells a job that runs from one that finished (contrib/rlock.rules.yml).
+@test "status: a --min-hold window after the run is resting, not running (text, --json, --prometheus)" {
+	local go=$BATS_TEST_TMPDIR/go until
+	bg_rlock --min-hold "$(tf 8)" -k rest -- \
+		sh -c 'until [ -e "$1" ]; do sleep 0.05; done' sh "$go"
+	wait_until 5 held rest
+	run -0 "$RLOCK" status rest
+	assert_line --index 0 "rest: held (mutex)"
+	run -0 "$RLOCK" status --json rest
+	echo "$output" | jq -e '.[0] | .held and .resting == false'
+	run prom rest
+	assert_line 'rlock_held{key="rest"} 1'
+	assert_line 'rlock_running{key="rest"} 1'
+	# COMMAND ends; --min-hold keeps KEY.
+	touch "$go"
+	wait_until 5 gone "$BG"
+	until=$(rcli hget 'rlock:{rest}:meta' hold_until)
+	[ -n "$until" ] && held rest || fail "no hold left: test inconclusive"
+	run -0 "$RLOCK" status rest
+	assert_line --index 0 --regexp '^rest: held \(mutex\), resting: the run ended; --min-hold holds it until [0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} '
+	assert_line --regexp '^  run ended   '
+	run -0 "$RLOCK" status --json rest
+	echo "$output" | jq -e --arg u "$until" '.[0] | .held and .resting and
+		.holders[0].finished.hold_until_ms == ($u | tonumber)'
+	run prom rest
+	assert_line 'rlock_held{key="rest"} 1'
+	assert_line 'rlock_running{key="rest"} 0'
+	# The hold over: free, neither held nor running nor resting.
+	wait_until "$(tf 12)" not_held rest
+	run -1 "$RLOCK" status --json rest
+	echo "$output" | jq -e '.[0] | .held == false and .resting == false'
+	run prom rest
+	assert_line 'rlock_held{key="rest"} 0'
+	assert_line 'rlock_running{key="rest"} 0'
+}
+
+# A semaphore rests only when every holder's run has ended.
+@test "status: a semaphore rests when all its holders' runs ended" {
+	local go=$BATS_TEST_TMPDIR/go
+	run -0 "$RLOCK" -N 2 --min-hold "$(tf 8)" -k rest-n -- true
+	run -0 "$RLOCK" status --json rest-n
+	echo "$output" | jq -e '.[0] | .held and .resting'
+	run -0 "$RLOCK" status rest-n
+	assert_line --index 0 --partial "rest-n: held (semaphore, 1 of 2 slots taken), resting: the run ended"
+	bg_rlock -N 2 -k rest-n -- sh -c 'until [ -e "$1" ]; do sleep 0.05; done' sh "$go"
+	wait_until 5 sem_count rest-n 2
+	run -0 "$RLOCK" status --json rest-n
+	echo "$output" | jq -e '.[0] | .held and .resting == false'
+	run prom rest-n
+	assert_line 'rlock_running{key="rest-n"} 1'
+	touch "$go"
+}
+
 @test "errors: Redis unreachable is 69, one line, for every subcommand" {
 	for sub in "status k" "list" "release --force k"; do
 		run -69 --separate-stderr "$RLOCK" -u redis://127.0.0.1:1 $sub

@@ -34,7 +34,7 @@
 -- RUNS: PUBSUB? SHARDNUMSUB =wake_prefix+x; PUBSUB? NUMSUB =wake_prefix+x
 -- RUNS mutex: ZCOUNT sem 0 0; GET limit; GET lock; PTTL lock
 -- RUNS mutex: PEXPIRE lock 1; PEXPIRE meta 1; HGET meta f
--- RUNS mutex: EXISTS meta; DEL meta; SET lock x PX 1; HSET meta f v
+-- RUNS mutex: EXISTS meta; DEL turn meta; SET lock x PX 1; HSET meta f v
 -- RUNS mutex: HMGET meta user; ZRANGE shares 0 0; HMGET metas x
 -- RUNS sem: EXISTS lock; EXISTS meta; ZRANGEBYSCORE sem 0 0
 -- RUNS sem: HDEL metas x; ZREMRANGEBYSCORE sem 0 0; GET limit; ZCARD sem
@@ -57,16 +57,20 @@
 -- RUNS: SPUBLISH =wake x; SPUBLISH =wake_prefix+x x
 -- RUNS: PUBLISH? =wake_prefix+x x; @extend; @release; @is_ours
 -- RUNS mutex,blpop: @dequeue
--- Returns {1, fence} when the caller holds KEY; else {0, wait ms, queue
--- position (0 = next, -1 not queued), holder user, host, pid, cmd,
--- since, server now, lease left ms, foreign, writer} where wait is when
--- trying again makes sense (-1: a holder key without expiry), lease left
--- is the holder's (for -N the soonest to end, for -s the last; -1 no
--- expiry, -2 nobody holds KEY: a --fair waiter ahead of us is taking its
--- turn, or a writer readers wait for), foreign is 1 when the holder is
--- not rlock (KEY without :meta: its release wakes nobody), and writer is
--- 1 when readers now wait for us (writers: the waiter takes that back
--- with dequeue.lua if it gives up), 2 when we wait for a writer.
+-- Returns {1, fence} when the caller holds KEY; else the busy reply,
+-- whose elements C reads by these names (ACQUIRE_BUSY_WAIT, ...):
+-- REPLY busy: got wait position user host pid cmd since now lease_left
+-- REPLY busy: foreign writer
+-- got 0; wait: ms until trying again makes sense (-1: a holder key
+-- without expiry); position in the queue (0 = next, -1 not queued); the
+-- holder's user, host, pid, cmd and since (when asked for; for -s the
+-- share that ends last); now: the server's ms; lease_left: the holder's
+-- ms (for -N the soonest to end, for -s the last; -1 no expiry, -2
+-- nobody holds KEY: a --fair waiter ahead of us is taking its turn, or a
+-- writer readers wait for); foreign: 1 when the holder is not rlock (KEY
+-- without :meta: its release wakes nobody); writer: 1 when readers now
+-- wait for us (writers: the waiter takes that back with dequeue.lua if it
+-- gives up), 2 when we wait for a writer.
 -- Invariants: at most N holders, or any number of shares and no other
 -- holder; a token already holding is a harmless retry or a nested run
 -- and never shortens its lease; nobody overtakes a live queue head (one
@@ -268,9 +272,20 @@ if take then
   -- Any turn recorded is over now: a head passed over that joins again
   -- must get a turn of its own, not the old one's end. The holder's
   -- meta goes too, written anew below.
-  if not shared or not head or head == token then redis.call('DEL', turn) end
-  redis.call('HDEL', k_waiters, token)
-  meta_drop(mkey, mtok)
+  if shared then
+    -- Behind the head, the head's turn is still its own.
+    if not head or head == token then redis.call('DEL', turn) end
+    meta_drop(k_metas, token)
+  elseif n == 1 then
+    redis.call('DEL', turn, k_meta)
+  else
+    redis.call('DEL', turn)
+    meta_drop(k_metas, token)
+  end
+  -- Only a --fair caller has an entry in the queue.
+  if a_join == '1' or string.find(a_needs, 'f', 1, true) then
+    redis.call('HDEL', k_waiters, token)
+  end
   if plain_waiter and not shared then redis.call('ZREM', k_writers, token) end
   if shared then
     redis.call('ZADD', k_shares, now + lease, token)
@@ -362,5 +377,6 @@ elseif a_want_holder == '1' and cur == 'shared' then
       'host', 'pid', 'cmd', 'since')))
   end
 end
-return {0, wait, pos, m[1] or '', m[2] or '', m[3] or '', m[4] or '',
-  m[5] or '', nows, left, foreign, writer}
+return reply_busy({got = 0, wait = wait, position = pos, user = m[1] or '',
+  host = m[2] or '', pid = m[3] or '', cmd = m[4] or '', since = m[5] or '',
+  now = nows, lease_left = left, foreign = foreign, writer = writer})

@@ -51,8 +51,7 @@ local live = redis.call('ZRANGEBYSCORE', k_sem, string.format('(%d', now),
   '+inf')
 if #live > 0 then
   for _, tok in ipairs(live) do
-    who(redis.call('HMGET', k_metas, unpack(meta_names(tok, 'user', 'host',
-      'pid', 'cmd'))))
+    who(meta_get(k_metas, tok, 'user', 'host', 'pid', 'cmd'))
   end
   slots = tonumber(redis.call('GET', k_limit) or '') or #live
   -- Expired members' metas too: nothing may outlive the semaphore.

@@ -40,8 +40,7 @@ local now = server_ms()
 -- The holder of meta key mk (tok: a -N holder's, in metas) whose lease
 -- ends in pttl ms.
 local function holder(pttl, mk, tok)
-  local m = redis.call('HMGET', mk, unpack(meta_names(tok,
-    unpack(r_holders, 2))))
+  local m = meta_get(mk, tok, unpack(r_holders, 2))
   local h = {pttl}
   for i = 2, #r_holders do h[i] = m[i - 1] or '' end
   return h

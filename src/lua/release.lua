@@ -53,8 +53,7 @@
 -- RUNS shared: DEL shares metas; ZRANGEBYSCORE shares 0 0
 -- RUNS shared: ZREMRANGEBYSCORE shares 0 0
 -- PRECHECK: none: acquire.lua asked for all of this before it granted
--- KEY, and asking again cost a ninth of an uncontended lock cycle's
--- instructions. A permission taken away since then (an ACL
+-- KEY, and asking again would cost every cycle as much. A permission taken away since then (an ACL
 -- changed mid-run) refuses the check or the release proper, one command
 -- that changes nothing when refused; or one of the steps after it, each
 -- run in a pcall so that the others still run and the lock is released
@@ -79,8 +78,7 @@ end
 local now, m, hold
 if k_last then
   now = now_ms()
-  m = redis.call('HMGET', mkey, unpack(meta_names(mtok, 'user', 'host',
-    'pid', 'cmd', 'since', 'fence')))
+  m = meta_get(mkey, mtok, 'user', 'host', 'pid', 'cmd', 'since', 'fence')
   if not m[5] then
     m[5] = string.format('%d', tonumber(now) - tonumber(a_ran_ms))
   end

@@ -27,9 +27,8 @@ local acl_refused = nil
 -- Why cmd with args {...} was refused: the key or channel it names that
 -- the caller may not use, else the command itself. What only a refusal
 -- needs is made in here, when one comes: every closure and table made at
--- the top of a script is made anew on each call, and its allocations and
--- the garbage collection they bring were a twentieth of an uncontended
--- lock cycle's instructions.
+-- the top of a script is made anew on each call, with the allocations
+-- and garbage collection they bring.
 local function acl_why(cmd, ...)
   -- Commands whose arguments are channels rather than keys, those
   -- checked here with no key at all (EVAL's numkeys is 0 in the checks),
@@ -92,9 +91,8 @@ local function acl_no(cmd, ...)
 end
 
 -- Ask whether the caller may run cmd with these arguments (all of them).
--- Call it inside acl_ask. Nothing but the question on the way: the
--- checks made here before each one cost 15k of an uncontended lock
--- cycle's 433k instructions.
+-- Call it inside acl_ask. Nothing but the question on the way: a script
+-- asks dozens, on every call.
 local function acl(cmd, ...)
   if not acl_asker(cmd, ...) then acl_no(cmd, ...) end
 end
@@ -103,8 +101,8 @@ end
 -- question about a command this server does not know (renamed away in
 -- its configuration) is an error: then they are all asked again, each in
 -- a pcall, and such a command is not checked, as the scripts and waiters
--- do without some where the server has none. One pcall around them all:
--- one around each cost 4% of an uncontended lock cycle's instructions.
+-- do without some where the server has none. One pcall around them all,
+-- not one around each: they are many, and all but always answered.
 local function acl_ask(fn)
   if not acl_can then return end
   if not pcall(fn) then

@@ -16,12 +16,21 @@ local function meta_names(tok, ...)
   return f
 end
 
+-- HMGET of the fields ... of the holder's meta (a mutex's with no table
+-- made: the path every run takes).
+local function meta_get(key, tok, ...)
+  if not tok then return redis.call('HMGET', key, ...) end
+  return redis.call('HMGET', key, unpack(meta_names(tok, ...)))
+end
+
 -- HSET of the pairs name, value, ... of the holder's meta.
 local function meta_set(key, tok, ...)
-  local a = {...}
-  if tok then
-    for i = 1, #a, 2 do a[i] = tok .. ':' .. a[i] end
+  if not tok then
+    redis.call('HSET', key, ...)
+    return
   end
+  local a = {...}
+  for i = 1, #a, 2 do a[i] = tok .. ':' .. a[i] end
   redis.call('HSET', key, unpack(a))
 end
 
