@@ -1,12 +1,14 @@
 # rlock -- run a command while holding a lock in Redis.
 #
 # Variables you may override:
-#   CC, CFLAGS (default -O2 -g), LDFLAGS, PREFIX (/usr/local), DESTDIR,
-#   BINDIR, MANDIR, BASHCOMPDIR, ZSHCOMPDIR, FISHCOMPDIR, SYSCONFDIR,
-#   STATIC (see below).
+#   CC, CFLAGS (default -O2 -g), CPPFLAGS, LDFLAGS (from the environment
+#   too: dpkg-buildflags' hardening flags reach every compile and link),
+#   PREFIX (/usr/local), DESTDIR, BINDIR, MANDIR, BASHCOMPDIR, ZSHCOMPDIR,
+#   FISHCOMPDIR, SYSCONFDIR, STATIC (see below), WERROR=1 (warnings are
+#   errors; CI).
 # Targets: all, check, demo, asan, valgrind, check-topology,
 # check-distributed, torture, fuzz, bench, bench-topo, install, uninstall,
-# clean.
+# deb, check-deb, clean.
 
 CC       ?= cc
 CFLAGS   ?= -O2 -g
@@ -20,8 +22,11 @@ FISHCOMPDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 # The system's rlock.conf is $(SYSCONFDIR)/rlock.conf, whatever PREFIX is.
 SYSCONFDIR  ?= /etc
 
-# Our flags stay apart from the user's CFLAGS.
-RL_CFLAGS = -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Wshadow \
+# Our flags stay apart from the user's CFLAGS, and come first: the user's
+# may override them. -Werror only when asked: a compiler newer than ours
+# warns of new things, and a user's build should not stop for that.
+RL_WERROR = $(if $(filter 1,$(WERROR)),-Werror)
+RL_CFLAGS = -std=gnu11 -D_GNU_SOURCE -Wall -Wextra $(RL_WERROR) -Wshadow \
 	-Wstrict-prototypes -Wmissing-prototypes -Wwrite-strings -Wformat=2 \
 	-Wvla -Wpointer-arith -Wno-missing-field-initializers \
 	-Isrc -I$(BUILD) -MMD -MP
@@ -56,11 +61,12 @@ LUA   = $(sort $(wildcard src/lua/*.lua))
 LIB_SRC = src/acl.c src/cli.c src/conffile.c src/config.c src/conn.c \
 	src/fanout.c \
 	src/foreign.c src/glob.c src/guard.c src/keys.c src/lock.c \
-	src/quorum.c src/renew.c src/reply.c src/report.c src/report_prom.c \
-	src/report_run.c src/report_view.c src/run.c src/script.c \
+	src/quorum.c src/renew.c src/reply.c src/retry.c src/report.c src/report_prom.c \
+	src/report_run.c src/report_view.c src/run.c src/script.c src/script_args.c \
 	src/server.c src/sig.c src/single.c src/supervise.c src/tls.c \
 	src/tls_lib.c src/tls_why.c src/tls_wire.c src/url.c src/user.c \
-	src/util.c src/view.c src/wait.c src/waitline.c src/wake.c
+	src/util.c src/view.c src/wait.c src/waitline.c src/wake.c \
+	src/wake_pop.c src/wake_sub.c src/deadline.c
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
 BIN = rlock
 
@@ -68,7 +74,7 @@ BIN = rlock
 
 .PHONY: all check check-unit check-bats check-docs check-topology \
 	check-distributed demo asan valgrind install uninstall clean deps bench \
-	bench-topo hiredis-match
+	bench-topo hiredis-match deb check-deb
 
 all: $(BIN)
 
@@ -76,7 +82,7 @@ $(BIN): $(BUILD)/main.o $(LIB_OBJ)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LIBS)
 
 $(BUILD)/%.o: src/%.c $(BUILD)/lua_scripts.h | $(BUILD) hiredis-match
-	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
+	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # The hiredis header the compiler finds must be the library's version: a
 # hiredis 1.x .pc adds only -I.../include/hiredis, so <hiredis/hiredis.h>
@@ -87,14 +93,14 @@ HIREDIS_PROBE = '\#include <hiredis/hiredis.h>\nrlock_hiredis HIREDIS_MAJOR HIRE
 hiredis-match:
 	@lib=$$(pkg-config --modversion hiredis 2>/dev/null) || exit 0; \
 	hdr=$$(printf $(HIREDIS_PROBE) | $(CC) $(filter-out -MMD -MP,$(RL_CFLAGS)) \
-		$(PKG_CFLAGS) $(CFLAGS) -E -P -x c - 2>/dev/null | \
+		$(PKG_CFLAGS) $(CPPFLAGS) $(CFLAGS) -E -P -x c - 2>/dev/null | \
 		sed -n 's/^rlock_hiredis \([0-9]*\) \([0-9]*\) \([0-9]*\)$$/\1.\2.\3/p'); \
 	[ "$$hdr" = "$$lib" ] || { echo "rlock: hiredis: the header is \
 	$${hdr:-not found} but pkg-config's library is $$lib: put its include \
 	directory's parent first (CFLAGS=-I.../include)" >&2; exit 1; }
 
 $(BUILD)/lua_scripts.o: $(BUILD)/lua_scripts.c
-	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) -c -o $@ $<
+	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CPPFLAGS) $(CFLAGS) -c -o $@ $<
 
 # The shared local functions of src/lua/lib/ a script calls go in front of
 # it (src/lua-text.sh).
@@ -115,7 +121,7 @@ $(BUILD):
 
 # -MMD makes headers prerequisites too: hand cc only the sources.
 $(BUILD)/unit: tests/unit/unit.c $(LIB_OBJ)
-	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ \
+	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ \
 		$(filter %.c %.o,$^) $(LIBS)
 
 # Installs missing packages when root, else prints the apt-get line.
@@ -197,21 +203,59 @@ bench: deps all
 bench-topo: deps all
 	bash bench/topo.sh $(CURDIR)/$(BIN)
 
+# Every manual page of man/, each in the section its suffix names.
+MAN_PAGES = $(sort $(wildcard man/*.[1-9]))
+MAN_PATHS = $(foreach m,$(MAN_PAGES),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
+
 install: $(BIN)
 	install -D -m 755 $(BIN) $(DESTDIR)$(BINDIR)/rlock
-	install -D -m 644 man/rlock.1 $(DESTDIR)$(MANDIR)/man1/rlock.1
-	install -D -m 644 man/rlock.conf.5 $(DESTDIR)$(MANDIR)/man5/rlock.conf.5
-	install -D -m 644 man/rlock.7 $(DESTDIR)$(MANDIR)/man7/rlock.7
+	for m in $(MAN_PAGES); do \
+		install -D -m 644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/$${m##*/} \
+			|| exit; \
+	done
 	install -D -m 644 completions/rlock.bash $(DESTDIR)$(BASHCOMPDIR)/rlock
 	install -D -m 644 completions/_rlock $(DESTDIR)$(ZSHCOMPDIR)/_rlock
 	install -D -m 644 completions/rlock.fish $(DESTDIR)$(FISHCOMPDIR)/rlock.fish
 
 uninstall:
-	rm -f $(DESTDIR)$(BINDIR)/rlock $(DESTDIR)$(MANDIR)/man1/rlock.1 \
-		$(DESTDIR)$(MANDIR)/man5/rlock.conf.5 \
-		$(DESTDIR)$(MANDIR)/man7/rlock.7 \
+	rm -f $(DESTDIR)$(BINDIR)/rlock \
+		$(addprefix $(DESTDIR),$(MAN_PATHS)) \
 		$(DESTDIR)$(BASHCOMPDIR)/rlock $(DESTDIR)$(ZSHCOMPDIR)/_rlock \
 		$(DESTDIR)$(FISHCOMPDIR)/rlock.fish
+
+# The Debian package (debian/): its .deb, source package, .changes and
+# the build's log in build/deb/. dpkg-buildpackage builds in the tree it
+# is given, writes its files next to that tree, and its clean step removes
+# build/: it is given a copy of this tree (what git would commit: .git and
+# the ignored files left out) in a temporary directory. make's command
+# line and these variables in the environment do not reach it (make
+# exports its command line's): the package's flags are debian/rules' and
+# dpkg-buildflags' (DEB_CFLAGS_APPEND=... and the like change them).
+# DEB_BUILD_OPTS=-b builds the binary package only.
+DEB_DIR = build/deb
+DEB_BUILD_OPTS =
+DEB_UNSET = MAKEFLAGS MFLAGS MAKELEVEL CC CFLAGS CPPFLAGS LDFLAGS WERROR \
+	STATIC PREFIX DESTDIR BINDIR MANDIR BASHCOMPDIR ZSHCOMPDIR FISHCOMPDIR \
+	BUILD BIN
+deb:
+	@rm -rf $(DEB_DIR) && mkdir -p $(DEB_DIR) && \
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	src=$$tmp/rlock-$$(dpkg-parsechangelog -S Version) && mkdir "$$src" && \
+	tar -c --exclude-vcs --exclude-vcs-ignores -f - . | \
+		tar -x -C "$$src" && \
+	echo "dpkg-buildpackage -us -uc$(DEB_BUILD_OPTS:%= %) (log: $(DEB_DIR)/build.log)" && \
+	if ! (cd "$$src" && env $(DEB_UNSET:%=-u %) \
+		dpkg-buildpackage -us -uc $(DEB_BUILD_OPTS)) \
+		> $(DEB_DIR)/build.log 2>&1; \
+	then tail -n 30 $(DEB_DIR)/build.log; \
+		echo "rlock: make deb: dpkg-buildpackage failed" >&2; exit 1; fi && \
+	find "$$tmp" -maxdepth 1 -type f -exec mv {} $(DEB_DIR)/ \; && \
+	ls $(DEB_DIR)/*.deb
+
+# The package checked (tests/deb/): built, lintian, its files unpacked;
+# the last line is "N passed, N failed".
+check-deb: deps
+	@sh tests/run-suite deb tests/deb/*.bats
 
 clean:
 	rm -rf build $(BIN)
@@ -281,4 +325,4 @@ torture: $(BIN) $(BUILD)/torture-stamp
 		bash tests/torture/run.sh $(CURDIR)/$(BIN)
 
 $(BUILD)/torture-stamp: tests/torture/stamp.c | $(BUILD)
-	$(CC) $(RL_CFLAGS) $(CFLAGS) -o $@ tests/torture/stamp.c
+	$(CC) $(RL_CFLAGS) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ tests/torture/stamp.c

@@ -19,6 +19,7 @@
 #include "conffile.h"
 #include "exitcode.h"
 #include "keys.h"
+#include "lockops.h"
 #include "url.h"
 #include "util.h"
 
@@ -337,6 +338,7 @@ read_password_file(struct rlock_opts *o, const char *path)
 	scrub_free(o->password);
 	o->password = xstrdup(buf);
 	o->password_from_file = 1;
+	o->password_file = path;
 	explicit_bzero(buf, sizeof(buf));
 	return 0;
 }

@@ -16,8 +16,6 @@
 #define RLOCK_VERSION "0.1.0"
 #define KEY_MAX_LEN 512
 #define LEASE_MIN_MS 100
-/* --redlock takes an odd number of masters, 3 at least. */
-#define REDLOCK_MAX 9
 
 enum rl_mode { MODE_RUN, MODE_STATUS, MODE_LIST, MODE_RELEASE, MODE_HELP,
     MODE_VERSION };
@@ -44,6 +42,7 @@ struct rlock_opts {
 	int nurls;
 	char *password;			/* owned; NULL when none */
 	int password_from_file;		/* --password-file beats the URL */
+	const char *password_file;	/* its path, read again at connects */
 	int64_t connect_timeout_ms;
 	const char *prefix;
 	const char *shell_cmd;		/* -c */

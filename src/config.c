@@ -7,9 +7,9 @@
 #include <string.h>
 
 #include "acl.h"
+#include "conn.h"
 #include "exitcode.h"
 #include "lease.h"
-#include "tls.h"
 #include "url.h"
 #include "util.h"
 
@@ -36,6 +36,8 @@ one_cfg(const struct rlock_opts *o, const char *url, struct conn_cfg *cfg)
 	cfg->password = o->password;
 	if (cfg->ep.pass && !o->password_from_file)
 		cfg->password = cfg->ep.pass;
+	if (o->password_from_file)
+		cfg->password_file = o->password_file;
 	cfg->sentinel_password = getenv("RLOCK_SENTINEL_PASSWORD");
 	cfg->connect_timeout_ms = o->connect_timeout_ms;
 	/* --tls: every TCP connection; a unix socket stays on this host. */
@@ -90,8 +92,7 @@ config_lock(const struct rlock_opts *o, struct lock_cfg *cfg)
  * What to do about the answers whose cure is not where the status class
  * points: a NOPERM user got in, so its password is fine; a full, read-only
  * or out-of-memory server is not fixed by checking -u. Matched on the
- * start of Redis's own text (the error code), or on conn.c's words for a
- * peer that does not speak Redis.
+ * start of Redis's own text (the error code, and the words after an ERR).
  */
 #define NOPERM_TODO "give that user the permission Redis names (ACL " \
 	"SETUSER; rlock needs +@scripting, the commands its scripts call, and " \
@@ -115,21 +116,19 @@ static const struct {
 };
 
 static const char *
-hint_for(const char *err, char *buf, size_t len)
+hint_for(const struct failure *f, char *buf, size_t len)
 {
-	const char *ans = strstr(err, "Redis answered: ");
 	size_t i;
 
-	if (strstr(err, CONN_NOT_REDIS) != NULL) {
+	if (f->kind == FAIL_NOT_REDIS) {
 		snprintf(buf, len, "is a Redis server listening there? %s",
 		    check_url_hint());
 		return buf;
 	}
-	if (ans == NULL)
+	if (f->code[0] == '\0')
 		return NULL;
-	ans += strlen("Redis answered: ");
 	for (i = 0; i < sizeof(HINTS) / sizeof(HINTS[0]); i++)
-		if (strncmp(ans, HINTS[i].answer,
+		if (strncmp(f->said, HINTS[i].answer,
 		    strlen(HINTS[i].answer)) == 0)
 			return HINTS[i].todo;
 	return NULL;
@@ -140,27 +139,28 @@ config_report(const struct lock_cfg *cfg, const struct failure *f)
 {
 	char url[300], buf[128];
 	const char *err = f->why, *todo;
+	int tls = f->kind == FAIL_TLS || f->kind == FAIL_TLS_PLAIN;
 
 	/* A refused permission (acl.c) comes with the ACL SETUSER for it. */
 	if ((todo = acl_cure(err, cfg->servers[0].ep.user)) == NULL)
-		todo = hint_for(err, buf, sizeof(buf));
+		todo = hint_for(f, buf, sizeof(buf));
 	if (cfg->redlock)
 		snprintf(url, sizeof(url), "%d masters (--redlock)", cfg->n);
 	else
 		url_redacted(&cfg->servers[0].ep, url, sizeof(url));
 	/* TLS's lines carry their own cure (tls.c). */
-	if (tls_said(err))
+	if (tls)
 		todo = NULL;
 	switch (f->status) {
 	case RL_EXIT_UNAVAILABLE:
-		if (tls_said(err))
+		if (tls)
 			msg_err("cannot reach %s: %s", url, err);
 		else
 			msg_err("cannot reach %s: %s; %s", url, err,
 			    todo ? todo : check_url_hint());
 		break;
 	case RL_EXIT_NOPERM:
-		if (tls_said(err)) {
+		if (tls) {
 			/* We refused the server (or it our certificate): no
 			 * password to check. */
 			msg_err("%s: %s", url, err);

@@ -11,6 +11,12 @@
  * TLS (tls.c) is the same seam with OpenSSL between the socket and the
  * reader: every read and write goes through sock_read and sock_write, and
  * decrypted bytes waiting inside OpenSSL count as pending.
+ *
+ * Round trips are saved in one place, the request queue: a request not
+ * waited for (the login ahead of the first command, a CONFIG GET) is
+ * formatted into `out` and goes out with the next command, and its reply,
+ * read first, goes to it (struct req, in the order written); an undo
+ * queued behind a login is written only should that login fail.
  */
 #include "conn.h"
 
@@ -35,11 +41,37 @@
 
 #define READ_CHUNK 16384
 
+/*
+ * A request whose reply is owed, in the order written (as hiredis
+ * async.c's reply callbacks): replies come back in that order, so each
+ * reaches its own request. The caller's own command, waited for in place
+ * (conn_command, conn_recv), is never among them: everything queued was
+ * written before it.
+ */
+struct req {
+	unsigned flags;			/* CONN_AHEAD or CONN_LOGIN */
+	conn_done_fn done;		/* CONN_AHEAD: takes the reply */
+	void *ctx;
+	/* CONN_LOGIN: its names (I/O; an error answer), whether it is
+	 * AUTH, and its time: answered within wait_ms of being written
+	 * (due, 0 until then), named as shown_ms. */
+	const char *what;
+	const char *answer_as;
+	int auth;
+	int64_t wait_ms;
+	int64_t due;
+	int64_t shown_ms;
+};
+
+#define QUEUE_MAX 8
+/* A request's flag of conn.c's own: the login (conn_connect's). */
+#define CONN_LOGIN	(1u << 8)
+
 struct conn {
 	const struct conn_cfg *cfg;
 	int fd;				/* -1 while closed */
-	int early_fd;			/* conn_connect_early's, connecting */
-	int64_t early_by;		/* ... within its own deadline */
+	int connecting;			/* conn_connect_start's fd, or -1 */
+	int64_t connecting_by;		/* ... within its own deadline */
 	struct tls_session *tls;	/* over TLS: the session on fd */
 	int heard;			/* any byte read on this fd */
 	int last_errno;			/* of the last I/O failure; 0: EOF */
@@ -47,28 +79,19 @@ struct conn {
 	socklen_t peer_len;
 	redisReader *reader;
 	struct reply *stash;		/* parsed, not yet handed out */
-	conn_ahead_fn ahead[CONN_AHEAD_MAX];	/* owed replies, in order */
-	int nahead;
 	int64_t cmd_timeout_ms;
 	struct failure fail;
-	/* Commands sent ahead, formatted but not yet written: they go out
-	 * in one write with the next command (or before the next read). */
-	char *cork;
-	size_t cork_len;
-	/* The login (AUTH or PING) sent ahead of the first command rather
-	 * than waited for (conn_defer_hello); see conn_hello_owed. */
-	int defer_hello;		/* the next connect may send it ahead */
-	int hello_corked;		/* in the cork, not yet written */
-	int hello_owed;			/* written, its answer not yet read */
-	int hello_auth;			/* it is AUTH: an error is a refusal */
-	const char *hello_cmd;		/* names its I/O failures */
-	const char *hello_what;		/* names its error answer */
-	int64_t hello_left;		/* of the connect's time, when kept */
-	int64_t hello_due;		/* answered by then, once written */
-	int64_t hello_shown;		/* the connect timeout, as named */
-	int undo_cmds;			/* commands in undo */
-	char *undo;			/* conn_arm_undo's commands */
+	/* Requests formatted, not yet written: they go out in one write
+	 * with the next command (or before the next read). */
+	char *out;
+	size_t out_len;
+	struct req q[QUEUE_MAX];	/* replies owed, oldest first */
+	int nq;
+	/* CONN_UNDO requests, formatted: written only should the login
+	 * at the head of q fail. */
+	char *undo;
 	size_t undo_len;
+	int nundo;
 };
 
 struct conn *
@@ -77,7 +100,7 @@ conn_new(const struct conn_cfg *cfg, int64_t cmd_timeout_ms)
 	struct conn *cn = xcalloc(1, sizeof(*cn));
 
 	cn->cfg = cfg;
-	cn->fd = cn->early_fd = -1;
+	cn->fd = cn->connecting = -1;
 	cn->cmd_timeout_ms = cmd_timeout_ms;
 	return cn;
 }
@@ -88,8 +111,8 @@ conn_free(struct conn *cn)
 	if (cn == NULL)
 		return;
 	conn_close(cn);
-	if (cn->early_fd >= 0)
-		close(cn->early_fd);
+	if (cn->connecting >= 0)
+		close(cn->connecting);
 	free(cn);
 }
 
@@ -97,12 +120,6 @@ const struct failure *
 conn_failure(const struct conn *cn)
 {
 	return &cn->fail;
-}
-
-int
-conn_fail_reply(struct conn *cn, const char *what, const struct reply *r)
-{
-	return failure_from_reply(&cn->fail, what, r);
 }
 
 int
@@ -129,15 +146,31 @@ conn_timeout(const struct conn *cn)
 	return cn->cmd_timeout_ms;
 }
 
-static void
-forget_hello(struct conn *cn)
+/* The login at the head of the queue, its answer owed; or NULL. */
+static struct req *
+login_owed(struct conn *cn)
 {
-	cn->hello_corked = 0;
-	cn->hello_owed = 0;
+	return cn->nq > 0 && (cn->q[0].flags & CONN_LOGIN) ? &cn->q[0] :
+	    NULL;
+}
+
+static void
+forget_undo(struct conn *cn)
+{
 	free(cn->undo);
 	cn->undo = NULL;
 	cn->undo_len = 0;
-	cn->undo_cmds = 0;
+	cn->nundo = 0;
+}
+
+/* The oldest owed request, taken off the queue. */
+static struct req
+dequeue(struct conn *cn)
+{
+	struct req e = cn->q[0];
+
+	memmove(cn->q, cn->q + 1, (size_t)--cn->nq * sizeof(cn->q[0]));
+	return e;
 }
 
 static void
@@ -162,13 +195,13 @@ drop(struct conn *cn, int reset)
 	}
 	reply_free(cn->stash);
 	cn->stash = NULL;
-	/* Replies still owed die with the connection, unseen; commands
+	/* Replies still owed die with the connection, unseen; requests
 	 * not yet written, unsent. */
-	cn->nahead = 0;
-	free(cn->cork);
-	cn->cork = NULL;
-	cn->cork_len = 0;
-	forget_hello(cn);
+	cn->nq = 0;
+	free(cn->out);
+	cn->out = NULL;
+	cn->out_len = 0;
+	forget_undo(cn);
 }
 
 void
@@ -303,7 +336,7 @@ last_words(struct conn *cn, const char *what)
 	 * hung up on the command we were writing. */
 	if (n < 0 && errno == EPROTO && cn->tls) {
 		st = tls_error(cn->tls, why, sizeof(why));
-		failure_set(&cn->fail, st, "%s", why);
+		failure_make(&cn->fail, FAIL_TLS, st, "%s", why);
 		return 0;
 	}
 	if (n < 2 || buf[0] != '-')
@@ -332,16 +365,17 @@ io_failed(struct conn *cn, const char *what, int e)
 		/* Under TLS 1.3 the server's verdict on our client certificate
 		 * comes after the handshake: here, at our first read. */
 		st = tls_error(cn->tls, why, sizeof(why));
-		failure_set(&cn->fail, st, "%s", why);
+		failure_make(&cn->fail, FAIL_TLS, st, "%s", why);
 	} else if (e == ETIMEDOUT)
-		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s: no answer "
-		    "within %lldms", what, (long long)cn->cmd_timeout_ms);
+		failure_make(&cn->fail, FAIL_TIMEOUT, RL_EXIT_UNAVAILABLE,
+		    "%s: no answer within %lldms", what,
+		    (long long)cn->cmd_timeout_ms);
 	else if (e == 0)
-		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s: the server "
-		    "closed the connection", what);
+		failure_make(&cn->fail, FAIL_DROPPED, RL_EXIT_UNAVAILABLE,
+		    "%s: the server closed the connection", what);
 	else
-		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s: %s", what,
-		    strerror(e));
+		failure_make(&cn->fail, FAIL_DROPPED, RL_EXIT_UNAVAILABLE,
+		    "%s: %s", what, strerror(e));
 	drop(cn, 1);
 }
 
@@ -353,13 +387,14 @@ not_redis(struct conn *cn, const char *what)
 	/* A TLS port may answer plain text with an alert record. */
 	if (cn->tls == NULL && cn->reader && tls_looks_like_tls(
 	    (const unsigned char *)cn->reader->buf, cn->reader->len)) {
-		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s",
-		    TLS_PLAIN_TO_TLS);
+		failure_make(&cn->fail, FAIL_TLS_PLAIN, RL_EXIT_UNAVAILABLE,
+		    "%s", TLS_PLAIN_TO_TLS);
 		drop(cn, 1);
 		return;
 	}
-	failure_set(&cn->fail, RL_EXIT_PROTOCOL, "%s: %s (%s)", what,
-	    CONN_NOT_REDIS, cn->reader && cn->reader->errstr[0] ?
+	failure_make(&cn->fail, FAIL_NOT_REDIS, RL_EXIT_PROTOCOL,
+	    "%s: the answer is not in the Redis protocol (%s)", what,
+	    cn->reader && cn->reader->errstr[0] ?
 	    cn->reader->errstr : "unreadable reply");
 	drop(cn, 1);
 }
@@ -486,43 +521,36 @@ append_cmd(char **buf, size_t *len, int argc, const char **argv,
 	*len += n;
 }
 
-/* Format a command into the cork. */
-static void
-cork_add(struct conn *cn, int argc, const char **argv, const size_t *lens)
-{
-	append_cmd(&cn->cork, &cn->cork_len, argc, argv, lens);
-}
-
 /*
- * Write the cork, with the command argv (argc 0: none) after it, in one
- * write. With the login in the cork, a failure is the login's: the
- * server never took us.
+ * Write what is queued, with the command argv (argc 0: none) after it, in
+ * one write. A login among it starts its clock now (what happened since
+ * the connect, the holder record or a name service, is not the server's
+ * time), and a failure then is the login's: the server never took us.
  */
 static int
-uncork(struct conn *cn, int argc, const char **argv, const size_t *lens,
+flush(struct conn *cn, int argc, const char **argv, const size_t *lens,
     int64_t deadline, const char *what)
 {
-	int hello = cn->hello_corked, st;
-	char *buf = cn->cork;
-	size_t n = cn->cork_len;
+	struct req *login = login_owed(cn);
+	char *buf = cn->out;
+	size_t n = cn->out_len;
+	int st;
 
-	cn->cork = NULL;
-	cn->cork_len = 0;
+	cn->out = NULL;
+	cn->out_len = 0;
 	if (argc > 0)
 		append_cmd(&buf, &n, argc, argv, lens);
-	if (hello) {
-		/* What happened between the connect and now (the holder
-		 * record, a name service) is not the server's time. */
-		cn->hello_corked = 0;
-		cn->hello_owed = 1;
-		cn->hello_due = mono_ms() + cn->hello_left;
-		what = cn->hello_cmd;
+	if (login && login->due != 0)
+		login = NULL;
+	if (login) {
+		login->due = mono_ms() + login->wait_ms;
+		what = login->what;
 	}
 	st = write_all(cn, buf, n, deadline, what);
 	free(buf);
-	if (st < 0 && hello) {
-		maybe_tls_port(cn, cn->hello_due);
-		cn->fail.hello = 1;
+	if (st < 0 && login) {
+		maybe_tls_port(cn, login->due);
+		cn->fail.again = AGAIN_NOT;
 	}
 	return st;
 }
@@ -537,13 +565,13 @@ send_by(struct conn *cn, int argc, const char **argv, const size_t *lens,
 
 	if (cn->fd < 0) {
 		if (cn->fail.status == 0)
-			failure_set(&cn->fail, RL_EXIT_UNAVAILABLE,
-			    "not connected");
+			failure_make(&cn->fail, FAIL_DROPPED,
+			    RL_EXIT_UNAVAILABLE, "not connected");
 		return -1;
 	}
 	failure_clear(&cn->fail);
-	if (cn->cork_len > 0)
-		return uncork(cn, argc, argv, lens, deadline, argv[0]);
+	if (cn->out_len > 0)
+		return flush(cn, argc, argv, lens, deadline, argv[0]);
 	len = conn_format_len(argc, lens);
 	cmd = len <= sizeof(small) ? small : xmalloc(len);
 	conn_format(cmd, argc, argv, lens);
@@ -560,36 +588,29 @@ conn_send(struct conn *cn, int argc, const char **argv, const size_t *lens)
 }
 
 int
-conn_send_ahead(struct conn *cn, int argc, const char **argv,
-    const size_t *lens, conn_ahead_fn fn)
+conn_queue(struct conn *cn, const struct conn_req *rq)
 {
-	if (cn->nahead == CONN_AHEAD_MAX || cn->fd < 0)
+	struct req *e;
+
+	if (rq->flags & CONN_UNDO) {
+		/* Only a login can fail behind the request this undoes,
+		 * which is queued next. */
+		if (cn->fd < 0 || login_owed(cn) == NULL)
+			return 0;
+		append_cmd(&cn->undo, &cn->undo_len, rq->argc, rq->argv,
+		    rq->lens);
+		cn->nundo++;
+		return 0;
+	}
+	if (cn->fd < 0 || cn->nq == QUEUE_MAX)
 		return -1;
-	cork_add(cn, argc, argv, lens);
-	cn->ahead[cn->nahead++] = fn;
+	e = &cn->q[cn->nq++];
+	memset(e, 0, sizeof(*e));
+	e->flags = rq->flags & CONN_AHEAD;
+	e->done = rq->done;
+	e->ctx = rq->ctx;
+	append_cmd(&cn->out, &cn->out_len, rq->argc, rq->argv, rq->lens);
 	return 0;
-}
-
-void
-conn_defer_hello(struct conn *cn)
-{
-	cn->defer_hello = 1;
-}
-
-int
-conn_hello_owed(const struct conn *cn)
-{
-	return cn->hello_corked || cn->hello_owed;
-}
-
-void
-conn_arm_undo(struct conn *cn, int argc, const char **argv,
-    const size_t *lens)
-{
-	if (!conn_hello_owed(cn))
-		return;
-	append_cmd(&cn->undo, &cn->undo_len, argc, argv, lens);
-	cn->undo_cmds++;
 }
 
 int
@@ -620,8 +641,8 @@ recv_one(struct conn *cn, int64_t deadline, struct reply **out,
 	*out = NULL;
 	if (cn->fd < 0) {
 		if (cn->fail.status == 0)
-			failure_set(&cn->fail, RL_EXIT_UNAVAILABLE,
-			    "not connected");
+			failure_make(&cn->fail, FAIL_DROPPED,
+			    RL_EXIT_UNAVAILABLE, "not connected");
 		return -1;
 	}
 	for (;;) {
@@ -654,7 +675,6 @@ recv_one(struct conn *cn, int64_t deadline, struct reply **out,
 			io_failed(cn, what, errno);
 			return -1;
 		}
-		while_waiting_run();
 		if ((w = wait_fd(cn->fd, want, deadline)) < 0) {
 			io_failed(cn, what, errno);
 			return -1;
@@ -717,125 +737,145 @@ hear_out(struct conn *cn, int n, int64_t by)
 }
 
 /*
- * The login failed: refused (answered), or no answer. The armed undo is
- * written behind what the server may still run, and the socket closes in
- * order: a server that refused is heard out first (briefly), one that
- * never answered is not waited for. Marks the failure hello, and
- * undo_owed while the undo may still reach the server. -1.
+ * The login failed: refused (answered), or no answer. The undo queued
+ * behind it is written behind what the server may still run, and the
+ * socket closes in order: a server that refused is heard out first
+ * (briefly), one that never answered is not waited for. The request may
+ * not be sent again (AGAIN_NOT), nor ever to this server while the undo
+ * may still reach it (AGAIN_NOT_THERE). -1.
  */
 static int
-hello_failed(struct conn *cn, int answered)
+login_failed(struct conn *cn, int answered)
 {
+	struct req login = dequeue(cn);
 	int undone, left = 1;
 
 	undone = cn->undo_len > 0 && send_undo(cn) == 0;
+	/* The requests owed behind the login, the caller's, the undo's. */
 	if (undone && answered)
-		left = hear_out(cn, cn->nahead + 1 + cn->undo_cmds, mono_ms() +
-		    (cn->hello_left < 1000 ? cn->hello_left : 1000));
+		left = hear_out(cn, cn->nq + 1 + cn->nundo, mono_ms() +
+		    (login.wait_ms < 1000 ? login.wait_ms : 1000));
 	drop(cn, !undone);
-	cn->fail.hello = 1;
-	cn->fail.undo_owed = undone && left > 0;
+	cn->fail.again = undone && left > 0 ? AGAIN_NOT_THERE : AGAIN_NOT;
 	return -1;
 }
 
 /* No answer to the login by `by`, named by the time waited for it (to
  * the 10 ms: the caller's deadline is read a ms before the login's). */
 static int
-hello_silent(struct conn *cn, int64_t by)
+login_silent(struct conn *cn, int64_t by)
 {
-	int64_t shown = cn->hello_shown;
+	const struct req *login = &cn->q[0];
+	int64_t shown = login->shown_ms;
 
-	if (by < cn->hello_due)
-		shown -= (cn->hello_due - by + 5) / 10 * 10;
+	if (by < login->due)
+		shown -= (login->due - by + 5) / 10 * 10;
 	if (shown < 0)
 		shown = 0;
 	cn->last_errno = ETIMEDOUT;
-	failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s: no answer within "
-	    "%lldms", cn->hello_cmd, (long long)shown);
-	return hello_failed(cn, 0);
+	failure_make(&cn->fail, FAIL_TIMEOUT, RL_EXIT_UNAVAILABLE, "%s: no "
+	    "answer within %lldms", login->what, (long long)shown);
+	return login_failed(cn, 0);
 }
 
-int
-conn_hello_silent(struct conn *cn)
+void
+conn_give_up(struct conn *cn, const char *what)
 {
-	if (!cn->hello_owed)
-		return 0;
-	(void)hello_silent(cn, mono_ms());
-	return 1;
+	struct req *login = login_owed(cn);
+
+	/* Still waiting for the login: the silence is the login's. */
+	if (login && login->due != 0) {
+		(void)login_silent(cn, mono_ms());
+		return;
+	}
+	failure_make(&cn->fail, FAIL_TIMEOUT, RL_EXIT_UNAVAILABLE, "%s: no "
+	    "answer within %lldms", what, (long long)cn->cmd_timeout_ms);
+	/* A late reply is still possible: the reset drops it, and the
+	 * command with it should the kernel still hold it. */
+	drop(cn, 1);
 }
 
 /*
- * The answer to the login sent ahead, within the connect timeout from
+ * The answer to the login at the head of the queue, within its time from
  * when it was written, named as conn_connect names it: 1, or -1 with the
- * failure recorded (hello set) and cn closed (hello_failed). The caller's
- * own deadline, if sooner, is kept as recv_by keeps it (0: nothing yet)
- * when its timeout does not fail; one that fails is the login's silence.
+ * failure recorded (again set) and cn closed (login_failed). The
+ * caller's own deadline, if sooner, is kept as recv_by keeps it (0:
+ * nothing yet) when its timeout does not fail; one that fails is the
+ * login's silence.
  */
 static int
-hello_reply(struct conn *cn, int64_t deadline, int timeout_fails)
+login_reply(struct conn *cn, int64_t deadline, int timeout_fails)
 {
-	int64_t by = deadline < cn->hello_due ? deadline : cn->hello_due;
+	struct req *login = &cn->q[0];
+	int64_t by = deadline < login->due ? deadline : login->due;
 	struct reply *r = NULL;
 	int st;
 
-	st = recv_one(cn, by, &r, cn->hello_cmd, 0);
+	st = recv_one(cn, by, &r, login->what, 0);
 	/* A command's own deadline can come first: it was read off the
 	 * clock before the login was written, a ms or more on a busy
 	 * machine. Silence then is still the login's (Redis answers in
 	 * order), and so is the undo: a reset could leave the acquire in
 	 * flight with nothing behind it. */
-	if (st == 0 && by < cn->hello_due && !timeout_fails)
+	if (st == 0 && by < login->due && !timeout_fails)
 		return 0;
 	if (st > 0 && r->type != REPLY_ERROR) {
 		reply_free(r);
-		forget_hello(cn);
+		(void)dequeue(cn);
+		forget_undo(cn);
 		return 1;
 	}
 	if (st < 0) {		/* closed, reset or not Redis: dropped */
-		maybe_tls_port(cn, cn->hello_due);
-		cn->fail.hello = 1;
+		maybe_tls_port(cn, login->due);
+		cn->fail.again = AGAIN_NOT;
 		return -1;
 	}
 	if (st == 0)
-		return hello_silent(cn, by);
-	failure_from_reply(&cn->fail, cn->hello_what, r);
-	/* Any error answer to AUTH is a refusal. */
-	if (cn->hello_auth && cn->fail.status == RL_EXIT_PROTOCOL)
+		return login_silent(cn, by);
+	failure_from_reply(&cn->fail, login->answer_as, r);
+	/* Any error answer to AUTH is a refusal of the credentials. */
+	if (login->auth && cn->fail.status == RL_EXIT_PROTOCOL) {
 		cn->fail.status = RL_EXIT_NOPERM;
+		cn->fail.kind = FAIL_CREDENTIALS;
+	}
 	reply_free(r);
-	return hello_failed(cn, 1);
+	return login_failed(cn, 1);
 }
 
-/* The next reply; one owed to a command sent ahead goes to its taker. */
+/* The next reply; those owed to queued requests go to them first. */
 static int
 recv_by(struct conn *cn, int64_t deadline, struct reply **out,
     const char *what, int timeout_fails)
 {
-	conn_ahead_fn fn;
+	struct req e;
 	int st;
 
-	if (cn->cork_len > 0 && uncork(cn, 0, NULL, NULL, mono_ms() +
+	if (cn->out_len > 0 && flush(cn, 0, NULL, NULL, mono_ms() +
 	    cn->cmd_timeout_ms, what) < 0)
 		return -1;
-	if (cn->hello_owed &&
-	    (st = hello_reply(cn, deadline, timeout_fails)) <= 0)
-		return st;
-	while ((st = recv_one(cn, deadline, out, what, timeout_fails)) > 0 &&
-	    cn->nahead > 0) {
-		fn = cn->ahead[0];
-		memmove(cn->ahead, cn->ahead + 1,
-		    (size_t)--cn->nahead * sizeof(cn->ahead[0]));
-		fn(*out);
+	while (cn->nq > 0) {
+		if (cn->q[0].flags & CONN_LOGIN) {
+			if ((st = login_reply(cn, deadline,
+			    timeout_fails)) <= 0)
+				return st;
+			continue;
+		}
+		if ((st = recv_one(cn, deadline, out, what,
+		    timeout_fails)) <= 0)
+			return st;
+		e = dequeue(cn);
+		e.done(e.ctx, *out);
 		reply_free(*out);
 		*out = NULL;
 	}
-	return st;
+	return recv_one(cn, deadline, out, what, timeout_fails);
 }
 
 int
-conn_recv(struct conn *cn, int64_t deadline, struct reply **out)
+conn_recv(struct conn *cn, int64_t deadline, const char *what,
+    struct reply **out)
 {
-	return recv_by(cn, deadline, out, "reply", 0);
+	return recv_by(cn, deadline, out, what, 0);
 }
 
 static struct reply *
@@ -941,7 +981,7 @@ connect_one(int family, const struct sockaddr *sa, socklen_t salen,
 }
 
 int
-conn_connect_early(struct conn *cn, int64_t deadline)
+conn_connect_start(struct conn *cn, int64_t deadline, unsigned how)
 {
 	const struct endpoint *ep = &cn->cfg->ep;
 	struct addrinfo hints = { .ai_family = AF_UNSPEC,
@@ -951,39 +991,39 @@ conn_connect_early(struct conn *cn, int64_t deadline)
 
 	/* Not a unix socket: one with a full backlog refuses at once
 	 * (EAGAIN), and has nothing under way to wait for. */
-	if (!cn->defer_hello || ep->db != 0 || ep->tls || cn->fd >= 0 ||
-	    ep->kind != EP_TCP)
+	if (!(how & CONN_LOGIN_AHEAD) || ep->db != 0 || ep->tls ||
+	    cn->fd >= 0 || ep->kind != EP_TCP)
 		return 0;
-	if (cn->early_fd >= 0)
+	if (cn->connecting >= 0)
 		return 1;
 	snprintf(ps, sizeof(ps), "%d", ep->port);
 	/* A name could wait on a name server: that is for conn_connect,
 	 * which a caller can run on threads of their own. */
 	if (getaddrinfo(ep->host, ps, &hints, &ai) != 0)
 		return 0;
-	cn->early_fd = connect_start(ai->ai_family, ai->ai_addr,
+	cn->connecting = connect_start(ai->ai_family, ai->ai_addr,
 	    ai->ai_addrlen, &done);
-	cn->early_by = deadline;
+	cn->connecting_by = deadline;
 	freeaddrinfo(ai);
-	return cn->early_fd >= 0;
+	return cn->connecting >= 0;
 }
 
 /*
- * conn_connect_early's connect, waited for by its own deadline (those
+ * conn_connect_start's connect, waited for by its own deadline (those
  * started together end together, however many are stalled) if sooner:
  * 0 with cn->fd and cn->peer set, or -1 with the failure recorded (an
  * address has no other to try).
  */
 static int
-early_done(struct conn *cn, int64_t deadline)
+connected(struct conn *cn, int64_t deadline)
 {
-	int fd = cn->early_fd;
+	int fd = cn->connecting;
 
-	cn->early_fd = -1;
-	if (connect_wait(fd, cn->early_by < deadline ? cn->early_by :
-	    deadline) < 0) {
-		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s",
-		    strerror(errno));
+	cn->connecting = -1;
+	if (connect_wait(fd, cn->connecting_by < deadline ?
+	    cn->connecting_by : deadline) < 0) {
+		failure_make(&cn->fail, FAIL_UNREACHABLE, RL_EXIT_UNAVAILABLE,
+		    "%s", strerror(errno));
 		return -1;
 	}
 	cn->peer_len = sizeof(cn->peer);
@@ -999,15 +1039,15 @@ open_unix(struct conn *cn, const char *path, int64_t deadline)
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 
 	if (strlen(path) >= sizeof(sun.sun_path)) {
-		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "socket path too "
-		    "long");
+		failure_make(&cn->fail, FAIL_UNREACHABLE, RL_EXIT_UNAVAILABLE,
+		    "socket path too long");
 		return -1;
 	}
 	memcpy(sun.sun_path, path, strlen(path) + 1);
 	if ((cn->fd = connect_one(AF_UNIX, (struct sockaddr *)&sun,
 	    sizeof(sun), deadline)) < 0) {
-		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s",
-		    strerror(errno));
+		failure_make(&cn->fail, FAIL_UNREACHABLE, RL_EXIT_UNAVAILABLE,
+		    "%s", strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -1023,16 +1063,16 @@ open_tcp(struct conn *cn, const char *host, int port, int64_t deadline,
 	char ps[16];
 	int g, e = ETIMEDOUT;
 
-	if (!say_where && cn->early_fd >= 0) {
-		if (early_done(cn, deadline) < 0)
+	if (!say_where && cn->connecting >= 0) {
+		if (connected(cn, deadline) < 0)
 			return -1;
 		tune_tcp(cn->fd);
 		return 0;
 	}
 	snprintf(ps, sizeof(ps), "%d", port);
 	if ((g = getaddrinfo(host, ps, &hints, &ai)) != 0) {
-		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s%s%s",
-		    say_where ? host : "", say_where ? ": " : "",
+		failure_make(&cn->fail, FAIL_UNREACHABLE, RL_EXIT_UNAVAILABLE,
+		    "%s%s%s", say_where ? host : "", say_where ? ": " : "",
 		    g == EAI_SYSTEM ? strerror(errno) : gai_strerror(g));
 		return -1;
 	}
@@ -1049,11 +1089,12 @@ open_tcp(struct conn *cn, const char *host, int port, int64_t deadline,
 	freeaddrinfo(ai);
 	if (cn->fd < 0) {
 		if (say_where)
-			failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s:%d: %s",
-			    host, port, strerror(e));
-		else
-			failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s",
+			failure_make(&cn->fail, FAIL_UNREACHABLE,
+			    RL_EXIT_UNAVAILABLE, "%s:%d: %s", host, port,
 			    strerror(e));
+		else
+			failure_make(&cn->fail, FAIL_UNREACHABLE,
+			    RL_EXIT_UNAVAILABLE, "%s", strerror(e));
 		return -1;
 	}
 	tune_tcp(cn->fd);
@@ -1079,50 +1120,85 @@ ask(struct conn *cn, const char *what, int argc, const char **argv,
 	return cn->fail.status;
 }
 
-/* Keep the login (argv) to send ahead of the first command. */
+/*
+ * Queue the login (argv) to go out ahead of the first command, its
+ * answer read first; named `what` in an error answer. It is given what
+ * is left of the connect's time from when it is written.
+ */
 static void
-defer_hello(struct conn *cn, int argc, const char **argv, const char *what,
+login_ahead(struct conn *cn, int argc, const char **argv, const char *what,
     int64_t deadline)
 {
+	struct req *e = &cn->q[cn->nq++];
 	size_t lens[3];
 	int i;
 
 	for (i = 0; i < argc; i++)
 		lens[i] = strlen(argv[i]);
-	cork_add(cn, argc, argv, lens);
-	cn->hello_corked = 1;
-	cn->hello_auth = strcmp(argv[0], "AUTH") == 0;
-	cn->hello_cmd = argv[0];
-	cn->hello_what = what;
-	cn->hello_left = deadline - mono_ms();
-	cn->hello_shown = cn->cmd_timeout_ms;
+	append_cmd(&cn->out, &cn->out_len, argc, argv, lens);
+	memset(e, 0, sizeof(*e));
+	e->flags = CONN_LOGIN;
+	e->auth = strcmp(argv[0], "AUTH") == 0;
+	e->what = argv[0];
+	e->answer_as = what;
+	e->wait_ms = deadline - mono_ms();
+	e->shown_ms = cn->cmd_timeout_ms;
+}
+
+/*
+ * The password for this login into buf: the first line of
+ * --password-file as it is now, or the one given when there is no file
+ * or it cannot be read whole (caught empty in the middle of a rewrite).
+ */
+static const char *
+login_password(const struct conn_cfg *cfg, char *buf, size_t len)
+{
+	FILE *f;
+	size_t n;
+	int ok;
+
+	if (cfg->password_file == NULL ||
+	    (f = fopen(cfg->password_file, "re")) == NULL)
+		return cfg->password;
+	ok = fgets(buf, (int)len, f) != NULL;
+	fclose(f);
+	n = ok ? strcspn(buf, "\r\n") : 0;
+	if (n == 0)
+		return cfg->password;
+	buf[n] = '\0';
+	return buf;
 }
 
 static int
-handshake(struct conn *cn, int64_t deadline, int defer)
+handshake(struct conn *cn, int64_t deadline, int ahead)
 {
 	const struct endpoint *ep = &cn->cfg->ep;
 	const char *argv[3];
-	char dbs[16];
-	int argc = 0;
+	char dbs[16], pw[1024];
+	int argc = 0, st;
 
-	defer = defer && ep->db == 0;
+	ahead = ahead && ep->db == 0;
 	if (cn->cfg->password) {
 		argv[argc++] = "AUTH";
 		if (ep->user)
 			argv[argc++] = ep->user;
-		argv[argc++] = cn->cfg->password;
-		if (defer) {
-			defer_hello(cn, argc, argv, "authentication failed",
+		argv[argc++] = login_password(cn->cfg, pw, sizeof(pw));
+		if (ahead) {
+			login_ahead(cn, argc, argv, "authentication failed",
 			    deadline);
+			explicit_bzero(pw, sizeof(pw));
 			return 0;
 		}
-		if (ask(cn, "authentication failed", argc, argv,
-		    deadline) != 0) {
+		st = ask(cn, "authentication failed", argc, argv, deadline);
+		explicit_bzero(pw, sizeof(pw));
+		if (st != 0) {
 			/* Any error answer to AUTH is a refusal; a peer that
 			 * is not Redis (cn closed) stays 76. */
-			if (cn->fail.status == RL_EXIT_PROTOCOL && cn->fd >= 0)
+			if (cn->fail.status == RL_EXIT_PROTOCOL &&
+			    cn->fd >= 0) {
 				cn->fail.status = RL_EXIT_NOPERM;
+				cn->fail.kind = FAIL_CREDENTIALS;
+			}
 			return cn->fail.status;
 		}
 	}
@@ -1135,8 +1211,8 @@ handshake(struct conn *cn, int64_t deadline, int defer)
 	}
 	if (argc == 0) {
 		argv[0] = "PING";
-		if (defer) {
-			defer_hello(cn, 1, argv, "PING", deadline);
+		if (ahead) {
+			login_ahead(cn, 1, argv, "PING", deadline);
 			return 0;
 		}
 		return ask(cn, "PING", 1, argv, deadline);
@@ -1159,9 +1235,10 @@ start_tls(struct conn *cn, const char *host, int port, int64_t deadline)
 	if (cn->tls != NULL)
 		return 0;
 	if (host)
-		failure_set(&cn->fail, st, "%s:%d: %s", host, port, why);
+		failure_make(&cn->fail, FAIL_TLS, st, "%s:%d: %s", host, port,
+		    why);
 	else
-		failure_set(&cn->fail, st, "%s", why);
+		failure_make(&cn->fail, FAIL_TLS, st, "%s", why);
 	return st;
 }
 
@@ -1181,22 +1258,23 @@ maybe_tls_port(struct conn *cn, int64_t deadline)
 		return;
 	if (tls_probe((const struct sockaddr *)&cn->peer, cn->peer_len,
 	    deadline))
-		failure_set(&cn->fail, RL_EXIT_UNAVAILABLE, "%s",
-		    TLS_PLAIN_TO_TLS);
+		failure_make(&cn->fail, FAIL_TLS_PLAIN, RL_EXIT_UNAVAILABLE,
+		    "%s", TLS_PLAIN_TO_TLS);
 }
 
 int
-conn_connect(struct conn *cn, const char *host, int port, int64_t deadline)
+conn_connect(struct conn *cn, const char *host, int port, int64_t deadline,
+    unsigned how)
 {
 	int64_t cmd = cn->cmd_timeout_ms, shown = cn->cfg->connect_timeout_ms;
-	int st, defer = cn->defer_hello;
+	int st;
 
-	cn->defer_hello = 0;
 	drop(cn, 0);
 	/* Started for the cfg's own TCP address only. */
-	if (cn->early_fd >= 0 && (host != NULL || cn->cfg->ep.kind != EP_TCP)) {
-		close(cn->early_fd);
-		cn->early_fd = -1;
+	if (cn->connecting >= 0 && (host != NULL ||
+	    cn->cfg->ep.kind != EP_TCP)) {
+		close(cn->connecting);
+		cn->connecting = -1;
 	}
 	failure_clear(&cn->fail);
 	cn->peer_len = 0;
@@ -1229,7 +1307,7 @@ conn_connect(struct conn *cn, const char *host, int port, int64_t deadline)
 	 * same connect timeout, not a fresh command timeout; the message
 	 * names the connect timeout. */
 	cn->cmd_timeout_ms = shown;
-	st = handshake(cn, deadline, defer);
+	st = handshake(cn, deadline, (how & CONN_LOGIN_AHEAD) != 0);
 	cn->cmd_timeout_ms = cmd;
 	if (st != 0) {
 		maybe_tls_port(cn, deadline);

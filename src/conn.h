@@ -17,13 +17,14 @@
 #include "reply.h"
 #include "url.h"
 
-/* In a failure's words when the peer's bytes are not the Redis protocol. */
-#define CONN_NOT_REDIS	"the answer is not in the Redis protocol"
-
 /* How to reach and log in to one server (or one sentinel). */
 struct conn_cfg {
 	struct endpoint ep;
 	const char *password;		/* NULL: no AUTH */
+	/* --password-file: read again at every login (a password rotated
+	 * under a long run is the one the server wants now); password is
+	 * what it held at the start, used while it cannot be read. */
+	const char *password_file;
 	const char *sentinel_password;	/* NULL: the sentinels' own, if asked */
 	int64_t connect_timeout_ms;
 };
@@ -37,57 +38,37 @@ struct conn *conn_new(const struct conn_cfg *cfg, int64_t cmd_timeout_ms);
 void conn_free(struct conn *cn);
 
 /*
+ * How conn_connect logs in. CONN_LOGIN_AHEAD: the login (AUTH, or the
+ * PING) is not waited for but queued ahead of the first command, in the
+ * same write, its answer read first, by the connect's deadline and named
+ * as conn_connect names it: a round trip less. Not with a database to
+ * SELECT. A failure of the login then fails the request it rode with
+ * (again: AGAIN_NOT; AGAIN_NOT_THERE while an undo queued behind it may
+ * still reach the server) and closes cn.
+ */
+#define CONN_LOGIN_AHEAD	0x1
+
+/*
  * Connect to host:port (NULL host: the cfg's own TCP or unix endpoint)
- * and log in: AUTH [user] password, then SELECT db, or a PING when there
- * is neither (a server that accepts but never answers must cost the
- * connect timeout here), all by `deadline` (mono ms). Returns 0, or an
- * exit status (69, 76, 77) with the failure recorded and cn closed.
+ * and log in: AUTH [user] password (--password-file read again), then
+ * SELECT db, or a PING when there is neither (a server that accepts but
+ * never answers must cost the connect timeout here), all by `deadline`
+ * (mono ms). Returns 0, or an exit status (69, 76, 77) with the failure
+ * recorded and cn closed.
  */
 int conn_connect(struct conn *cn, const char *host, int port,
-    int64_t deadline);
+    int64_t deadline, unsigned how);
 
 /*
- * Let the next conn_connect send its login (AUTH, or the PING) ahead of
- * the first command, in the same write, instead of waiting for its answer:
- * a round trip less. Not with a database to SELECT. The answer is read
- * first, by the connect's deadline and named as conn_connect names it; a
- * failure then is marked `hello` and closes cn. Whoever sends a command
- * that writes while the login is owed arms its undo first.
+ * Start the connect to cfg's own endpoint now, without waiting for it,
+ * so that several can be on their way at once from one thread: 1 when
+ * the conn_connect (same `how`) that follows will wait for nothing but
+ * that connect (a TCP address, not a name or a unix socket, the login
+ * ahead, no TLS handshake, no SELECT); 0 when it does it all itself. The
+ * connect is then given until `deadline` or conn_connect's, the sooner:
+ * those started together time out together.
  */
-void conn_defer_hello(struct conn *cn);
-
-/*
- * After conn_defer_hello, start the connect to cfg's own endpoint without
- * waiting for it, so that several can be on their way at once from one
- * thread: 1 when the conn_connect that follows will wait for nothing
- * but that connect (to a TCP address, not a name or a unix socket), as
- * the login then rides ahead (no TLS handshake, no SELECT); 0 when it
- * does it all itself, as before. The connect is then given until
- * `deadline` or conn_connect's, the sooner: those started together time
- * out together.
- */
-int conn_connect_early(struct conn *cn, int64_t deadline);
-
-/* The login sent ahead is unanswered (or not yet sent). */
-int conn_hello_owed(const struct conn *cn);
-
-/*
- * A caller that stops waiting (conn_recv's deadline) while the login sent
- * ahead is still unanswered: that is the login's silence, failed as
- * conn_connect's would be (undo written, cn closed in order, failure
- * hello). 1; 0 when no login is owed, and nothing is done.
- */
-int conn_hello_silent(struct conn *cn);
-
-/*
- * A command that takes back what the commands sent while the login is
- * owed may do, should the login fail (a server that never answers may
- * still read them later, when we are gone): sent then in the same stream,
- * behind them. Forgotten once the login is answered. Nothing while no
- * login is owed.
- */
-void conn_arm_undo(struct conn *cn, int argc, const char **argv,
-    const size_t *lens);
+int conn_connect_start(struct conn *cn, int64_t deadline, unsigned how);
 
 /*
  * Close. After a failure the socket is reset (SO_LINGER 0), so the kernel
@@ -110,21 +91,44 @@ int64_t conn_timeout(const struct conn *cn);
 struct reply *conn_command(struct conn *cn, int argc, const char **argv,
     const size_t *lens);
 
-/* Takes the reply to a command sent ahead; r is freed after. */
-typedef void (*conn_ahead_fn)(const struct reply *r);
+/* Takes a queued request's reply (freed after), with its ctx. */
+typedef void (*conn_done_fn)(void *ctx, const struct reply *r);
 
-#define CONN_AHEAD_MAX 4
+/* A request's flags (conn_queue). */
+enum {
+	/*
+	 * Not waited for: written with the next command (or before the
+	 * next read), in one write, and its reply, met first by that read,
+	 * goes to done. A check such as CONFIG GET rides along with the
+	 * command that follows at no round trip of its own. A reply still
+	 * owed when cn closes is dropped unseen.
+	 */
+	CONN_AHEAD = 1 << 0,
+	/*
+	 * The undo of the request that follows: written only should the
+	 * login queued ahead of it (CONN_LOGIN_AHEAD) fail, right behind
+	 * it in the same stream, so that a server that reads the request
+	 * late, when we are gone, takes it back. Forgotten, and not even
+	 * kept, when no login is owed.
+	 */
+	CONN_UNDO = 1 << 1
+};
+
+struct conn_req {
+	int argc;
+	const char **argv;		/* binary-safe, with lens */
+	const size_t *lens;
+	unsigned flags;			/* CONN_AHEAD or CONN_UNDO */
+	conn_done_fn done;		/* CONN_AHEAD */
+	void *ctx;
+};
 
 /*
- * Send a command whose reply nobody waits for now (pipelining): it is
- * written with the next command (or before the next read), in one write,
- * and the next read on cn meets its reply first and hands it to fn, so a
- * check such as CONFIG GET rides along with the command that follows at
- * no round trip of its own. A reply still owed when cn closes is dropped
- * unseen. 0, or -1 when cn is closed or CONN_AHEAD_MAX are owed.
+ * Queue a request (copied: argv need not outlive the call). 0, or -1
+ * when cn is closed or too many replies are owed (a CONN_AHEAD request
+ * is then not sent at all).
  */
-int conn_send_ahead(struct conn *cn, int argc, const char **argv,
-    const size_t *lens, conn_ahead_fn fn);
+int conn_queue(struct conn *cn, const struct conn_req *rq);
 
 /* Send one command without waiting for its reply (pipelining, blocking
  * commands, subscriptions): 0, or -1 (cn closed, failure recorded). */
@@ -135,9 +139,19 @@ int conn_send(struct conn *cn, int argc, const char **argv,
  * The next reply, waiting until `deadline` (mono ms) at most: 1 with *out
  * set (the caller frees it), 0 when the deadline passed first (cn still
  * usable: a blocking command may still answer), -1 on failure (cn closed,
- * failure recorded).
+ * failure recorded, named by `what`).
  */
-int conn_recv(struct conn *cn, int64_t deadline, struct reply **out);
+int conn_recv(struct conn *cn, int64_t deadline, const char *what,
+    struct reply **out);
+
+/*
+ * The caller stops waiting for a reply (conn_recv's deadline passed):
+ * the failure is recorded as `what`'s timeout, or the login's silence
+ * if its answer is still owed (an undo queued behind it written), and cn
+ * is closed with a reset, so the kernel cannot hand the command to Redis
+ * later.
+ */
+void conn_give_up(struct conn *cn, const char *what);
 
 /*
  * Is a reply, or part of one, already read from the socket? poll() on
@@ -150,9 +164,6 @@ int conn_fd(const struct conn *cn);
 
 /* Why the last operation failed (status 0 when it did not). */
 const struct failure *conn_failure(const struct conn *cn);
-
-/* Record a failure of the caller's on cn (a reply of the wrong shape). */
-int conn_fail_reply(struct conn *cn, const char *what, const struct reply *r);
 
 /* "hiredis X.Y.Z", the protocol library rlock was built with. */
 const char *conn_library(void);

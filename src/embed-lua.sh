@@ -45,7 +45,7 @@ replies() {
 	echo "/* generated from src/lua/ by src/embed-lua.sh; edit those */"
 	echo "#ifndef RLOCK_LUA_SCRIPTS_H"
 	echo "#define RLOCK_LUA_SCRIPTS_H"
-	echo "#include \"script.h\""
+	echo "struct lua_script;	/* script_args.h */"
 	for f in "$@"; do
 		name=$(basename "$f" .lua)
 		up=$(echo "$name" | tr '[:lower:]' '[:upper:]')
@@ -59,6 +59,7 @@ replies() {
 {
 	echo "/* generated from src/lua/ by src/embed-lua.sh; edit those */"
 	echo "#include \"lua_scripts.h\""
+	echo "#include \"script_args.h\""
 	for f in "$@"; do
 		name=$(basename "$f" .lua)
 		up=$(echo "$name" | tr '[:lower:]' '[:upper:]')

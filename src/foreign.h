@@ -2,7 +2,8 @@
 /*
  * Waiting for a holder that is not rlock (a redis-py or node-redlock lock
  * on P{KEY}, without :meta). Its release wakes nobody, so its waiters look
- * once a second whether it is gone: one EXISTS each, the cheapest command
+ * every FOREIGN_LOOK_MS (lockops.h) whether it is gone, through the lock
+ * (lock_look_foreign): one EXISTS each, the cheapest command
  * that tells "gone" and "rlock's now" from "still foreign". rlock's own
  * holders still wake their waiters, who do not look.
  */
@@ -11,9 +12,6 @@
 
 #include "keys.h"
 #include "server.h"
-
-/* How often a waiter on a foreign holder looks. */
-#define FOREIGN_LOOK_MS 1000
 
 /*
  * Is KEY still held by a client other than rlock, on s? 1 yes (P{KEY}

@@ -34,15 +34,14 @@ may_evict(const struct reply *r)
 	return 0;
 }
 
-/* --redlock: the first master that may evict is worth the line, and a
- * run makes one lock, so once per process is once per run. */
-static int warned;
-
+/* --redlock: the first master that may evict is worth the line. */
 static void
-on_policy(const struct reply *r)
+on_policy(void *arg, const struct reply *r)
 {
-	if (!warned)
-		warned = may_evict(r);
+	struct guard *g = arg;
+
+	if (!g->warned)
+		g->warned = may_evict(r);
 }
 
 /*
@@ -52,13 +51,13 @@ on_policy(const struct reply *r)
  * closes first, or has no room for it, is not asked.
  */
 void
-guard_eviction(struct lock *l)
+guard_eviction(struct guard *g, struct lock *l)
 {
 	const char *argv[3] = { "CONFIG", "GET", "maxmemory-policy" };
 	size_t lens[3] = { 6, 3, 16 };
-	int i, n = lock_servers(l);
+	int i, n = lock_nodes(l);
 
 	for (i = 0; i < n; i++)
-		(void)server_send_ahead(lock_server(l, i), 3, argv, lens,
-		    on_policy);
+		(void)lock_node_ask_ahead(lock_node(l, i), 3, argv, lens,
+		    on_policy, g);
 }

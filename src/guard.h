@@ -8,14 +8,20 @@
 
 #include "lock.h"
 
+/* What the eviction check has said so far, for one lock. */
+struct guard {
+	int warned;		/* a server may evict: said once */
+};
+
 /*
  * Warn (once, on stderr) if the server may evict our keys: any
  * maxmemory-policy but noeviction. The question is sent now and answered
  * with the next command on each connection (see guard.c), so the line
- * comes during the acquire. A server that refuses CONFIG (ACL, renamed
- * command, managed Redis) is reported only with -v. With --redlock, one
- * line for the first master that may evict.
+ * comes during the acquire; g, zeroed by the caller, must outlive l's
+ * connections. A server that refuses CONFIG (ACL, renamed command,
+ * managed Redis) is reported only with -v. With --redlock, one line for
+ * the first master that may evict.
  */
-void guard_eviction(struct lock *l);
+void guard_eviction(struct guard *g, struct lock *l);
 
 #endif

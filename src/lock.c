@@ -1,11 +1,17 @@
 // SPDX-License-Identifier: MIT
-/* The lock interface: picks the implementation, then dispatches to it. */
+/*
+ * The lock interface: picks the implementation, then dispatches to it;
+ * and a lock_node, one server behind it, for the operator's views.
+ */
 #include "lock.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn.h"
 #include "quorum.h"
+#include "script.h"
+#include "server.h"
 #include "single.h"
 #include "util.h"
 
@@ -57,17 +63,17 @@ lock_open(struct lock *l)
 int
 lock_open_first(struct lock *l)
 {
-	int i, n = lock_servers(l);
+	int i, n = lock_nodes(l);
 
 	for (i = 0; i < n; i++)
-		server_defer_hello(lock_server(l, i));
+		server_open_how(lock_node(l, i)->srv, CONN_LOGIN_AHEAD);
 	return lock_open(l);
 }
 
 int
 lock_reopen(struct lock *l)
 {
-	if (l->ops->servers(l) == 1)
+	if (l->ops->nodes(l) == 1)
 		l->ops->close(l);
 	return l->ops->open(l);
 }
@@ -104,22 +110,23 @@ lock_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 }
 
 int
-lock_acquire_send(struct lock *l, const struct lock_ctx *ctx, int want_holder)
+lock_acquire_start(struct lock *l, const struct lock_ctx *ctx, int queue,
+    int want_holder)
 {
-	if (l->cfg->redlock)
-		return -1;
-	return single_send(l, SINGLE_ACQUIRE, ctx, want_holder);
+	return l->ops->acquire_start(l, ctx, queue, want_holder);
 }
 
 enum lock_result
-lock_acquire_recv(struct lock *l, const struct lock_ctx *ctx, int want_holder,
-    int64_t *fence, struct lock_busy *busy)
+lock_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
+    struct lock_busy *busy)
 {
-	int64_t by = mono_ms() + server_cmd_timeout(lock_server(l, 0));
+	return l->ops->acquire_finish(l, ctx, fence, busy);
+}
 
-	if (l->cfg->redlock)
-		return LOCK_ERROR;
-	return single_recv_acquire(l, ctx, want_holder, by, fence, busy);
+int
+lock_acquire_pending(struct lock *l, int64_t *sent_at)
+{
+	return l->ops->acquire_pending(l, sent_at);
 }
 
 int
@@ -167,9 +174,27 @@ lock_describe_holder(struct lock *l, const struct lock_ctx *ctx, char *buf,
 }
 
 struct waker *
-lock_waker(struct lock *l, const struct lock_ctx *ctx)
+lock_waker(struct lock *l, const struct lock_ctx *ctx, int want_holder)
 {
-	return l->ops->waker(l, ctx);
+	return l->ops->waker(l, ctx, want_holder);
+}
+
+int
+lock_caps(const struct lock *l)
+{
+	return l->ops->caps(l);
+}
+
+int
+lock_look_foreign(struct lock *l, const struct lock_ctx *ctx)
+{
+	return l->ops->look_foreign(l, ctx);
+}
+
+void
+lock_timeouts(const struct lock *l, int64_t *connect_ms, int64_t *cmd_ms)
+{
+	l->ops->timeouts(l, connect_ms, cmd_ms);
 }
 
 int
@@ -185,25 +210,115 @@ lock_watch_fd(const struct lock *l)
 }
 
 int
-lock_servers(const struct lock *l)
-{
-	return l->ops->servers(l);
-}
-
-struct server *
-lock_server(struct lock *l, int i)
-{
-	return l->ops->server(l, i);
-}
-
-int
 lock_majority(const struct lock *l)
 {
-	return l->ops->servers(l) / 2 + 1;
+	return l->ops->nodes(l) / 2 + 1;
 }
 
 const struct failure *
 lock_failure(const struct lock *l)
 {
 	return l->ops->failure(l);
+}
+
+int
+lock_nodes(const struct lock *l)
+{
+	return l->ops->nodes(l);
+}
+
+struct lock_node *
+lock_node(struct lock *l, int i)
+{
+	return l->ops->node(l, i);
+}
+
+int
+lock_node_is_open(const struct lock_node *n)
+{
+	return server_is_open(n->srv);
+}
+
+const struct failure *
+lock_node_failure(const struct lock_node *n)
+{
+	return server_failure(n->srv);
+}
+
+void
+lock_node_name(const struct lock_node *n, char *buf, size_t len)
+{
+	url_redacted(&server_cfg(n->srv)->ep, buf, len);
+}
+
+struct reply *
+lock_node_command(struct lock_node *n, int argc, const char **argv,
+    const size_t *lens)
+{
+	return server_command(n->srv, argc, argv, lens);
+}
+
+struct reply *
+lock_node_script(struct lock_node *n, const struct script_args *a)
+{
+	return script_call(n->srv, a);
+}
+
+struct reply *
+lock_node_script_ro(struct lock_node *n, const struct script_args *a)
+{
+	return script_call_ro(n->srv, a);
+}
+
+int
+lock_node_fail_reply(struct lock_node *n, const char *what,
+    const struct reply *r)
+{
+	return server_fail_reply(n->srv, what, r);
+}
+
+/* A Cluster spreads the keys over its masters: each one, on a server of
+ * its own for the call. */
+int
+lock_node_each_master(struct lock_node *n,
+    int (*fn)(struct lock_node *m, void *arg), void *arg)
+{
+	int64_t t = server_connect_timeout(n->srv);
+	struct lock_node m;
+	struct hostport *hp;
+	int i, k, st = 0;
+
+	if (server_cfg(n->srv)->ep.kind != EP_CLUSTER)
+		return fn(n, arg);
+	if ((k = server_masters(n->srv, &hp)) < 0)
+		return -1;
+	for (i = 0; i < k; i++) {
+		m.srv = server_clone(n->srv, t, t);
+		if (st == 0 && (server_open_node(m.srv, hp[i].host,
+		    hp[i].port) != 0 || fn(&m, arg) < 0)) {
+			*server_failure_rw(n->srv) = *server_failure(m.srv);
+			st = -1;
+		}
+		server_free(m.srv);
+		free(hp[i].host);
+	}
+	free(hp);
+	return st;
+}
+
+int
+lock_node_ask_ahead(struct lock_node *n, int argc, const char **argv,
+    const size_t *lens, void (*fn)(void *arg, const struct reply *r),
+    void *arg)
+{
+	struct conn_req rq = { .argc = argc, .argv = argv, .lens = lens,
+	    .flags = CONN_AHEAD, .done = fn, .ctx = arg };
+
+	return server_queue(n->srv, &rq);
+}
+
+const char *
+lock_protocol_library(void)
+{
+	return conn_library();
 }

@@ -13,8 +13,9 @@
 
 #include "keys.h"
 #include "reply.h"
-#include "server.h"
-#include "wake.h"
+
+/* --redlock takes 3 to this many masters (an odd number). */
+#define REDLOCK_MAX 9
 
 /* Fencing counters outlive any lease by far; see acquire.lua. */
 #define FENCE_TTL_MS ((int64_t)7 * 24 * 3600 * 1000)
@@ -37,6 +38,9 @@
  * third of it, so one late attempt costs nothing, and a writer that died
  * while waiting stops readers for this long at most. */
 #define WRITER_TTL_MS 4000
+/* How often a waiter on a holder that is not rlock looks whether it is
+ * gone (foreign.h): its release wakes nobody. */
+#define FOREIGN_LOOK_MS 1000
 /* A wake token nobody took is stale after this; see release.lua. */
 #define WAKE_TOKEN_TTL_MS 5000
 /* P{KEY}:last, the last run's record, outlives the next run of a monthly
@@ -58,8 +62,14 @@ struct lock_busy {
 	int writer;
 };
 
+/* What a lock can do beyond what every lock does (lock_caps). */
+#define LOCK_CAN_LOOK	0x1	/* look at a foreign holder (lock.h) */
+#define LOCK_FAILOVER	0x2	/* Sentinel: lock_recheck while waiting */
+
 struct lock;
 struct lock_cfg;
+struct lock_node;
+struct waker;
 
 /* Every operation leaves its failure where `failure` finds it; see
  * lock.h for what each one means. */
@@ -72,6 +82,12 @@ struct lock_ops {
 	enum lock_result (*acquire)(struct lock *l, const struct lock_ctx *ctx,
 	    int queue, int want_holder, int64_t *fence,
 	    struct lock_busy *busy);
+	int (*acquire_start)(struct lock *l, const struct lock_ctx *ctx,
+	    int queue, int want_holder);
+	enum lock_result (*acquire_finish)(struct lock *l,
+	    const struct lock_ctx *ctx, int64_t *fence,
+	    struct lock_busy *busy);
+	int (*acquire_pending)(struct lock *l, int64_t *sent_at);
 	int (*extend)(struct lock *l, const struct lock_ctx *ctx);
 	int (*release)(struct lock *l, const struct lock_ctx *ctx);
 	int (*record)(struct lock *l, const struct lock_ctx *ctx,
@@ -81,11 +97,16 @@ struct lock_ops {
 	int (*dequeue)(struct lock *l, const struct lock_ctx *ctx);
 	void (*describe_holder)(struct lock *l, const struct lock_ctx *ctx,
 	    char *buf, size_t len);
-	struct waker *(*waker)(struct lock *l, const struct lock_ctx *ctx);
+	struct waker *(*waker)(struct lock *l, const struct lock_ctx *ctx,
+	    int want_holder);
+	int (*caps)(const struct lock *l);
+	int (*look_foreign)(struct lock *l, const struct lock_ctx *ctx);
+	void (*timeouts)(const struct lock *l, int64_t *connect_ms,
+	    int64_t *cmd_ms);
 	int (*recheck)(struct lock *l);
 	int (*watch_fd)(const struct lock *l);
-	int (*servers)(const struct lock *l);
-	struct server *(*server)(struct lock *l, int i);
+	int (*nodes)(const struct lock *l);
+	struct lock_node *(*node)(struct lock *l, int i);
 	const struct failure *(*failure)(const struct lock *l);
 	void (*free)(struct lock *l);
 };

@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "conn.h"
 #include "exitcode.h"
+#include "lock.h"
 #include "report.h"
 #include "run.h"
 #include "sig.h"
@@ -21,7 +21,7 @@
 static int
 version(void)
 {
-	printf("rlock %s (%s, %s)\n", RLOCK_VERSION, conn_library(),
+	printf("rlock %s (%s, %s)\n", RLOCK_VERSION, lock_protocol_library(),
 	    tls_library());
 	return 0;
 }

@@ -25,6 +25,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "deadline.h"
 #include "exitcode.h"
 #include "fanout.h"
 #include "lease.h"
@@ -32,6 +33,7 @@
 #include "script.h"
 #include "single.h"
 #include "util.h"
+#include "wake.h"
 
 /* After a split vote, retry within this, at random (Redlock's advice). */
 #define SPLIT_RETRY_MAX_MS 50
@@ -50,18 +52,24 @@
 
 struct quorum {
 	struct lock base;		/* first: a struct lock * is ours */
-	struct lock *m[QUORUM_MAX];	/* one single lock per master */
+	struct lock *m[REDLOCK_MAX];	/* one single lock per master */
 	int n;
 	const struct conn_cfg *cfgs;
 	int64_t cap;			/* each master's timeouts, at most */
 	int64_t cmd_ms;			/* each master's reply, at most */
 	/* Its login, sent ahead of our acquire, failed, and the undo
-	 * written behind that acquire may still reach it (undo_owed): it
-	 * would take back a grant there under the same token. So it is
+	 * written behind that acquire may still reach it (AGAIN_NOT_THERE):
+	 * it would take back a grant there under the same token. So it is
 	 * asked no more acquires in this run, and counts as a no to an
 	 * extend or a re-entry check, not asked (a yes would be the old
 	 * acquire, its undo still to come). A release there does no harm. */
-	unsigned char no_acquire[QUORUM_MAX];
+	unsigned char no_acquire[REDLOCK_MAX];
+	/* An acquire between op_acquire_start and op_acquire_finish: when
+	 * it began (0: none), what every master was asked, who was sent it. */
+	int64_t t0;
+	struct lock_ctx asked;
+	int asked_want;
+	unsigned char sent[REDLOCK_MAX];
 	struct failure fail;
 };
 
@@ -92,7 +100,7 @@ m_open(const struct lock *m)
 static struct server *
 m_server(struct lock *m)
 {
-	return m->ops->server(m, 0);
+	return single_server(m);
 }
 
 static const struct failure *
@@ -149,7 +157,7 @@ say_short(struct quorum *q, const char *what, int ok)
 
 struct opening {
 	struct quorum *q;
-	int at[QUORUM_MAX];		/* the masters to connect */
+	int at[REDLOCK_MAX];		/* the masters to connect */
 };
 
 static void
@@ -170,7 +178,7 @@ open_master(void *arg, int i)
  * and stalled masters together cost one connect timeout.
  * At once means one thread each (fanout.c), unless every connect can be
  * started first and waited for after (a run's first open, the logins
- * riding with the acquire: server_connect_early): then the waits overlap
+ * riding with the acquire: server_open_start): then the waits overlap
  * in this thread, under the one deadline they were started with, and the
  * 4 threads' making cost more than the connects.
  */
@@ -185,7 +193,7 @@ open_closed(struct quorum *q, int skip_barred)
 	for (i = 0; i < q->n; i++)
 		if (!m_open(q->m[i]) && !(skip_barred && q->no_acquire[i])) {
 			o.at[n++] = i;
-			early += server_connect_early(m_server(q->m[i]));
+			early += server_open_start(m_server(q->m[i]));
 		}
 	if (early < n) {
 		fanout_run(n, open_master, &o);
@@ -276,7 +284,7 @@ script_all(struct quorum *q, const struct script_args *a,
     const unsigned char *to, long long *said)
 {
 	const struct lua_script *sc = a->sc;
-	unsigned char sent[QUORUM_MAX];
+	unsigned char sent[REDLOCK_MAX];
 	struct reply *r;
 	struct server *s;
 	int64_t by;
@@ -318,8 +326,8 @@ fence_raise(struct quorum *q, const struct lock_ctx *ctx, int64_t fence,
 {
 	struct script_args a;
 	char f[24], ttl[24];
-	unsigned char to[QUORUM_MAX];
-	long long said[QUORUM_MAX];
+	unsigned char to[REDLOCK_MAX];
+	long long said[REDLOCK_MAX];
 	int i, raised = 0, behind = 0;
 
 	for (i = 0; i < q->n; i++) {
@@ -385,7 +393,7 @@ static void
 ask_all(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
     const unsigned char *to, int *said)
 {
-	unsigned char sent[QUORUM_MAX];
+	unsigned char sent[REDLOCK_MAX];
 
 	send_all(q, op, ctx, to, sent, said);
 	recv_all(q, op, ctx, sent, answers_by(q), said);
@@ -402,10 +410,10 @@ static void
 recv_some(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
     unsigned char *sent, int need, int64_t until, int64_t by, int *said)
 {
-	struct pollfd p[QUORUM_MAX];
+	struct pollfd p[REDLOCK_MAX];
 	struct server *s;
 	int64_t left;
-	int at[QUORUM_MAX], i, n, got = 0;
+	int at[REDLOCK_MAX], i, n, got = 0;
 
 	for (;;) {
 		for (i = 0, n = 0; i < q->n && got < need; i++) {
@@ -427,7 +435,7 @@ recv_some(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
 		if (got >= need || n == 0 || left <= 0)
 			return;
 		/* An error costs only the order: recv_all reads the rest. */
-		if (poll(p, (nfds_t)n, (int)left) < 0) {
+		if (poll(p, (nfds_t)n, deadline_poll_ms(until)) < 0) {
 			if (errno == EINTR)
 				continue;
 			return;
@@ -452,7 +460,7 @@ static void
 undo(struct quorum *q, const struct lock_ctx *ctx)
 {
 	struct script_args a;
-	long long said[QUORUM_MAX];
+	long long said[REDLOCK_MAX];
 
 	single_undo_args(&a, ctx);
 	script_all(q, &a, NULL, said);
@@ -470,43 +478,59 @@ merge_busy(struct lock_busy *into, const struct lock_busy *b, int first)
 }
 
 /*
- * Acquire on every master with one token; granted when a majority said
- * yes and, fences raised, within the validity time (lease - elapsed -
- * drift). Anything less is undone on every master. A split vote is
- * LOCK_BUSY with a short random wait.
+ * Acquire on every master with one token, sent to all before any answer
+ * is read (op_acquire_finish reads them).
+ */
+static int
+op_acquire_start(struct lock *l, const struct lock_ctx *ctx, int queue,
+    int want_holder)
+{
+	struct quorum *q = q_of(l);
+	int i;
+
+	(void)queue;
+	q->t0 = mono_ms();
+	open_closed(q, 1);
+	q->asked = *ctx;
+	q->asked.fence_proposed = wall_ms() + FENCE_AHEAD_MS;
+	q->asked_want = want_holder;
+	for (i = 0; i < q->n; i++)
+		q->sent[i] = m_open(q->m[i]) && !q->no_acquire[i] &&
+		    single_send(q->m[i], SINGLE_ACQUIRE, &q->asked,
+		    want_holder) == 0;
+	return 0;
+}
+
+/*
+ * Granted when a majority said yes and, fences raised, within the
+ * validity time (lease - elapsed - drift). Anything less is undone on
+ * every master. A split vote is LOCK_BUSY with a short random wait.
  */
 static enum lock_result
-op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
-    int want_holder, int64_t *fence, struct lock_busy *busy)
+op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
+    struct lock_busy *busy)
 {
 	struct quorum *q = q_of(l);
 	int i, n = q->n, got = 0, errs = 0, own = -1, raised, barred = 0;
-	int64_t t0 = mono_ms(), f, best = 0, by, drew[QUORUM_MAX];
-	unsigned char granted[QUORUM_MAX] = { 0 }, sent[QUORUM_MAX];
-	struct lock_ctx asked = *ctx;
+	int64_t t0 = q->t0, f, best = 0, by, drew[REDLOCK_MAX];
+	unsigned char granted[REDLOCK_MAX] = { 0 };
 	struct lock_busy b;
 	int have_busy = 0;
 
-	(void)queue;
-	open_closed(q, 1);
-	asked.fence_proposed = wall_ms() + FENCE_AHEAD_MS;
-	for (i = 0; i < n; i++)
-		sent[i] = m_open(q->m[i]) && !q->no_acquire[i] &&
-		    single_send(q->m[i], SINGLE_ACQUIRE, &asked,
-		    want_holder) == 0;
+	q->t0 = 0;
 	by = answers_by(q);
 	for (i = 0; i < n; i++) {
 		struct lock *m = q->m[i];
 
-		if (!sent[i]) {
+		if (!q->sent[i]) {
 			if (q->no_acquire[i])
 				barred++;
 			else
 				errs++;
 			continue;
 		}
-		switch (single_recv_acquire(m, &asked, want_holder, by, &f,
-		    &b)) {
+		switch (single_recv_acquire(m, &q->asked, q->asked_want, by,
+		    &f, &b)) {
 		case LOCK_GRANTED:
 			granted[i] = 1;
 			drew[i] = f;
@@ -520,9 +544,9 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 			break;
 		default:
 			errs++;
-			if (m_fail(m)->undo_owed)
+			if (m_fail(m)->again == AGAIN_NOT_THERE)
 				q->no_acquire[i] = 1;
-			else if (m_fail(m)->ours)
+			else if (m_fail(m)->kind == FAIL_SCRIPT)
 				own = i;
 			break;
 		}
@@ -549,7 +573,10 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 		 * server, nothing to try again. */
 		for (i = 0, barred = 0; i < n; i++)
 			barred += q->no_acquire[i];
-		q->fail.hello = barred > n - majority(q);
+		/* Too few masters left to ask: not worth a later try either
+		 * (failure_retry). */
+		q->fail.again = barred > n - majority(q) ? AGAIN_NOT_THERE :
+		    AGAIN_MAY;
 		return LOCK_ERROR;
 	}
 	if (!have_busy) {
@@ -562,6 +589,28 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 	if (got > 0 || !have_busy)
 		busy->wait_ms = split_retry_ms();
 	return LOCK_BUSY;
+}
+
+static enum lock_result
+op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
+    int want_holder, int64_t *fence, struct lock_busy *busy)
+{
+	if (op_acquire_start(l, ctx, queue, want_holder) < 0)
+		return LOCK_ERROR;
+	return op_acquire_finish(l, ctx, fence, busy);
+}
+
+/* Between op_acquire_start and op_acquire_finish: when it was sent. */
+static int
+op_acquire_pending(struct lock *l, int64_t *sent_at)
+{
+	struct quorum *q = q_of(l);
+
+	if (q->t0 == 0)
+		return 0;
+	if (sent_at != NULL)
+		*sent_at = q->t0;
+	return 1;
 }
 
 static void
@@ -598,7 +647,7 @@ static int
 op_extend(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct quorum *q = q_of(l);
-	int said[QUORUM_MAX], ok, lost;
+	int said[REDLOCK_MAX], ok, lost;
 
 	tally(q, ctx, SINGLE_EXTEND, said, &ok, &lost);
 	if (ok >= majority(q))
@@ -621,8 +670,8 @@ wake_where_lost(struct quorum *q, const struct lock_ctx *ctx, const int *said)
 {
 	char cap[24], ttl[24];
 	struct script_args a;
-	unsigned char to[QUORUM_MAX];
-	long long woke[QUORUM_MAX];
+	unsigned char to[REDLOCK_MAX];
+	long long woke[REDLOCK_MAX];
 	int i;
 
 	snprintf(cap, sizeof(cap), "%ld", ctx->limit);
@@ -657,9 +706,9 @@ static int
 op_release(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct quorum *q = q_of(l);
-	int said[QUORUM_MAX], done, lost, i, again = 0, waker = -1;
-	unsigned char was_open[QUORUM_MAX], to[QUORUM_MAX] = { 0 };
-	unsigned char sent[QUORUM_MAX], last[QUORUM_MAX];
+	int said[REDLOCK_MAX], done, lost, i, again = 0, waker = -1;
+	unsigned char was_open[REDLOCK_MAX], to[REDLOCK_MAX] = { 0 };
+	unsigned char sent[REDLOCK_MAX], last[REDLOCK_MAX];
 	int64_t by;
 
 	open_closed(q, 0);
@@ -733,7 +782,7 @@ static int
 op_is_ours(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct quorum *q = q_of(l);
-	int said[QUORUM_MAX], yes, no;
+	int said[REDLOCK_MAX], yes, no;
 
 	tally(q, ctx, SINGLE_IS_OURS, said, &yes, &no);
 	if (yes >= majority(q))
@@ -782,16 +831,41 @@ op_describe_holder(struct lock *l, const struct lock_ctx *ctx, char *buf,
  * as no grant is possible then.
  */
 static struct waker *
-op_waker(struct lock *l, const struct lock_ctx *ctx)
+op_waker(struct lock *l, const struct lock_ctx *ctx, int want_holder)
 {
 	struct quorum *q = q_of(l);
-	struct server *s[QUORUM_MAX];
+	struct server *s[REDLOCK_MAX];
 	int i;
 
+	(void)want_holder;
 	for (i = 0; i < q->n; i++)
 		s[i] = m_server(q->m[i]);
 	return wake_pop_any(s, q->n, majority(q), ctx->k.tokens,
 	    ctx->k.tokens_len);
+}
+
+/* A quorum tries where one server's waiters look (its busy replies
+ * already come from every master), and watches no sentinels. */
+static int
+op_caps(const struct lock *l)
+{
+	(void)l;
+	return 0;
+}
+
+static int
+op_look_foreign(struct lock *l, const struct lock_ctx *ctx)
+{
+	(void)l;
+	(void)ctx;
+	return 0;
+}
+
+static void
+op_timeouts(const struct lock *l, int64_t *connect_ms, int64_t *cmd_ms)
+{
+	*connect_ms = l->connect_ms;
+	*cmd_ms = cq_of(l)->cmd_ms;
 }
 
 static int
@@ -809,17 +883,17 @@ op_watch_fd(const struct lock *l)
 }
 
 static int
-op_servers(const struct lock *l)
+op_nodes(const struct lock *l)
 {
 	return cq_of(l)->n;
 }
 
-static struct server *
-op_server(struct lock *l, int i)
+static struct lock_node *
+op_node(struct lock *l, int i)
 {
-	struct quorum *q = q_of(l);
+	struct lock *m = q_of(l)->m[i];
 
-	return m_server(q->m[i]);
+	return m->ops->node(m, 0);
 }
 
 static const struct failure *
@@ -845,6 +919,9 @@ static const struct lock_ops QUORUM_OPS = {
 	.is_open = op_is_open,
 	.set_timeouts = op_set_timeouts,
 	.acquire = op_acquire,
+	.acquire_start = op_acquire_start,
+	.acquire_finish = op_acquire_finish,
+	.acquire_pending = op_acquire_pending,
 	.extend = op_extend,
 	.release = op_release,
 	.record = op_record,
@@ -853,10 +930,13 @@ static const struct lock_ops QUORUM_OPS = {
 	.dequeue = op_no_queue,
 	.describe_holder = op_describe_holder,
 	.waker = op_waker,
+	.caps = op_caps,
+	.look_foreign = op_look_foreign,
+	.timeouts = op_timeouts,
 	.recheck = op_recheck,
 	.watch_fd = op_watch_fd,
-	.servers = op_servers,
-	.server = op_server,
+	.nodes = op_nodes,
+	.node = op_node,
 	.failure = op_failure,
 	.free = op_free,
 };
@@ -875,7 +955,7 @@ quorum_new(const struct conn_cfg *cfgs, int n, int64_t connect_ms,
 	q->base.connect_ms = connect_ms;
 	q->base.user_connect_ms = connect_ms;
 	q->cfgs = cfgs;
-	q->n = n > QUORUM_MAX ? QUORUM_MAX : n;
+	q->n = n > REDLOCK_MAX ? REDLOCK_MAX : n;
 	for (i = 0; i < q->n; i++)
 		q->m[i] = single_new(&cfgs[i], t, t);
 	return &q->base;

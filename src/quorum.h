@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * --redlock: one lock over N independent masters (N odd, 3 to 9), each a
- * one-server lock (single.h) of its own. Granted, extended, released and
- * re-entered by majority; see quorum.c for the rules.
+ * --redlock: one lock over N independent masters (N odd, 3 to
+ * REDLOCK_MAX), each a one-server lock (single.h) of its own. Granted,
+ * extended, released and re-entered by majority; see quorum.c for the
+ * rules.
  */
 #ifndef RLOCK_QUORUM_H
 #define RLOCK_QUORUM_H
@@ -11,8 +12,6 @@
 
 #include "conn.h"
 #include "lockops.h"
-
-#define QUORUM_MAX 9
 
 /* A closed quorum over the n masters of cfgs (which outlive it); each
  * master's timeouts are capped at master_ms. */

@@ -282,9 +282,8 @@ renew_start(struct renewer *rw)
 }
 
 static void
-tell_stop(void *arg)
+tell_stop(struct renewer *rw)
 {
-	struct renewer *rw = arg;
 	char b = 1;
 
 	if (!rw->told) {
@@ -294,12 +293,9 @@ tell_stop(void *arg)
 }
 
 /*
- * The thread is told to end while the caller's next request is in
- * flight (while_waiting), not before it is sent: the write that wakes a
- * sleeping thread costs the waker 10-15 us on a small VM, and the next
- * request is the release a waiter waits for. Told before the answer
- * comes, the thread is usually gone before the answer wakes the socket
- * it watches; should it wake on that first, it sees `stopping` and ends.
+ * Should the thread wake on the answer to the caller's next request (on
+ * the socket it watches) before it reads the stop byte, it sees
+ * `stopping` and ends.
  */
 void
 renew_take_conn(struct renewer *rw)
@@ -309,7 +305,7 @@ renew_take_conn(struct renewer *rw)
 	pthread_mutex_lock(&rw->mu);
 	rw->stopping = 1;
 	pthread_mutex_unlock(&rw->mu);
-	while_waiting(tell_stop, rw);
+	tell_stop(rw);
 }
 
 void
@@ -318,8 +314,6 @@ renew_stop(struct renewer *rw)
 	if (!rw->running)
 		return;
 	renew_take_conn(rw);
-	/* Not run, if no request followed: rw must not outlive us there. */
-	while_waiting(NULL, NULL);
 	tell_stop(rw);
 	pthread_join(rw->thread, NULL);
 	rw->running = 0;

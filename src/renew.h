@@ -68,8 +68,7 @@ int renew_start(struct renewer *rw);
 /*
  * Make l the caller's again at once: waits only for an extend in flight,
  * and the thread never touches l (nor extends) after this returns. The
- * thread is told to end while the caller's next request is in flight
- * (while_waiting), or by renew_stop, which joins it. Idempotent.
+ * thread is told to end now; renew_stop joins it. Idempotent.
  */
 void renew_take_conn(struct renewer *rw);
 

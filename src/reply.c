@@ -34,28 +34,43 @@ reply_int(const struct reply *r, long long *out)
 	return 0;
 }
 
+static void
+vmake(struct failure *f, enum fail_kind kind, int status, const char *fmt,
+    va_list ap)
+{
+	f->status = status;
+	f->kind = kind;
+	f->again = AGAIN_MAY;
+	f->code[0] = '\0';
+	f->said[0] = '\0';
+	vsnprintf(f->why, sizeof(f->why), fmt, ap);
+}
+
+void
+failure_make(struct failure *f, enum fail_kind kind, int status,
+    const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmake(f, kind, status, fmt, ap);
+	va_end(ap);
+}
+
 void
 failure_set(struct failure *f, int status, const char *fmt, ...)
 {
 	va_list ap;
 
-	f->status = status;
-	f->ours = 0;
-	f->hello = 0;
-	f->undo_owed = 0;
 	va_start(ap, fmt);
-	vsnprintf(f->why, sizeof(f->why), fmt, ap);
+	vmake(f, FAIL_OTHER, status, fmt, ap);
 	va_end(ap);
 }
 
 void
 failure_clear(struct failure *f)
 {
-	f->status = 0;
-	f->ours = 0;
-	f->hello = 0;
-	f->undo_owed = 0;
-	f->why[0] = '\0';
+	memset(f, 0, sizeof(*f));
 }
 
 static int
@@ -64,32 +79,71 @@ starts(const char *s, const char *prefix)
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-int
-reply_status(const struct reply *r)
+enum fail_kind
+reply_kind(const struct reply *r)
 {
 	const char *s = r->str ? r->str : "";
 
-	if (acl_is_refusal(s))
-		return RL_EXIT_NOPERM;
+	if (acl_is_refusal(s) || starts(s, "NOPERM") ||
+	    starts(s, SCRIPT_ACL_DENIED))
+		return FAIL_NOPERM;
 	if (starts(s, "NOAUTH") || starts(s, "WRONGPASS") ||
-	    starts(s, "NOPERM") || starts(s, "ERR invalid password") ||
+	    starts(s, "ERR invalid password") ||
 	    starts(s, "ERR invalid username-password") ||
 	    starts(s, "ERR AUTH <password> called without") ||
-	    starts(s, "ERR Client sent AUTH") ||
-	    starts(s, SCRIPT_ACL_DENIED))
-		return RL_EXIT_NOPERM;
+	    starts(s, "ERR Client sent AUTH"))
+		return FAIL_CREDENTIALS;
 	if (starts(s, "LOADING") || starts(s, "BUSY") ||
 	    starts(s, "MASTERDOWN") || starts(s, "TRYAGAIN") ||
 	    starts(s, "CLUSTERDOWN") ||
 	    starts(s, "ERR max number of clients"))
+		return FAIL_BUSY;
+	return FAIL_SERVER;
+}
+
+int
+reply_status(const struct reply *r)
+{
+	switch (reply_kind(r)) {
+	case FAIL_NOPERM:
+	case FAIL_CREDENTIALS:
+		return RL_EXIT_NOPERM;
+	case FAIL_BUSY:
 		return RL_EXIT_UNAVAILABLE;
-	return RL_EXIT_PROTOCOL;
+	default:
+		return RL_EXIT_PROTOCOL;
+	}
 }
 
 int
 failure_transient(int status)
 {
 	return status == RL_EXIT_UNAVAILABLE;
+}
+
+int
+failure_retry(const struct failure *f)
+{
+	/* A request behind a login that failed was never run: a new try
+	 * on a new connection is safe, unless the undo written behind it
+	 * may still reach the server and take the new try's grant back. */
+	if (f->again == AGAIN_NOT_THERE)
+		return 0;
+	if (f->status == RL_EXIT_UNAVAILABLE)
+		return 1;
+	switch (f->kind) {
+	case FAIL_UNREACHABLE:
+	case FAIL_DROPPED:
+	case FAIL_TIMEOUT:
+	case FAIL_BUSY:
+		return 1;
+	case FAIL_SERVER:
+		/* Sent to a node that is gone, or moving. */
+		return strcmp(f->code, "MOVED") == 0 ||
+		    strcmp(f->code, "ASK") == 0;
+	default:
+		return 0;
+	}
 }
 
 /*
@@ -108,6 +162,20 @@ script_trailer(const char *s, size_t len)
 	return len;
 }
 
+/* An error reply's code (its first word) and text into f. */
+static void
+keep_words(struct failure *f, const struct reply *r)
+{
+	size_t n = strcspn(r->str, " ");
+
+	if (n >= sizeof(f->code))
+		n = 0;
+	memcpy(f->code, r->str, n);
+	f->code[n] = '\0';
+	printable(r->str, script_trailer(r->str, r->len), f->said,
+	    sizeof(f->said));
+}
+
 int
 failure_from_reply(struct failure *f, const char *what,
     const struct reply *r)
@@ -118,22 +186,24 @@ failure_from_reply(struct failure *f, const char *what,
 	if (r->type == REPLY_ERROR && acl_is_refusal(r->str)) {
 		/* The permission it lacks, in words (acl.c). */
 		acl_explain(r->str, text, sizeof(text));
-		failure_set(f, RL_EXIT_NOPERM, "%s: %s", what, text);
+		failure_make(f, FAIL_NOPERM, RL_EXIT_NOPERM, "%s: %s", what,
+		    text);
 	} else if (r->type == REPLY_ERROR &&
 	    strncmp(r->str, "RLOCK_", 6) == 0 &&
 	    (sp = strchr(r->str, ' ')) != NULL) {
 		/* Our own scripts' refusals are sentences for the user. */
 		printable(sp + 1, strlen(sp + 1), text, sizeof(text));
-		failure_set(f, RL_EXIT_PROTOCOL, "%s", text);
-		f->ours = 1;
+		failure_make(f, FAIL_SCRIPT, RL_EXIT_PROTOCOL, "%s", text);
 	} else if (r->type == REPLY_ERROR) {
 		printable(r->str, script_trailer(r->str, r->len), text,
 		    sizeof(text));
-		failure_set(f, reply_status(r), "%s: Redis answered: %s",
-		    what, text);
+		failure_make(f, reply_kind(r), reply_status(r),
+		    "%s: Redis answered: %s", what, text);
 	} else {
-		failure_set(f, RL_EXIT_PROTOCOL, "%s: unexpected reply of "
-		    "type %d", what, (int)r->type);
+		failure_make(f, FAIL_REPLY, RL_EXIT_PROTOCOL, "%s: unexpected "
+		    "reply of type %d", what, (int)r->type);
 	}
+	if (r->type == REPLY_ERROR)
+		keep_words(f, r);
 	return f->status;
 }

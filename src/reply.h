@@ -36,22 +36,61 @@ void reply_free(struct reply *r);
 int reply_int(const struct reply *r, long long *out);
 
 /*
+ * What kind of thing failed: the data a layer decides on (retry or not,
+ * which cure to print), never the words. Status classes follow from it
+ * (reply_kind, fail_status) except where a caller knows better.
+ */
+enum fail_kind {
+	FAIL_NONE = 0,
+	FAIL_UNREACHABLE,	/* no connection: refused, no route, no name */
+	FAIL_DROPPED,		/* the connection closed or reset under us */
+	FAIL_TIMEOUT,		/* no answer in time */
+	FAIL_CREDENTIALS,	/* the login refused: WRONGPASS, NOAUTH... */
+	FAIL_NOPERM,		/* an ACL refusal of a command, key, channel */
+	FAIL_NOT_REDIS,		/* the peer does not speak RESP */
+	FAIL_TLS,		/* the TLS handshake or session failed */
+	FAIL_TLS_PLAIN,		/* plain text sent to a TLS port */
+	FAIL_BUSY,		/* come back later: LOADING, BUSY, MASTERDOWN,
+				 * CLUSTERDOWN, TRYAGAIN, max clients */
+	FAIL_SERVER,		/* any other error reply (code says which) */
+	FAIL_SCRIPT,		/* a refusal by one of rlock's own scripts: a
+				 * sentence for the user, not Redis's */
+	FAIL_REPLY,		/* a reply of the wrong shape */
+	FAIL_OTHER		/* rlock's own side: a resource, a rule */
+};
+
+/*
+ * May the request that failed be sent again with the same token? Not
+ * when it rode behind a login that failed (the server never took us),
+ * and never again on that server while the undo sent behind it may
+ * still reach the server, where it would take back a new grant.
+ */
+enum fail_again {
+	AGAIN_MAY = 0,
+	AGAIN_NOT,
+	AGAIN_NOT_THERE
+};
+
+/*
  * Why something failed, for one message: the exit status class (69, 76,
- * 77...; 0 while nothing failed), whether the words are a refusal by one
- * of rlock's own scripts (a sentence for the user, not Redis's), whether
- * it is the login's (AUTH or PING) that rode ahead of the first command
- * (conn.h: a server that never took us, and what followed the login may
- * have an undo behind it in the stream: not to be tried again), and the
- * words.
+ * 77...; 0 while nothing failed), the kind, an error reply's code (its
+ * first word: LOADING, MOVED, WRONGPASS...; "" for none) and the
+ * server's own text (for the hints that read Redis's words), whether the
+ * request may be sent again, and the words of the message.
  */
 struct failure {
 	int status;
-	int ours;
-	int hello;
-	int undo_owed;		/* hello: its undo may still reach the server */
+	enum fail_kind kind;
+	enum fail_again again;
+	char code[24];
+	char said[128];
 	char why[256];
 };
 
+/* Record a failure of `kind` with status and words; code and said are
+ * cleared. failure_set is the same with FAIL_OTHER. */
+void failure_make(struct failure *f, enum fail_kind kind, int status,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 void failure_set(struct failure *f, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void failure_clear(struct failure *f);
@@ -60,6 +99,9 @@ void failure_clear(struct failure *f);
  * script ("... can't run this command", "... access at least one of the
  * keys", "... publish to the channel"): NOPERM in all but name. */
 #define SCRIPT_ACL_DENIED "ERR The user executing the script can't"
+
+/* The kind of an error reply, from Redis's code and text. */
+enum fail_kind reply_kind(const struct reply *r);
 
 /*
  * Exit status for an error reply: 77 for NOAUTH/WRONGPASS/NOPERM, 69 for
@@ -74,5 +116,14 @@ int failure_from_reply(struct failure *f, const char *what,
 
 /* Is this status worth a retry on a new connection? */
 int failure_transient(int status);
+
+/*
+ * Is f worth another try on a new connection, later, by a run that waits
+ * (the weather: a restart, a failover, a full or busy server, a redirect
+ * to a node that is gone: 69's class)? Not what only the user can change
+ * (76, 77), nor while an undo may still reach the server (AGAIN_NOT_THERE).
+ * From the status, the kind, the code and `again` alone.
+ */
+int failure_retry(const struct failure *f);
 
 #endif

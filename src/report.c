@@ -66,17 +66,15 @@
 #include "lua_scripts.h"
 #include "report_prom.h"
 #include "report_view.h"
-#include "script.h"
-#include "server.h"
 #include "util.h"
 
 /* Keys SCAN looks at per call: bounds the time Redis spends on each. */
 #define SCAN_COUNT "1000"
 
 /* Read every KEY of status into *out (the caller frees it with
- * view_free_all): 0 all held, 1 one free, -1 error (in cn). */
+ * view_free_all): 0 all held, 1 one free, -1 error (in node). */
 static int
-status_read(const struct rlock_opts *o, struct server *cn, struct view **out)
+status_read(const struct rlock_opts *o, struct lock_node *node, struct view **out)
 {
 	struct view *v = xcalloc((size_t)o->nargs, sizeof(*v));
 	size_t i, n = (size_t)o->nargs;
@@ -86,7 +84,7 @@ status_read(const struct rlock_opts *o, struct server *cn, struct view **out)
 	for (i = 0; i < n && st == RL_EXIT_OK; i++) {
 		v[i].key = o->args[i];
 		v[i].keylen = strlen(o->args[i]);
-		if (view_inspect(cn, o->prefix, &v[i]) < 0)
+		if (view_inspect(node, o->prefix, &v[i]) < 0)
 			st = -1;
 	}
 	for (i = 0; i < n && st == RL_EXIT_OK; i++)
@@ -95,16 +93,16 @@ status_read(const struct rlock_opts *o, struct server *cn, struct view **out)
 	return st;
 }
 
-/* rlock status: 0 all held, 1 one free, -1 error (in cn). */
+/* rlock status: 0 all held, 1 one free, -1 error (in node). */
 static int
-status_main(const struct rlock_opts *o, struct server *cn)
+status_main(const struct rlock_opts *o, struct lock_node *node)
 {
 	size_t i, n = (size_t)o->nargs;
 	struct prom_src src;
 	struct view *v;
 	int st;
 
-	st = status_read(o, cn, &v);
+	st = status_read(o, node, &v);
 	if (st >= 0 && o->prometheus) {
 		src = (struct prom_src){ NULL, v, n };
 		prom_print(&src, 1);
@@ -156,7 +154,7 @@ candidate(struct found *f, const char *prefix, const char *pat,
 
 /* Walk the whole keyspace in COUNT-sized steps: never blocks Redis. */
 static int
-scan_all(struct server *cn, const char *prefix, const char *pat,
+scan_all(struct lock_node *node, const char *prefix, const char *pat,
     struct found *f)
 {
 	char cursor[32] = "0";
@@ -176,13 +174,13 @@ scan_all(struct server *cn, const char *prefix, const char *pat,
 	argv[3] = match;
 	for (;;) {
 		lens[1] = strlen(cursor);
-		if ((r = server_command(cn, 6, argv, lens)) == NULL)
+		if ((r = lock_node_command(node, 6, argv, lens)) == NULL)
 			break;
 		if (r->type != REPLY_ARRAY || r->elements != 2 ||
 		    (c = r->element[0])->type != REPLY_STRING ||
 		    c->len == 0 || c->len >= sizeof(cursor) ||
 		    r->element[1]->type != REPLY_ARRAY) {
-			server_fail_reply(cn, "SCAN", r);
+			lock_node_fail_reply(node, "SCAN", r);
 			reply_free(r);
 			break;
 		}
@@ -201,32 +199,27 @@ scan_all(struct server *cn, const char *prefix, const char *pat,
 	return st;
 }
 
+struct scan {
+	const char *prefix, *pat;
+	struct found *f;
+};
+
+static int
+scan_one(struct lock_node *node, void *arg)
+{
+	struct scan *sc = arg;
+
+	return scan_all(node, sc->prefix, sc->pat, sc->f);
+}
+
 /* A Cluster spreads the locks over its masters: SCAN each of them. */
 static int
-scan_everywhere(struct server *cn, const char *prefix, const char *pat,
+scan_everywhere(struct lock_node *node, const char *prefix, const char *pat,
     struct found *f)
 {
-	int64_t t = server_connect_timeout(cn);
-	struct hostport *hp;
-	struct server *node;
-	int i, n, st = 0;
+	struct scan sc = { prefix, pat, f };
 
-	if (server_cfg(cn)->ep.kind != EP_CLUSTER)
-		return scan_all(cn, prefix, pat, f);
-	if ((n = server_masters(cn, &hp)) < 0)
-		return -1;
-	for (i = 0; i < n; i++) {
-		node = server_clone(cn, t, t);
-		if (st == 0 && (server_open_node(node, hp[i].host,
-		    hp[i].port) != 0 || scan_all(node, prefix, pat, f) < 0)) {
-			*server_failure_rw(cn) = *server_failure(node);
-			st = -1;
-		}
-		server_free(node);
-		free(hp[i].host);
-	}
-	free(hp);
-	return st;
+	return lock_node_each_master(node, scan_one, &sc);
 }
 
 static int
@@ -277,24 +270,24 @@ keep_held(struct found *f)
 	f->n = n;
 }
 
-/* rlock list: 0, or -1 on an error (in cn). */
+/* rlock list: 0, or -1 on an error (in node). */
 static int
-list_main(const struct rlock_opts *o, struct server *cn)
+list_main(const struct rlock_opts *o, struct lock_node *node)
 {
 	const char *pat = o->nargs > 0 ? o->args[0] : "*";
 	struct found f = { NULL, 0, 0 };
 	size_t i;
 	int st;
 
-	if ((st = scan_everywhere(cn, o->prefix, pat, &f)) == 0)
+	if ((st = scan_everywhere(node, o->prefix, pat, &f)) == 0)
 		found_unique(&f);
 	for (i = 0; i < f.n && st == 0; i++) {
 		/* Some other client's hash or list under a lock's name is
 		 * not a lock: skip it rather than fail the whole list. */
-		if ((st = view_inspect(cn, o->prefix, &f.v[i])) < 0 &&
-		    server_is_open(cn) && strstr(server_failure(cn)->why,
-		    "WRONGTYPE") != NULL) {
-			msg_verbose("skipping: %s", server_failure(cn)->why);
+		if ((st = view_inspect(node, o->prefix, &f.v[i])) < 0 &&
+		    lock_node_is_open(node) &&
+		    strcmp(lock_node_failure(node)->code, "WRONGTYPE") == 0) {
+			msg_verbose("skipping: %s", lock_node_failure(node)->why);
 			st = 0;
 		}
 	}
@@ -314,18 +307,18 @@ list_main(const struct rlock_opts *o, struct server *cn)
 
 /* The broken holders, one line each: who to call. */
 static int
-release_report(const struct rlock_opts *o, struct server *cn,
+release_report(const struct rlock_opts *o, struct lock_node *node,
     struct reply *r)
 {
 	size_t i;
 
 	if (r->type != REPLY_ARRAY) {
-		server_fail_reply(cn, "release --force", r);
+		lock_node_fail_reply(node, "release --force", r);
 		return -1;
 	}
 	for (i = 0; i < r->elements; i++)
 		if (!view_strings(r->element[i], VIEW_WHO_N, 0)) {
-			server_fail_reply(cn, "release --force", r);
+			lock_node_fail_reply(node, "release --force", r);
 			return -1;
 		}
 	if (r->elements == 0) {
@@ -342,9 +335,9 @@ release_report(const struct rlock_opts *o, struct server *cn,
 	return RL_EXIT_OK;
 }
 
-/* rlock release --force: 0 broken, 1 nothing held, -1 error (in cn). */
+/* rlock release --force: 0 broken, 1 nothing held, -1 error (in node). */
 static int
-release_main(const struct rlock_opts *o, struct server *cn)
+release_main(const struct rlock_opts *o, struct lock_node *node)
 {
 	struct view_keys ks;
 	struct script_args a;
@@ -355,11 +348,11 @@ release_main(const struct rlock_opts *o, struct server *cn)
 	view_keys_init(&ks, o->prefix, o->args[0], strlen(o->args[0]));
 	snprintf(ttl, sizeof(ttl), "%d", WAKE_TOKEN_TTL_MS);
 	view_force_release_args(&a, &ks, ttl);
-	r = script_call(cn, &a);
+	r = lock_node_script(node, &a);
 	view_keys_free(&ks);
 	if (r == NULL)
 		return -1;
-	st = release_report(o, cn, r);
+	st = release_report(o, node, r);
 	reply_free(r);
 	return st;
 }
@@ -416,13 +409,13 @@ close_stdout(int st)
 }
 
 static int
-one_server(const struct rlock_opts *o, struct server *cn)
+one_server(const struct rlock_opts *o, struct lock_node *node)
 {
 	if (o->mode == MODE_STATUS)
-		return status_main(o, cn);
+		return status_main(o, node);
 	if (o->mode == MODE_LIST)
-		return list_main(o, cn);
-	return release_main(o, cn);
+		return list_main(o, node);
+	return release_main(o, node);
 }
 
 /*
@@ -433,18 +426,17 @@ one_server(const struct rlock_opts *o, struct server *cn)
  * an array of {"master": URL, "view": what one server would print}.
  */
 static int
-each_master(const struct rlock_opts *o, struct lock *l,
-    const struct lock_cfg *cfg, struct failure *fail)
+each_master(const struct rlock_opts *o, struct lock *l, struct failure *fail)
 {
-	int i, n = lock_servers(l), st, yes = 0, answered = 0;
-	struct server *p;
+	int i, n = lock_nodes(l), st, yes = 0, answered = 0;
+	struct lock_node *p;
 	char url[300];
 
 	if (o->json)
 		fputs("[\n", stdout);
 	for (i = 0; i < n; i++) {
-		p = lock_server(l, i);
-		url_redacted(&cfg->servers[i].ep, url, sizeof(url));
+		p = lock_node(l, i);
+		lock_node_name(p, url, sizeof(url));
 		if (o->json) {
 			printf("%s{\"master\": ", i ? ",\n" : "");
 			json_string(stdout, url, strlen(url));
@@ -453,15 +445,17 @@ each_master(const struct rlock_opts *o, struct lock *l,
 			printf("%s== master %d of %d: %s\n", i ? "\n" : "",
 			    i + 1, n, url);
 		}
-		st = server_is_open(p) ? one_server(o, p) : -1;
+		st = lock_node_is_open(p) ? one_server(o, p) : -1;
 		if (st < 0) {
 			if (o->json)
 				fputs("null", stdout);
 			else
 				printf("unreachable: %s\n",
-				    server_failure(p)->why);
-			if (!server_is_open(p) || server_failure(p)->why[0])
-				msg_warn("%s: %s", url, server_failure(p)->why);
+				    lock_node_failure(p)->why);
+			if (!lock_node_is_open(p) ||
+			    lock_node_failure(p)->why[0])
+				msg_warn("%s: %s", url,
+				    lock_node_failure(p)->why);
 		} else {
 			answered++;
 			yes += st == 0;
@@ -490,22 +484,21 @@ each_master(const struct rlock_opts *o, struct lock *l,
  * than a majority answered.
  */
 static int
-prom_masters(const struct rlock_opts *o, struct lock *l,
-    const struct lock_cfg *cfg, struct failure *fail)
+prom_masters(const struct rlock_opts *o, struct lock *l, struct failure *fail)
 {
-	int i, n = lock_servers(l), st, yes = 0, answered = 0;
+	int i, n = lock_nodes(l), st, yes = 0, answered = 0;
 	struct prom_src *src = xcalloc((size_t)n, sizeof(*src));
 	char (*url)[300] = xcalloc((size_t)n, sizeof(*url));
 	struct view **v = xcalloc((size_t)n, sizeof(*v));
-	struct server *p;
+	struct lock_node *p;
 	size_t k = 0;
 
 	for (i = 0; i < n; i++) {
-		p = lock_server(l, i);
-		url_redacted(&cfg->servers[i].ep, url[i], sizeof(url[i]));
-		st = server_is_open(p) ? status_read(o, p, &v[i]) : -1;
+		p = lock_node(l, i);
+		lock_node_name(p, url[i], sizeof(url[i]));
+		st = lock_node_is_open(p) ? status_read(o, p, &v[i]) : -1;
 		if (st < 0) {
-			msg_warn("%s: %s", url[i], server_failure(p)->why);
+			msg_warn("%s: %s", url[i], lock_node_failure(p)->why);
 			continue;
 		}
 		answered++;
@@ -546,12 +539,12 @@ report_main(const struct rlock_opts *o)
 	}
 	failure_clear(&fail);
 	if (cfg.redlock && o->prometheus) {
-		st = prom_masters(o, l, &cfg, &fail);
+		st = prom_masters(o, l, &fail);
 	} else if (cfg.redlock) {
-		st = each_master(o, l, &cfg, &fail);
+		st = each_master(o, l, &fail);
 	} else {
-		st = one_server(o, lock_server(l, 0));
-		fail = *server_failure(lock_server(l, 0));
+		st = one_server(o, lock_node(l, 0));
+		fail = *lock_node_failure(lock_node(l, 0));
 	}
 	if (st < 0) {
 		st = fail.status;

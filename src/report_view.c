@@ -12,7 +12,6 @@
 
 #include "lua_scripts.h"
 #include "report_run.h"
-#include "script.h"
 #include "util.h"
 
 /* Waiters inspect.lua describes; `length` counts them all. */
@@ -121,9 +120,9 @@ view_parse(struct view *v, const struct reply *r)
 	return 0;
 }
 
-/* Read everything about v->key in one script call; -1: failure in cn. */
+/* Read everything about v->key in one script call; -1: failure in node. */
 int
-view_inspect(struct server *cn, const char *prefix, struct view *v)
+view_inspect(struct lock_node *node, const char *prefix, struct view *v)
 {
 	struct view_keys ks;
 	struct script_args a;
@@ -147,7 +146,7 @@ view_inspect(struct server *cn, const char *prefix, struct view *v)
 	    ks.k.wake_prefix_len);
 	script_arg_str(&a, INSPECT_A_WAITERS_SHOWN, WAITERS_SHOWN);
 	script_args_done(&a);
-	r = script_call_ro(cn, &a);
+	r = lock_node_script_ro(node, &a);
 	view_keys_free(&ks);
 	if (r == NULL)
 		return -1;
@@ -155,7 +154,7 @@ view_inspect(struct server *cn, const char *prefix, struct view *v)
 		i = snprintf(what, sizeof(what), "reading '");
 		printable(v->key, v->keylen, what + i, sizeof(what) - i - 1);
 		strcat(what, "'");
-		server_fail_reply(cn, what, r);
+		lock_node_fail_reply(node, what, r);
 		reply_free(r);
 		return -1;
 	}

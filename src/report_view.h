@@ -10,9 +10,9 @@
 #include <stddef.h>
 
 #include "keys.h"
+#include "lock.h"
 #include "reply.h"
-#include "script.h"
-#include "server.h"
+#include "script_args.h"
 #include "view.h"
 
 /* The Redis keys of KEY. */
@@ -32,10 +32,11 @@ void view_force_release_args(struct script_args *a,
 
 /*
  * Fill v (v->key, v->keylen set by the caller) from inspect.lua: 0, or -1
- * with the failure recorded in cn. v->r is then the caller's to free
+ * with the failure recorded in node. v->r is then the caller's to free
  * (view_free_all).
  */
-int view_inspect(struct server *cn, const char *prefix, struct view *v);
+int view_inspect(struct lock_node *node, const char *prefix,
+    struct view *v);
 
 /*
  * Check the whole shape of inspect.lua's reply r, then fill v's fields

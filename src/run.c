@@ -200,7 +200,7 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 		st = RL_EXIT_SIGNAL_BASE + res.signo;
 		goto out;
 	default:
-		if (res.fail.ours) {
+		if (res.fail.kind == FAIL_SCRIPT) {
 			char key[96];
 
 			printable(o->key, strlen(o->key), key, sizeof(key));
@@ -233,6 +233,7 @@ out:
 int
 run_mode(struct rlock_opts *o, int sigfd)
 {
+	struct guard g = { 0 };
 	struct lock_cfg cfg;
 	struct lock *l;
 	int st;
@@ -246,7 +247,7 @@ run_mode(struct rlock_opts *o, int sigfd)
 		report_bound(o, &cfg, lock_failure(l));
 		goto out;
 	}
-	guard_eviction(l);
+	guard_eviction(&g, l);
 	if (!try_reenter(o, &cfg, l, &st))
 		st = acquire_and_run(o, &cfg, l, sigfd);
 out:

@@ -42,6 +42,7 @@ struct server {
 	struct conn_cfg sentinel_cfg;	/* ep.host set per sentinel */
 	struct conn *sentinel;		/* kept open for the re-checks */
 	int sentinel_at;		/* the seed that answered last */
+	unsigned open_how;		/* the next plain open's conn_connect */
 	struct failure fail;
 };
 
@@ -221,7 +222,7 @@ ask_sentinel(struct server *s, const struct hostport *hp, int64_t left,
 	if (s->sentinel == NULL) {
 		s->sentinel = conn_new(&s->sentinel_cfg, left);
 		if ((st = conn_connect(s->sentinel, hp->host, hp->port,
-		    mono_ms() + left)) != 0) {
+		    mono_ms() + left, 0)) != 0) {
 			*refused = st == RL_EXIT_NOPERM;
 			failure_set(&s->fail, st, "sentinel %s:%d: %s",
 			    hp->host, hp->port,
@@ -333,7 +334,7 @@ open_sentinel(struct server *s, int64_t deadline)
 		    &port)) != 0)
 			return st;
 		set_node(s, host, port);
-		st = conn_connect(s->cn, host, port, deadline);
+		st = conn_connect(s->cn, host, port, deadline, 0);
 		if (st != 0) {
 			from_conn(s);
 		} else if (is_master(s)) {
@@ -388,13 +389,13 @@ open_cluster(struct server *s, int64_t deadline)
 
 	if (s->node_port > 0) {
 		st = conn_connect(s->cn, s->node_host, s->node_port,
-		    deadline);
+		    deadline, 0);
 		if (st == 0 || !failure_transient(st))
 			return st ? from_conn(s) : 0;
 	}
 	for (i = 0; i < ep->nseeds && mono_ms() < deadline; i++) {
 		st = conn_connect(s->cn, ep->seeds[i].host, ep->seeds[i].port,
-		    deadline);
+		    deadline, 0);
 		if (st == 0) {
 			set_node(s, ep->seeds[i].host, ep->seeds[i].port);
 			return 0;
@@ -507,9 +508,9 @@ server_open(struct server *s)
 	case EP_CLUSTER:
 		return open_cluster(s, deadline);
 	default:
-		if ((st = conn_connect(s->cn, NULL, 0, deadline)) != 0)
-			return from_conn(s);
-		return 0;
+		st = conn_connect(s->cn, NULL, 0, deadline, s->open_how);
+		s->open_how = 0;
+		return st != 0 ? from_conn(s) : 0;
 	}
 }
 
@@ -525,7 +526,8 @@ server_open_node(struct server *s, const char *host, int port)
 {
 	set_node(s, host, port);
 	failure_clear(&s->fail);
-	if (conn_connect(s->cn, host, port, mono_ms() + s->connect_ms) != 0)
+	if (conn_connect(s->cn, host, port, mono_ms() + s->connect_ms,
+	    0) != 0)
 		return from_conn(s);
 	return 0;
 }
@@ -555,7 +557,8 @@ ask_once(struct server *s, const char *host, int port, int argc,
 
 	memcpy(home, s->node_host, sizeof(home));
 	conn_close(s->cn);
-	if (conn_connect(s->cn, host, port, mono_ms() + s->connect_ms) != 0) {
+	if (conn_connect(s->cn, host, port, mono_ms() + s->connect_ms,
+	    0) != 0) {
 		from_conn(s);
 		return NULL;
 	}
@@ -566,6 +569,30 @@ ask_once(struct server *s, const char *host, int port, int argc,
 	conn_close(s->cn);
 	set_node(s, home, home_port);
 	return r;
+}
+
+/*
+ * A MOVED whose node does not answer (its master died, the failover has
+ * yet to name another: the seeds still point there), or redirects that
+ * go round (nodes that disagree, mid-failover): weather, not a wrong
+ * answer. Recorded as unreachable (a waiter tries again later) with s
+ * closed; r is freed. NULL.
+ */
+static struct reply *
+moved_nowhere(struct server *s, struct reply *r, const char *host, int port)
+{
+	char text[160];
+
+	printable(r->str, r->len, text, sizeof(text));
+	if (host != NULL)
+		failure_set(&s->fail, RL_EXIT_UNAVAILABLE, "the slot's owner "
+		    "%s:%d (%s) does not answer", host, port, text);
+	else
+		failure_set(&s->fail, RL_EXIT_UNAVAILABLE, "the cluster's "
+		    "nodes disagree on the slot's owner (%s)", text);
+	reply_free(r);
+	conn_close(s->cn);
+	return NULL;
 }
 
 struct reply *
@@ -586,8 +613,14 @@ server_command(struct server *s, int argc, const char **argv,
 		r = ask ? ask_once(s, host, port, argc, argv, lens) :
 		    command_once(s, argc, argv, lens);
 		ask = 0;
-		if (r == NULL || hops == MAX_HOPS)
+		if (r == NULL)
 			return r;
+		if (hops == MAX_HOPS) {
+			if (classify(s, r, host, sizeof(host), &port) ==
+			    GO_MOVED)
+				return moved_nowhere(s, r, NULL, 0);
+			return r;
+		}
 		switch (classify(s, r, host, sizeof(host), &port)) {
 		case GO_NOWHERE:
 			return r;
@@ -606,7 +639,19 @@ server_command(struct server *s, int argc, const char **argv,
 			break;
 		case GO_MOVED:
 			set_node(s, host, port);
-			/* FALLTHROUGH */
+			conn_close(s->cn);
+			hops++;
+			/* Opened elsewhere (open_cluster falls back to the
+			 * seeds): the node MOVED names did not answer. */
+			if (server_open(s) != 0) {
+				reply_free(r);
+				return NULL;
+			}
+			if (s->node_port != port ||
+			    strcmp(s->node_host, host) != 0)
+				return moved_nowhere(s, r, host, port);
+			reply_free(r);
+			break;
 		case GO_REMASTER:
 			reply_free(r);
 			conn_close(s->cn);
@@ -631,46 +676,32 @@ server_send(struct server *s, int argc, const char **argv,
 }
 
 void
-server_defer_hello(struct server *s)
+server_open_how(struct server *s, unsigned how)
 {
 	if (s->cfg->ep.kind == EP_TCP || s->cfg->ep.kind == EP_UNIX)
-		conn_defer_hello(s->cn);
+		s->open_how = how;
 }
 
 int
-server_connect_early(struct server *s)
+server_open_start(struct server *s)
 {
 	return s->cfg->ep.kind == EP_TCP &&
-	    conn_connect_early(s->cn, mono_ms() + s->connect_ms);
+	    conn_connect_start(s->cn, mono_ms() + s->connect_ms, s->open_how);
 }
 
 int
-server_hello_owed(const struct server *s)
-{
-	return conn_hello_owed(s->cn);
-}
-
-void
-server_arm_undo(struct server *s, int argc, const char **argv,
-    const size_t *lens)
-{
-	conn_arm_undo(s->cn, argc, argv, lens);
-}
-
-int
-server_send_ahead(struct server *s, int argc, const char **argv,
-    const size_t *lens, conn_ahead_fn fn)
+server_queue(struct server *s, const struct conn_req *rq)
 {
 	/* Not worth a connection of its own: it rides on one in use. */
 	if (!conn_is_open(s->cn))
 		return -1;
-	return conn_send_ahead(s->cn, argc, argv, lens, fn) < 0 ? -1 : 0;
+	return conn_queue(s->cn, rq);
 }
 
 int
 server_recv(struct server *s, int64_t deadline, struct reply **out)
 {
-	int r = conn_recv(s->cn, deadline, out);
+	int r = conn_recv(s->cn, deadline, "reply", out);
 
 	if (r < 0)
 		from_conn(s);
@@ -680,32 +711,15 @@ server_recv(struct server *s, int64_t deadline, struct reply **out)
 struct reply *
 server_reply(struct server *s, int64_t deadline, const char *what)
 {
-	char timeout[] = "timeout";
-	struct reply *r, fake = { .type = REPLY_ERROR, .str = timeout,
-	    .len = sizeof(timeout) - 1 };
-	int n = conn_recv(s->cn, deadline, &r);
+	struct reply *r;
+	/* Named as server_command names it: by the command. */
+	int n = conn_recv(s->cn, deadline, what, &r);
 
 	if (n > 0)
 		return r;
-	if (n < 0) {
-		/* Named as server_command names it: by the command. */
-		from_conn(s);
-		if (strncmp(s->fail.why, "reply: ", 7) == 0)
-			failure_set(&s->fail, s->fail.status, "%s: %s", what,
-			    conn_failure(s->cn)->why + 7);
-		return NULL;
-	}
-	if (conn_hello_silent(s->cn)) {
-		from_conn(s);
-		return NULL;
-	}
-	/* conn_recv leaves a late reply possible; we give up on it. A
-	 * failure on the conn makes conn_close reset the socket, as a
-	 * timed-out conn_command does. */
-	(void)conn_fail_reply(s->cn, what, &fake);
-	conn_close(s->cn);
-	failure_set(&s->fail, RL_EXIT_UNAVAILABLE, "%s: no answer within "
-	    "%lldms", what, (long long)conn_timeout(s->cn));
+	if (n == 0)
+		conn_give_up(s->cn, what);
+	from_conn(s);
 	return NULL;
 }
 

@@ -64,22 +64,17 @@ int server_send(struct server *s, int argc, const char **argv,
     const size_t *lens);
 int server_recv(struct server *s, int64_t deadline, struct reply **out);
 /*
- * The next open of a plain server (TCP or unix socket, not a Sentinel or
- * Cluster address, whose opens ask questions of their own) sends its
- * login ahead of the first command (conn_defer_hello); while it is owed,
- * server_arm_undo as conn_arm_undo.
+ * How the next open of a plain server (TCP or unix socket, not a
+ * Sentinel or Cluster address, whose opens ask questions of their own)
+ * connects: conn_connect's `how` (CONN_LOGIN_AHEAD). Once.
  */
-void server_defer_hello(struct server *s);
-/* After server_defer_hello, the next open's connect started now, as
- * conn_connect_early; 0 for what that cannot start. */
-int server_connect_early(struct server *s);
-int server_hello_owed(const struct server *s);
-void server_arm_undo(struct server *s, int argc, const char **argv,
-    const size_t *lens);
-/* A command whose reply fn takes when the next command's reply is read
- * (conn_send_ahead): only on a connection already open; 0 or -1. */
-int server_send_ahead(struct server *s, int argc, const char **argv,
-    const size_t *lens, conn_ahead_fn fn);
+void server_open_how(struct server *s, unsigned how);
+/* The next open's connect started now, as conn_connect_start; 0 for what
+ * that cannot start. */
+int server_open_start(struct server *s);
+/* A request queued on the connection (conn_queue): only on one already
+ * open; 0 or -1. */
+int server_queue(struct server *s, const struct conn_req *rq);
 int server_pending(struct server *s);
 int server_fd(const struct server *s);
 

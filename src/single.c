@@ -60,36 +60,79 @@
 #include <time.h>
 
 #include "exitcode.h"
+#include "foreign.h"
 #include "lua_scripts.h"
 #include "script.h"
 #include "util.h"
+#include "wake.h"
 
 struct single {
 	struct lock base;		/* first: a struct lock * is ours */
-	struct server *srv;
+	struct lock_node node;		/* its server */
+	/* An acquire started (acquire_start) and not finished: when it was
+	 * sent (0: none), and what it asked, to read its answer with. */
+	int64_t started_at;
+	int started_queue, started_want;
+	int started_lost;		/* its connection closed first */
+	/* What the waker's BLPOP sends behind it (op_waker). */
+	const struct lock_ctx *behind_ctx;
+	int behind_want;
 };
+
+static struct single *
+sg(struct lock *l)
+{
+	return (struct single *)l;
+}
 
 static struct server *
 srv(struct lock *l)
 {
-	return ((struct single *)l)->srv;
+	return sg(l)->node.srv;
 }
 
 static const struct server *
 csrv(const struct lock *l)
 {
-	return ((const struct single *)l)->srv;
+	return ((const struct single *)l)->node.srv;
 }
 
-/* A reply that must be an integer; -1 (and cn filled) otherwise. */
+/* An acquire started whose connection has closed since: its answer is
+ * gone, its outcome unknown (lock_acquire_pending says so once). */
+static void
+settle(struct single *s)
+{
+	if (s->started_at != 0 && !server_is_open(s->node.srv)) {
+		s->started_at = 0;
+		s->started_lost = 1;
+	}
+}
+
+/* The server, for a command of another op: an acquire started and not
+ * finished would have its answer read as this command's, so its
+ * connection is closed first (its outcome is then unknown). */
+static struct server *
+cmd_srv(struct lock *l)
+{
+	struct single *s = sg(l);
+
+	settle(s);
+	if (s->started_at != 0) {
+		server_close(s->node.srv);
+		settle(s);
+	}
+	return s->node.srv;
+}
+
+/* A reply that must be an integer; -1 (and s filled) otherwise. */
 static int
-int_reply(struct server *cn, const char *what, struct reply *r,
+int_reply(struct server *s, const char *what, struct reply *r,
     long long *out)
 {
 	if (r == NULL)
 		return -1;
 	if (reply_int(r, out) < 0) {
-		server_fail_reply(cn, what, r);
+		server_fail_reply(s, what, r);
 		reply_free(r);
 		return -1;
 	}
@@ -342,9 +385,9 @@ call_build(struct call *c, enum single_op op, const struct lock_ctx *ctx,
 }
 
 static struct reply *
-call_run(struct server *cn, struct call *c)
+call_run(struct server *s, struct call *c)
 {
-	return script_call(cn, &c->a);
+	return script_call(s, &c->a);
 }
 
 /* undo.lua's call for ctx (quorum.c takes back a grant with it). */
@@ -360,7 +403,7 @@ single_undo_args(struct script_args *a, const struct lock_ctx *ctx)
 
 /* acquire.lua's reply r (freed here) as a lock_result. */
 static enum lock_result
-acquire_result(struct server *cn, struct reply *r, int64_t *fence,
+acquire_result(struct server *s, struct reply *r, int64_t *fence,
     struct lock_busy *busy)
 {
 	enum lock_result res;
@@ -368,7 +411,7 @@ acquire_result(struct server *cn, struct reply *r, int64_t *fence,
 	if (r == NULL)
 		return LOCK_ERROR;
 	if ((res = single_parse_acquire(r, fence, busy)) == LOCK_ERROR)
-		server_fail_reply(cn, "acquire", r);
+		server_fail_reply(s, "acquire", r);
 	reply_free(r);
 	return res;
 }
@@ -376,7 +419,7 @@ acquire_result(struct server *cn, struct reply *r, int64_t *fence,
 /* An extend, release or re-entry check's reply r (freed here): 1, 0, or
  * -1 (failure recorded). */
 static int
-yes_no(struct server *cn, const char *what, struct reply *r)
+yes_no(struct server *s, const char *what, struct reply *r)
 {
 	char why[200];
 	long long v;
@@ -394,7 +437,7 @@ yes_no(struct server *cn, const char *what, struct reply *r)
 		reply_free(r);
 		return 1;
 	}
-	if (int_reply(cn, what, r, &v) < 0)
+	if (int_reply(s, what, r, &v) < 0)
 		return -1;
 	return v == 1;
 }
@@ -417,7 +460,7 @@ dequeue_args(struct script_args *a, const struct lock_ctx *ctx)
 }
 
 /*
- * Before an acquire that rides behind the login (server_defer_hello):
+ * Before an acquire, which may ride behind the login (CONN_LOGIN_AHEAD):
  * should the server never answer that, it may still read the acquire
  * when we are gone; the release then follows it (a release with no run
  * to record, as for an attempt whose reply was lost), and leaving the
@@ -430,8 +473,6 @@ arm_undo(struct lock *l, const struct lock_ctx *ctx, int queue)
 	struct call c;
 	struct script_args a;
 
-	if (!server_hello_owed(srv(l)))
-		return;
 	bare.end = NULL;
 	call_release(&c, &bare);
 	script_arm_undo(srv(l), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v,
@@ -448,9 +489,71 @@ op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 {
 	struct call c;
 
+	(void)cmd_srv(l);
 	arm_undo(l, ctx, queue);
 	call_acquire(&c, ctx, queue, want_holder);
 	return acquire_result(srv(l), call_run(srv(l), &c), fence, busy);
+}
+
+static int
+op_acquire_start(struct lock *l, const struct lock_ctx *ctx, int queue,
+    int want_holder)
+{
+	struct single *s = sg(l);
+	struct call c;
+	int64_t t = mono_ms();
+
+	(void)cmd_srv(l);
+	arm_undo(l, ctx, queue);
+	call_acquire(&c, ctx, queue, want_holder);
+	if (script_send(srv(l), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v,
+	    c.a.len) < 0)
+		return -1;
+	s->started_at = t;
+	s->started_queue = queue;
+	s->started_want = want_holder;
+	s->started_lost = 0;
+	return 0;
+}
+
+static enum lock_result
+op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
+    struct lock_busy *busy)
+{
+	struct single *s = sg(l);
+	struct call c;
+	struct reply *r;
+	int64_t by;
+
+	settle(s);
+	if (s->started_at == 0) {
+		failure_set(server_failure_rw(srv(l)), RL_EXIT_UNAVAILABLE,
+		    "acquire: the connection closed before its answer");
+		return LOCK_ERROR;
+	}
+	s->started_at = 0;
+	call_acquire(&c, ctx, s->started_queue, s->started_want);
+	by = mono_ms() + server_cmd_timeout(srv(l));
+	r = script_recv(srv(l), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v,
+	    c.a.len, by);
+	return acquire_result(srv(l), r, fence, busy);
+}
+
+static int
+op_acquire_pending(struct lock *l, int64_t *sent_at)
+{
+	struct single *s = sg(l);
+
+	settle(s);
+	if (s->started_lost) {
+		s->started_lost = 0;
+		return -1;
+	}
+	if (s->started_at == 0)
+		return 0;
+	if (sent_at != NULL)
+		*sent_at = s->started_at;
+	return 1;
 }
 
 /* is_ours.lua's 0, 1, or 2 (a share, asked for exclusively). */
@@ -461,6 +564,7 @@ op_is_ours(struct lock *l, const struct lock_ctx *ctx)
 	long long v;
 
 	call_is_ours(&c, ctx);
+	(void)cmd_srv(l);
 	if (int_reply(srv(l), c.what, call_run(srv(l), &c), &v) < 0)
 		return -1;
 	return v == 1 || v == 2 ? (int)v : 0;
@@ -471,7 +575,7 @@ op_is_ours(struct lock *l, const struct lock_ctx *ctx)
 static int
 op_heartbeat(struct lock *l, const struct lock_ctx *ctx)
 {
-	struct server *cn = srv(l);
+	struct server *s = cmd_srv(l);
 	struct script_args a;
 	char ttl[24];
 	long long v;
@@ -484,18 +588,18 @@ op_heartbeat(struct lock *l, const struct lock_ctx *ctx)
 	script_arg_str(&a, HEARTBEAT_A_WAITER_TTL_MS, ttl);
 	script_arg_str(&a, HEARTBEAT_A_SHARED, ctx->shared ? "1" : "0");
 	script_args_done(&a);
-	return int_reply(cn, "heartbeat", script_call(cn, &a), &v);
+	return int_reply(s, "heartbeat", script_call(s, &a), &v);
 }
 
 static int
 op_dequeue(struct lock *l, const struct lock_ctx *ctx)
 {
-	struct server *cn = srv(l);
+	struct server *s = cmd_srv(l);
 	struct script_args a;
 	long long v;
 
 	dequeue_args(&a, ctx);
-	return int_reply(cn, "dequeue", script_call(cn, &a), &v);
+	return int_reply(s, "dequeue", script_call(s, &a), &v);
 }
 
 static int
@@ -504,6 +608,7 @@ op_extend(struct lock *l, const struct lock_ctx *ctx)
 	struct call c;
 
 	call_extend(&c, ctx);
+	(void)cmd_srv(l);
 	return yes_no(srv(l), c.what, call_run(srv(l), &c));
 }
 
@@ -513,6 +618,7 @@ op_release(struct lock *l, const struct lock_ctx *ctx)
 	struct call c;
 
 	call_release(&c, ctx);
+	(void)cmd_srv(l);
 	return yes_no(srv(l), c.what, call_run(srv(l), &c));
 }
 
@@ -525,7 +631,7 @@ single_send(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
 
 	/* A --redlock master's acquire behind its login: taken back as the
 	 * quorum takes back a grant it does not use, waking nobody. */
-	if (op == SINGLE_ACQUIRE && server_hello_owed(srv(m))) {
+	if (op == SINGLE_ACQUIRE) {
 		single_undo_args(&u, ctx);
 		script_arm_undo(srv(m), u.sc, u.nkeys, u.nargs, u.v, u.len);
 	}
@@ -569,7 +675,7 @@ static int
 op_record(struct lock *l, const struct lock_ctx *ctx,
     const struct run_end *end, int64_t fence)
 {
-	struct server *cn = srv(l);
+	struct server *s = cmd_srv(l);
 	const struct lock_keys *k = &ctx->k;
 	struct script_args a;
 	char ttl[24], f[24], ran[24], st[24];
@@ -594,7 +700,7 @@ op_record(struct lock *l, const struct lock_ctx *ctx,
 		script_arg_str(&a, RECORD_A_EXIT, st);
 	}
 	script_args_done(&a);
-	return int_reply(cn, "record", script_call(cn, &a), &v);
+	return int_reply(s, "record", script_call(s, &a), &v);
 }
 
 static const char *
@@ -713,7 +819,7 @@ static void
 op_describe_holder(struct lock *l, const struct lock_ctx *ctx, char *buf,
     size_t len)
 {
-	struct server *cn = srv(l);
+	struct server *s = cmd_srv(l);
 	const struct lock_keys *k = &ctx->k;
 	const char *argv[2] = { "HGETALL", k->meta };
 	size_t lens[2] = { 7, k->meta_len };
@@ -724,11 +830,11 @@ op_describe_holder(struct lock *l, const struct lock_ctx *ctx, char *buf,
 	time_t t;
 
 	snprintf(buf, len, "another client");
-	if ((r = server_command(cn, 2, argv, lens)) == NULL)
+	if ((r = server_command(s, 2, argv, lens)) == NULL)
 		return;
 	if (r->type == REPLY_ARRAY && r->elements == 0) {
 		reply_free(r);
-		describe_other(cn, ctx, buf, len);
+		describe_other(s, ctx, buf, len);
 		return;
 	}
 	if (r->type == REPLY_ARRAY && (user = field(r, "user")) &&
@@ -750,6 +856,7 @@ op_describe_holder(struct lock *l, const struct lock_ctx *ctx, char *buf,
 static int
 op_open(struct lock *l)
 {
+	settle(sg(l));
 	return server_is_open(srv(l)) ? 0 : server_reopen(srv(l));
 }
 
@@ -757,6 +864,7 @@ static void
 op_close(struct lock *l)
 {
 	server_close(srv(l));
+	settle(sg(l));
 }
 
 static int
@@ -772,25 +880,71 @@ op_set_timeouts(struct lock *l, int64_t connect_ms, int64_t cmd_ms)
 	server_set_timeouts(srv(l), connect_ms, cmd_ms);
 }
 
+static void
+op_timeouts(const struct lock *l, int64_t *connect_ms, int64_t *cmd_ms)
+{
+	*connect_ms = server_connect_timeout(csrv(l));
+	*cmd_ms = server_cmd_timeout(csrv(l));
+}
+
 /*
- * A plain waiter blocks in BLPOP on P{KEY}:tok on our own connection;
- * a --fair one listens to its own P{KEY}:wake:TOKEN on a connection of
- * its own (a subscribed connection cannot run scripts).
+ * The attempt sent right behind each BLPOP that waits for the retry time
+ * (wake.h): its grant counts from this send, as any grant counts from
+ * before its acquire was sent (supervise.c confirms an old one).
+ */
+static int
+send_behind(void *arg)
+{
+	struct lock *l = arg;
+
+	return op_acquire_start(l, sg(l)->behind_ctx, 0, sg(l)->behind_want);
+}
+
+/*
+ * A plain waiter blocks in BLPOP on P{KEY}:tok on our own connection,
+ * with its next attempt sent right behind; a --fair one listens to its
+ * own P{KEY}:wake:TOKEN on a connection of its own (a subscribed
+ * connection cannot run scripts), and its attempt must follow a
+ * subscription, not a BLPOP. Nothing is sent behind through Sentinel or
+ * Cluster: a redirect or a new master would leave the attempt's reply
+ * where nobody reads it.
  */
 static struct waker *
-op_waker(struct lock *l, const struct lock_ctx *ctx)
+op_waker(struct lock *l, const struct lock_ctx *ctx, int want_holder)
 {
 	struct server *s = srv(l);
-
+	struct wake_behind behind = { send_behind, l };
+	enum endpoint_kind kind = server_cfg(s)->ep.kind;
 	struct waker *w;
 
 	if (ctx->fair)
 		return wake_sub(&s, 1, 1, ctx->k.my_wake, ctx->k.my_wake_len);
-	w = wake_pop(s, ctx->k.tokens, ctx->k.tokens_len);
+	if (kind != EP_TCP && kind != EP_UNIX) {
+		w = wake_pop(s, ctx->k.tokens, ctx->k.tokens_len, NULL);
+	} else {
+		sg(l)->behind_ctx = ctx;
+		sg(l)->behind_want = want_holder;
+		w = wake_pop(s, ctx->k.tokens, ctx->k.tokens_len, &behind);
+	}
 	/* Readers that wait for an exclusive waiter are not woken for it. */
 	if (!ctx->shared && ctx->limit == 1)
 		wake_pop_also(w, ctx->k.wtokens, ctx->k.wtokens_len);
 	return w;
+}
+
+/* One server's waiters look at a foreign holder (a quorum tries
+ * instead); behind Sentinel, they ask whether the master moved. */
+static int
+op_caps(const struct lock *l)
+{
+	return LOCK_CAN_LOOK | (server_cfg(csrv(l))->ep.kind == EP_SENTINEL ?
+	    LOCK_FAILOVER : 0);
+}
+
+static int
+op_look_foreign(struct lock *l, const struct lock_ctx *ctx)
+{
+	return foreign_look(cmd_srv(l), &ctx->k);
 }
 
 static int
@@ -806,17 +960,17 @@ op_watch_fd(const struct lock *l)
 }
 
 static int
-op_servers(const struct lock *l)
+op_nodes(const struct lock *l)
 {
 	(void)l;
 	return 1;
 }
 
-static struct server *
-op_server(struct lock *l, int i)
+static struct lock_node *
+op_node(struct lock *l, int i)
 {
 	(void)i;
-	return srv(l);
+	return &sg(l)->node;
 }
 
 static const struct failure *
@@ -838,6 +992,9 @@ static const struct lock_ops SINGLE_OPS = {
 	.is_open = op_is_open,
 	.set_timeouts = op_set_timeouts,
 	.acquire = op_acquire,
+	.acquire_start = op_acquire_start,
+	.acquire_finish = op_acquire_finish,
+	.acquire_pending = op_acquire_pending,
 	.extend = op_extend,
 	.release = op_release,
 	.record = op_record,
@@ -846,13 +1003,22 @@ static const struct lock_ops SINGLE_OPS = {
 	.dequeue = op_dequeue,
 	.describe_holder = op_describe_holder,
 	.waker = op_waker,
+	.caps = op_caps,
+	.look_foreign = op_look_foreign,
+	.timeouts = op_timeouts,
 	.recheck = op_recheck,
 	.watch_fd = op_watch_fd,
-	.servers = op_servers,
-	.server = op_server,
+	.nodes = op_nodes,
+	.node = op_node,
 	.failure = op_failure,
 	.free = op_free,
 };
+
+struct server *
+single_server(struct lock *m)
+{
+	return srv(m);
+}
 
 struct lock *
 single_new(const struct conn_cfg *cfg, int64_t connect_ms, int64_t cmd_ms)
@@ -862,6 +1028,6 @@ single_new(const struct conn_cfg *cfg, int64_t connect_ms, int64_t cmd_ms)
 	s->base.ops = &SINGLE_OPS;
 	s->base.connect_ms = connect_ms;
 	s->base.user_connect_ms = cfg->connect_timeout_ms;
-	s->srv = server_new(cfg, connect_ms, cmd_ms);
+	s->node.srv = server_new(cfg, connect_ms, cmd_ms);
 	return &s->base;
 }

@@ -2,7 +2,9 @@
 /*
  * The lock on one server (plain, or routed by Sentinel or Cluster): the
  * acquire / extend / release scripts with their replies checked, and how
- * its waiters are woken. Never sleeps and never prints.
+ * its waiters are woken. Blocks only within its timeouts; a failure is
+ * left in its server (it prints only the warning of a release whose
+ * later steps Redis refused).
  */
 #ifndef RLOCK_SINGLE_H
 #define RLOCK_SINGLE_H
@@ -11,6 +13,12 @@
 
 #include "conn.h"
 #include "lockops.h"
+#include "server.h"
+
+/* One server of a lock: the handle lock.h gives out (lock_node). */
+struct lock_node {
+	struct server *srv;
+};
 
 /* A closed lock on the server cfg names (cfg outlives it). */
 struct lock *single_new(const struct conn_cfg *cfg, int64_t connect_ms,
@@ -25,6 +33,9 @@ struct lock *single_new(const struct conn_cfg *cfg, int64_t connect_ms,
  * lock_acquire (never queued) and lock_extend, lock_release and
  * lock_is_ours do. One send, then one receive, per op on m.
  */
+/* m's server, for a quorum that speaks to its masters itself. */
+struct server *single_server(struct lock *m);
+
 enum single_op { SINGLE_ACQUIRE, SINGLE_EXTEND, SINGLE_RELEASE,
 	SINGLE_IS_OURS };
 

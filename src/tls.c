@@ -37,13 +37,6 @@ static int tls_insecure;
 static int tls_have_cert;	/* a client certificate is configured */
 
 
-int
-tls_said(const char *err)
-{
-	return strstr(err, "TLS: ") != NULL ||
-	    strstr(err, TLS_PLAIN_TO_TLS) != NULL;
-}
-
 /* An encrypted key must not make OpenSSL prompt on the terminal. */
 static int
 no_passphrase(char *buf, int size, int rwflag, void *u)

@@ -105,9 +105,6 @@ int tls_looks_like_tls(const unsigned char *buf, size_t len);
  */
 int tls_probe(const struct sockaddr *sa, socklen_t salen, int64_t deadline);
 
-/* Is err (a failure's words) one of this file's lines, cure included? */
-int tls_said(const char *err);
-
 /* The lines for the two mismatches, the cure included. */
 #define TLS_PLAIN_TO_TLS "that port speaks TLS, not plain text " \
 	"(redis:// against a TLS port); use rediss:// (or --tls)"

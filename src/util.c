@@ -270,27 +270,6 @@ static void *oom_room;
 static atomic_int oom_taken;
 static _Thread_local int oom_mine;
 
-static _Thread_local void (*wait_fn)(void *);
-static _Thread_local void *wait_arg;
-
-void
-while_waiting(void (*fn)(void *), void *arg)
-{
-	wait_fn = fn;
-	wait_arg = arg;
-}
-
-void
-while_waiting_run(void)
-{
-	void (*fn)(void *) = wait_fn;
-
-	if (fn == NULL)
-		return;
-	wait_fn = NULL;
-	fn(wait_arg);
-}
-
 void
 oom_reserve(void)
 {

@@ -76,15 +76,6 @@ void oom_on(void (*hook)(void));
 /* Make that reserve now (an mmap), not at oom_on; oom_on(NULL) frees it. */
 void oom_reserve(void);
 
-/*
- * Work for the calling thread's next wait for a reply from Redis, which
- * conn.c runs (once) just before it blocks: what would otherwise delay
- * the request, done while Redis works. fn NULL: none.
- */
-void while_waiting(void (*fn)(void *), void *arg);
-/* Run the calling thread's, if any, and clear it (conn.c). */
-void while_waiting_run(void);
-
 void *xmalloc(size_t n);
 void *xcalloc(size_t n, size_t size);
 void *xrealloc(void *p, size_t n);

@@ -12,7 +12,9 @@
  * turn. Plain waiters block in BLPOP on P{KEY}:tok, where each
  * release leaves one token: Redis gives it to the oldest blocked waiter, so
  * a release wakes one process, not a herd, and a token pushed between our
- * try and our BLPOP waits for us. Between attempts the only traffic is a
+ * try and our BLPOP waits for us; on one plain server the lock sends our
+ * next attempt right behind the BLPOP (lock_waker), and we read its answer
+ * when the BLPOP returns. Between attempts the only traffic is a
  * --fair waiter's refresh of its :w key (every 30 s), and the looks of the
  * one next in line while the head has yet to take a free KEY
  * (HANDOFF_LOOK_MS). A holder that is
@@ -25,10 +27,12 @@
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
+#include <time.h>
 
+#include "deadline.h"
 #include "exitcode.h"
-#include "foreign.h"
 #include "lease.h"
+#include "retry.h"
 #include "sig.h"
 #include "util.h"
 #include "waitline.h"
@@ -43,6 +47,13 @@
 /* Behind Sentinel, a waiter asks this often whether the master moved
  * (the old one may stay writable, and silent, for seconds). */
 #define SENTINEL_RECHECK_MS 1000
+/* The undo of an uncertain attempt may run this long past the end of a
+ * --timeout: rlock must exit within a second of it (Bounds). */
+#define UNDO_PAST_DEADLINE_MS 500
+/* The attempt made when a --timeout runs out has this long to answer;
+ * an attempt tries again at once only after a failure this quick (a
+ * dropped connection, not a silent server). */
+#define LAST_TRY_MS 200
 
 struct waiter {
 	struct lock *l;
@@ -57,33 +68,40 @@ struct waiter {
 	int writer;			/* readers wait for us (P{K}:xw) */
 	int expiry;			/* the retry is the holder's expiry */
 	int uncertain;			/* an attempt's outcome is unknown */
-	int64_t follow_sent;		/* when send_behind sent its attempt */
-	int sentinel;			/* ask the sentinels while waiting */
+	int caps;			/* lock_caps */
 	/* --- a foreign holder (foreign.h): look, not BLPOP --- */
 	int look;
 	int64_t busy_at;		/* when the last busy reply came */
 	struct failure why;		/* why we give up, on WAIT_ERROR */
 	struct wait_result *res;
+	/* --- bounds and weather (retry.h) --- */
+	int64_t wait_ms;		/* as given: 0 is -n, -1 forever */
+	int64_t bound;			/* no I/O past this (INT64_MAX: none) */
+	int64_t con0, cmd0;		/* the timeouts the caller set */
+	int64_t down_since;		/* mono ms Redis stopped answering; 0 */
+	int64_t down_wall;		/* the same on the wall clock */
+	int backoffs;			/* failed tries since down_since */
+	int64_t tried_at, tried_wall;	/* when the last attempt began */
+	int reached;			/* an attempt was answered */
+	int no_time;			/* attempt() found the bound passed */
 };
 
 /* waker_wait's outcomes, and one of ours: a signal that ends the wait. */
 #define WOKE_SIGNAL (-1)
 
 /*
- * A plain waiter on one plain server sends its attempt right behind each
- * BLPOP that waits for the retry time (waker_follow): Redis runs it the
- * moment a release's token reaches us, and the hand-off costs one round
- * trip, not two. Its grant counts from this send, as any grant counts
- * from before its acquire was sent (supervise.c confirms an old one).
+ * Did the lock send an attempt behind the BLPOP that just returned
+ * (lock_waker)? 1 when its answer is there to read (*sent_at: when it was
+ * sent). One whose connection closed first may have been granted unseen.
  */
 static int
-send_behind(void *arg)
+sent_behind(struct waiter *w, int64_t *sent_at)
 {
-	struct waiter *w = arg;
-	int want = w->line.on || msg_level >= MSG_VERBOSE;
+	int r = lock_acquire_pending(w->l, sent_at);
 
-	w->follow_sent = mono_ms();
-	return lock_acquire_send(w->l, w->ctx, want);
+	if (r < 0)
+		w->uncertain = 1;
+	return r > 0;
 }
 
 /*
@@ -103,11 +121,10 @@ static enum lock_result
 confirm_late(struct waiter *w, int queue, int want, struct wait_result *res,
     struct lock_busy *busy)
 {
-	const struct server *s = lock_server(w->l, 0);
-	int64_t t0 = mono_ms(), con = server_connect_timeout(s),
-	    cmd = server_cmd_timeout(s), t;
+	int64_t t0 = mono_ms(), con, cmd, t;
 	int r;
 
+	lock_timeouts(w->l, &con, &cmd);
 	if (t0 - res->granted_at < lease_renew_interval_ms(w->ctx->lease_ms))
 		return LOCK_GRANTED;
 	t = lease_try_timeout_ms(w->ctx->lease_ms, lock_connect_timeout(w->l));
@@ -123,29 +140,69 @@ confirm_late(struct waiter *w, int queue, int want, struct wait_result *res,
 	return lock_acquire(w->l, w->ctx, queue, want, &res->fence, busy);
 }
 
-/* One attempt; reconnects once on a dropped connection (acquire is
- * idempotent per token, so repeating it is safe). */
+/*
+ * Cap the lock's timeouts so that what it waits for next ends by `end`
+ * (mono ms) at the latest: 0 when that time has already come.
+ */
+static int
+bound_to(struct waiter *w, int64_t end)
+{
+	int64_t left = end - mono_ms();
+
+	if (left <= 0)
+		return 0;
+	lock_set_timeouts(w->l, left < w->con0 ? left : w->con0,
+	    left < w->cmd0 ? left : w->cmd0);
+	return 1;
+}
+
+/* When an attempt starting now must be over: --connect-timeout from
+ * now, and never past the wait's own bound. */
+static int64_t
+attempt_end(const struct waiter *w)
+{
+	int64_t now = mono_ms(), con = lock_connect_timeout(w->l);
+
+	return w->bound - now > con ? now + con : w->bound;
+}
+
+/* One attempt; reconnects once on a connection that dropped at once
+ * (acquire is idempotent per token, so repeating it is safe), except
+ * under --nonblock, which never tries twice. */
 static enum lock_result
 attempt(struct waiter *w, int queue, struct wait_result *res,
     struct lock_busy *busy)
 {
 	int want = w->line.on || msg_level >= MSG_VERBOSE;
+	int64_t end = attempt_end(w);
 	enum lock_result lr;
+	int64_t sent;
 	int tries;
 
-	for (tries = 0; tries < 2; tries++) {
-		if (!lock_is_open(w->l) && lock_open(w->l) != 0)
-			return LOCK_ERROR;
-		/* Sent behind the BLPOP that just returned (send_behind):
-		 * its answer is already on its way. */
-		if (w->wk && waker_take_follow(w->wk)) {
-			res->granted_at = w->follow_sent;
+	w->tried_at = mono_ms();
+	w->tried_wall = wall_ms();
+	for (tries = 0; tries < (w->wait_ms == 0 ? 1 : 2); tries++) {
+		/* Out of time before the first try (a late wake-up on a
+		 * busy machine): nothing changed since the last outcome,
+		 * a reply that KEY is held, or a failure (ran_out). */
+		if (!bound_to(w, end)) {
+			if (tries > 0)
+				return LOCK_ERROR;
+			w->no_time = w->down_since != 0;
+			return w->no_time ? LOCK_ERROR : LOCK_BUSY;
+		}
+		/* Sent behind the BLPOP that just returned: its answer is
+		 * already on its way. */
+		if (sent_behind(w, &sent)) {
+			res->granted_at = sent;
 			res->heard_at = mono_ms();
-			lr = lock_acquire_recv(w->l, w->ctx, want, &res->fence,
+			lr = lock_acquire_finish(w->l, w->ctx, &res->fence,
 			    busy);
 			if (lr == LOCK_GRANTED)
 				lr = confirm_late(w, queue, want, res, busy);
 		} else {
+			if (!lock_is_open(w->l) && lock_open(w->l) != 0)
+				return LOCK_ERROR;
 			res->granted_at = res->heard_at = mono_ms();
 			lr = lock_acquire(w->l, w->ctx, queue, want,
 			    &res->fence, busy);
@@ -156,11 +213,11 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 			w->queued = 1;
 			w->next_beat = mono_ms() + WAITER_BEAT_MS;
 		}
-		/* Who looks at a foreign holder: one server's waiters (a
-		 * quorum tries instead), of a --fair queue the head only. */
+		/* Who looks at a foreign holder: a lock that can (a quorum
+		 * tries instead), of a --fair queue the head only. */
 		if (lr == LOCK_BUSY) {
 			w->busy_at = mono_ms();
-			w->look = busy->foreign && lock_servers(w->l) == 1 &&
+			w->look = busy->foreign && (w->caps & LOCK_CAN_LOOK) &&
 			    (!w->ctx->fair || busy->position <= 0);
 		}
 		if (lr != LOCK_ERROR)
@@ -168,9 +225,12 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 		/* An error reply, not I/O; or the login that rode ahead
 		 * failed: the server never took us, and trying again with
 		 * the same token could meet an undo sent behind this one. */
-		if (lock_is_open(w->l) || lock_failure(w->l)->hello)
+		if (lock_is_open(w->l) ||
+		    lock_failure(w->l)->again != AGAIN_MAY)
 			return LOCK_ERROR;
 		w->uncertain = 1;
+		if (mono_ms() - w->tried_at > LAST_TRY_MS)
+			return LOCK_ERROR;
 	}
 	return LOCK_ERROR;
 }
@@ -221,8 +281,8 @@ still_foreign(struct waiter *w, struct lock_busy *b)
 	int64_t now = mono_ms(), aged = now - w->busy_at;
 
 	if (!w->look || now >= w->deadline || !lock_is_open(w->l) ||
-	    (w->wk && waker_followed(w->wk)) ||
-	    foreign_look(lock_server(w->l, 0), &w->ctx->k) != 1)
+	    sent_behind(w, NULL) ||
+	    lock_look_foreign(w->l, w->ctx) != 1)
 		return 0;
 	if (b->wait_ms >= 0)
 		b->wait_ms = b->wait_ms > aged ? b->wait_ms - aged : 0;
@@ -239,7 +299,7 @@ block_quiet(struct waiter *w, int64_t until, struct wait_result *res)
 	int n;
 
 	while ((left = until - mono_ms()) > 0) {
-		n = poll(&p, 1, (int)(left > 60000 ? 60000 : left));
+		n = poll(&p, 1, deadline_poll_ms(until));
 		if (n < 0 && errno != EINTR)
 			return WOKE_TIMEOUT;
 		if (n > 0 && stop_signal(w, res))
@@ -288,12 +348,13 @@ sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
 			until = w->next_beat;
 		if (w->line.on && mono_ms() + REDRAW_MS < until)
 			until = mono_ms() + REDRAW_MS;
-		if (w->sentinel && mono_ms() + SENTINEL_RECHECK_MS < until)
+		if ((w->caps & LOCK_FAILOVER) &&
+		    mono_ms() + SENTINEL_RECHECK_MS < until)
 			until = mono_ms() + SENTINEL_RECHECK_MS;
 		why = block(w, until, until == retry && w->expiry, res);
 		/* The attempt sent behind the BLPOP has answered, or will:
 		 * it is the caller's to read now. */
-		if (why == WOKE_TIMEOUT && w->wk && waker_followed(w->wk))
+		if (why == WOKE_TIMEOUT && sent_behind(w, NULL))
 			return WOKE_TIMEOUT;
 		/* Next after the --fair head: our look, soon, tells a head
 		 * that does not take its turn; trying now would only slow
@@ -306,7 +367,7 @@ sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
 		if (why != WOKE_TIMEOUT)
 			return why;
 		/* A failover: releases happen on the new master now. */
-		if (w->sentinel && lock_recheck(w->l)) {
+		if ((w->caps & LOCK_FAILOVER) && lock_recheck(w->l)) {
 			waker_cancel(w->wk);
 			return WOKE_LOST;
 		}
@@ -331,6 +392,27 @@ close_subs(struct waiter *w)
 	w->wk = NULL;
 }
 
+/*
+ * The undo too ends within a second of the wait's bound (Bounds): of a
+ * --timeout, or of the last attempt's --connect-timeout; a signal that
+ * ends a long wait still leaves it a moment to take our queue place back.
+ */
+static int64_t
+undo_end(const struct waiter *w)
+{
+	int64_t now = mono_ms(), end;
+
+	if (w->wait_ms > 0)
+		end = w->deadline;
+	else if (w->wait_ms == 0)
+		end = w->bound;
+	else
+		end = w->tried_at + lock_connect_timeout(w->l);
+	end += UNDO_PAST_DEADLINE_MS;
+	return end < now + UNDO_PAST_DEADLINE_MS ?
+	    now + UNDO_PAST_DEADLINE_MS : end;
+}
+
 /* Leave no trace: the queue place, and a grant we may have got unseen.
  * Still subscribed while we leave the queue, so nobody drops us from it
  * first and the turn we may hold is passed on by our dequeue. */
@@ -338,12 +420,17 @@ static enum wait_status
 give_up(struct waiter *w, enum wait_status st)
 {
 	waitline_clear(&w->line);
-	if (w->wk && waker_follow_lost(w->wk))
+	/* An attempt sent behind a BLPOP and not read (a signal, or its
+	 * connection lost): it may have been granted. */
+	if (lock_acquire_pending(w->l, NULL) != 0)
 		w->uncertain = 1;
 	if (!w->queued && !w->writer && !w->uncertain)
 		goto out;
 	/* Keep the failure that made us give up for the caller's message. */
-	w->why = *lock_failure(w->l);
+	if (w->down_since == 0)
+		w->why = *lock_failure(w->l);
+	if (!bound_to(w, undo_end(w)))
+		goto out;
 	if (!lock_is_open(w->l) && lock_open(w->l) != 0)
 		goto out;
 	if (w->queued || w->writer)
@@ -354,16 +441,36 @@ out:
 	if (st == WAIT_ERROR)
 		w->res->fail = w->why;
 	close_subs(w);
+	lock_set_timeouts(w->l, w->con0, w->cmd0);
 	return st;
 }
 
+
+/* An attempt was answered (b: busy, or NULL), after ride_out or not. */
+static void
+back_up(struct waiter *w, const struct lock_busy *b)
+{
+	w->reached = 1;
+	if (w->down_since == 0)
+		return;
+	if (w->ctx->fair && b != NULL && b->position >= 0)
+		msg_verbose("Redis answers again after %lldms; our place in "
+		    "the --fair queue: %lld", (long long)(mono_ms() -
+		    w->down_since), b->position + 1);
+	else
+		msg_verbose("Redis answers again after %lldms",
+		    (long long)(mono_ms() - w->down_since));
+	w->down_since = 0;
+}
 
 static enum wait_status
 granted(struct waiter *w, int64_t start, int why)
 {
 	trace_event("grant");
+	back_up(w, NULL);
 	waitline_clear(&w->line);
 	close_subs(w);
+	lock_set_timeouts(w->l, w->con0, w->cmd0);
 	msg_verbose("acquired after %lldms of waiting (%s)",
 		    (long long)(mono_ms() - start), why == WOKE_MESSAGE ?
 		    "woken by a release" : w->look ? "a look found the holder, "
@@ -380,6 +487,104 @@ failed(struct waiter *w, const struct failure *f)
 	return give_up(w, WAIT_ERROR);
 }
 
+/*
+ * The wait ran out while Redis did not answer: 69, with the last failure
+ * and since when (a --timeout that ran out while Redis answered that KEY
+ * is held is 75, as any).
+ */
+static enum wait_status
+ran_out(struct waiter *w)
+{
+	char since[32], d[32];
+	time_t t = (time_t)(w->down_wall / 1000);
+	struct tm tm;
+	size_t n = strlen(w->why.why);
+
+	if (w->down_since == 0)
+		return give_up(w, WAIT_TIMEOUT);
+	if (localtime_r(&t, &tm) == NULL ||
+	    strftime(since, sizeof(since), "%H:%M:%S", &tm) == 0)
+		snprintf(since, sizeof(since), "?");
+	dur_format(mono_ms() - w->down_since, d, sizeof(d));
+	snprintf(w->why.why + n, sizeof(w->why.why) - n, " (unreachable "
+	    "since %s, for %s)", since, d);
+	return give_up(w, WAIT_ERROR);
+}
+
+/*
+ * An attempt (or a --fair waiter's subscription) failed with f. If the
+ * wait goes on and f is weather (retry.h), back off and return 1: try
+ * again (on the same connection when the failure was an answer, BUSY or
+ * LOADING; the next attempt reconnects one that dropped). 0:
+ * give up (failed). WOKE_SIGNAL: a signal ended the wait meanwhile.
+ * A retry that reaches Redis joins the --fair queue again, at our old
+ * place where the queue survived (the place is kept by our :w key and
+ * the token, and a new subscription).
+ */
+static int
+ride_out(struct waiter *w, const struct failure *f, struct wait_result *res)
+{
+	int64_t now = mono_ms(), until;
+	char d[32];
+
+	/* A run without --timeout rides out weather once it has reached
+	 * Redis: until then its failure is most likely the user's. */
+	if (w->wait_ms == 0 || (w->wait_ms < 0 && !w->reached) ||
+	    !failure_retry(f))
+		return 0;
+	w->why = *f;
+	if (w->down_since == 0) {
+		w->down_since = w->tried_at;
+		w->down_wall = w->tried_wall;
+		w->backoffs = 0;
+		if (w->deadline == INT64_MAX)
+			snprintf(d, sizeof(d), "for ever");
+		else
+			dur_format(w->deadline - now, d, sizeof(d));
+		waitline_clear(&w->line);
+		if (now < w->deadline)
+			msg_verbose("Redis does not answer as it should "
+			    "(%s); waiting on (%s left), trying again at "
+			    "most %dms apart", f->why, d,
+			    RETRY_BACKOFF_MAX_MS);
+	}
+	if (now >= w->deadline)
+		return 0;
+	until = now + retry_backoff_ms(w->backoffs++);
+	if (until > w->deadline)
+		until = w->deadline;
+	if (block_quiet(w, until, res) == WOKE_SIGNAL)
+		return WOKE_SIGNAL;
+	return 1;
+}
+
+/*
+ * After a failed try: 1 to try again (ride_out), else 0 with the wait's
+ * end in *st: a signal, the wait run out while Redis did not answer
+ * (ran_out), or a failure no retry can change.
+ */
+static int
+weather(struct waiter *w, const struct failure *f, struct wait_result *res,
+    enum wait_status *st)
+{
+	int r;
+
+	if (w->no_time) {
+		*st = ran_out(w);
+		return 0;
+	}
+	r = ride_out(w, f, res);
+	if (r == 1)
+		return 1;
+	if (r == WOKE_SIGNAL)
+		*st = give_up(w, WAIT_SIGNAL);
+	else if (w->down_since != 0 && failure_retry(f))
+		*st = ran_out(w);
+	else
+		*st = failed(w, f);
+	return 0;
+}
+
 enum wait_status
 wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
     int sigfd, struct wait_result *res, void (*idle)(void *), void *arg)
@@ -388,52 +593,59 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 	    .no_ttl_backoff = 100, .res = res };
 	struct lock_busy busy;
 	enum lock_result lr;
+	enum wait_status st;
 	int64_t start = mono_ms();
-	int why, was, kind;
+	int why, was;
 
 	w.deadline = wait_ms < 0 ? INT64_MAX : start + wait_ms;
-	w.sentinel = lock_servers(l) == 1 &&
-	    server_cfg(lock_server(l, 0))->ep.kind == EP_SENTINEL;
+	w.wait_ms = wait_ms;
+	lock_timeouts(l, &w.con0, &w.cmd0);
+	w.bound = wait_ms < 0 ? INT64_MAX : wait_ms == 0 ?
+	    start + lock_connect_timeout(l) : w.deadline + LAST_TRY_MS;
+	w.caps = lock_caps(l);
 	res->signo = 0;
 	failure_clear(&res->fail);
 	waitline_init(&w.line, ctx->key, ctx->limit, start);
 	w.line.on = w.line.on && wait_ms != 0;
 	/* Not queued yet: a --fair waiter joins once subscribed, below. */
-	lr = attempt(&w, 0, res, &busy);
+	while ((lr = attempt(&w, 0, res, &busy)) == LOCK_ERROR)
+		if (!weather(&w, lock_failure(l), res, &st))
+			return st;
+	back_up(&w, lr == LOCK_BUSY ? &busy : NULL);
 	if (lr == LOCK_GRANTED) {
 		trace_event("grant");
+		lock_set_timeouts(l, w.con0, w.cmd0);
 		return WAIT_GRANTED;
 	}
-	if (lr == LOCK_ERROR)
-		return failed(&w, lock_failure(l));
 	if (wait_ms == 0)
 		return give_up(&w, WAIT_TIMEOUT);
-	w.wk = lock_waker(l, ctx);
-	/* Not --fair (its attempt must follow a subscription, not a
-	 * BLPOP), not through Sentinel or Cluster (a redirect or a new
-	 * master would leave the attempt's reply where nobody reads it). */
-	kind = server_cfg(lock_server(l, 0))->ep.kind;
-	if (!ctx->fair && lock_servers(l) == 1 && (kind == EP_TCP ||
-	    kind == EP_UNIX))
-		waker_follow(w.wk, send_behind, &w);
+	w.wk = lock_waker(l, ctx, waitline_on(&w.line) ||
+	    msg_level >= MSG_VERBOSE);
 	for (;;) {
 		/* Subscriptions that dropped are made again (a BLPOP needs
 		 * none); once listening, a release from now on reaches us,
 		 * and one from before is seen by this attempt, which
 		 * (re)joins a --fair queue. */
-		was = waker_listening(w.wk);
+		was = waker_listening(w.wk) && w.down_since == 0;
 		(void)waker_listen(w.wk);
 		if (!was) {
-			if (ctx->fair && !waker_listening(w.wk))
-				return failed(&w, waker_failure(w.wk));
+			if (ctx->fair && !waker_listening(w.wk)) {
+				if (weather(&w, waker_failure(w.wk), res, &st))
+					continue;
+				return st;
+			}
 			lr = attempt(&w, ctx->fair, res, &busy);
 			if (lr == LOCK_GRANTED)
 				return granted(&w, start, WOKE_MESSAGE);
-			if (lr == LOCK_ERROR)
-				return failed(&w, lock_failure(l));
+			if (lr == LOCK_ERROR) {
+				if (weather(&w, lock_failure(l), res, &st))
+					continue;
+				return st;
+			}
+			back_up(&w, &busy);
 		}
 		if (mono_ms() >= w.deadline)
-			return give_up(&w, WAIT_TIMEOUT);
+			return ran_out(&w);
 		waitline_update(&w.line, &busy);
 		if (idle != NULL) {
 			idle(arg);
@@ -452,7 +664,10 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 		    &busy);
 		if (lr == LOCK_GRANTED)
 			return granted(&w, start, why);
-		if (lr == LOCK_ERROR)
-			return failed(&w, lock_failure(l));
+		if (lr == LOCK_ERROR &&
+		    !weather(&w, lock_failure(l), res, &st))
+			return st;
+		if (lr != LOCK_ERROR)
+			back_up(&w, &busy);
 	}
 }

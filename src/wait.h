@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Getting the lock: at once (-n), within --timeout, or forever. Waiting
- * blocks on the KEY's wake channel (pub/sub) with a timeout of the holder's
- * lease left, so a release wakes us in one round trip and a crashed
- * holder's expiry by timeout: no fixed-interval polling.
+ * blocks on the waker the lock makes (a BLPOP on P{KEY}:tok, or a --fair
+ * waiter's own channel) with a timeout of the holder's lease left, so a
+ * release wakes us in one round trip and a crashed holder's expiry by
+ * timeout: no fixed-interval polling.
  */
 #ifndef RLOCK_WAIT_H
 #define RLOCK_WAIT_H

@@ -106,6 +106,16 @@ waitline_update(struct waitline *wl, const struct lock_busy *b)
 	waitline_draw(wl);
 }
 
+int
+waitline_on(struct waitline *wl)
+{
+	if (!wl->tty_known) {
+		wl->on = wl->on && isatty(STDERR_FILENO);
+		wl->tty_known = 1;
+	}
+	return wl->on;
+}
+
 void
 waitline_draw(struct waitline *wl)
 {
@@ -113,11 +123,7 @@ waitline_draw(struct waitline *wl)
 	int64_t now = mono_ms();
 	struct winsize ws;
 
-	if (!wl->tty_known) {
-		wl->on = wl->on && isatty(STDERR_FILENO);
-		wl->tty_known = 1;
-	}
-	if (!wl->on)
+	if (!waitline_on(wl))
 		return;
 	printable(wl->key, strlen(wl->key), key, sizeof(key));
 	describe(wl, now - wl->last_at, text, sizeof(text));

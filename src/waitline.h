@@ -30,6 +30,9 @@ struct waitline {
 void waitline_init(struct waitline *wl, const char *key, long limit,
     int64_t start);
 
+/* Is the line drawn at all (stderr a terminal, neither -q nor -v)? */
+int waitline_on(struct waitline *wl);
+
 /* A new busy reply arrived (under -v, logged when the holder or our
  * place in the queue changed). */
 void waitline_update(struct waitline *wl, const struct lock_busy *b);

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * How a waiter is woken, as the lock layer arranges it: a BLPOP on the
- * lock's own connection (plain and --redlock waiters: each release leaves
- * one token, so one waiter wakes), or a subscription on a connection of
- * its own (the --fair waiter's own channel).
- * Reads use poll(), never a socket timeout, and look at what the
- * transport has already buffered first. Never prints.
+ * The two wakers behind waker.h, for the lock implementations that make
+ * them: a BLPOP on the lock's own connection (wake_pop.c: plain and
+ * --redlock waiters; each release leaves one token, so one waiter wakes),
+ * or subscriptions on connections of their own (wake_sub.c: the --fair
+ * waiter's own channel). Reads use poll(), never a socket timeout, and
+ * look at what the transport has already buffered first. Never prints.
  */
 #ifndef RLOCK_WAKE_H
 #define RLOCK_WAKE_H
@@ -15,19 +15,46 @@
 
 #include "reply.h"
 #include "server.h"
+#include "waker.h"
 
-enum woke {
-	WOKE_MESSAGE,		/* a wake-up arrived */
-	WOKE_NEXT,		/* only "next" (queue.lua): look soon */
-	WOKE_TIMEOUT,		/* `until` came first */
-	WOKE_LOST,		/* the connection(s) went: try, then listen */
-	WOKE_SIGFD		/* the signal fd is readable: look, call again */
+/* What a waker does; see waker.h for what each means. `sharp`: `until`
+ * is the holder's expiry (waker_wait_expiry). */
+struct waker_ops {
+	int (*listen)(struct waker *w);
+	int (*listening)(const struct waker *w);
+	enum woke (*wait)(struct waker *w, int64_t until, int sigfd,
+	    int sharp);
+	void (*cancel)(struct waker *w);
+	void (*free)(struct waker *w);
 };
 
-struct waker;
+/* The part every waker starts with. */
+struct waker {
+	const struct waker_ops *ops;
+	struct failure fail;		/* why the last wait ended WOKE_LOST */
+};
 
-/* BLPOP list on s, a server the caller keeps (and uses between waits). */
-struct waker *wake_pop(struct server *s, const char *list, size_t len);
+/*
+ * A command the lock sends right behind a BLPOP: send(arg) writes it (0,
+ * or -1 with the failure in the server), so that Redis runs it the moment
+ * the BLPOP returns, token or timeout, without a round trip back to us
+ * first. Its reply follows the BLPOP's on the connection, and is the
+ * lock's to read before the next wait; should the waker close the
+ * connection first (a lost, abandoned or cancelled BLPOP), the command
+ * may have run unseen, which the lock learns from its closed server.
+ */
+struct wake_behind {
+	int (*send)(void *arg);
+	void *arg;
+};
+
+/*
+ * BLPOP list on s, a server the caller keeps (and uses between waits).
+ * With `behind` (NULL: none), its command follows each BLPOP armed by
+ * waker_wait_expiry.
+ */
+struct waker *wake_pop(struct server *s, const char *list, size_t len,
+    const struct wake_behind *behind);
 /* A BLPOP waker blocks on this list too (exclusive waiters of a KEY that
  * may be shared: a release wakes them alone there, lib/shared.lua). */
 void wake_pop_also(struct waker *w, const char *list, size_t len);
@@ -47,52 +74,6 @@ struct waker *wake_pop_any(struct server *const *s, int n, int need,
  */
 struct waker *wake_sub(struct server *const *like, int n, int need,
     const char *ch, size_t len);
-
-/* Subscribe where not subscribed (no-op for BLPOP): how many listen. */
-int waker_listen(struct waker *w);
-
-/* Is the waker able to wake us (BLPOP: always; subscriptions: `need`)? */
-int waker_listening(const struct waker *w);
-
-/*
- * Block until a wake-up, `until` (mono ms) or sigfd readable. After
- * WOKE_SIGFD the caller reads the signal and either calls again (a BLPOP
- * stays in flight) or gives up with waker_cancel.
- */
-enum woke waker_wait(struct waker *w, int64_t until, int sigfd);
-
-/*
- * The same, when `until` is the moment the holder's key expires: a BLPOP
- * still unanswered then is abandoned (its connection closed: Redis would
- * answer it only at its next clock tick) and the wait ends WOKE_TIMEOUT.
- */
-enum woke waker_wait_expiry(struct waker *w, int64_t until, int sigfd);
-
-/*
- * One BLPOP (n 1), on a plain server: fn(arg) sends a command right
- * behind each BLPOP armed by waker_wait_expiry (0 when sent), so that
- * Redis runs it the moment the BLPOP returns, token or timeout, without
- * a round trip back to us first. Its reply is the caller's to read next:
- * once a wait has ended WOKE_MESSAGE or WOKE_TIMEOUT, waker_followed says
- * whether it is owed, and waker_take_follow hands it over (1) and forgets
- * it; until then no BLPOP is armed (waker_wait returns WOKE_TIMEOUT). A
- * connection closed with one owed (a lost, abandoned or cancelled BLPOP)
- * leaves waker_follow_lost set: the command may have run.
- */
-typedef int (*waker_follow_fn)(void *arg);
-void waker_follow(struct waker *w, waker_follow_fn fn, void *arg);
-int waker_followed(const struct waker *w);
-int waker_take_follow(struct waker *w);
-int waker_follow_lost(const struct waker *w);
-
-/* Abandon a BLPOP in flight (its connection is closed) and close the
- * subscriptions; the next waker_listen/waker_wait starts afresh. */
-void waker_cancel(struct waker *w);
-
-/* Why the last wait ended WOKE_LOST. */
-const struct failure *waker_failure(const struct waker *w);
-
-void waker_free(struct waker *w);
 
 /*
  * The checks of the replies, apart from the connection so they can be

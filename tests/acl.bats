@@ -221,8 +221,8 @@ mode_rules() {
 	echo "$row"
 }
 
-# man_rules MARK: the rules of rlock(7)'s row whose .It line is MARK in
-# "THE ACL USER" (its .Li lines that follow).
+# man_rules MARK: the rules of the man page's row whose .It line is MARK
+# in rlock(7)'s THE ACL USER (its .Li lines that follow).
 man_rules() {
 	M=$1 awk '$0 == ".Sh THE ACL USER" { sec = 1 }
 		sec && $0 == ENVIRON["M"] { on = 1; next }

@@ -2,7 +2,9 @@
 # make install / uninstall into a DESTDIR, with PREFIX=/usr as a Debian
 # package would: every file where the shells and man(1) look by default,
 # with the right modes, and all of them gone after uninstall. Uses the
-# already-built $RLOCK (make -o: never rebuilds it).
+# already-built $RLOCK (make -o: never rebuilds it). Then the flags a
+# packager gives (CPPFLAGS, CFLAGS, LDFLAGS, STATIC, WERROR) on the lines
+# make would run (make -n).
 
 load helper
 
@@ -24,12 +26,18 @@ inst() {
 		DESTDIR="$DEST" PREFIX=/usr BIN="$BIN" "$@"
 }
 
-# The installed files (relative to $DEST) and their modes.
-FILES="usr/bin/rlock 755
-usr/share/man/man1/rlock.1 644
-usr/share/man/man5/rlock.conf.5 644
-usr/share/bash-completion/completions/rlock 644
-usr/share/fish/vendor_completions.d/rlock.fish 644"
+# files [TREE]: the files make install puts (relative to $DEST) and their
+# modes: every page of TREE's man/ (default $TOP's) in the section its
+# name ends with.
+files() {
+	local f
+	echo "usr/bin/rlock 755"
+	for f in "${1:-$TOP}"/man/*.[1-9]; do
+		echo "usr/share/man/man${f##*.}/${f##*/} 644"
+	done
+	echo "usr/share/bash-completion/completions/rlock 644"
+	echo "usr/share/fish/vendor_completions.d/rlock.fish 644"
+}
 
 # zsh: the file must be in a directory of Debian zsh's default $fpath.
 zsh_file() {
@@ -48,7 +56,7 @@ setup() {
 		[ -f "$DEST/$f" ] || fail "missing: $f"
 		[ "$(stat -c %a "$DEST/$f")" = "$mode" ] ||
 			fail "$f: mode $(stat -c %a "$DEST/$f"), not $mode"
-	done <<< "$FILES"
+	done < <(files)
 	run zsh_file
 	assert_output --regexp '/_rlock$'
 	[ "$(stat -c %a "$output")" = 644 ]
@@ -110,9 +118,33 @@ setup() {
 	assert_output ""
 }
 
-# The link line make would run for rlock (nothing is built).
+@test "make install and uninstall take every page of man/, by its section" {
+	local t=$BATS_TEST_TMPDIR/tree f mode
+	mkdir -p "$t"
+	cp -r "$TOP/Makefile" "$TOP/man" "$TOP/completions" "$t/"
+	# Pages of other sections, as rlock.conf(5) and rlock(7) would be.
+	printf '.TH RLOCK.CONF 5\n' > "$t/man/rlock-test.conf.5"
+	printf '.TH RLOCK-TEST 7\n' > "$t/man/rlock-test.7"
+	TOP=$t run inst install
+	assert_success
+	while read -r f mode; do
+		[ -f "$DEST/$f" ] || fail "missing: $f"
+		[ "$(stat -c %a "$DEST/$f")" = "$mode" ] ||
+			fail "$f: mode $(stat -c %a "$DEST/$f"), not $mode"
+	done < <(files "$t")
+	cmp "$t/man/rlock-test.conf.5" "$DEST/usr/share/man/man5/rlock-test.conf.5"
+	cmp "$t/man/rlock-test.7" "$DEST/usr/share/man/man7/rlock-test.7"
+	TOP=$t run inst uninstall
+	assert_success
+	run find "$DEST" -type f
+	assert_output ""
+}
+
+# The link line make would run for rlock (nothing is built). Not the
+# variables of a `make STATIC=0 check` that runs us: make puts those in
+# its recipes' environment too.
 link_line() {
-	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL \
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u STATIC \
 		make --no-print-directory -C "$TOP" -n -W src/main.c rlock \
 		BIN=rlock "$@" | grep -- ' -o rlock '
 }
@@ -132,4 +164,32 @@ link_line() {
 	else
 		refute_output --partial -Bstatic
 	fi
+}
+
+# The compile line make would run for src/main.c into a build directory of
+# its own (nothing is built), under the environment VAR=VALUE... and none
+# of the flags of a `make WERROR=1 check` that runs us.
+compile_line() {
+	env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u WERROR -u CPPFLAGS \
+		-u CFLAGS -u LDFLAGS "$@" \
+		make --no-print-directory -C "$TOP" -n \
+		BUILD="$BATS_TEST_TMPDIR/b" "$BATS_TEST_TMPDIR/b/main.o" |
+		grep -- " -c -o $BATS_TEST_TMPDIR/b/main.o "
+}
+
+@test "CPPFLAGS, CFLAGS and LDFLAGS from the environment reach the compile and the link" {
+	run -0 compile_line CPPFLAGS=-DRL_CPP_MARK CFLAGS='-O1 -DRL_C_MARK'
+	assert_output --partial ' -DRL_CPP_MARK '
+	assert_output --partial ' -O1 -DRL_C_MARK '
+	LDFLAGS=-Wl,-z,now run -0 link_line
+	assert_output --partial ' -Wl,-z,now '
+}
+
+@test "-Werror only when WERROR=1" {
+	run -0 compile_line
+	refute_output --partial -Werror
+	run -0 compile_line WERROR=1
+	assert_output --partial ' -Werror '
+	run -0 compile_line WERROR=0
+	refute_output --partial -Werror
 }

@@ -152,15 +152,19 @@ redis_pid() { cat "$REDIS_PIDFILE"; }
 # the expiry by a third of the lease behind the test's back: one run in
 # ten failed so. So the PTTL is read again in one MULTI with a short
 # CLIENT PAUSE, which holds every other command until the SIGSTOP lands.
-# The first read aims at 740-800, early in the late part, so the next
-# extend is still 70-130 ms away when the MULTI comes (a redis-cli fork
-# on a busy machine); a miss tries again, up to ten times.
+# The first read aims at 700-800, early in the late part, so the next
+# extend is still 30-130 ms away when the MULTI comes (a redis-cli fork
+# on a busy machine); a miss tries again, up to ten times. The window is
+# polled by forking redis-cli: at a load average of 26 on 2 cores a fork
+# took longer than a 60 ms window, and 3 s of polling never landed in
+# one (make check beside .ci/run and a load); the MULTI's own PTTL is
+# what the stop relies on, so the window may be this wide.
 # Sets TS (the stop), EXP and PTTL.
 stop_late_in_period() {
 	local pid r try
 	pid=$(redis_pid)
 	for try in 1 2 3 4 5 6 7 8 9 10; do
-		wait_ms 3000 pttl_in 740 800 || return 1
+		wait_ms 6000 pttl_in 700 800 || return 1
 		r=$(printf 'MULTI\nPTTL %s\nTIME\nCLIENT PAUSE %s ALL\nEXEC\n' \
 			"$L" "$(tf_ms 300)" | redis-cli -s "$REDIS_SOCK")
 		set -- $r
@@ -396,11 +400,28 @@ key_gone() { [ "$(rcli exists "$L")" = 0 ]; }
 # that COMMAND (which ignores SIGTERM) got SIGTERM, then died before the
 # key could expire in Redis. Sets TS (stop), EXP (expiry), TT, TD.
 stalled_redis() {
-	start_holder -l "$(tf 1)" --kill-after "$1" -k "$K" -- \
-	    sh "$T/term-ignore.sh"
-	# Late in the period: the last extend is ~250 ms old, so a deadline
-	# counted from the stall instead of from it is visibly too late.
-	stop_late_in_period
+	local try
+	for try in 1 2 3; do
+		rm -f "$T/term" "$T/cmd.pid"
+		start_holder -l "$(tf 1)" --kill-after "$1" -k "$K" -- \
+		    sh "$T/term-ignore.sh"
+		# Late in the period: the last extend is ~250 ms old, so a
+		# deadline counted from the stall instead of from it is
+		# visibly too late.
+		stop_late_in_period
+		# A SIGTERM before the stall: the machine starved the
+		# renewals of this 1 s lease first (seen at a load average
+		# of 26 on 2 cores: "SIGTERM 2517ms before the stall"), and
+		# the holder rightly acted, then extended again. Not what
+		# this test is about: start again.
+		[ -s "$T/term" ] && [ "$(head -n 1 "$T/term")" -lt "$TS" ] ||
+			break
+		echo "# SIGTERM before the stall (a starved renewal): again" >&3
+		redis_cont
+		kill -KILL "$CMD" "$HOLDER" 2>/dev/null
+		wait "$HOLDER" 2>/dev/null
+		rcli del "$L" > /dev/null
+	done
 	TD=$(death_ms "$CMD" 3000) || TD=
 	redis_cont
 	[ -n "$TD" ] || fail "COMMAND alive 3s (scaled) after Redis stopped"

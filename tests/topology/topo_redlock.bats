@@ -796,12 +796,13 @@ waiting_on() { # PORT: a client blocks there (BLPOP)
 
 # A one-server waiter learns at once that its server died (its BLPOP
 # connection closes); a --redlock waiter must not wait out the holder's
-# 30 s lease to learn that most of its masters did.
-@test "redlock: a waiter whose majority of masters dies exits 69 at once" {
+# 30 s lease to learn that most of its masters did. It then rides the
+# outage out as weather (the contract's Weather) until its -w ends: 69.
+@test "redlock: a waiter whose majority of masters dies exits 69 when its -w ends" {
 	local t0 w
 	bg rl -k dies -- sh -c "touch $T/held; until [ -e $T/go ]; do sleep 0.05; done"
 	wait_until 10 test -e "$T/held"
-	bg rl -k dies -- touch "$T/ran"
+	bg rl -k dies -w "$(tf 3)" -- touch "$T/ran"
 	w=$LAST
 	sleep 0.5	# a pause so the waiter is blocked, not an event wait
 	proc_alive "$w" || fail "the waiter did not wait"
@@ -817,11 +818,11 @@ waiting_on() { # PORT: a client blocks there (BLPOP)
 }
 
 # The waiter blocks on the first master; the others it only watches.
-@test "redlock: a waiter whose other masters (a majority) die exits 69 at once" {
+@test "redlock: a waiter whose other masters (a majority) die exits 69 when its -w ends" {
 	local t0 w
 	bg rl -k idle -- sh -c "touch $T/held; until [ -e $T/go ]; do sleep 0.05; done"
 	wait_until 10 test -e "$T/held"
-	bg rl -k idle -- touch "$T/ran"
+	bg rl -k idle -w "$(tf 3)" -- touch "$T/ran"
 	w=$LAST
 	wait_until 10 blocked 1 || fail "the waiter does not wait"
 	t0=$(now_ms)

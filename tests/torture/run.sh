@@ -12,7 +12,7 @@
 #   TORTURE_VERBOSE=1  workers run rlock -v (their stderr is in the logs)
 #   TORTURE_STAMP    a built tests/torture/stamp.c (else built here with cc)
 #
-# Scenarios: a1 a2 a3 b1 b2 c1 c2 c3 c4 d1 d2 e1 e2 e3 f rw (default: all).
+# Scenarios: a1 a2 a3 b1 b2 c1 c2 c3 c4 d1 d2 e1 e2 e3 f w rw (default: all).
 # c2 (a frozen supervisor) and d2 (Redis restarted without persistence)
 # are outside what rlock can guarantee: their overlaps are reported, not
 # failed; their fences still must increase.
@@ -439,9 +439,66 @@ sc_f() {
 	proxy_stop proxy-f
 }
 
+# ---------------------------------------------------------------- w
+
+# busy_for NAME MS: a runaway script keeps the server BUSY for MS, then
+# SCRIPT KILL (busy-reply-threshold is low in the scenario's args).
+busy_for() {
+	local p
+	rcli "$1" eval 'while true do end' 0 >/dev/null 2>&1 &
+	p=$!
+	fault "BUSY (a runaway script) for ${2}ms"
+	msleep "$2"
+	rcli "$1" script kill >/dev/null 2>&1
+	wait "$p" 2>/dev/null
+}
+
+# w: the weather a waiter must ride out within its -w (the contract's
+# Weather): crash and clean restarts (AOF, so the holder's key survives),
+# maxclients reached, a BUSY script, in turn. Every wait is long enough
+# for any of them: a worker that exits 69 (or 76) was lost to a blip.
+# No failover: the suite has no Sentinel or Cluster (make check-topology
+# has the Cluster one, tests/topology/topo_weather.bats).
+sc_w() {
+	begin w "waiters (-w 20s, a quarter --fair) under restarts, maxclients and BUSY"
+	redis_start w --appendonly yes --appendfsync always \
+		--busy-reply-threshold 100 || { nostart; return; }
+	URLS=("$(unix_url w)"); LONG_PCT=1; FAIR_EVERY=4
+	WARGS=(-l 1s -w 20s)
+	[ -n "${TORTURE_VERBOSE:-}" ] && WARGS+=(-v)
+	workers_start; sleep 0.5
+	local i
+	for i in 1 2; do
+		sleep $((SECS / 6 + 1))
+		fault "redis-server restart (KILL)"
+		redis_restart w KILL || echo "  could not restart w"
+		sleep $((SECS / 6 + 1))
+		fault "maxclients 4 for 2000ms"
+		maxclients_for w 4 2000
+		sleep $((SECS / 6 + 1))
+		busy_for w 1000
+		sleep 1
+		fault "redis-server restart (TERM)"
+		redis_restart w TERM || echo "  could not restart w"
+	done
+	sleep 1
+	workers_stop
+	# A run started while the server is down is refused at its first
+	# contact and exits 69 at once (a wrong URL looks the same): not a
+	# waiter lost. Any other 69 or 76 is.
+	local first lost
+	first=$(cat "$SC"/err/* | grep -cE '^rlock: cannot reach .*: (Connection refused|No such file or directory); check')
+	lost=$(awk '$1 == "exit" && ($5 == 69 || $5 == 76) { n++ }
+		END { print n + 0 }' "$SC/log")
+	lost=$((lost - first))
+	echo "  waiters lost to a blip: $lost (runs refused at their first contact: $first)"
+	[ "$lost" = 0 ] || EXTRA_FAIL=1
+	finish w
+}
+
 # ---------------------------------------------------------------- main
 
-ALL=(a1 a2 a3 b1 b2 c1 c2 c3 c4 d1 d2 e1 e2 e3 f rw)
+ALL=(a1 a2 a3 b1 b2 c1 c2 c3 c4 d1 d2 e1 e2 e3 f w rw)
 [ $# -gt 0 ] && ALL=("$@")
 START=$(now_ms)
 echo "torture: $RLOCK, ${SECS}s of contention per scenario, logs in $TR_ROOT"

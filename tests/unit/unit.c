@@ -33,6 +33,7 @@
 #include "keys.h"
 #include "lease.h"
 #include "reply.h"
+#include "retry.h"
 #include "server.h"
 #include "tls.h"
 #include "url.h"
@@ -819,6 +820,90 @@ test_reply_status(void)
 	    !failure_transient(RL_EXIT_PROTOCOL) &&
 	    !failure_transient(RL_EXIT_NOPERM),
 	    "only 69 is worth a retry on a new connection");
+}
+
+/* An error reply's kind and code, and whether it is worth a retry. */
+static const struct {
+	const char *reply;
+	enum fail_kind kind;
+	const char *code;
+	int retry;
+} KIND_ROWS[] = {
+	{ "WRONGPASS invalid username-password pair or user is disabled.",
+	    FAIL_CREDENTIALS, "WRONGPASS", 0 },
+	{ "NOAUTH Authentication required.", FAIL_CREDENTIALS, "NOAUTH", 0 },
+	{ "NOPERM this user has no permissions to run the 'evalsha' command",
+	    FAIL_NOPERM, "NOPERM", 0 },
+	{ "LOADING Redis is loading the dataset in memory", FAIL_BUSY,
+	    "LOADING", 1 },
+	{ "BUSY Redis is busy running a script.", FAIL_BUSY, "BUSY", 1 },
+	{ "ERR max number of clients reached", FAIL_BUSY, "ERR", 1 },
+	{ "MASTERDOWN Link with MASTER is down", FAIL_BUSY, "MASTERDOWN", 1 },
+	{ "CLUSTERDOWN The cluster is down", FAIL_BUSY, "CLUSTERDOWN", 1 },
+	{ "TRYAGAIN Multiple keys request during rehashing of slot",
+	    FAIL_BUSY, "TRYAGAIN", 1 },
+	{ "MOVED 1875 127.0.0.1:17005", FAIL_SERVER, "MOVED", 1 },
+	{ "READONLY You can't write against a read only replica.",
+	    FAIL_SERVER, "READONLY", 0 },
+	{ "ERR unknown command 'EVALSHA'", FAIL_SERVER, "ERR", 0 },
+	{ "RLOCK_LIMIT --limit 3 differs from the holders' 2", FAIL_SCRIPT,
+	    "RLOCK_LIMIT", 0 },
+};
+
+static void
+test_failure_kind(void)
+{
+	struct failure f;
+	struct reply r;
+	size_t i;
+
+	for (i = 0; i < sizeof(KIND_ROWS) / sizeof(KIND_ROWS[0]); i++) {
+		memset(&r, 0, sizeof(r));
+		r.type = REPLY_ERROR;
+		r.str = (char *)KIND_ROWS[i].reply;
+		r.len = strlen(r.str);
+		(void)failure_from_reply(&f, "acquire", &r);
+		CHECK(f.kind == KIND_ROWS[i].kind &&
+		    strcmp(f.code, KIND_ROWS[i].code) == 0 &&
+		    failure_retry(&f) == KIND_ROWS[i].retry,
+		    "failure kind of '%.30s': %d %s %d", r.str, (int)f.kind,
+		    f.code, failure_retry(&f));
+	}
+	failure_make(&f, FAIL_TIMEOUT, RL_EXIT_UNAVAILABLE, "x");
+	CHECK(failure_retry(&f), "a timeout is worth a retry");
+	f.again = AGAIN_NOT;
+	CHECK(failure_retry(&f), "a login refused and heard out: a new try");
+	f.again = AGAIN_NOT_THERE;
+	CHECK(!failure_retry(&f), "not while an undo may still reach it");
+	failure_make(&f, FAIL_NOT_REDIS, RL_EXIT_PROTOCOL, "x");
+	CHECK(!failure_retry(&f) && f.code[0] == '\0',
+	    "not a peer that is not Redis");
+}
+
+/* The retry policy's table: weather is 69's class, but not a login left
+ * unanswered with its undo on the way; the backoff doubles up to 1 s. */
+static void
+test_retry(void)
+{
+	static const int64_t want[] = { 100, 200, 400, 800, 1000, 1000 };
+	struct failure f;
+	size_t i;
+
+	failure_set(&f, RL_EXIT_UNAVAILABLE, "Connection refused");
+	CHECK(failure_retry(&f), "retry: unreachable is weather");
+	f.again = AGAIN_NOT;
+	CHECK(failure_retry(&f), "retry: a login refused, heard out");
+	f.again = AGAIN_NOT_THERE;
+	CHECK(!failure_retry(&f), "retry: not with an undo on the way");
+	failure_set(&f, RL_EXIT_PROTOCOL, "WRONGTYPE");
+	CHECK(!failure_retry(&f), "retry: not 76");
+	failure_set(&f, RL_EXIT_NOPERM, "WRONGPASS");
+	CHECK(!failure_retry(&f), "retry: not 77");
+	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		CHECK(retry_backoff_ms((int)i) == want[i],
+		    "retry_backoff_ms(%zu) = %lld", i, (long long)want[i]);
+	CHECK(retry_backoff_ms(1000) == RETRY_BACKOFF_MAX_MS,
+	    "retry_backoff_ms: capped after many tries");
 }
 
 /* ---------------------------------------------------------------- cli */
@@ -1861,8 +1946,9 @@ test_conn_login_silence(void)
 	static const char undo_bytes[] = "*2\r\n$3\r\nDEL\r\n$1\r\nk\r\n";
 	const char *get[] = { "GET", "k" }, *del[] = { "DEL", "k" };
 	const size_t lens[] = { 3, 1 };
+	struct conn_req undo = { .argc = 2, .flags = CONN_UNDO };
 	struct sockaddr_in sa;
-		struct conn_cfg cfg;
+	struct conn_cfg cfg;
 	struct conn *cn;
 	struct reply *r;
 	char buf[4096], host[] = "127.0.0.1";
@@ -1877,12 +1963,13 @@ test_conn_login_silence(void)
 	}
 	loopback_cfg(&cfg, host, &sa);
 	cn = conn_new(&cfg, 100);
-	conn_defer_hello(cn);
-	st = conn_connect(cn, NULL, 0, mono_ms() + 400);
-	conn_arm_undo(cn, 2, del, lens);
+	st = conn_connect(cn, NULL, 0, mono_ms() + 400, CONN_LOGIN_AHEAD);
+	undo.argv = del;
+	undo.lens = lens;
+	(void)conn_queue(cn, &undo);
 	r = conn_command(cn, 2, get, lens);
-	CHECK(st == 0 && r == NULL && conn_failure(cn)->hello &&
-	    conn_failure(cn)->undo_owed &&
+	CHECK(st == 0 && r == NULL &&
+	    conn_failure(cn)->again == AGAIN_NOT_THERE &&
 	    strstr(conn_failure(cn)->why, "PING: no answer within "),
 	    "conn login silence: the login's failure (%s)",
 	    conn_failure(cn)->why);
@@ -1903,12 +1990,12 @@ test_conn_login_silence(void)
 }
 
 /*
- * conn_connect_early starts only what conn_connect then merely waits for
+ * conn_connect_start starts only what conn_connect then merely waits for
  * (an address, the login deferred, no TLS or SELECT); conn_connect uses
  * that connect, and one that failed is tried again as usual and named.
  */
 static void
-test_conn_connect_early(void)
+test_conn_connect_start(void)
 {
 	static const struct { const char *host; int defer, tls, db, open;
 	    int early, st; } rows[] = {
@@ -1924,11 +2011,12 @@ test_conn_connect_early(void)
 	struct conn *cn;
 	char host[16];
 	size_t i;
+	unsigned how;
 	int ls, early, st;
 
 	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		if ((ls = listen_loopback(&sa, rows[i].open, 4)) < 0) {
-			CHECK(0, "conn_connect_early: a loopback port");
+			CHECK(0, "conn_connect_start: a loopback port");
 			continue;
 		}
 		snprintf(host, sizeof(host), "%s", rows[i].host);
@@ -1936,18 +2024,17 @@ test_conn_connect_early(void)
 		cfg.ep.tls = rows[i].tls;
 		cfg.ep.db = rows[i].db;
 		cn = conn_new(&cfg, 300);
-		if (rows[i].defer)
-			conn_defer_hello(cn);
-		early = conn_connect_early(cn, mono_ms() + 300);
+		how = rows[i].defer ? CONN_LOGIN_AHEAD : 0;
+		early = conn_connect_start(cn, mono_ms() + 300, how);
 		/* Only the rows that connect for real: no TLS, no SELECT
 		 * to a socket that never answers. */
 		st = rows[i].st >= 0 ?
-		    conn_connect(cn, NULL, 0, mono_ms() + 300) : -1;
+		    conn_connect(cn, NULL, 0, mono_ms() + 300, how) : -1;
 		CHECK((rows[i].early < 0 || early == rows[i].early) &&
 		    st == rows[i].st && (st != 0 || conn_fd(cn) >= 0) &&
 		    (st != RL_EXIT_UNAVAILABLE ||
 		    strstr(conn_failure(cn)->why, "refused")),
-		    "conn_connect_early: %s, defer %d, tls %d, db %d, %s: "
+		    "conn_connect_start: %s, defer %d, tls %d, db %d, %s: "
 		    "early %d, connect %d (%s)", rows[i].host, rows[i].defer,
 		    rows[i].tls, rows[i].db, rows[i].open ? "listening" :
 		    "closed", early, st, conn_failure(cn)->why);
@@ -1958,13 +2045,13 @@ test_conn_connect_early(void)
 }
 
 /*
- * Connects started together by conn_connect_early time out together: a
+ * Connects started together by conn_connect_start time out together: a
  * listener whose queue is full drops the SYNs, and the second connect
  * waited for after the first timed out has no time of its own left. A
  * third, to a listener that takes it, done long since, still connects.
  */
 static void
-test_conn_connect_early_deadline(void)
+test_conn_connect_start_deadline(void)
 {
 	struct sockaddr_in sa, ok;
 	struct conn_cfg cfg, okcfg;
@@ -1978,7 +2065,7 @@ test_conn_connect_early_deadline(void)
 	fill = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (ls < 0 || lok < 0 || fill < 0 ||
 	    connect(fill, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		CHECK(0, "conn_connect_early: a listener with a full queue");
+		CHECK(0, "conn_connect_start: a listener with a full queue");
 		return;
 	}
 	loopback_cfg(&cfg, host, &sa);
@@ -1986,20 +2073,20 @@ test_conn_connect_early_deadline(void)
 	t0 = mono_ms();
 	for (i = 0; i < 3; i++) {
 		cn[i] = conn_new(i < 2 ? &cfg : &okcfg, 400);
-		conn_defer_hello(cn[i]);
-		(void)conn_connect_early(cn[i], t0 + 400);
+		(void)conn_connect_start(cn[i], t0 + 400, CONN_LOGIN_AHEAD);
 	}
 	for (i = 0; i < 3; i++) {
 		t0 = mono_ms();
-		st[i] = conn_connect(cn[i], NULL, 0, mono_ms() + 400);
+		st[i] = conn_connect(cn[i], NULL, 0, mono_ms() + 400,
+		    CONN_LOGIN_AHEAD);
 		took[i] = mono_ms() - t0;
 	}
 	CHECK(st[0] == RL_EXIT_UNAVAILABLE && st[1] == RL_EXIT_UNAVAILABLE &&
 	    took[0] >= 350 && took[1] < 200,
-	    "conn_connect_early: two stalled connects end together (%d in "
+	    "conn_connect_start: two stalled connects end together (%d in "
 	    "%lldms, %d in %lldms more: %s)", st[0], (long long)took[0],
 	    st[1], (long long)took[1], conn_failure(cn[1])->why);
-	CHECK(st[2] == 0, "conn_connect_early: one done long since, waited "
+	CHECK(st[2] == 0, "conn_connect_start: one done long since, waited "
 	    "for after them, connects (%d: %s)", st[2],
 	    conn_failure(cn[2])->why);
 	for (i = 0; i < 3; i++)
@@ -2107,117 +2194,6 @@ test_glob(void)
 	}
 }
 
-/* What nsswitch.conf and /etc/passwd say, and the name we take from them
- * for uid 1000 ("" when NSS must be asked). */
-static const struct {
-	const char *nss, *passwd, *want;
-} USER_FILES_ROWS[] = {
-	{ "passwd: files systemd\n", "root:x:0:0::/root:/bin/sh\n"
-	    "alice:x:1000:1000::/home/alice:/bin/sh\n", "alice" },
-	/* Comments, blanks and other databases around it. */
-	{ "# passwd: ldap\n\ngroup: ldap files\npasswd:\tfiles # db\n",
-	    "#bob:x:1000:1000::/:/bin/sh\n\n  alice:x:1000:1:::\n", "alice" },
-	/* The first of two lines for one uid, as NSS's files source. */
-	{ "passwd: files\n", "a1:x:1000:1:::\na2:x:1000:1:::\n", "a1" },
-	/* No newline at the end. */
-	{ "passwd: files", "alice:x:1000:1:::", "alice" },
-	/* uid 10000 and 100 are not 1000. */
-	{ "passwd: files\n", "big:x:10000:1:::\nsmall:x:100:1:::\n", "" },
-	/* A uid or gid field glibc may read otherwise ("1000x" is not a
-	 * number, " 1000" and "+1000" are 1000 to strtoul, a line whose gid
-	 * is not a number is skipped), a line of fewer than seven fields:
-	 * NSS must say, even with alice after them. */
-	{ "passwd: files\n", "odd:x:1000x:1:::\nalice:x:1000:1:::\n", "" },
-	{ "passwd: files\n", "sp:x: 1000:1:::\nalice:x:1000:1:::\n", "" },
-	{ "passwd: files\n", "pl:x:+1000:1:::\nalice:x:1000:1:::\n", "" },
-	{ "passwd: files\n", "bad:x:1000::::\nalice:x:1000:1:::\n", "" },
-	{ "passwd: files\n", "bad:x:1000:abc:::\nalice:x:1000:1:::\n", "" },
-	{ "passwd: files\n", "short:x:1000:1\nalice:x:1000:1:::\n", "" },
-	/* An action after files may pass its answer on. */
-	{ "passwd: files [SUCCESS=continue] systemd\n",
-	    "alice:x:1000:1:::\n", "" },
-	{ "passwd: files [NOTFOUND=return]\n", "alice:x:1000:1:::\n", "" },
-	/* Another passwd line after white space glibc skips (\f \v \r). */
-	{ "passwd: files\n\fpasswd: nosuch\n", "alice:x:1000:1:::\n", "" },
-	{ "passwd: files\n\vpasswd: nosuch\n", "alice:x:1000:1:::\n", "" },
-	{ "passwd: files\n\rpasswd: nosuch\n", "alice:x:1000:1:::\n", "" },
-	/* Another source first, none, two passwd lines, compat. */
-	{ "passwd: sss files\n", "alice:x:1000:1:::\n", "" },
-	{ "group: files\n", "alice:x:1000:1:::\n", "" },
-	{ "passwd: files\npasswd: files\n", "alice:x:1000:1:::\n", "" },
-	{ "passwd: compat\n", "alice:x:1000:1:::\n", "" },
-	{ "passwd: filesx\n", "alice:x:1000:1:::\n", "" },
-	{ "passwd_compat: files\n", "alice:x:1000:1:::\n", "" },
-	/* A compat entry before ours: NSS may read it otherwise. */
-	{ "passwd: files\n", "+@admins:::::\nalice:x:1000:1:::\n", "" },
-	/* A name with a control character, an empty one, a long one. */
-	{ "passwd: files\n", "a\tb:x:1000:1:::\n", "" },
-	{ "passwd: files\n", ":x:1000:1:::\n", "" },
-	{ "passwd: files\n", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
-	    "a:x:1000:1:::\n", "" },
-};
-
-/* src/user.c's reading of the files NSS's files source reads. */
-static void
-test_user_files(void)
-{
-	char dir[] = "/tmp/rlock-unit-XXXXXX", nss[64], pw[64], buf[64];
-	size_t i;
-	FILE *f;
-	int r;
-
-	if (mkdtemp(dir) == NULL) {
-		CHECK(0, "user: mkdtemp");
-		return;
-	}
-	snprintf(nss, sizeof(nss), "%s/nsswitch.conf", dir);
-	snprintf(pw, sizeof(pw), "%s/passwd", dir);
-	for (i = 0; i < sizeof(USER_FILES_ROWS) / sizeof(USER_FILES_ROWS[0]);
-	    i++) {
-		if ((f = fopen(nss, "w")) != NULL) {
-			fputs(USER_FILES_ROWS[i].nss, f);
-			fclose(f);
-		}
-		if ((f = fopen(pw, "w")) != NULL) {
-			fputs(USER_FILES_ROWS[i].passwd, f);
-			fclose(f);
-		}
-		strcpy(buf, "");
-		r = user_from_files(nss, pw, 1000, buf, sizeof(buf));
-		CHECK(r == (USER_FILES_ROWS[i].want[0] != '\0') &&
-		    (!r || STREQ(buf, USER_FILES_ROWS[i].want)),
-		    "user_from_files row %zu: want '%s', got %d '%s'", i,
-		    USER_FILES_ROWS[i].want, r, buf);
-	}
-	/* A NUL byte, which glibc reads past: NSS is asked. */
-	if ((f = fopen(nss, "w")) != NULL) {
-		fwrite("passwd: files\0\npasswd: nosuch\n", 1, 30, f);
-		fclose(f);
-	}
-	if ((f = fopen(pw, "w")) != NULL) {
-		fputs("alice:x:1000:1:::\n", f);
-		fclose(f);
-	}
-	CHECK(user_from_files(nss, pw, 1000, buf, sizeof(buf)) == 0,
-	    "user_from_files: a NUL in nsswitch.conf");
-	/* No such files: NSS is asked. */
-	unlink(pw);
-	CHECK(user_from_files(nss, pw, 1000, buf, sizeof(buf)) == 0,
-	    "user_from_files: no passwd file");
-	unlink(nss);
-	CHECK(user_from_files(nss, pw, 1000, buf, sizeof(buf)) == 0,
-	    "user_from_files: no nsswitch.conf");
-	rmdir(dir);
-	/* This machine's own files agree with NSS when they answer. */
-	if (user_from_files("/etc/nsswitch.conf", "/etc/passwd", 0, buf,
-	    sizeof(buf))) {
-		struct passwd *p = getpwuid(0);
-
-		CHECK(p != NULL && STREQ(p->pw_name, buf),
-		    "user_from_files: uid 0 is '%s' as getpwuid says", buf);
-	}
-}
-
 int
 main(void)
 {
@@ -2240,6 +2216,8 @@ main(void)
 	test_glob();
 	test_conn_format();
 	test_reply_status();
+	test_failure_kind();
+	test_retry();
 	test_cli_rows();
 	test_cli_keys();
 	test_cli_password_blanked();
@@ -2252,10 +2230,9 @@ main(void)
 	test_tls_handshake();
 	test_tls_probe();
 	test_conn_login_silence();
-	test_conn_connect_early();
-	test_conn_connect_early_deadline();
+	test_conn_connect_start();
+	test_conn_connect_start_deadline();
 	test_keys();
-	test_user_files();
 	printf("1..%d\n", tests);
 	if (fails)
 		printf("# %d of %d failed\n", fails, tests);

@@ -1,0 +1,94 @@
+#!/usr/bin/env bats
+# Weather on a Redis Cluster of 3 masters with a replica each: when the
+# master of a lock's slot dies, its waiters (plain and --fair) ride out
+# the failover (MOVED to the dead node, CLUSTERDOWN) and get the lock
+# after the holder, instead of exiting 76. The cluster comes from
+# tests/topology.bash. About 15 s.
+
+load ../helper
+load ../topology
+
+unset TOPO_PASSWORD TOPO_SENTINEL_PASSWORD
+
+setup_file() {
+	export BATS_NO_PARALLELIZE_WITHIN_FILE=true
+	export TOPO_DIR=$BATS_FILE_TMPDIR/topo
+	mkdir -p "$TOPO_DIR"
+	cluster_up 1
+}
+
+teardown_file() {
+	topo_down
+}
+
+BG=()
+
+setup() {
+	topo_load
+	T=$BATS_TEST_TMPDIR
+	export T
+}
+
+teardown() {
+	local p
+	[ -e "$T/go" ] || touch "$T/go"
+	for p in "${BG[@]}"; do
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	for p in "${BG[@]}"; do
+		wait "$p" 2>/dev/null || true
+	done
+	[ -n "${BATS_TEST_COMPLETED:-}" ] || topo_logs 8 >&3
+}
+
+# waiter NAME RLOCK-ARGS...: its status in $T/NAME.st, stderr in
+# $T/NAME.err; its COMMAND notes that it ran, and whether the holder was
+# still running then ($T/NAME.ran holds "overlap").
+waiter() {
+	local name=$1
+	shift
+	( st=0; "$RLOCK" -u "$CLUSTER_URL" -k "$K" "$@" -- sh -c \
+		'[ -e "$T/h.end" ] || echo overlap > "$T/$0.ran"; touch "$T/$0.ran"' \
+		"$name" 2> "$T/$name.err" || st=$?; echo "$st" > "$T/$name.st" ) 3>&- &
+	BG+=($!)
+}
+done_all() {
+	local n
+	for n; do [ -s "$T/$n.st" ] || return 1; done
+}
+ran() {
+	local n
+	for n; do
+		[ "$(cat "$T/$n.st")" = 0 ] && [ -e "$T/$n.ran" ] ||
+			fail "$n: exit $(cat "$T/$n.st"): $(cat "$T/$n.err")"
+		[ ! -s "$T/$n.ran" ] || fail "$n ran while the holder held KEY"
+	done
+}
+held_on() { [ "$(topo_cli "$1" exists "rlock:{$K}")" = 1 ]; }
+waiters_on() {
+	[ "$(topo_cli "$1" client list | grep -cE 'cmd=(blpop|ssubscribe)')" -ge 2 ]
+}
+
+@test "cluster weather: kill -9 of the slot's master; plain and --fair -w waiters ride out the failover and get the lock" {
+	local own
+	K=wx$RANDOM
+	own=$(cluster_key_owner "$K" | cut -d' ' -f2)
+	bg "$RLOCK" -u "$CLUSTER_URL" -k "$K" -- sh -c \
+		'while [ ! -e "$T/go" ]; do sleep 0.05; done; touch "$T/h.end"'
+	wait_until 5 held_on "$own"
+	# The holder's key is on the replica too (WAIT: it acknowledged
+	# the writes so far), so the failover keeps it.
+	[ "$(topo_cli "$own" wait 1 5000)" -ge 1 ] || fail "no replica of $own"
+	waiter w -w "$(tf 60)"
+	waiter f --fair -w "$(tf 60)"
+	wait_until 5 waiters_on "$own"
+	topo_kill "$own"
+	# The waiters meet MOVED to the dead node, then CLUSTERDOWN, until
+	# the replica takes over (cluster-node-timeout 2 s): none may end.
+	nap "$(tf 5)"
+	[ ! -e "$T/w.st" ] || fail "w: exit $(cat "$T/w.st"): $(cat "$T/w.err")"
+	[ ! -e "$T/f.st" ] || fail "f: exit $(cat "$T/f.st"): $(cat "$T/f.err")"
+	touch "$T/go"
+	wait_until 30 done_all w f
+	ran w f
+}

@@ -1,0 +1,205 @@
+#!/usr/bin/env bats
+# Weather and bounds (the contract's Guarantees): a waiter that has
+# reached Redis rides out what production Redis does to it (a crash and
+# restart, max clients, BUSY, LOADING) and gets the lock, instead of
+# exiting 69; -w DUR, -n and a run without -w against a server that holds
+# writes back exit within the bound the contract states. Each test has a
+# server of its own (restarted, reconfigured or paused under it).
+
+load helper
+
+setup() {
+	K=weather$BATS_TEST_NUMBER
+	T=$BATS_TEST_TMPDIR
+	export T
+	PIDS=()
+	SRV=s$BATS_TEST_NUMBER
+	redis_start "$SRV" "${SRV_ARGS[@]}"
+}
+
+teardown() {
+	local p
+	touch "$T/go"
+	for p in "${PIDS[@]}"; do
+		proc_alive "$p" && kill -KILL "$p" 2>/dev/null
+	done
+	rcli client unpause > /dev/null 2>&1
+	redis_stop "$SRV"
+	return 0
+}
+
+SRV_ARGS=()
+
+# waiter NAME RLOCK-ARGS...: an rlock in the background whose COMMAND
+# notes that it ran ($T/NAME.ran); its status goes to $T/NAME.st, its
+# stderr to $T/NAME.err.
+waiter() {
+	local name=$1
+	shift
+	# (bats runs this under set -e: a status that is not 0 must not end
+	# the subshell before it is written.)
+	( st=0; "$RLOCK" -k "$K" "$@" -- sh -c 'touch "$T/$0.ran"' "$name" \
+		2> "$T/$name.err" || st=$?; echo "$st" > "$T/$name.st" ) &
+	PIDS+=($!)
+}
+done_all() {
+	local n
+	for n; do [ -s "$T/$n.st" ] || return 1; done
+}
+# ran NAME...: each exited 0 and its COMMAND ran.
+ran() {
+	local n
+	for n; do
+		[ "$(cat "$T/$n.st")" = 0 ] && [ -e "$T/$n.ran" ] ||
+			fail "$n: exit $(cat "$T/$n.st"): $(cat "$T/$n.err")"
+	done
+}
+# The holder has KEY; N waiters are blocked (BLPOP, or --fair's SUBSCRIBE).
+waiting() { [ "$(rcli exists "rlock:{$K}")" = 1 ]; }
+blocked() {
+	[ "$(rcli client list | grep -cE 'cmd=(blpop|subscribe|ssubscribe)')" -ge "$1" ]
+}
+
+@test "weather: kill -9 of Redis, restarted at once without its data: plain -w, plain and --fair -w waiters get the lock" {
+	# The holder's key is gone with the restart: the waiters must reach
+	# the new server and take the free lock, not exit 69 at the refused
+	# connection.
+	"$RLOCK" -k "$K" -- sh -c 'while [ ! -e "$T/go" ]; do sleep 0.05; done' &
+	PIDS+=($!)
+	wait_until 5 waiting
+	waiter w -w "$(tf 30)"
+	waiter p
+	waiter f --fair -w "$(tf 30)"
+	wait_until 5 blocked 3
+	redis_restart -9 "$SRV"
+	wait_until 20 done_all w p f
+	ran w p f
+}
+
+@test "weather: kill -9 and restart with AOF: the holder's key survives, the waiters ride it out and get the lock after it" {
+	# With appendfsync always the key survives the crash: the waiters
+	# must wait on through the restart for the holder, then get the lock
+	# one after the other.
+	redis_restart "$SRV" --appendonly yes --appendfsync always
+	"$RLOCK" -k "$K" -- sh -c 'while [ ! -e "$T/go" ]; do sleep 0.05; done; touch "$T/h.end"' &
+	PIDS+=($!)
+	wait_until 5 waiting
+	waiter w -w "$(tf 30)"
+	waiter p
+	waiter f --fair -w "$(tf 30)"
+	wait_until 5 blocked 3
+	redis_restart -9 "$SRV" --appendonly yes --appendfsync always
+	[ "$(rcli exists "rlock:{$K}")" = 1 ]
+	nap "$(tf 1.5)"
+	# Nobody got in while the holder held it.
+	[ ! -e "$T/w.st" ] && [ ! -e "$T/p.st" ] && [ ! -e "$T/f.st" ]
+	touch "$T/go"
+	wait_until 20 done_all w p f
+	ran w p f
+}
+
+@test "weather: max clients: none of 16 -w waiters exits 69 while the server answered; all run" {
+	rcli config set maxclients 6 > /dev/null
+	"$RLOCK" -k "$K" -- sh -c 'while [ ! -e "$T/go" ]; do sleep 0.05; done' &
+	PIDS+=($!)
+	wait_until 5 waiting
+	local i names=()
+	for i in $(seq 1 16); do
+		waiter "m$i" -w "$(tf 40)"
+		names+=("m$i")
+	done
+	nap "$(tf 1)"
+	touch "$T/go"
+	wait_until 40 done_all "${names[@]}"
+	ran "${names[@]}"
+}
+
+@test "weather: BUSY (a runaway script): a -w 5 waiter rides it out and gets the lock after SCRIPT KILL" {
+	rcli config set busy-reply-threshold 50 > /dev/null
+	rcli eval 'while true do end' 0 > /dev/null 2>&1 &
+	PIDS+=($!)
+	wait_until 5 sh -c "redis-cli -s '$REDIS_SOCK' ping 2>&1 | grep -q BUSY"
+	waiter b -v -w "$(tf 5)"
+	wait_until 5 grep -q BUSY "$T/b.err"
+	nap 0.3
+	[ ! -e "$T/b.st" ]
+	rcli script kill
+	wait_until 5 done_all b
+	ran b
+}
+
+@test "weather: LOADING at the first contact of a -w run: it waits for the load and gets the lock" {
+	# 1500 keys at 2 ms each: the server answers LOADING for 3 s.
+	local i
+	for i in $(seq 1 1500); do echo "SET fill:$i x"; done | rcli > /dev/null
+	rcli save > /dev/null
+	redis_stop "$SRV"
+	redis-server --port "$REDIS_PORT" --bind 127.0.0.1 \
+		--unixsocket "$REDIS_SOCK" --unixsocketperm 700 \
+		--save '' --appendonly no --dir "${REDIS_SOCK%/*}" \
+		--daemonize yes --pidfile "$REDIS_PIDFILE" \
+		--logfile "${REDIS_SOCK%/*}/log" \
+		--key-load-delay 2000 --loading-process-events-interval-bytes 1024
+	wait_until 5 sh -c "redis-cli -s '$REDIS_SOCK' ping 2>&1 | grep -q LOADING"
+	waiter l -v -w "$(tf 20)"
+	wait_until 20 done_all l
+	ran l
+	grep -q 'LOADING' "$T/l.err"
+}
+
+# bounded LIMIT_MS RLOCK-ARGS...: rlock against paused writes exits 69
+# within LIMIT_MS (scaled). The limit is the contract's (Bounds: DUR + 1 s
+# for -w, --connect-timeout + 1 s for an attempt) plus 500 ms for a
+# loaded machine to schedule us: rlock's own work is a few ms, and what
+# was seen before the bound was kept overshot by seconds.
+bounded() {
+	local limit t0 t1
+	limit=$(tf_ms "$1")
+	shift
+	t0=$(now_ms)
+	run -69 --separate-stderr timeout 30 "$RLOCK" -k "$K" "$@" -- true
+	t1=$(now_ms)
+	[ $((t1 - t0)) -lt "$limit" ] ||
+		fail "took $((t1 - t0)) ms (limit $limit): $stderr"
+	[[ $stderr =~ ^rlock:\ cannot\ reach ]] || fail "stderr: $stderr"
+}
+
+@test "bounds: -w 3 against paused writes exits 69 within 3 s + 1 s; -w 1 within 2 s" {
+	rcli client pause "$(tf_ms 30000)" write
+	bounded $((3000 + 1000 + 500)) -w "$(tf 3)"
+	bounded $((1000 + 1000 + 500)) -w "$(tf 1)"
+	rcli client unpause
+	# The attempts and their undo left nothing behind.
+	nap 0.2
+	[ "$(rcli exists "rlock:{$K}")" = 0 ]
+	[ -z "$(keys_without_ttl)" ]
+}
+
+@test "bounds: --connect-timeout 2s -w 3 against paused writes exits within 4 s" {
+	rcli client pause "$(tf_ms 30000)" write
+	bounded $((3000 + 1000 + 500)) --connect-timeout "$(tf 2)" -w "$(tf 3)"
+}
+
+@test "bounds: -n and a run without -w against paused writes exit within --connect-timeout + 1 s" {
+	rcli client pause "$(tf_ms 30000)" write
+	bounded $((2000 + 1000 + 500)) --connect-timeout "$(tf 2)" -n
+	bounded $((2000 + 1000 + 500)) --connect-timeout "$(tf 2)"
+}
+
+@test "weather: -w DUR that runs out while Redis is down: 69, saying since when; refused at the first contact: 69 at once" {
+	"$RLOCK" -k "$K" -- sh -c 'while [ ! -e "$T/go" ]; do sleep 0.05; done' &
+	PIDS+=($!)
+	wait_until 5 waiting
+	waiter d -w "$(tf 2)"
+	wait_until 5 blocked 1
+	redis_stop "$SRV"
+	wait_until 10 done_all d || fail "still waiting: $(cat "$T/d.err")"
+	[ "$(cat "$T/d.st")" = 69 ] || fail "exit $(cat "$T/d.st"): $(cat "$T/d.err")"
+	grep -q '(unreachable since [0-9:]*, for ' "$T/d.err" ||
+		fail "stderr: $(cat "$T/d.err")"
+	# A URL that never worked is most likely wrong: no retry. (The
+	# server's port is in this file's class: no other file takes it.)
+	RLOCK_URL=redis://127.0.0.1:$REDIS_PORT run -69 --separate-stderr \
+		timeout 5 "$RLOCK" -k "$K" -w 30 -- true
+	[[ $stderr =~ Connection\ refused ]] || fail "stderr: $stderr"
+}
