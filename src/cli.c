@@ -639,7 +639,7 @@ check_url(struct rlock_opts *o, const char *from)
 	const char *why = "";
 	size_t off, len;
 	char *shown;
-	int st = 0;
+	int st;
 
 	memset(&ep, 0, sizeof(ep));
 	if (url_parse(o->url, &ep, &why) < 0) {
@@ -649,11 +649,15 @@ check_url(struct rlock_opts *o, const char *from)
 		st = usage_error("bad Redis URL '%s' (%s): %s", shown, from,
 		    why);
 		free(shown);
+		url_free(&ep);
+		return st;
 	}
 	if (ep.tls)
 		o->tls.on = 1;
-	url_free(&ep);
-	return st;
+	/* Kept for config_lock, which needs not parse it again. */
+	o->eps = xrealloc(o->eps, (size_t)(o->neps + 1) * sizeof(*o->eps));
+	o->eps[o->neps++] = ep;
+	return 0;
 }
 
 /*
@@ -1163,6 +1167,11 @@ cli_free(struct rlock_opts *o)
 	free(o->urls);
 	o->urls = NULL;
 	o->nurls = 0;
+	for (i = 0; i < o->neps; i++)
+		url_free(&o->eps[i]);
+	free(o->eps);
+	o->eps = NULL;
+	o->neps = 0;
 	scrub_free(o->url);
 	scrub_free(o->password);
 	o->url = o->password = NULL;

@@ -40,6 +40,9 @@ struct rlock_opts {
 	int redlock;			/* --redlock: every -u is a master */
 	char **urls;			/* with --redlock: all of them, owned */
 	int nurls;
+	struct endpoint *eps;		/* url, or urls with --redlock, as
+					 * parsed once; owned */
+	int neps;
 	char *password;			/* owned; NULL when none */
 	int password_from_file;		/* --password-file beats the URL */
 	const char *password_file;	/* its path, read again at connects */

@@ -13,24 +13,13 @@
 #include "url.h"
 #include "util.h"
 
-/* One URL to one config; 0 or 64 after the message. */
-static int
-one_cfg(const struct rlock_opts *o, const char *url, struct conn_cfg *cfg)
+/* One URL, as cli.c parsed it, to one config. */
+static void
+one_cfg(const struct rlock_opts *o, const struct endpoint *ep,
+    struct conn_cfg *cfg)
 {
-	const char *why = "";
-
 	memset(cfg, 0, sizeof(*cfg));
-	if (url_parse(url, &cfg->ep, &why) < 0) {
-		size_t off, len;
-		char *shown = xstrdup(url);
-
-		if (url_password_span(shown, &off, &len) == 0)
-			memset(shown + off, '*', len);
-		msg_err("bad Redis URL '%s': %s", shown, why);
-		free(shown);
-		url_free(&cfg->ep);
-		return RL_EXIT_USAGE;
-	}
+	url_copy(&cfg->ep, ep);
 	/* An explicit --password-file or environment password wins over
 	 * none; a password in the URL wins over the environment. */
 	cfg->password = o->password;
@@ -43,7 +32,6 @@ one_cfg(const struct rlock_opts *o, const char *url, struct conn_cfg *cfg)
 	/* --tls: every TCP connection; a unix socket stays on this host. */
 	if (o->tls_forced && cfg->ep.kind != EP_UNIX)
 		cfg->ep.tls = 1;
-	return 0;
 }
 
 /* Where the URL came from, for "check ..." in the messages. */
@@ -63,10 +51,10 @@ check_url_hint(void)
 	return hint;
 }
 
-int
+void
 config_lock(const struct rlock_opts *o, struct lock_cfg *cfg)
 {
-	int i, n = o->redlock ? o->nurls : 1, st;
+	int i;
 
 	url_from = o->url_from;
 	memset(cfg, 0, sizeof(*cfg));
@@ -75,17 +63,10 @@ config_lock(const struct rlock_opts *o, struct lock_cfg *cfg)
 	cfg->connect_timeout_ms = o->connect_timeout_ms;
 	cfg->master_timeout_ms = lease_master_timeout_ms(o->lease_ms,
 	    o->connect_timeout_ms);
-	cfg->servers = xcalloc((size_t)n, sizeof(*cfg->servers));
-	for (i = 0; i < n; i++) {
-		if ((st = one_cfg(o, o->redlock ? o->urls[i] : o->url,
-		    &cfg->servers[i])) != 0) {
-			cfg->n = i + 1;
-			lock_cfg_free(cfg);
-			return st;
-		}
-		cfg->n = i + 1;
-	}
-	return 0;
+	cfg->servers = xcalloc((size_t)o->neps, sizeof(*cfg->servers));
+	for (i = 0; i < o->neps; i++)
+		one_cfg(o, &o->eps[i], &cfg->servers[i]);
+	cfg->n = o->neps;
 }
 
 /*
@@ -135,7 +116,8 @@ hint_for(const struct failure *f, char *buf, size_t len)
 }
 
 void
-config_report(const struct lock_cfg *cfg, const struct failure *f)
+config_report(const struct lock_cfg *cfg, const struct failure *f,
+    int answered)
 {
 	char url[300], buf[128];
 	const char *err = f->why, *todo;
@@ -153,7 +135,7 @@ config_report(const struct lock_cfg *cfg, const struct failure *f)
 		todo = NULL;
 	switch (f->status) {
 	case RL_EXIT_UNAVAILABLE:
-		if (tls)
+		if (tls || (todo == NULL && answered))
 			msg_err("cannot reach %s: %s", url, err);
 		else
 			msg_err("cannot reach %s: %s; %s", url, err,

@@ -11,11 +11,16 @@
 #include "lock.h"
 #include "reply.h"
 
-/* Fill cfg from o (o's password is used, not copied); 0, or 64 after
- * the message. Free with lock_cfg_free. */
-int config_lock(const struct rlock_opts *o, struct lock_cfg *cfg);
+/* Fill cfg from o's URLs as cli.c parsed them (o's password is used, not
+ * copied). Free with lock_cfg_free. */
+void config_lock(const struct rlock_opts *o, struct lock_cfg *cfg);
 
-/* The one-line message for a failure f on cfg's server(s), by status. */
-void config_report(const struct lock_cfg *cfg, const struct failure *f);
+/*
+ * The one-line message for a failure f on cfg's server(s), by status.
+ * answered: the server(s) answered this run before, so the URL is right
+ * and the line does not send the user to check it.
+ */
+void config_report(const struct lock_cfg *cfg, const struct failure *f,
+    int answered);
 
 #endif

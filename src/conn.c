@@ -52,6 +52,7 @@ struct req {
 	unsigned flags;			/* CONN_AHEAD or CONN_LOGIN */
 	conn_done_fn done;		/* CONN_AHEAD: takes the reply */
 	void *ctx;
+	char name[24];			/* CONN_AHEAD: its command */
 	/* CONN_LOGIN: its names (I/O; an error answer), whether it is
 	 * AUTH, and its time: answered within wait_ms of being written
 	 * (due, 0 until then), named as shown_ms. */
@@ -87,6 +88,10 @@ struct conn {
 	size_t out_len;
 	struct req q[QUEUE_MAX];	/* replies owed, oldest first */
 	int nq;
+	/* The caller's own commands written, replies owed, and the
+	 * command of the oldest ("" once that is not known). */
+	int owed;
+	char sent[24];
 	/* CONN_UNDO requests, formatted: written only should the login
 	 * at the head of q fail. */
 	char *undo;
@@ -198,6 +203,8 @@ drop(struct conn *cn, int reset)
 	/* Replies still owed die with the connection, unseen; requests
 	 * not yet written, unsent. */
 	cn->nq = 0;
+	cn->owed = 0;
+	cn->sent[0] = '\0';
 	free(cn->out);
 	cn->out = NULL;
 	cn->out_len = 0;
@@ -349,6 +356,29 @@ last_words(struct conn *cn, const char *what)
 	return 0;
 }
 
+/*
+ * The peer closed or reset the connection with replies owed: the command
+ * it closed on (struct failure's closed_on), as far as the order tells.
+ * A proxy that does not take a command closes on it unanswered, and with
+ * it goes any answer still owed to what was written ahead of it in the
+ * same write: so the guess is the first owed request after the login,
+ * which every RESP server and proxy answers; the queued ones (a check
+ * sent ahead) before the caller's own.
+ */
+static void
+name_closed_on(struct conn *cn)
+{
+	const char *name = cn->owed > 0 ? cn->sent : "";
+	int i;
+
+	for (i = 0; i < cn->nq; i++)
+		if (!(cn->q[i].flags & CONN_LOGIN)) {
+			name = cn->q[i].name;
+			break;
+		}
+	snprintf(cn->fail.closed_on, sizeof(cn->fail.closed_on), "%s", name);
+}
+
 /* The I/O of `what` failed with errno e (0: the peer closed). */
 static void
 io_failed(struct conn *cn, const char *what, int e)
@@ -376,6 +406,8 @@ io_failed(struct conn *cn, const char *what, int e)
 	else
 		failure_make(&cn->fail, FAIL_DROPPED, RL_EXIT_UNAVAILABLE,
 		    "%s: %s", what, strerror(e));
+	if (e == 0 || e == ECONNRESET || e == EPIPE)
+		name_closed_on(cn);
 	drop(cn, 1);
 }
 
@@ -570,6 +602,9 @@ send_by(struct conn *cn, int argc, const char **argv, const size_t *lens,
 		return -1;
 	}
 	failure_clear(&cn->fail);
+	if (cn->owed++ == 0)
+		snprintf(cn->sent, sizeof(cn->sent), "%.*s",
+		    (int)(lens[0] < sizeof(cn->sent) ? lens[0] : 0), argv[0]);
 	if (cn->out_len > 0)
 		return flush(cn, argc, argv, lens, deadline, argv[0]);
 	len = conn_format_len(argc, lens);
@@ -609,6 +644,8 @@ conn_queue(struct conn *cn, const struct conn_req *rq)
 	e->flags = rq->flags & CONN_AHEAD;
 	e->done = rq->done;
 	e->ctx = rq->ctx;
+	snprintf(e->name, sizeof(e->name), "%.*s", (int)(rq->lens[0] <
+	    sizeof(e->name) ? rq->lens[0] : 0), rq->argv[0]);
 	append_cmd(&cn->out, &cn->out_len, rq->argc, rq->argv, rq->lens);
 	return 0;
 }
@@ -868,7 +905,10 @@ recv_by(struct conn *cn, int64_t deadline, struct reply **out,
 		reply_free(*out);
 		*out = NULL;
 	}
-	return recv_one(cn, deadline, out, what, timeout_fails);
+	if ((st = recv_one(cn, deadline, out, what, timeout_fails)) > 0 &&
+	    cn->owed > 0 && --cn->owed > 0)
+		cn->sent[0] = '\0';
+	return st;
 }
 
 int
@@ -1170,14 +1210,14 @@ login_password(const struct conn_cfg *cfg, char *buf, size_t len)
 }
 
 static int
-handshake(struct conn *cn, int64_t deadline, int ahead)
+handshake(struct conn *cn, int64_t deadline, int ahead, int db)
 {
 	const struct endpoint *ep = &cn->cfg->ep;
 	const char *argv[3];
 	char dbs[16], pw[1024];
 	int argc = 0, st;
 
-	ahead = ahead && ep->db == 0;
+	ahead = ahead && db == 0;
 	if (cn->cfg->password) {
 		argv[argc++] = "AUTH";
 		if (ep->user)
@@ -1202,8 +1242,8 @@ handshake(struct conn *cn, int64_t deadline, int ahead)
 			return cn->fail.status;
 		}
 	}
-	if (ep->db != 0) {
-		snprintf(dbs, sizeof(dbs), "%d", ep->db);
+	if (db != 0) {
+		snprintf(dbs, sizeof(dbs), "%d", db);
 		argv[0] = "SELECT";
 		argv[1] = dbs;
 		return ask(cn, "cannot select the database", 2, argv,
@@ -1262,9 +1302,10 @@ maybe_tls_port(struct conn *cn, int64_t deadline)
 		    "%s", TLS_PLAIN_TO_TLS);
 }
 
-int
-conn_connect(struct conn *cn, const char *host, int port, int64_t deadline,
-    unsigned how)
+/* conn_connect, selecting database db. */
+static int
+connect_db(struct conn *cn, const char *host, int port, int64_t deadline,
+    unsigned how, int db)
 {
 	int64_t cmd = cn->cmd_timeout_ms, shown = cn->cfg->connect_timeout_ms;
 	int st;
@@ -1307,7 +1348,7 @@ conn_connect(struct conn *cn, const char *host, int port, int64_t deadline,
 	 * same connect timeout, not a fresh command timeout; the message
 	 * names the connect timeout. */
 	cn->cmd_timeout_ms = shown;
-	st = handshake(cn, deadline, (how & CONN_LOGIN_AHEAD) != 0);
+	st = handshake(cn, deadline, (how & CONN_LOGIN_AHEAD) != 0, db);
 	cn->cmd_timeout_ms = cmd;
 	if (st != 0) {
 		maybe_tls_port(cn, deadline);
@@ -1315,4 +1356,30 @@ conn_connect(struct conn *cn, const char *host, int port, int64_t deadline,
 		conn_close(cn);
 	}
 	return st;
+}
+
+int
+conn_connect(struct conn *cn, const char *host, int port, int64_t deadline,
+    unsigned how)
+{
+	struct failure closed;
+	int st = connect_db(cn, host, port, deadline, how, cn->cfg->ep.db);
+
+	/*
+	 * Closed on SELECT, the first command: a proxy without databases
+	 * (twemproxy), or a restart. A connection without it tells them
+	 * apart: one whose login is answered refused SELECT.
+	 */
+	if (st == 0 || cn->fail.kind != FAIL_DROPPED ||
+	    strcmp(cn->fail.closed_on, "SELECT") != 0)
+		return st;
+	closed = cn->fail;
+	if (connect_db(cn, host, port, deadline, 0, 0) != 0) {
+		cn->fail = closed;
+		return st;
+	}
+	cn->fail = closed;
+	(void)failure_refused(&cn->fail, "SELECT");
+	conn_close(cn);
+	return cn->fail.status;
 }

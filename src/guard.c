@@ -58,6 +58,21 @@ guard_eviction(struct guard *g, struct lock *l)
 	int i, n = lock_nodes(l);
 
 	for (i = 0; i < n; i++)
-		(void)lock_node_ask_ahead(lock_node(l, i), 3, argv, lens,
-		    on_policy, g);
+		if (lock_node_ask_ahead(lock_node(l, i), 3, argv, lens,
+		    on_policy, g) == 0)
+			g->asked = 1;
+}
+
+int
+guard_refused(struct guard *g, const struct failure *f)
+{
+	if (!g->asked || g->refused || f->kind != FAIL_DROPPED ||
+	    strcmp(f->closed_on, "CONFIG") != 0)
+		return 0;
+	g->refused = 1;
+	msg_verbose("cannot check the server's maxmemory-policy: the server "
+	    "or a proxy in front of it refused CONFIG (it closed the "
+	    "connection); going on without the check (it must be "
+	    "noeviction)");
+	return 1;
 }

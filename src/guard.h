@@ -11,6 +11,8 @@
 /* What the eviction check has said so far, for one lock. */
 struct guard {
 	int warned;		/* a server may evict: said once */
+	int asked;		/* the question is on its way */
+	int refused;		/* ... and closed the connection */
 };
 
 /*
@@ -23,5 +25,14 @@ struct guard {
  * the first master that may evict.
  */
 void guard_eviction(struct guard *g, struct lock *l);
+
+/*
+ * Did f, the failure of the first command the question rode ahead of,
+ * come from the server or a proxy in front of it closing the connection
+ * on CONFIG (twemproxy does)? Then 1, once, and -v says the check is not
+ * made: the caller opens again and goes on without it, since the lock is
+ * what matters. Else 0.
+ */
+int guard_refused(struct guard *g, const struct failure *f);
 
 #endif

@@ -52,7 +52,7 @@ lease_renew_interval_ms(int64_t lease)
  * for it every sixth of the lease (between 1 ms and a minute): a grant
  * seen at its next look is then still seen before its first extend is
  * due, a third of the lease after it, and nobody has to wake the thread
- * (which costs the waker 10-30 us on a small VM).
+ * (a wake-up would cost the waiter time on its way to COMMAND).
  */
 static inline int64_t
 lease_park_look_ms(int64_t lease)

@@ -60,6 +60,7 @@ struct lock_busy {
 	/* An exclusive waiter that new readers now wait for (P{K}:xw);
 	 * lock_dequeue takes that back when it gives up. */
 	int writer;
+	int64_t ended_ms;	/* its run ended (server clock); 0 runs */
 };
 
 /* What a lock can do beyond what every lock does (lock_caps). */

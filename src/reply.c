@@ -43,6 +43,7 @@ vmake(struct failure *f, enum fail_kind kind, int status, const char *fmt,
 	f->again = AGAIN_MAY;
 	f->code[0] = '\0';
 	f->said[0] = '\0';
+	f->closed_on[0] = '\0';
 	vsnprintf(f->why, sizeof(f->why), fmt, ap);
 }
 
@@ -113,6 +114,21 @@ reply_status(const struct reply *r)
 	default:
 		return RL_EXIT_PROTOCOL;
 	}
+}
+
+int
+failure_refused(struct failure *f, const char *cmd)
+{
+	char c[sizeof(f->closed_on)];
+
+	if (f->kind != FAIL_DROPPED || strcmp(f->closed_on, cmd) != 0)
+		return 0;
+	memcpy(c, f->closed_on, sizeof(c));
+	failure_make(f, FAIL_REFUSED, RL_EXIT_PROTOCOL, "the server or a "
+	    "proxy in front of it refused %s (it closed the connection on "
+	    "it)", c);
+	memcpy(f->closed_on, c, sizeof(c));
+	return 1;
 }
 
 int

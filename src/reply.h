@@ -56,7 +56,10 @@ enum fail_kind {
 	FAIL_SCRIPT,		/* a refusal by one of rlock's own scripts: a
 				 * sentence for the user, not Redis's */
 	FAIL_REPLY,		/* a reply of the wrong shape */
-	FAIL_OTHER		/* rlock's own side: a resource, a rule */
+	FAIL_OTHER,		/* rlock's own side: a resource, a rule */
+	FAIL_REFUSED		/* the server, or a proxy in front of it,
+				 * closed the connection on a command it does
+				 * not take (closed_on names it) */
 };
 
 /*
@@ -76,7 +79,11 @@ enum fail_again {
  * 77...; 0 while nothing failed), the kind, an error reply's code (its
  * first word: LOADING, MOVED, WRONGPASS...; "" for none) and the
  * server's own text (for the hints that read Redis's words), whether the
- * request may be sent again, and the words of the message.
+ * request may be sent again, and the words of the message. closed_on:
+ * for a connection the peer closed or reset with replies owed
+ * (FAIL_DROPPED), the command of the request it most likely closed on
+ * (conn.c says how it tells), "" for none: a proxy that does not take a
+ * command closes the connection on it, where Redis would answer an error.
  */
 struct failure {
 	int status;
@@ -85,6 +92,7 @@ struct failure {
 	char code[24];
 	char said[128];
 	char why[256];
+	char closed_on[24];
 };
 
 /* Record a failure of `kind` with status and words; code and said are
@@ -113,6 +121,14 @@ int reply_status(const struct reply *r);
  * returns the status. */
 int failure_from_reply(struct failure *f, const char *what,
     const struct reply *r);
+
+/*
+ * Is f the peer closing the connection on `cmd` (closed_on)? Then f
+ * becomes the refusal of cmd (FAIL_REFUSED, 76: Redis answered, and no
+ * retry changes it) and 1; else 0. For a caller sure enough that it was
+ * the command, not a restart (conn.c can only guess).
+ */
+int failure_refused(struct failure *f, const char *cmd);
 
 /* Is this status worth a retry on a new connection? */
 int failure_transient(int status);

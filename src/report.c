@@ -33,7 +33,12 @@
  *           "held_ms": 12345,            server_time_ms - since_ms
  *           "lease_ms": 30000,           the holder's --lease
  *           "lease_left_ms": 17600,      PTTL; null: the key never expires
- *           "fence": 1732208101123       its RLOCK_FENCE
+ *           "fence": 1732208101123,      its RLOCK_FENCE
+ *           "finished": null,            while its run goes on; after it
+ *                                        ended (--min-hold keeps KEY):
+ *                                        { "ended_ms", "exit_status",
+ *                                          "hold_until_ms" }
+ *           "skips": 0                   runs not obtained against it
  *         }
  *       ],
  *       "queue": {                       --fair waiters
@@ -41,6 +46,27 @@
  *         "waiters": [                   the first 5, next in line first
  *           { "user": "bob", "host": "web2", "pid": 77, "command": "make" }
  *         ]
+ *       },
+ *       "last_run": {                    the last finished run; null if
+ *         "user": "alice",               none is recorded
+ *         "host": "web1",
+ *         "pid": 4101,
+ *         "command": "make -j8 all",
+ *         "started_ms": 1732207900100,   server clock
+ *         "ended_ms": 1732207960200,
+ *         "duration_ms": 60100,          ended_ms - started_ms
+ *         "exit_status": 0,              the status rlock exited with
+ *         "fence": 1732207900100,
+ *         "lease_lost": false,           true: exit 70, the lease was lost
+ *         "last_success_ms": 1732207960200,  ended_ms of the last run
+ *                                        that exited 0 with its lease;
+ *                                        null: none
+ *         "skips": 3,                    runs not obtained against its
+ *                                        grant (-n, or --timeout)
+ *         "last_skip": {                 the last of them; null if none
+ *           "user": "bob", "host": "web2", "pid": 77,
+ *           "at_ms": 1732207930000
+ *         }
  *       }
  *     }
  *   ]
@@ -72,7 +98,7 @@
 #define SCAN_COUNT "1000"
 
 /* Read every KEY of status into *out (the caller frees it with
- * view_free_all): 0 all held, 1 one free, -1 error (in node). */
+ * report_view_free_all): 0 all held, 1 one free, -1 error (in node). */
 static int
 status_read(const struct rlock_opts *o, struct lock_node *node, struct view **out)
 {
@@ -84,7 +110,7 @@ status_read(const struct rlock_opts *o, struct lock_node *node, struct view **ou
 	for (i = 0; i < n && st == RL_EXIT_OK; i++) {
 		v[i].key = o->args[i];
 		v[i].keylen = strlen(o->args[i]);
-		if (view_inspect(node, o->prefix, &v[i]) < 0)
+		if (report_view_inspect(node, o->prefix, &v[i]) < 0)
 			st = -1;
 	}
 	for (i = 0; i < n && st == RL_EXIT_OK; i++)
@@ -107,14 +133,14 @@ status_main(const struct rlock_opts *o, struct lock_node *node)
 		src = (struct prom_src){ NULL, v, n };
 		prom_print(&src, 1);
 	} else if (st >= 0 && o->json) {
-		view_print_json(v, n);
+		report_view_print_json(v, n);
 	}
 	for (i = 0; i < n && st >= 0 && !o->json && !o->prometheus; i++) {
 		if (i > 0)
 			putchar('\n');
-		view_print_text(&v[i]);
+		report_view_print_text(&v[i]);
 	}
-	view_free_all(v, n, 0);
+	report_view_free_all(v, n, 0);
 	return st;
 }
 
@@ -169,12 +195,20 @@ scan_all(struct lock_node *node, const char *prefix, const char *pat,
 	    strchr("?[}\\", pat[0]) != NULL ? "*" : pat, &lens[3]);
 	const struct reply *c, *e;
 	struct reply *r;
-	int st = -1;
+	int st = -1, again = 1;
 
 	argv[3] = match;
 	for (;;) {
 		lens[1] = strlen(cursor);
-		if ((r = lock_node_command(node, 6, argv, lens)) == NULL)
+		r = lock_node_command(node, 6, argv, lens);
+		/* Closed on SCAN: a proxy that does not take it (twemproxy),
+		 * or a restart. Once more, on a new connection that answers
+		 * its login first, tells them apart (report_main). */
+		if (r == NULL && again-- > 0 &&
+		    lock_node_failure(node)->kind == FAIL_DROPPED &&
+		    strcmp(lock_node_failure(node)->closed_on, "SCAN") == 0)
+			r = lock_node_command(node, 6, argv, lens);
+		if (r == NULL)
 			break;
 		if (r->type != REPLY_ARRAY || r->elements != 2 ||
 		    (c = r->element[0])->type != REPLY_STRING ||
@@ -284,7 +318,7 @@ list_main(const struct rlock_opts *o, struct lock_node *node)
 	for (i = 0; i < f.n && st == 0; i++) {
 		/* Some other client's hash or list under a lock's name is
 		 * not a lock: skip it rather than fail the whole list. */
-		if ((st = view_inspect(node, o->prefix, &f.v[i])) < 0 &&
+		if ((st = report_view_inspect(node, o->prefix, &f.v[i])) < 0 &&
 		    lock_node_is_open(node) &&
 		    strcmp(lock_node_failure(node)->code, "WRONGTYPE") == 0) {
 			msg_verbose("skipping: %s", lock_node_failure(node)->why);
@@ -294,14 +328,14 @@ list_main(const struct rlock_opts *o, struct lock_node *node)
 	if (st == 0)
 		keep_held(&f);
 	if (st == 0 && o->json) {
-		view_print_json(f.v, f.n);
+		report_view_print_json(f.v, f.n);
 	} else if (st == 0) {
 		if (isatty(STDOUT_FILENO))
 			puts("KEY\tHOLDER\tLEASE LEFT\tMODE\tCOMMAND");
 		for (i = 0; i < f.n; i++)
-			view_print_line(&f.v[i]);
+			report_view_print_line(&f.v[i]);
 	}
-	view_free_all(f.v, f.n, 1);
+	report_view_free_all(f.v, f.n, 1);
 	return st;
 }
 
@@ -345,11 +379,11 @@ release_main(const struct rlock_opts *o, struct lock_node *node)
 	char ttl[24];
 	int st;
 
-	view_keys_init(&ks, o->prefix, o->args[0], strlen(o->args[0]));
+	report_view_keys_init(&ks, o->prefix, o->args[0], strlen(o->args[0]));
 	snprintf(ttl, sizeof(ttl), "%d", WAKE_TOKEN_TTL_MS);
 	view_force_release_args(&a, &ks, ttl);
 	r = lock_node_script(node, &a);
-	view_keys_free(&ks);
+	report_view_keys_free(&ks);
 	if (r == NULL)
 		return -1;
 	st = release_report(o, node, r);
@@ -510,7 +544,7 @@ prom_masters(const struct rlock_opts *o, struct lock *l, struct failure *fail)
 		prom_print(src, k);
 	for (i = 0; i < n; i++)
 		if (v[i])
-			view_free_all(v[i], (size_t)o->nargs, 0);
+			report_view_free_all(v[i], (size_t)o->nargs, 0);
 	free(v);
 	free(url);
 	free(src);
@@ -530,11 +564,12 @@ report_main(const struct rlock_opts *o)
 	struct lock *l;
 	int st;
 
-	if ((st = check_args(o)) != 0 || (st = config_lock(o, &cfg)) != 0)
+	if ((st = check_args(o)) != 0)
 		return st;
+	config_lock(o, &cfg);
 	l = lock_new(&cfg);
 	if ((st = lock_open(l)) != 0) {
-		config_report(&cfg, lock_failure(l));
+		config_report(&cfg, lock_failure(l), 0);
 		goto out;
 	}
 	failure_clear(&fail);
@@ -545,10 +580,15 @@ report_main(const struct rlock_opts *o)
 	} else {
 		st = one_server(o, lock_node(l, 0));
 		fail = *lock_node_failure(lock_node(l, 0));
+		/* Closed on SCAN twice (scan_all): it is not taken there. */
+		if (failure_refused(&fail, "SCAN"))
+			snprintf(fail.why + strlen(fail.why), sizeof(fail.why) -
+			    strlen(fail.why), "; rlock list needs it (rlock "
+			    "status KEY does not)");
 	}
 	if (st < 0) {
 		st = fail.status;
-		config_report(&cfg, &fail);
+		config_report(&cfg, &fail, 0);
 	}
 	st = close_stdout(st);
 out:

@@ -2,7 +2,7 @@
 /*
  * The last run and the skipped runs of a KEY, as status shows them; see
  * report_run.h, and report.c for the JSON schema. Every field was checked
- * to be a string by view_parse; numbers are read with view_num, so a
+ * to be a string by report_view_parse; numbers are read with view_num, so a
  * field rlock did not write shows as null (JSON) or not at all (text).
  */
 #include "report_run.h"
@@ -27,7 +27,7 @@ field_num(const struct reply *s)
 }
 
 void
-run_json_holder(const struct view *v, const struct reply *h)
+report_run_json_holder(const struct view *v, const struct reply *h)
 {
 	fputs(",\"finished\":", stdout);
 	if (h->element[INSPECT_HOLDERS_ENDED]->len == 0) {
@@ -67,7 +67,7 @@ json_last_skip(const struct view *v)
 }
 
 void
-run_json_last(const struct view *v)
+report_run_json_last(const struct view *v)
 {
 	struct reply *const *l;
 	long long start, end;
@@ -117,7 +117,7 @@ when_rel(long long ms, long long now)
 }
 
 int
-run_text_holder(const struct view *v, const struct reply *h)
+report_run_text_holder(const struct view *v, const struct reply *h)
 {
 	long long ended = field_num(h->element[INSPECT_HOLDERS_ENDED]);
 	long long hold = field_num(h->element[INSPECT_HOLDERS_HOLD_UNTIL]);
@@ -146,7 +146,7 @@ run_text_holder(const struct view *v, const struct reply *h)
 }
 
 void
-run_text_skips(const struct view *v, const struct reply *f)
+report_run_text_skips(const struct view *v, const struct reply *f)
 {
 	long long n = view_skips(v, f), at;
 	struct reply *const *l;
@@ -172,7 +172,7 @@ run_text_skips(const struct view *v, const struct reply *f)
 }
 
 void
-run_text_holder_skips(const struct view *v, const struct reply *h)
+report_run_text_holder_skips(const struct view *v, const struct reply *h)
 {
 	const struct reply *f = h->element[INSPECT_HOLDERS_FENCE], *lf;
 
@@ -181,11 +181,11 @@ run_text_holder_skips(const struct view *v, const struct reply *h)
 		if (lf->len == f->len && memcmp(lf->str, f->str, f->len) == 0)
 			return;
 	}
-	run_text_skips(v, f);
+	report_run_text_skips(v, f);
 }
 
 void
-run_text_last(const struct view *v)
+report_run_text_last(const struct view *v)
 {
 	struct reply *const *l;
 	long long start, end, ok;
@@ -221,7 +221,7 @@ run_text_last(const struct view *v)
 		put_reply(l[INSPECT_LAST_FENCE]);
 		putchar('\n');
 	}
-	run_text_skips(v, l[INSPECT_LAST_FENCE]);
+	report_run_text_skips(v, l[INSPECT_LAST_FENCE]);
 	/* The alert question: when did KEY last run to success? */
 	ok = field_num(l[INSPECT_LAST_OK_ENDED]);
 	if (ok != end) {

@@ -11,25 +11,25 @@
 #include "view.h"
 
 /* A holder's JSON members after "fence": ,"finished":...,"skips":N. */
-void run_json_holder(const struct view *v, const struct reply *h);
+void report_run_json_holder(const struct view *v, const struct reply *h);
 
 /* The view's JSON member ,"last_run": null or the object (report.c). */
-void run_json_last(const struct view *v);
+void report_run_json_last(const struct view *v);
 
 /*
  * The holder block's lines for a run that ended while --min-hold keeps
  * KEY ("run ended", "held until"); returns 1 if it printed them (the
  * lease line would then only repeat the hold), else 0.
  */
-int run_text_holder(const struct view *v, const struct reply *h);
+int report_run_text_holder(const struct view *v, const struct reply *h);
 
 /* "skipped N runs, the last ..." for the grant whose fence is f. */
-void run_text_skips(const struct view *v, const struct reply *f);
+void report_run_text_skips(const struct view *v, const struct reply *f);
 
 /* The same for holder h, unless its run is the last run (shown there). */
-void run_text_holder_skips(const struct view *v, const struct reply *h);
+void report_run_text_holder_skips(const struct view *v, const struct reply *h);
 
 /* The "last run" block of a KEY, if one is recorded. */
-void run_text_last(const struct view *v);
+void report_run_text_last(const struct view *v);
 
 #endif

@@ -2,7 +2,7 @@
 /*
  * Reading one KEY with inspect.lua and showing it, text or JSON; see
  * report_view.h, and report.c for the JSON schema. Every reply is checked
- * whole (view_parse) before anything looks inside it.
+ * whole (report_view_parse) before anything looks inside it.
  */
 #include "report_view.h"
 
@@ -18,14 +18,14 @@
 #define WAITERS_SHOWN "5"
 
 void
-view_keys_init(struct view_keys *ks, const char *prefix, const char *key,
-    size_t keylen)
+report_view_keys_init(struct view_keys *ks, const char *prefix,
+    const char *key, size_t keylen)
 {
 	lock_keys_init(&ks->k, prefix, key, keylen, NULL);
 }
 
 void
-view_keys_free(struct view_keys *ks)
+report_view_keys_free(struct view_keys *ks)
 {
 	lock_keys_free(&ks->k);
 }
@@ -69,7 +69,7 @@ num(const struct reply *s, long long *v)
 
 /* Check the whole shape of inspect.lua's reply, then fill v from it. */
 int
-view_parse(struct view *v, const struct reply *r)
+report_view_parse(struct view *v, const struct reply *r)
 {
 	const struct reply *h, *w, *m, *l;
 	size_t i;
@@ -122,7 +122,7 @@ view_parse(struct view *v, const struct reply *r)
 
 /* Read everything about v->key in one script call; -1: failure in node. */
 int
-view_inspect(struct lock_node *node, const char *prefix, struct view *v)
+report_view_inspect(struct lock_node *node, const char *prefix, struct view *v)
 {
 	struct view_keys ks;
 	struct script_args a;
@@ -130,7 +130,7 @@ view_inspect(struct lock_node *node, const char *prefix, struct view *v)
 	char what[80];
 	int i;
 
-	view_keys_init(&ks, prefix, v->key, v->keylen);
+	report_view_keys_init(&ks, prefix, v->key, v->keylen);
 	script_args_init(&a, &lua_inspect);
 	script_key(&a, INSPECT_K_LOCK, ks.k.lock, ks.k.lock_len);
 	script_key(&a, INSPECT_K_META, ks.k.meta, ks.k.meta_len);
@@ -147,10 +147,10 @@ view_inspect(struct lock_node *node, const char *prefix, struct view *v)
 	script_arg_str(&a, INSPECT_A_WAITERS_SHOWN, WAITERS_SHOWN);
 	script_args_done(&a);
 	r = lock_node_script_ro(node, &a);
-	view_keys_free(&ks);
+	report_view_keys_free(&ks);
 	if (r == NULL)
 		return -1;
-	if (r->type == REPLY_ERROR || view_parse(v, r) < 0) {
+	if (r->type == REPLY_ERROR || report_view_parse(v, r) < 0) {
 		i = snprintf(what, sizeof(what), "reading '");
 		printable(v->key, v->keylen, what + i, sizeof(what) - i - 1);
 		strcat(what, "'");
@@ -184,7 +184,7 @@ json_holder(const struct view *v, const struct reply *h, long long now)
 		fputs(",\"lease_left_ms\":null", stdout);
 	fputs(",\"fence\":", stdout);
 	view_json_num(h->element[INSPECT_HOLDERS_FENCE]);
-	run_json_holder(v, h);
+	report_run_json_holder(v, h);
 	putchar('}');
 }
 
@@ -219,13 +219,13 @@ json_view(const struct view *v)
 	fputs("]}", stdout);
 	if (strcmp(v->mode, "shared") == 0)
 		printf(",\"writers_waiting\":%lld", v->writers);
-	run_json_last(v);
+	report_run_json_last(v);
 	putchar('}');
 }
 
 /* An array of views, one per line: easy for jq and for grep alike. */
 void
-view_print_json(const struct view *v, size_t n)
+report_view_print_json(const struct view *v, size_t n)
 {
 	size_t i;
 
@@ -268,7 +268,7 @@ text_holder(const struct view *v, const struct reply *h, long long now)
 	}
 	if (num(h->element[INSPECT_HOLDERS_SINCE], &n))
 		text_since(n, now);
-	if (run_text_holder(v, h))
+	if (report_run_text_holder(v, h))
 		goto fence;
 	view_label("lease left");
 	if (left < 0) {
@@ -287,7 +287,7 @@ fence:
 		view_label("fence");
 		printf("%lld\n", n);
 	}
-	run_text_holder_skips(v, h);
+	report_run_text_holder_skips(v, h);
 }
 
 static void
@@ -321,7 +321,7 @@ text_resting(const struct view *v)
 }
 
 void
-view_print_text(const struct view *v)
+report_view_print_text(const struct view *v)
 {
 	size_t i;
 
@@ -349,11 +349,11 @@ view_print_text(const struct view *v)
 	}
 	if (v->queued > 0)
 		text_queue(v);
-	run_text_last(v);
+	report_run_text_last(v);
 }
 
 void
-view_free_all(struct view *v, size_t n, int own_keys)
+report_view_free_all(struct view *v, size_t n, int own_keys)
 {
 	size_t i;
 
@@ -367,7 +367,7 @@ view_free_all(struct view *v, size_t n, int own_keys)
 }
 
 void
-view_print_line(const struct view *v)
+report_view_print_line(const struct view *v)
 {
 	const struct reply *h = v->holders->element[0];
 	char left[32];

@@ -20,10 +20,10 @@ struct view_keys {
 	struct lock_keys k;
 };
 
-/* Key names of KEY under prefix; free with view_keys_free. */
-void view_keys_init(struct view_keys *ks, const char *prefix,
+/* Key names of KEY under prefix; free with report_view_keys_free. */
+void report_view_keys_init(struct view_keys *ks, const char *prefix,
     const char *key, size_t keylen);
-void view_keys_free(struct view_keys *ks);
+void report_view_keys_free(struct view_keys *ks);
 
 /* force_release.lua's call for ks (rlock release --force); wake_ttl_ms
  * must outlive it. */
@@ -33,9 +33,9 @@ void view_force_release_args(struct script_args *a,
 /*
  * Fill v (v->key, v->keylen set by the caller) from inspect.lua: 0, or -1
  * with the failure recorded in node. v->r is then the caller's to free
- * (view_free_all).
+ * (report_view_free_all).
  */
-int view_inspect(struct lock_node *node, const char *prefix,
+int report_view_inspect(struct lock_node *node, const char *prefix,
     struct view *v);
 
 /*
@@ -44,16 +44,16 @@ int view_inspect(struct lock_node *node, const char *prefix,
  * which stays the caller's). 0, or -1 if r is not such a reply. Apart
  * from the connection so it can be tested and fuzzed alone.
  */
-int view_parse(struct view *v, const struct reply *r);
+int report_view_parse(struct view *v, const struct reply *r);
 
 /* Free the replies of n views, and their keys if own_keys; then v. */
-void view_free_all(struct view *v, size_t n, int own_keys);
+void report_view_free_all(struct view *v, size_t n, int own_keys);
 
 /* The --json array of n views (schema: report.c). */
-void view_print_json(const struct view *v, size_t n);
+void report_view_print_json(const struct view *v, size_t n);
 
 /* status's block for one KEY; list's line for one held KEY. */
-void view_print_text(const struct view *v);
-void view_print_line(const struct view *v);
+void report_view_print_text(const struct view *v);
+void report_view_print_line(const struct view *v);
 
 #endif

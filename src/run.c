@@ -21,7 +21,7 @@
 #include "wait.h"
 
 static void report_bound(const struct rlock_opts *o,
-    const struct lock_cfg *cfg, const struct failure *f);
+    const struct lock_cfg *cfg, const struct failure *f, int answered);
 
 /*
  * A nested rlock of the KEY its ancestor holds: if Redis confirms the
@@ -34,7 +34,7 @@ static void report_bound(const struct rlock_opts *o,
  */
 static int
 try_reenter(struct rlock_opts *o, const struct lock_cfg *cfg, struct lock *l,
-    int *status)
+    struct guard *g, int *status)
 {
 	const char *token = getenv("RLOCK_TOKEN"), *key = getenv("RLOCK_KEY");
 	struct lock_ctx ctx;
@@ -47,10 +47,13 @@ try_reenter(struct rlock_opts *o, const struct lock_cfg *cfg, struct lock *l,
 	    xstrdup(""));
 	ctx.shared = o->shared;
 	ours = lock_is_ours(l, &ctx);
+	if (ours < 0 && guard_refused(g, lock_failure(l)) &&
+	    lock_open_first(l) == 0)
+		ours = lock_is_ours(l, &ctx);
 	lock_ctx_free(&ctx);
 	if (ours < 0) {
 		*status = lock_failure(l)->status;
-		report_bound(o, cfg, lock_failure(l));
+		report_bound(o, cfg, lock_failure(l), 0);
 		return 1;
 	}
 	if (ours == 0)
@@ -124,7 +127,7 @@ wait_bound(const struct rlock_opts *o)
 /* A failure within the bound names it: --timeout, not --connect-timeout. */
 static void
 report_bound(const struct rlock_opts *o, const struct lock_cfg *cfg,
-    const struct failure *f)
+    const struct failure *f, int answered)
 {
 	struct failure b = *f;
 	char d[32];
@@ -134,7 +137,7 @@ report_bound(const struct rlock_opts *o, const struct lock_cfg *cfg,
 		dur_format(o->wait_ms, d, sizeof(d));
 		snprintf(b.why + n, sizeof(b.why) - n, " (--timeout %s)", d);
 	}
-	config_report(cfg, &b);
+	config_report(cfg, &b, answered);
 }
 
 /*
@@ -168,13 +171,14 @@ get_ahead(void *arg)
 
 static int
 acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
-    struct lock *l, int sigfd)
+    struct lock *l, struct guard *g, int sigfd)
 {
 	struct ahead_arg ahead = { .l = l };
 	struct wait_result res;
 	struct lock_ctx ctx;
 	int64_t start = mono_ms();
 	char name[96], waited[32];
+	enum wait_status ws;
 	int st, sig;
 
 	lock_ctx_init(&ctx, o->prefix, o->key, lease_for(o), o->limit, o->fair,
@@ -185,8 +189,17 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 	if (o->wait_ms != 0)
 		ctx.acl_needs = o->fair ? "f" : "w";
 	ahead.ctx = &ctx;
-	switch (wait_lock(l, &ctx, o->wait_ms, sigfd, &res, get_ahead,
-	    &ahead)) {
+	ws = wait_lock(l, &ctx, o->wait_ms, sigfd, &res, get_ahead, &ahead);
+	/* Closed on the eviction check ahead of the acquire (which the
+	 * server so never read): once more, without it. */
+	if (ws == WAIT_ERROR && guard_refused(g, &res.fail)) {
+		if (lock_open_first(l) == 0)
+			ws = wait_lock(l, &ctx, o->wait_ms, sigfd, &res,
+			    get_ahead, &ahead);
+		else
+			res.fail = *lock_failure(l);
+	}
+	switch (ws) {
 	case WAIT_GRANTED:
 		if (wait_bound(o))
 			lock_set_timeouts(l, o->connect_timeout_ms,
@@ -207,7 +220,7 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 			msg_err("'%s': %s", key, res.fail.why);
 		}
 		else
-			report_bound(o, cfg, &res.fail);
+			report_bound(o, cfg, &res.fail, res.answered);
 		st = res.fail.status;
 		goto out;
 	}
@@ -238,18 +251,17 @@ run_mode(struct rlock_opts *o, int sigfd)
 	struct lock *l;
 	int st;
 
-	if ((st = config_lock(o, &cfg)) != 0)
-		return st;
+	config_lock(o, &cfg);
 	l = lock_new(&cfg);
 	if (wait_bound(o))
 		lock_set_timeouts(l, o->wait_ms, o->wait_ms);
 	if ((st = lock_open_first(l)) != 0) {
-		report_bound(o, &cfg, lock_failure(l));
+		report_bound(o, &cfg, lock_failure(l), 0);
 		goto out;
 	}
 	guard_eviction(&g, l);
-	if (!try_reenter(o, &cfg, l, &st))
-		st = acquire_and_run(o, &cfg, l, sigfd);
+	if (!try_reenter(o, &cfg, l, &g, &st))
+		st = acquire_and_run(o, &cfg, l, &g, sigfd);
 out:
 	lock_free(l);
 	lock_cfg_free(&cfg);

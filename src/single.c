@@ -162,6 +162,7 @@ parse_busy(const struct reply *r, struct lock_busy *b)
 	    e[ACQUIRE_BUSY_POSITION]->type != REPLY_INTEGER ||
 	    e[ACQUIRE_BUSY_LEASE_LEFT]->type != REPLY_INTEGER ||
 	    e[ACQUIRE_BUSY_FOREIGN]->type != REPLY_INTEGER ||
+	    e[ACQUIRE_BUSY_ENDED]->type != REPLY_STRING ||
 	    e[ACQUIRE_BUSY_WRITER]->type != REPLY_INTEGER)
 		return -1;
 	for (i = ACQUIRE_BUSY_USER; i <= ACQUIRE_BUSY_NOW; i++)
@@ -179,6 +180,8 @@ parse_busy(const struct reply *r, struct lock_busy *b)
 	b->now_ms = strtoll(num, NULL, 10);
 	b->lease_left_ms = e[ACQUIRE_BUSY_LEASE_LEFT]->integer;
 	b->foreign = e[ACQUIRE_BUSY_FOREIGN]->integer == 1;
+	copy_str(e[ACQUIRE_BUSY_ENDED], num, sizeof(num));
+	b->ended_ms = strtoll(num, NULL, 10);
 	b->writer = (int)e[ACQUIRE_BUSY_WRITER]->integer;
 	return 0;
 }

@@ -2,10 +2,9 @@
 /*
  * OpenSSL, loaded the first time rlock needs it: a TLS connection, the
  * check whether a plain connection reached a TLS port, --version.
- * Linked, libssl and libcrypto were mapped and relocated by every run,
- * over a unix socket too: some 19,000 relocations, ~140 page faults and
- * 1.9 MB of peak RSS, the most of what separated an uncontended run from
- * flock's (make bench). Loaded by name, they still come from the system, so
+ * Linked, libssl and libcrypto would be mapped and relocated by every
+ * run, over a unix socket too, for the start-up time and memory that most
+ * runs never use. Loaded by name, they still come from the system, so
  * OpenSSL's security updates still reach rlock.
  *
  * Only tls_lib.c and tls_int.h include this file; the rest of tls*.c

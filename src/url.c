@@ -425,6 +425,33 @@ url_free(struct endpoint *ep)
 	memset(ep, 0, sizeof(*ep));
 }
 
+static char *
+dup_or_null(const char *s)
+{
+	return s ? xstrdup(s) : NULL;
+}
+
+void
+url_copy(struct endpoint *dst, const struct endpoint *src)
+{
+	int i;
+
+	*dst = *src;
+	dst->host = dup_or_null(src->host);
+	dst->path = dup_or_null(src->path);
+	dst->user = dup_or_null(src->user);
+	dst->pass = dup_or_null(src->pass);
+	dst->master_name = dup_or_null(src->master_name);
+	dst->seeds = NULL;
+	if (src->nseeds > 0) {
+		dst->seeds = xcalloc((size_t)src->nseeds, sizeof(*dst->seeds));
+		for (i = 0; i < src->nseeds; i++) {
+			dst->seeds[i] = src->seeds[i];
+			dst->seeds[i].host = xstrdup(src->seeds[i].host);
+		}
+	}
+}
+
 static void
 redacted_multi(const struct endpoint *ep, const char *user,
     const char *stars, const char *at, char *buf, size_t len)

@@ -40,6 +40,9 @@ int url_parse(const char *url, struct endpoint *ep, const char **why);
 
 void url_free(struct endpoint *ep);
 
+/* A deep copy of src into dst (free with url_free). */
+void url_copy(struct endpoint *dst, const struct endpoint *src);
+
 /* "redis://user:***@host:port/db" (rediss:// with tls) or
  * "unix:///path?db=N" for messages. */
 void url_redacted(const struct endpoint *ep, char *buf, size_t len);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * One KEY as inspect.lua returns it (struct view, whose shape view_parse
- * in report_view.c checks whole), and the helpers that read and write
+ * One KEY as inspect.lua returns it (struct view, whose shape
+ * report_view_parse checks whole), and the helpers that read and write
  * its fields: the modules that print a view (report_view.c, report_run.c,
  * report_prom.c) all stand on this one.
  */

@@ -107,15 +107,14 @@ sent_behind(struct waiter *w, int64_t *sent_at)
 /*
  * The attempt sent behind the BLPOP was granted, and it was sent longer
  * than a renewal interval ago: a long wait, as any old grant is confirmed
- * with one extend before COMMAND (supervise.c did it here before), or a
- * waiter stopped (^Z, SIGSTOP) while Redis ran the attempt, whose lease
- * may have run out and KEY gone to another meanwhile. Confirmed here,
- * while we are still waiting: a grant not ours any more was passed on
- * while we did not listen, and we wait on as before the attempt (one more
- * attempt tells us for how long), instead of ending the run as a lease
- * lost before COMMAND. Each try is bounded as supervise.c bounds it; not
- * reached (-1), supervise.c's own confirmation decides, as for any old
- * grant.
+ * with one extend before COMMAND, or a waiter stopped (^Z, SIGSTOP) while
+ * Redis ran the attempt, whose lease may have run out and KEY gone to
+ * another meanwhile. Confirmed here, while we are still waiting: a grant
+ * not ours any more was passed on while we did not listen, and we go on
+ * waiting (one more attempt tells us for how long), instead of ending the
+ * run as a lease lost before COMMAND. Each try is bounded as supervise.c
+ * bounds it; not reached (-1), supervise.c's own confirmation decides, as
+ * for any old grant.
  */
 static enum lock_result
 confirm_late(struct waiter *w, int queue, int want, struct wait_result *res,
@@ -438,8 +437,10 @@ give_up(struct waiter *w, enum wait_status st)
 	if (w->uncertain)
 		(void)lock_release(w->l, w->ctx);
 out:
-	if (st == WAIT_ERROR)
+	if (st == WAIT_ERROR) {
 		w->res->fail = w->why;
+		w->res->answered = w->reached;
+	}
 	close_subs(w);
 	lock_set_timeouts(w->l, w->con0, w->cmd0);
 	return st;
@@ -604,6 +605,7 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 	    start + lock_connect_timeout(l) : w.deadline + LAST_TRY_MS;
 	w.caps = lock_caps(l);
 	res->signo = 0;
+	res->answered = 0;
 	failure_clear(&res->fail);
 	waitline_init(&w.line, ctx->key, ctx->limit, start);
 	w.line.on = w.line.on && wait_ms != 0;

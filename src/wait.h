@@ -31,6 +31,7 @@ struct wait_result {
 	int64_t heard_at;
 	int signo;
 	struct failure fail;	/* WAIT_ERROR: why */
+	int answered;		/* an attempt was answered before fail */
 };
 
 /*

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "util.h"
@@ -32,6 +33,31 @@ ordinal(long long n, char *buf, size_t len)
 		sfx = n % 10 == 1 ? "st" : n % 10 == 2 ? "nd" :
 		    n % 10 == 3 ? "rd" : "th";
 	snprintf(buf, len, "%lld%s", n, sfx);
+}
+
+/*
+ * The holder's run ended and only its --min-hold window keeps KEY: say
+ * so, and until when (the server's clock, shown in local time), rather
+ * than call the window a lease.
+ */
+static void
+describe_resting(const struct lock_busy *b, int64_t since_reply,
+    const char *pos, char *buf, size_t len)
+{
+	char cmd[64], ago[32], left[32], until[16];
+	int64_t lease_left = b->lease_left_ms - since_reply;
+	time_t t = (time_t)((b->now_ms + b->lease_left_ms) / 1000);
+	struct tm tm;
+
+	printable(b->cmd, strlen(b->cmd), cmd, sizeof(cmd));
+	dur_format(b->now_ms - b->ended_ms + since_reply, ago, sizeof(ago));
+	dur_format(lease_left, left, sizeof(left));
+	if (localtime_r(&t, &tm) == NULL ||
+	    strftime(until, sizeof(until), "%H:%M:%S", &tm) == 0)
+		snprintf(until, sizeof(until), "its end");
+	snprintf(buf, len, "held by %s@%s (pid %s: %s; run ended %s ago), "
+	    "--min-hold until %s, %s left%s", b->user, b->host, b->pid, cmd,
+	    ago, until, left, pos);
 }
 
 /* "held by u@h (pid N: cmd) for 2m03s, lease 25.0s left; 3rd in queue" */
@@ -67,6 +93,11 @@ describe(const struct waitline *wl, int64_t since_reply, char *buf,
 		ordinal(b->position + 1, nth, sizeof(nth));
 		snprintf(pos, sizeof(pos), "; %s in queue", nth);
 	}
+	if (b->user[0] && b->ended_ms > 0 && b->lease_left_ms >= 0 &&
+	    wl->limit <= 1) {
+		describe_resting(b, since_reply, pos, buf, len);
+		return;
+	}
 	/* Free, but not for us: a --fair waiter ahead takes its turn (or,
 	 * --redlock, nobody got a majority). */
 	if (b->lease_left_ms < -1) {
@@ -84,6 +115,7 @@ static int
 same_holder(const struct lock_busy *a, const struct lock_busy *b)
 {
 	return a->position == b->position && a->since_ms == b->since_ms &&
+	    a->ended_ms == b->ended_ms &&
 	    strcmp(a->user, b->user) == 0 && strcmp(a->host, b->host) == 0 &&
 	    strcmp(a->pid, b->pid) == 0 && strcmp(a->cmd, b->cmd) == 0;
 }

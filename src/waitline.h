@@ -16,7 +16,7 @@
 
 struct waitline {
 	int on;			/* stderr is a TTY, neither -q nor -v */
-	int tty_known;		/* asked isatty(): before, on means maybe */
+	int tty_known;		/* isatty asked; until then on means maybe */
 	int drawn;
 	int logged;		/* -v said who holds it: logged_as */
 	struct lock_busy logged_as;

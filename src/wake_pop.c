@@ -18,6 +18,9 @@
 #include "exitcode.h"
 #include "util.h"
 
+/* How often a waiter looks at the lock where BLPOP is refused. */
+#define POP_LOOK_MS 500
+
 struct pop_waker {
 	struct waker base;		/* first: a struct waker * is ours */
 	struct server **pop;		/* the caller's, n of them */
@@ -28,6 +31,8 @@ struct pop_waker {
 	int64_t armed_until;
 	int sharp;			/* armed_until is an expiry: pop_wait */
 	struct wake_behind behind;	/* send NULL: nothing behind */
+	int closed_on;			/* BLPOPs in a row closed on */
+	int no_pop;			/* ... and so no more: look instead */
 	char *list;
 	size_t list_len;
 	char *also;			/* a second list to BLPOP, or NULL */
@@ -88,12 +93,28 @@ static enum woke
 pop_lost(struct pop_waker *w, const char *why)
 {
 	struct server *s = w->pop[w->at];
+	const struct failure *f = server_failure(s);
 
 	if (why)
 		failure_set(&w->base.fail, RL_EXIT_UNAVAILABLE, "BLPOP: %s",
 		    why);
 	else
-		w->base.fail = *server_failure(s);
+		w->base.fail = *f;
+	/*
+	 * A proxy without blocking commands (twemproxy) closes the
+	 * connection on BLPOP; a restart may too, but not twice in a row
+	 * on connections that answered the attempt just before. Then the
+	 * wait goes on without BLPOP, looking at the lock now and then:
+	 * a wrong guess costs only the wake-up's speed.
+	 */
+	if (why == NULL && f->kind == FAIL_DROPPED &&
+	    strcmp(f->closed_on, "BLPOP") == 0 && ++w->closed_on == 2) {
+		w->no_pop = 1;
+		failure_set(&w->base.fail, RL_EXIT_UNAVAILABLE, "the server "
+		    "or a proxy in front of it refused BLPOP (it closed the "
+		    "connection on it): looking every %d ms instead",
+		    POP_LOOK_MS);
+	}
 	w->armed = 0;
 	server_close(s);
 	return WOKE_LOST;
@@ -250,6 +271,25 @@ await(struct pop_waker *w, int64_t hard, int sigfd, struct reply **r,
 }
 
 /*
+ * Without BLPOP: sleep until `until` (WOKE_TIMEOUT), or a signal. Sooner,
+ * after POP_LOOK_MS, as if woken (a release may have come, unheard), so
+ * that the caller looks at the lock.
+ */
+static enum woke
+look_later(int64_t until, int sigfd)
+{
+	struct pollfd p = { .fd = sigfd, .events = POLLIN };
+	int64_t by = mono_ms() + POP_LOOK_MS;
+
+	if (until <= by)
+		by = until;
+	while (mono_ms() < by)
+		if (poll(&p, 1, deadline_poll_ms(by)) > 0)
+			return WOKE_SIGFD;
+	return by == until ? WOKE_TIMEOUT : WOKE_MESSAGE;
+}
+
+/*
  * BLPOP a wake token until `until`, or a signal. Redis answers nil at
  * `until`; a silent server gets one connect timeout more. But Redis times
  * a BLPOP out on its own clock tick, up to 1000/hz ms (100 ms by default)
@@ -270,6 +310,8 @@ pop_wait(struct waker *wk, int64_t until, int sigfd, int sharp)
 	int64_t hard;
 	int n;
 
+	if (w->no_pop)
+		return look_later(until, sigfd);
 	if (!w->armed && start(w, until, sharp, &why) < 0)
 		return why;
 	hard = w->armed_until + server_connect_timeout(w->pop[w->at]);
@@ -278,6 +320,7 @@ pop_wait(struct waker *wk, int64_t until, int sigfd, int sharp)
 	if (await(w, hard, sigfd, &r, &why) < 0)
 		return why;
 	w->armed = 0;
+	w->closed_on = 0;
 	if (server_take_redirect(w->pop[w->at], r)) {
 		/* The slot moved, or the master changed: try there. */
 		reply_free(r);

@@ -38,7 +38,6 @@ teardown() {
 	rcli acl deluser app >/dev/null
 }
 
-held() { [ "$(rcli exists "rlock:{$1}")" = 1 ]; }
 # sh -c "$HOLD" sh FILE: hold until FILE is gone.
 HOLD='while [ -e "$1" ]; do sleep 0.05; done'
 slots() { [ "$(rcli zcard "rlock:{$1}:sem")" = "$2" ]; }

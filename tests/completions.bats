@@ -92,14 +92,12 @@ needs_list() {
 	"$RLOCK" list >/dev/null 2>&1 || fail "'rlock list' fails here"
 }
 
-somekey_held() { [ "$(rcli exists 'rlock:{somekey}')" = 1 ]; }
-
 # Take `somekey` and hold it for a while, in the background.
 hold_somekey() {
 	"$RLOCK" -k somekey -- sleep "$(tf 5)" &
 	HOLDER_PID=$!
 	# A function, so Redis is asked again on every poll.
-	wait_until 5 somekey_held
+	wait_until 5 held somekey
 }
 
 # ---- bash -------------------------------------------------------------

@@ -20,8 +20,6 @@ teardown() {
 	[ -z "$left" ] || fail "keys without TTL: $left"
 }
 
-held() { [ "$(rcli exists "rlock:{$1}")" = 1 ]; }
-
 # start_holder KEY [rlock options]: hold KEY in the background (COMMAND
 # sleeps) until stop_holder; HOLDER is rlock's PID.
 start_holder() {
@@ -38,10 +36,6 @@ stop_holder() {
 	kill -TERM "$HOLDER" 2>/dev/null || true
 	wait "$HOLDER" 2>/dev/null || true
 	HOLDER=
-}
-
-gone() { # PID: exited (a zombie counts as gone)
-	! kill -0 "$1" 2>/dev/null || grep -q '^State:.*Z' "/proc/$1/status"
 }
 
 @test "-n on a held lock: 75 and one line naming the holder" {
@@ -130,7 +124,7 @@ gone() { # PID: exited (a zombie counts as gone)
 	[ "$el" -ge "$(tf_ms 300)" ] || fail "got a live lease after ${el}ms"
 	[ "$el" -lt "$(tf_ms 3000)" ] || fail "waited ${el}ms for a 1 s lease"
 	# COMMAND did not outlive its guard.
-	wait_until 3 gone "$child" || fail "COMMAND $child still runs"
+	wait_until 3 pid_gone "$child" || fail "COMMAND $child still runs"
 }
 
 # worker DIR ROUNDS: read-increment-write DIR/count under the lock.

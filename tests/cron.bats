@@ -146,6 +146,25 @@ some() { [ "$(rcli exists "$@")" = "$#" ]; }
 	assert_output ''
 }
 
+@test "--min-hold: a waiter's line says the holder's run ended and the hold's end, not a lease" {
+	local line re
+	run -0 "$RLOCK" --min-hold "$(tf 30)" -k "$K" -- true
+	# -v logs the facts the terminal line draws, one line a holder.
+	run -75 --separate-stderr "$RLOCK" -v -w "$(tf 0.5)" -k "$K" -- true
+	line=$(grep "^rlock: waiting for '$K': " <<< "$stderr") ||
+		fail "no wait line: $stderr"
+	re="held by .* \(pid [0-9]+: true; run ended [0-9.]+m?s ago\), "
+	re+="--min-hold until [0-9]{2}:[0-9]{2}:[0-9]{2}, [0-9.]+s left$"
+	[[ $line =~ ^rlock:\ waiting\ for\ \'$K\':\ $re ]] || fail "$line"
+	[[ $line != *lease* ]] || fail "$line"
+	# On a terminal, the line drawn in place says the same.
+	run -75 timeout "$(tf 10)" script -eqfc \
+		"$RLOCK -w $(tf 0.5) -k $K -- true" /dev/null < /dev/null
+	[[ $output == *"run ended "*" ago), --min-hold until "* ]] ||
+		fail "$(printf '%s' "$output" | cat -v)"
+	[[ $output != *lease* ]] || fail "$(printf '%s' "$output" | cat -v)"
+}
+
 @test "--min-hold: a meta gone while holding (evicted, deleted) is made anew with an expiry" {
 	local m
 	for m in "" "-N 2"; do
@@ -511,6 +530,20 @@ with_syslog() {
 	[ ! -s "$T/err1" ] && [ ! -s "$T/err2" ]
 	grep -q 'max-hold' "$T/err3"
 	grep -q 'cannot reach' "$T/err5"
+}
+
+@test "--syslog -q: the eviction-policy warning still reaches syslog" {
+	cat > "$T/run.sh" <<-'EOF'
+	redis-cli -s "$REDIS_SOCK" config set maxmemory-policy allkeys-lru > /dev/null
+	"$RLOCK" --syslog -q -k "$K" -- true 2> "$T/err1"
+	redis-cli -s "$REDIS_SOCK" config set maxmemory-policy noeviction > /dev/null
+	EOF
+	run with_syslog "$T/run.sh"
+	printf '# %s\n' "${lines[@]}" >&3
+	# <12> user.warning
+	assert_line --regexp "^<12>.* rlock\[[0-9]+\]: warning: the server's maxmemory-policy is allkeys-lru: .*; set maxmemory-policy noeviction$"
+	[ ! -s "$T/err1" ] || fail "-q printed: $(cat "$T/err1")"
+	[ "$(rcli config get maxmemory-policy | tail -1)" = noeviction ]
 }
 
 @test "71: the system refuses a pipe for COMMAND; the run is released and recorded" {

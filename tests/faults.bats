@@ -23,8 +23,6 @@ setup() {
 	[[ $RLOCK != */asan/* ]] || skip "ASan replaces malloc itself"
 }
 
-proc_gone() { ! kill -0 "$1" 2>/dev/null; }
-
 @test "a failed poll() while holding: signals are still forwarded" {
 	LD_PRELOAD=$BATS_FILE_TMPDIR/fault.so RLOCK_FAULT_POLL_FILE=$T/fault \
 		"$RLOCK" -k pollfail -- sh -c \
@@ -39,7 +37,7 @@ proc_gone() { ! kill -0 "$1" 2>/dev/null; }
 	wait_ms 5000 grep -q 'warning: poll: Cannot allocate memory; retrying' \
 		"$T/err" || fail "no poll failure: $(cat "$T/err")"
 	kill -TERM "$rl"
-	wait_ms 5000 proc_gone "$rl" || { kill -9 "$rl"; fail "rlock hangs"; }
+	wait_ms 5000 pid_gone "$rl" || { kill -9 "$rl"; fail "rlock hangs"; }
 	run wait "$rl"
 	[ "$status" = 7 ] || fail "exit $status: $(cat "$T/err")"
 	[ -s "$T/term" ]
@@ -55,12 +53,12 @@ proc_gone() { ! kill -0 "$1" 2>/dev/null; }
 		2> "$T/err" 3>&- &
 	local rl=$! t0
 	t0=$(now_ms)
-	wait_ms 10000 proc_gone "$rl" || { kill -9 "$rl"; fail "rlock runs on"; }
+	wait_ms 10000 pid_gone "$rl" || { kill -9 "$rl"; fail "rlock runs on"; }
 	run wait "$rl"
 	[ "$status" = 71 ] || fail "exit $status: $(cat "$T/err")"
 	grep -q '^rlock: out of memory$' "$T/err"
 	# COMMAND is gone and the lock with it, not left to its lease.
-	proc_gone "$(cat "$T/cmd")"
+	pid_gone "$(cat "$T/cmd")"
 	[ "$(rcli exists 'rlock:{oom}')" = 0 ]
 	[ "$(( $(now_ms) - t0 ))" -lt "$(tf_ms 9000)" ] ||
 		fail "took as long as the lease"

@@ -234,6 +234,34 @@ proc_alive() {
 	[ "${st%% *}" != Z ]
 }
 
+# pid_gone PID: PID has exited (a zombie its parent has not reaped yet
+# counts as gone).
+pid_gone() { ! proc_alive "$1"; }
+
+# reap PID MS: wait at most MS (scaled) for PID, a child of this shell, to
+# end; its exit status in $RC.
+reap() {
+	wait_ms "$2" pid_gone "$1" || fail "pid $1 still runs after $2 ms"
+	RC=0
+	wait "$1" || RC=$?
+}
+
+# held KEY [NAME]: the lock on KEY is held (rlock:{KEY} exists) on NAME's
+# server (redis_start NAME), by default the one $REDIS_SOCK names.
+held() {
+	local sock=$REDIS_SOCK
+	[ $# -lt 2 ] || sock=$BATS_FILE_TMPDIR/$2/redis.sock
+	[ "$(redis-cli -s "$sock" exists "rlock:{$1}")" = 1 ]
+}
+
+# lock_gone KEY: rlock:{KEY} does not exist (released, or its lease ran
+# out); its holder record may still be there.
+lock_gone() { [ "$(rcli exists "rlock:{$1}")" = 0 ]; }
+
+# released KEY: neither rlock:{KEY} nor its holder record
+# rlock:{KEY}:meta exists, as a release leaves them.
+released() { [ "$(rcli exists "rlock:{$1}" "rlock:{$1}:meta")" = 0 ]; }
+
 # wait_ms MS COMMAND...: like wait_until (MS scaled too), in milliseconds,
 # polling every 10 ms.
 wait_ms() {

@@ -83,17 +83,6 @@ start_holder() {
 	[ "$(rcli exists "$L")" = 1 ] || fail "holder has no key"
 }
 
-# reap PID MS: wait at most MS for PID to end; its status in $RC.
-reap() {
-	wait_ms "$2" proc_gone "$1" || fail "pid $1 still runs after $2 ms"
-	RC=0
-	wait "$1" || RC=$?
-}
-
-proc_gone() { ! proc_alive "$1"; }
-
-key_held() { [ "$(rcli exists "$L")" = 1 ]; }
-
 # held_through_leases: $HOLDER, with a 1 s lease, runs $T/cmd.sh until
 # $T/go goes; for 2.4 s (more than two leases: only renewal keeps the key)
 # nobody else gets KEY and it never lapses; then it ends cleanly.
@@ -224,7 +213,7 @@ assert_one_lost_line() {
 	    > /dev/null 2> "$T/err1" 3>&- &
 	first=$!
 	PIDS+=("$first")
-	wait_ms 5000 key_held || fail "no first holder"
+	wait_ms 5000 held "$K" || fail "no first holder"
 	# -v says when it blocks, on a stderr of its own: $T/err must stay
 	# empty (held_through_leases).
 	"$RLOCK" -v -l "$(tf 1)" -w "$(tf 10)" -k "$K" -- sh "$T/cmd.sh" \
@@ -265,19 +254,17 @@ assert_one_lost_line() {
 	assert_clean
 }
 
-key_gone() { [ "$(rcli exists "$L")" = 0 ]; }
-
 @test "rlock SIGSTOPped past its lease: says it was stopped, not that Redis was unreachable" {
 	start_holder -l "$(tf 1)" -k "$K" -- sh "$T/term-exit.sh"
 	kill -STOP "$HOLDER"
 	# Past the lease: Redis expires the key meanwhile, reachable all along.
-	wait_ms 5000 key_gone || fail "key still there"
+	wait_ms 5000 lock_gone "$K" || fail "key still there"
 	sleep "$(tf 0.5)"
 	kill -CONT "$HOLDER"
 	reap "$HOLDER" 5000
 	[ "$RC" = 70 ] || fail "status $RC: $(cat "$T/err")"
 	# Past its deadline on waking up: SIGTERM, and SIGKILL right after.
-	proc_gone "$CMD" || fail "COMMAND still runs"
+	pid_gone "$CMD" || fail "COMMAND still runs"
 	assert_one_lost_line "rlock itself did not run for [0-9.]*m\\?s (stopped? a suspended or overloaded machine?)"
 	! grep -q unreachable "$T/err" || fail "$(cat "$T/err")"
 	assert_clean

@@ -16,7 +16,6 @@ load helper
 BATS_TEST_TIMEOUT=$(tf 120)
 
 R() { "$RLOCK" "$@" 3>&-; }
-held() { [ "$(rcli exists "rlock:{$1}")" = 1 ]; }
 queued() { [ "$(rcli llen "rlock:{$1}:q")" = "$2" ]; }
 slots() { [ "$(rcli zcard "rlock:{$1}:sem")" = "$2" ]; }
 shares() { [ "$(rcli zcard "rlock:{$1}:sh")" = "$2" ]; }

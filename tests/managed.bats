@@ -27,7 +27,6 @@ teardown() {
 	redis_stop renamed
 }
 
-held() { [ "$(rcli exists "rlock:{$1}")" = 1 ]; }
 # sh -c "$HOLD" sh FILE: hold until FILE is gone.
 HOLD='while [ -e "$1" ]; do sleep 0.05; done'
 

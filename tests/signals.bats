@@ -67,15 +67,6 @@ wait_cmd() {
 	CMD=$(cat "$T/cmd.pid")
 }
 
-proc_gone() { ! proc_alive "$1"; }
-
-# reap PID MS: wait at most MS for PID to end; its status in $RC.
-reap() {
-	wait_ms "$2" proc_gone "$1" || fail "pid $1 still runs after $2 ms"
-	RC=0
-	wait "$1" || RC=$?
-}
-
 death_ms() { # PID MS (scaled)
 	local end=$(( $(now_ms) + $(tf_ms "$2") ))
 	while proc_alive "$1"; do
@@ -87,11 +78,9 @@ death_ms() { # PID MS (scaled)
 
 signum() { kill -l "$1"; }
 
-key_gone() { [ "$(rcli exists "$L" "$L:meta")" = 0 ]; }
-
 # The lock is free right now: the key is gone and another rlock gets it.
 assert_released() {
-	key_gone || fail "key still there: $(rcli pttl "$L")ms left"
+	released "$K" || fail "key still there: $(rcli pttl "$L")ms left"
 	run -0 "$RLOCK" -n -k "$K" true
 	run keys_without_ttl
 	assert_output ''
@@ -281,7 +270,7 @@ group_once() {
 	kill -TERM "$BG"
 	reap "$BG" 3000
 	[ "$RC" = 143 ] || fail "status $RC: $(cat "$T/err")"
-	wait_ms 2000 proc_gone "$kid" || fail "COMMAND's child runs on"
+	wait_ms 2000 pid_gone "$kid" || fail "COMMAND's child runs on"
 	assert_released
 }
 
@@ -305,7 +294,7 @@ MORE_SIGS="ALRM VTALRM PROF IO PWR XCPU XFSZ STKFLT SYS TRAP ABRT BUS FPE ILL SE
 		reap "$BG" 3000
 		[ "$RC" = 42 ] || fail "SIG$sig: status $RC: $(cat "$T/err")"
 		[ "$(cat "$T/marker")" = "got $n" ] || fail "SIG$sig not forwarded"
-		key_gone || fail "SIG$sig: lock left held"
+		released "$K" || fail "SIG$sig: lock left held"
 	done
 	assert_released
 }
@@ -383,7 +372,7 @@ sigkilled() {
 		[ $((TD - T0)) -lt "$(tf_ms 500)" ] ||
 			fail "orphan died $((TD - T0))ms after rlock"
 	fi
-	wait_ms 3000 key_gone || fail "key still there 3s after SIGKILL"
+	wait_ms 3000 released "$K" || fail "key still there 3s after SIGKILL"
 	TEXP=$(now_ms)
 	echo "# $1: SIGKILL to key gone $((TEXP - T0))ms" >&3
 	[ $((TEXP - T0)) -le "$(tf_ms 1500)" ] ||
@@ -418,7 +407,7 @@ sigkilled() {
 	proc_alive "$ORPHAN" || fail "orphan of --on-lost ignore died"
 	[ "$(cat "$T/overlap")" = "$ORPHAN" ]
 	kill -KILL "$ORPHAN"
-	wait_ms 2000 proc_gone "$ORPHAN"
+	wait_ms 2000 pid_gone "$ORPHAN"
 }
 
 @test "COMMAND reads rlock's stdin" {

@@ -37,7 +37,6 @@ teardown() {
 	fi
 }
 
-held() { [ "$(rcli exists "rlock:{$1}")" = 1 ]; }
 sem_count() { [ "$(rcli zcard "rlock:{$1}:sem")" = "$2" ]; }
 queued() { [ "$(rcli llen "rlock:{$1}:q")" = "$2" ]; }
 # A plain waiter is blocked (BLPOP on its wake tokens, or subscribed).
@@ -45,7 +44,6 @@ blocked() {
 	rcli info clients | grep -q '^blocked_clients:[1-9]' ||
 		[ "$(rcli pubsub numsub "rlock:{$1}:wake" | tail -1)" != 0 ]
 }
-gone() { ! kill -0 "$1" 2>/dev/null; }
 listening() { [ "$(rcli pubsub numsub "$1" | tail -1)" = 1 ]; }
 not_listening() {
 	[ "$(rcli pubsub shardnumsub "$1" | tail -1)" = 0 ] &&
@@ -56,7 +54,7 @@ me() { echo "$(id -un)@$(hostname)"; }
 
 # wait_status PID: wait (at most 10 s) for a background rlock, set $STATUS.
 wait_status() {
-	wait_until 10 gone "$1"
+	wait_until 10 pid_gone "$1"
 	STATUS=0
 	wait "$1" || STATUS=$?
 }
@@ -346,7 +344,7 @@ fake_slot_meta() {
 	w2=$BG
 	wait_until 5 queued fq-kill 2
 	kill -KILL "$w1"
-	wait_until 5 gone "$w1"
+	wait_until 5 pid_gone "$w1"
 	wait "$w1" 2>/dev/null || true
 	# The kernel closes its connections at once; Redis may take a moment
 	# to see it. Its entry lives on for 90 s.
@@ -582,7 +580,7 @@ not_held() { ! held "$1"; }
 	assert_line 'rlock_running{key="rest"} 1'
 	# COMMAND ends; --min-hold keeps KEY.
 	touch "$go"
-	wait_until 5 gone "$BG"
+	wait_until 5 pid_gone "$BG"
 	until=$(rcli hget 'rlock:{rest}:meta' hold_until)
 	[ -n "$until" ] && held rest || fail "no hold left: test inconclusive"
 	run -0 "$RLOCK" status rest

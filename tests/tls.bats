@@ -56,7 +56,6 @@ keys_without_ttl_tls() {
 	return 0
 }
 
-held() { [ "$(tcli tls exists "rlock:{$1}")" = 1 ]; }
 # sh -c "$HOLD" sh FILE: hold until FILE is gone.
 HOLD='while [ -e "$1" ]; do sleep 0.05; done'
 
@@ -240,7 +239,7 @@ want:   $line"
 @test "tls: -n and -w against a holder; a plain waiter is woken by the release" {
 	touch "$T/go"
 	"$RLOCK" -k w -- sh -c "$HOLD" sh "$T/go" & BG+=($!)
-	wait_until 5 held w
+	wait_until 5 held w tls
 	run -75 --separate-stderr "$RLOCK" -n -k w -- echo no
 	[[ $stderr == "rlock: 'w' is held by "*"(pid "*"); not waiting (--nonblock)" ]]
 	run -75 --separate-stderr "$RLOCK" -w "$(tf 0.3)" -k w -- echo no
@@ -255,7 +254,7 @@ want:   $line"
 @test "tls: --fair waiters are served in order" {
 	touch "$T/go"
 	"$RLOCK" --fair -k f -- sh -c "$HOLD" sh "$T/go" & BG+=($!)
-	wait_until 5 held f
+	wait_until 5 held f tls
 	"$RLOCK" --fair -k f -- sh -c 'echo 1 >> "$1"' sh "$T/order" & BG+=($!)
 	wait_until 5 eval "[ \"\$(tcli tls llen 'rlock:{f}:q')\" = 1 ]"
 	"$RLOCK" --fair -k f -- sh -c 'echo 2 >> "$1"' sh "$T/order" & BG+=($!)
@@ -286,7 +285,7 @@ want:   $line"
 @test "tls: status, list and release --force" {
 	touch "$T/go"
 	"$RLOCK" -l "$(tf 3)" -k s -- sh -c "$HOLD" sh "$T/go" & BG+=($!)
-	wait_until 5 held s
+	wait_until 5 held s tls
 	run -0 --separate-stderr "$RLOCK" status s
 	[[ $output == s:*held* ]]
 	run -0 --separate-stderr "$RLOCK" status --json s
@@ -312,7 +311,7 @@ want:   $line"
 
 @test "tls: a SIGKILLed holder frees the lock at its lease's end" {
 	"$RLOCK" -l "$(tf 1)" -k kill -- sleep 60 & BG+=($!)
-	wait_until 5 held kill
+	wait_until 5 held kill tls
 	kill -KILL "${BG[0]}"
 	run -0 --separate-stderr "$RLOCK" -w "$(tf 10)" -k kill -- echo after
 	assert_output after
@@ -321,7 +320,7 @@ want:   $line"
 @test "tls: the server restarts and forgets the lock: --on-lost acts, exit 70" {
 	"$RLOCK" -l "$(tf 1.5)" -k lost -- sleep 60 > "$T/out" 2> "$T/err" &
 	BG+=($!)
-	wait_until 5 held lost
+	wait_until 5 held lost tls
 	tls_redis_restart tls
 	wait_until 20 eval "! kill -0 ${BG[0]} 2>/dev/null"
 	run wait "${BG[0]}"

@@ -887,7 +887,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 fi
 
 # ------------------------------------------------------- for the tests
-# (topo_*.bats; they need helper.bash's wait_until and proc_alive.)
+# (topo_*.bats; they need helper.bash's wait_until and pid_gone.)
 
 # tests/no_ttl.lua, in one round trip per node: a redis-cli per key made
 # a teardown after a busy test take minutes on a loaded machine.
@@ -912,11 +912,9 @@ bg() {
 	BG+=("$LAST")
 }
 
-gone() { ! proc_alive "$1"; }
-
 # wait_exit PID: wait (at most 10 s) for a background job; sets $STATUS.
 wait_exit() {
-	wait_until 10 gone "$1" || fail "PID $1 still runs"
+	wait_until 10 pid_gone "$1" || fail "PID $1 still runs"
 	STATUS=0
 	wait "$1" || STATUS=$?
 }

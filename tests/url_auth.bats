@@ -42,7 +42,10 @@ teardown() {
 	[ -z "${SILENT_PIDFILE:-}" ] ||
 		kill -CONT "$(cat "$SILENT_PIDFILE")" 2>/dev/null || true
 	[ -z "${BG:-}" ] || { kill -TERM "$BG" 2>/dev/null; wait "$BG" || true; }
-	BG=
+	[ -z "${HOLDER:-}" ] ||
+		{ kill -TERM "$HOLDER" 2>/dev/null; wait "$HOLDER" || true; }
+	BG= HOLDER=
+	redis_stop gone
 	local left
 	left=$(keys_without_ttl)
 	[ -z "$left" ] || fail "keys without TTL: $left"
@@ -327,6 +330,32 @@ refused() {
 		[[ $stderr == "rlock: cannot reach redis://127.0.0.1:6379/0: "*"; check that Redis runs there, or give -u or RLOCK_URL" ]] ||
 			fail "stderr: $stderr"
 	fi
+}
+
+@test "a server that answered, then went away mid-wait: no 'check RLOCK_URL'" {
+	local url sock=$BATS_FILE_TMPDIR/gone/redis.sock
+	redis_start gone
+	url=redis://127.0.0.1:$REDIS_PORT
+	export REDIS_SOCK=$MAIN_SOCK REDIS_PORT=$MAIN_PORT
+	"$RLOCK" -u "$url" -k mw -- sleep 60 3>&- 2>/dev/null &
+	HOLDER=$!
+	wait_until 5 held mw gone || fail "no holder"
+	RLOCK_URL=$url "$RLOCK" -w "$(tf 3)" -k mw -- echo must-not-run \
+		> "$BATS_TEST_TMPDIR/out" 2> "$BATS_TEST_TMPDIR/err" 3>&- &
+	BG=$!
+	# The waiter had its answer (busy) and blocks on the wake-up.
+	wait_until 5 eval "redis-cli -s '$sock' info clients |
+		grep -q '^blocked_clients:[1-9]'" || fail "no waiter"
+	redis_stop gone
+	reap "$BG" "$(tf_ms 10000)"
+	BG=
+	[ "$RC" = 69 ] || fail "status $RC: $(cat "$BATS_TEST_TMPDIR/err")"
+	[ ! -s "$BATS_TEST_TMPDIR/out" ]
+	run cat "$BATS_TEST_TMPDIR/err"
+	[ "${#lines[@]}" = 1 ] || fail "$output"
+	[[ $output == "rlock: cannot reach $url/0: "* ]] || fail "$output"
+	# The URL worked a moment before: checking it is not the cure.
+	[[ $output != *check* ]] || fail "$output"
 }
 
 # silent ARGS...: against the stopped server, --connect-timeout 1.6 (scaled)

@@ -56,15 +56,6 @@ teardown() {
 	return 0
 }
 
-proc_gone() { ! proc_alive "$1"; }
-
-# reap PID MS: wait at most MS for PID to end; its status in $RC.
-reap() {
-	wait_ms "$2" proc_gone "$1" || fail "pid $1 still runs after $2 ms"
-	RC=0
-	wait "$1" || RC=$?
-}
-
 # bg NAME RLOCK-ARGS...: rlock in the background, stdout and stderr in
 # $T/NAME.out and $T/NAME.err; its pid in $BG.
 bg() {

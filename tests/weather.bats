@@ -55,7 +55,6 @@ ran() {
 	done
 }
 # The holder has KEY; N waiters are blocked (BLPOP, or --fair's SUBSCRIBE).
-waiting() { [ "$(rcli exists "rlock:{$K}")" = 1 ]; }
 blocked() {
 	[ "$(rcli client list | grep -cE 'cmd=(blpop|subscribe|ssubscribe)')" -ge "$1" ]
 }
@@ -66,7 +65,7 @@ blocked() {
 	# connection.
 	"$RLOCK" -k "$K" -- sh -c 'while [ ! -e "$T/go" ]; do sleep 0.05; done' &
 	PIDS+=($!)
-	wait_until 5 waiting
+	wait_until 5 held "$K"
 	waiter w -w "$(tf 30)"
 	waiter p
 	waiter f --fair -w "$(tf 30)"
@@ -83,7 +82,7 @@ blocked() {
 	redis_restart "$SRV" --appendonly yes --appendfsync always
 	"$RLOCK" -k "$K" -- sh -c 'while [ ! -e "$T/go" ]; do sleep 0.05; done; touch "$T/h.end"' &
 	PIDS+=($!)
-	wait_until 5 waiting
+	wait_until 5 held "$K"
 	waiter w -w "$(tf 30)"
 	waiter p
 	waiter f --fair -w "$(tf 30)"
@@ -102,7 +101,7 @@ blocked() {
 	rcli config set maxclients 6 > /dev/null
 	"$RLOCK" -k "$K" -- sh -c 'while [ ! -e "$T/go" ]; do sleep 0.05; done' &
 	PIDS+=($!)
-	wait_until 5 waiting
+	wait_until 5 held "$K"
 	local i names=()
 	for i in $(seq 1 16); do
 		waiter "m$i" -w "$(tf 40)"
@@ -189,7 +188,7 @@ bounded() {
 @test "weather: -w DUR that runs out while Redis is down: 69, saying since when; refused at the first contact: 69 at once" {
 	"$RLOCK" -k "$K" -- sh -c 'while [ ! -e "$T/go" ]; do sleep 0.05; done' &
 	PIDS+=($!)
-	wait_until 5 waiting
+	wait_until 5 held "$K"
 	waiter d -w "$(tf 2)"
 	wait_until 5 blocked 1
 	redis_stop "$SRV"

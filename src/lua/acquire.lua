@@ -60,7 +60,7 @@
 -- Returns {1, fence} when the caller holds KEY; else the busy reply,
 -- whose elements C reads by these names (ACQUIRE_BUSY_WAIT, ...):
 -- REPLY busy: got wait position user host pid cmd since now lease_left
--- REPLY busy: foreign writer
+-- REPLY busy: foreign ended writer
 -- got 0; wait: ms until trying again makes sense (-1: a holder key
 -- without expiry); position in the queue (0 = next, -1 not queued); the
 -- holder's user, host, pid, cmd and since (when asked for; for -s the
@@ -68,9 +68,10 @@
 -- ms (for -N the soonest to end, for -s the last; -1 no expiry, -2
 -- nobody holds KEY: a --fair waiter ahead of us is taking its turn, or a
 -- writer readers wait for); foreign: 1 when the holder is not rlock (KEY
--- without :meta: its release wakes nobody); writer: 1 when readers now
--- wait for us (writers: the waiter takes that back with dequeue.lua if it
--- gives up), 2 when we wait for a writer.
+-- without :meta: its release wakes nobody); ended: when the holder's run
+-- ended ('' while it runs: only --min-hold keeps KEY after that); writer:
+-- 1 when readers now wait for us (writers: the waiter takes that back
+-- with dequeue.lua if it gives up), 2 when we wait for a writer.
 -- Invariants: at most N holders, or any number of shares and no other
 -- holder; a token already holding is a harmless retry or a nested run
 -- and never shortens its lease; nobody overtakes a live queue head (one
@@ -368,15 +369,17 @@ end
 
 local m = {}
 if a_want_holder == '1' and n == 1 and cur ~= 'shared' then
-  m = redis.call('HMGET', k_meta, 'user', 'host', 'pid', 'cmd', 'since')
+  m = redis.call('HMGET', k_meta, 'user', 'host', 'pid', 'cmd', 'since',
+    'ended')
 elseif a_want_holder == '1' and cur == 'shared' then
   -- The share that ends last, as the lease left is its.
   local last = redis.call('ZRANGE', k_shares, -1, -1)
   if last[1] then
     m = redis.call('HMGET', k_metas, unpack(meta_names(last[1], 'user',
-      'host', 'pid', 'cmd', 'since')))
+      'host', 'pid', 'cmd', 'since', 'ended')))
   end
 end
 return reply_busy({got = 0, wait = wait, position = pos, user = m[1] or '',
   host = m[2] or '', pid = m[3] or '', cmd = m[4] or '', since = m[5] or '',
-  now = nows, lease_left = left, foreign = foreign, writer = writer})
+  now = nows, lease_left = left, foreign = foreign, ended = m[6] or '',
+  writer = writer})

@@ -78,7 +78,7 @@ check_reply(const struct reply *r)
 		break;
 	}
 	(void)reply_int(r, &n);
-	if (view_parse(&v, r) == 0)
+	if (report_view_parse(&v, r) == 0)
 		check_view(&v);
 	(void)wake_parse_subscribe(r);
 	(void)wake_parse_unsubscribed(r);

@@ -92,7 +92,7 @@ worker() {
 		BG+=($!)
 	done
 	for p in "${pids[@]}"; do
-		wait_until 60 gone "$p" || fail "a worker still runs"
+		wait_until 60 pid_gone "$p" || fail "a worker still runs"
 		wait "$p"
 	done
 	[ ! -s "$T/bad" ] || fail "$(cat "$T/bad")"

@@ -136,7 +136,7 @@ worker() {
 	masters_restart 0
 	masters_restart 1
 	for p in "${pids[@]}"; do
-		wait_until 60 gone "$p" || fail "a worker still runs"
+		wait_until 60 pid_gone "$p" || fail "a worker still runs"
 		wait "$p"
 	done
 	[ ! -s "$T/bad" ] || fail "$(cat "$T/bad")"
@@ -810,7 +810,7 @@ waiting_on() { # PORT: a client blocks there (BLPOP)
 	masters_kill 0
 	masters_kill 1
 	masters_kill 2
-	wait_until 10 gone "$w" || fail "the waiter still waits"
+	wait_until 10 pid_gone "$w" || fail "the waiter still waits"
 	echo "# waiter ended $(( ($(date +%s%N) - t0) / 1000000 )) ms after the kills" >&3
 	run wait "$w"
 	[ "$status" = 69 ] || fail "waiter exit $status"
@@ -829,7 +829,7 @@ waiting_on() { # PORT: a client blocks there (BLPOP)
 	masters_kill 2
 	masters_kill 3
 	masters_kill 4
-	wait_until 10 gone "$w" || fail "the waiter still waits"
+	wait_until 10 pid_gone "$w" || fail "the waiter still waits"
 	echo "# waiter ended $(($(now_ms) - t0)) ms after the kills" >&3
 	run wait "$w"
 	[ "$status" = 69 ] || fail "waiter exit $status"
