@@ -253,6 +253,8 @@ _rlock_module()
 			--lease
 			--conflict-exit-code
 			--limit
+			--shared
+			--exclusive
 			--fair
 			--on-lost
 			--kill-after

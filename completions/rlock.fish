@@ -123,6 +123,8 @@ complete -c rlock -n __rlock_in_opts -s w -l timeout -x -a '0 30s 5m 1h' -d 'Wai
 complete -c rlock -n __rlock_in_opts -s l -l lease -x -a '10s 30s 2m 5m' -d 'Lease of the lock, renewed every DUR/3'
 complete -c rlock -n __rlock_in_opts -s E -l conflict-exit-code -x -d 'Exit status when not obtained'
 complete -c rlock -n __rlock_in_opts -s N -l limit -x -d 'Semaphore: at most N holders'
+complete -c rlock -n __rlock_in_opts -s s -l shared -d 'Shared (read) lock: with other shared holders only'
+complete -c rlock -n __rlock_in_opts -s x -l exclusive -d 'Exclusive lock (the default)'
 complete -c rlock -n __rlock_in_opts -l fair -d 'First come, first served among waiters'
 complete -c rlock -n __rlock_in_opts -l on-lost -x -a 'term\t"SIGTERM, then SIGKILL" kill\tSIGKILL ignore\t"Warn only"' -d 'Action when the lease is lost'
 complete -c rlock -n __rlock_in_opts -l kill-after -x -a '5s 10s 30s' -d 'SIGTERM to SIGKILL grace (lost lease, --max-hold)'

@@ -3,19 +3,20 @@
 # RUNS lines of its scripts (src/lua-text.sh): the one table the scripts'
 # pre-check, the documentation's rows and tests/acl.bats share.
 # Prints one line per mode, "MODE|RULES", then "all|RULES" for a user
-# that runs every mode. The README and rlock(1) show them ("A Redis user
-# for rlock"); tests/acl.bats checks that they say the same, and makes a
-# user of each row and runs that mode with it.
+# that runs every mode. The README ("A Redis user for rlock") and rlock(7)
+# ("THE ACL USER") show them; tests/acl.bats checks that they say the
+# same, and makes a user of each row and runs that mode with it.
 set -eu
 top=${1:-$(dirname "$0")/..}
 # What each mode runs: SCRIPT:CONDITION,... (the conditions of its RUNS
 # lines) and the commands rlock sends itself (+cmd). Every mode sends
 # EVALSHA, and EVAL when the server lacks the script.
 # shellcheck disable=SC2016 # backquotes: the README's markup
-modes='run, `-w` (a plain waiter)|acquire:mutex,blpop release:mutex extend:mutex is_ours:mutex record +blpop
+modes='run, `-w` (a plain waiter)|acquire:mutex,blpop release:mutex extend:mutex is_ours:mutex record dequeue +blpop
 run with `-n`|acquire:mutex release:mutex extend:mutex is_ours:mutex record
 `--fair`|acquire:mutex,fair release:mutex extend:mutex is_ours:mutex record dequeue heartbeat +ssubscribe
 `-N`|acquire:sem,blpop release:sem extend:sem is_ours:sem record +blpop
+`-s`|acquire:mutex,shared,blpop release:mutex,shared extend:mutex,shared is_ours:mutex,shared record +blpop
 `status`|inspect
 `list`|inspect +scan
 `release --force`|force_release'

@@ -61,7 +61,7 @@ static struct {
  * "+": stop at COMMAND. ":": getopt stays silent and returns ':' for a
  * missing value, so every message is ours, one line, "rlock: " first.
  */
-static const char RUN_SHORT[] = "+:k:nw:l:E:N:c:u:qvhV";
+static const char RUN_SHORT[] = "+:k:nw:l:E:N:sxc:u:qvhV";
 
 static const struct option RUN_LONG[] = {
 	{ "key", required_argument, NULL, 'k' },
@@ -70,6 +70,8 @@ static const struct option RUN_LONG[] = {
 	{ "lease", required_argument, NULL, 'l' },
 	{ "conflict-exit-code", required_argument, NULL, 'E' },
 	{ "limit", required_argument, NULL, 'N' },
+	{ "shared", no_argument, NULL, 's' },
+	{ "exclusive", no_argument, NULL, 'x' },
 	{ "command", required_argument, NULL, 'c' },
 	{ "fair", no_argument, NULL, OPT_FAIR },
 	{ "on-lost", required_argument, NULL, OPT_ON_LOST },
@@ -145,11 +147,12 @@ cli_usage(void)
 "  -l, --lease DUR           lease of the lock, renewed every DUR/3 (30s)\n"
 "  -E, --conflict-exit-code N  exit status when not obtained (75)\n"
 "  -N, --limit N             semaphore: at most N holders (1)\n"
+"  -s, --shared              shared (read) lock: any number, never with -x\n"
+"  -x, --exclusive           exclusive lock (the default)\n"
 "      --fair                first come, first served among waiters\n"
 "      --on-lost ACTION      term, kill or ignore when the lease is lost (term)\n"
 "      --kill-after DUR      SIGTERM to SIGKILL grace on a lost lease (10s)\n"
-"      --min-hold DUR        keep the lock until DUR after it was acquired,\n"
-"                            even when COMMAND ended sooner (cron fleets)\n"
+"      --min-hold DUR        keep the lock DUR past its grant (cron fleets)\n"
 "      --max-hold DUR        stop COMMAND once it held the lock for DUR\n"
 "                            (SIGTERM, SIGKILL after --kill-after; exit 124)\n"
 "      --syslog              also log skips, runs and errors to syslog\n"
@@ -158,8 +161,7 @@ cli_usage(void)
 "                            redis+sentinel://host:port[,...]/NAME[/db] or\n"
 "                            redis+cluster://host:port[,...]; over TLS:\n"
 "                            rediss://, rediss+sentinel://, rediss+cluster://\n"
-"      --redlock             every -u is an independent master (3, 5, ...);\n"
-"                            hold the lock on a majority of them\n"
+"      --redlock             hold the lock on a majority of the -u masters\n"
 "      --password-file FILE  read the Redis password from FILE\n"
 "      --config FILE         read FILE instead of the rlock.conf(5) files\n"
 "      --connect-timeout DUR give up connecting after DUR (5s; -w if shorter)\n"
@@ -468,6 +470,10 @@ run_opt(struct rlock_opts *o, int c, int *run_only)
 			    "from 1 to 1000000", optarg);
 		o->limit = (long)v;
 		return 0;
+	case 's':
+	case 'x':
+		o->shared = c == 's';
+		return 0;
 	case 'c':
 		o->shell_cmd = optarg;
 		return 0;
@@ -611,6 +617,11 @@ finish_run(int argc, char **argv, struct rlock_opts *o)
 		    "may follow it (found '%s')", argv[optind]);
 	if (!o->shell_cmd && optind >= argc)
 		return usage_error("missing command to run under the lock");
+	/* Shared holders are not counted: -N would mean a semaphore of
+	 * readers, which is a semaphore. */
+	if (o->shared && given['N'])
+		return usage_error("--shared does not go with --limit: shared "
+		    "holders are not counted (use one or the other)");
 	if (o->fair && o->wait_ms == 0)
 		msg_verbose("--fair has no effect with --nonblock");
 	return 0;
@@ -779,6 +790,10 @@ redlock_urls(struct rlock_opts *o)
 	if (o->fair || o->limit > 1)
 		return usage_error("%s does not go with --redlock", o->fair ?
 		    "--fair" : "--limit");
+	if (o->shared)
+		return usage_error("--shared does not go with --redlock: a "
+		    "shared lock is held on one server (or behind Sentinel "
+		    "or Cluster)");
 	conf_at = at;
 	st = redlock_check(o, from);
 	conf_at = NULL;

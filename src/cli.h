@@ -28,6 +28,7 @@ struct rlock_opts {
 	int64_t lease_ms;
 	int conflict_exit;
 	long limit;
+	int shared;			/* -s: a shared (read) lock */
 	int fair;
 	enum on_lost on_lost;
 	int64_t kill_after_ms;

@@ -112,6 +112,9 @@ lock_keys_init(struct lock_keys *k, const char *prefix, const char *key,
 	k->tokens = key_name(prefix, key, keylen, ":tok", &k->tokens_len);
 	k->turn = key_name(prefix, key, keylen, ":turn", &k->turn_len);
 	k->broken = key_name(prefix, key, keylen, ":broken", &k->broken_len);
+	k->shares = key_name(prefix, key, keylen, ":sh", &k->shares_len);
+	k->writers = key_name(prefix, key, keylen, ":xw", &k->writers_len);
+	k->wtokens = key_name(prefix, key, keylen, ":xtok", &k->wtokens_len);
 	k->wake_prefix = token_key(prefix, key, keylen, "wake", NULL,
 	    &k->wake_prefix_len);
 	k->my_wake = token_key(prefix, key, keylen, "wake", tok,
@@ -124,7 +127,7 @@ lock_keys_free(struct lock_keys *k)
 	char **all[] = { &k->lock, &k->meta, &k->metas, &k->fence, &k->sem,
 	    &k->limit, &k->queue, &k->waiters, &k->wake,
 	    &k->wake_prefix, &k->my_wake, &k->tokens, &k->last, &k->turn,
-	    &k->broken };
+	    &k->broken, &k->shares, &k->writers, &k->wtokens };
 	size_t i;
 
 	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)

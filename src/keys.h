@@ -17,9 +17,13 @@ struct lock_keys {
 	char *last;		/* the last run's record */
 	char *turn;		/* the --fair queue head's turn */
 	char *broken;		/* release --force tells holders here */
+	/* -s: the shares, the exclusive waiters they wait for, and the
+	 * wake tokens of those */
+	char *shares, *writers, *wtokens;
 	size_t lock_len, meta_len, metas_len, fence_len, sem_len, limit_len;
 	size_t queue_len, waiters_len, wake_len, wake_prefix_len;
 	size_t my_wake_len, tokens_len, last_len, turn_len, broken_len;
+	size_t shares_len, writers_len, wtokens_len;
 };
 
 /* How a run ended, for the release that records it in P{KEY}:last. */
@@ -36,6 +40,7 @@ struct lock_ctx {
 	char token[37];
 	int64_t lease_ms;
 	long limit;		/* 1: mutex; N: semaphore */
+	int shared;		/* -s: a share of KEY (limit is 1) */
 	int fair;
 	char host[256], user[64], pid[24];
 	char *cmdline;		/* owned */

@@ -33,6 +33,11 @@
 /* The one next in line looks this often whether a head that has yet to
  * take a free KEY died (acquire.lua): it costs one attempt per look. */
 #define HANDOFF_LOOK_MS 200
+/* A waiting exclusive request that readers wait for (P{K}:xw) says so
+ * for this long, again at every attempt; its attempts come at least every
+ * third of it, so one late attempt costs nothing, and a writer that died
+ * while waiting stops readers for this long at most. */
+#define WRITER_TTL_MS 4000
 /* How often a waiter on a holder that is not rlock looks whether it is
  * gone (foreign.h): its release wakes nobody. */
 #define FOREIGN_LOOK_MS 1000
@@ -52,6 +57,9 @@ struct lock_busy {
 	int64_t since_ms, now_ms;	/* server clock */
 	int64_t lease_left_ms;	/* the holder's; -1 no expiry, -2 none */
 	int foreign;		/* the holder is not rlock (no :meta) */
+	/* An exclusive waiter that new readers now wait for (P{K}:xw);
+	 * lock_dequeue takes that back when it gives up. */
+	int writer;
 	int64_t ended_ms;	/* its run ended (server clock); 0 runs */
 };
 

@@ -21,7 +21,8 @@
 # the locals k_NAME and a_NAME, never as KEYS[i] or ARGV[i]; embed-lua.sh
 # gives C the same names (SCRIPT_K_NAME, SCRIPT_A_NAME).
 #   -- RUNS: GET lock; SET lock x PX 1; SPUBLISH =wake x; @extend
-#   -- RUNS mutex: ...            (only when: mutex, sem, fair, blpop)
+#   -- RUNS mutex: ...            (only when: mutex, sem, fair, blpop,
+#                                  shared)
 # Every command the script may run (with its libraries), with arguments
 # as Redis checks them: a KEYS name, =NAME an ARGV's value, =NAME+x that
 # value with "x" after it (a channel of a token), else the word itself.
@@ -116,6 +117,7 @@ if ! grep -q '^-- PRECHECK: none' "$script"; then
 			    "string.find(a_needs, \047f\047, 1, true))"
 			else if (p[i] == "blpop") e = \
 			    "string.find(a_needs, \047w\047, 1, true)"
+			else if (p[i] == "shared") e = "a_shared == \047" 1 "\047"
 			else die("no condition " p[i])
 			out = out (out == "" ? "" : " and ") e
 		}

@@ -45,6 +45,9 @@ view_force_release_args(struct script_args *a, const struct view_keys *ks,
 	script_key(a, FORCE_RELEASE_K_QUEUE, k->queue, k->queue_len);
 	script_key(a, FORCE_RELEASE_K_WAITERS, k->waiters, k->waiters_len);
 	script_key(a, FORCE_RELEASE_K_TOKENS, k->tokens, k->tokens_len);
+	script_key(a, FORCE_RELEASE_K_SHARES, k->shares, k->shares_len);
+	script_key(a, FORCE_RELEASE_K_WRITERS, k->writers, k->writers_len);
+	script_key(a, FORCE_RELEASE_K_WTOKENS, k->wtokens, k->wtokens_len);
 	script_key(a, FORCE_RELEASE_K_BROKEN, k->broken, k->broken_len);
 	script_arg(a, FORCE_RELEASE_A_WAKE, k->wake, k->wake_len);
 	script_arg(a, FORCE_RELEASE_A_WAKE_PREFIX, k->wake_prefix,
@@ -79,7 +82,8 @@ report_view_parse(struct view *v, const struct reply *r)
 	    r->element[INSPECT_R_HOLDERS]->type != REPLY_ARRAY ||
 	    r->element[INSPECT_R_QUEUED]->type != REPLY_INTEGER ||
 	    r->element[INSPECT_R_WAITERS]->type != REPLY_ARRAY ||
-	    r->element[INSPECT_R_LAST]->type != REPLY_ARRAY)
+	    r->element[INSPECT_R_LAST]->type != REPLY_ARRAY ||
+	    r->element[INSPECT_R_WRITERS]->type != REPLY_INTEGER)
 		return -1;
 	m = r->element[INSPECT_R_MODE];
 	h = r->element[INSPECT_R_HOLDERS];
@@ -99,6 +103,8 @@ report_view_parse(struct view *v, const struct reply *r)
 		v->mode = "mutex";
 	else if (strcmp(m->str, "semaphore") == 0)
 		v->mode = "semaphore";
+	else if (strcmp(m->str, "shared") == 0)
+		v->mode = "shared";
 	else if (strcmp(m->str, "free") == 0)
 		v->mode = "free";
 	else
@@ -111,6 +117,7 @@ report_view_parse(struct view *v, const struct reply *r)
 	v->queued = r->element[INSPECT_R_QUEUED]->integer;
 	v->waiters = w;
 	v->last = l;
+	v->writers = r->element[INSPECT_R_WRITERS]->integer;
 	return 0;
 }
 
@@ -134,6 +141,8 @@ report_view_inspect(struct lock_node *node, const char *prefix, struct view *v)
 	script_key(&a, INSPECT_K_QUEUE, ks.k.queue, ks.k.queue_len);
 	script_key(&a, INSPECT_K_WAITERS, ks.k.waiters, ks.k.waiters_len);
 	script_key(&a, INSPECT_K_LAST, ks.k.last, ks.k.last_len);
+	script_key(&a, INSPECT_K_SHARES, ks.k.shares, ks.k.shares_len);
+	script_key(&a, INSPECT_K_WRITERS, ks.k.writers, ks.k.writers_len);
 	script_arg(&a, INSPECT_A_WAKE_PREFIX, ks.k.wake_prefix,
 	    ks.k.wake_prefix_len);
 	script_arg_str(&a, INSPECT_A_WAITERS_SHOWN, WAITERS_SHOWN);
@@ -209,6 +218,8 @@ json_view(const struct view *v)
 		putchar('}');
 	}
 	fputs("]}", stdout);
+	if (strcmp(v->mode, "shared") == 0)
+		printf(",\"writers_waiting\":%lld", v->writers);
 	report_run_json_last(v);
 	putchar('}');
 }
@@ -320,6 +331,9 @@ report_view_print_text(const struct view *v)
 		fputs(": free", stdout);
 	else if (v->mode[0] == 'm')
 		fputs(": held (mutex)", stdout);
+	else if (strcmp(v->mode, "shared") == 0)
+		printf(": held (shared, %zu holder%s)", v->holders->elements,
+		    v->holders->elements == 1 ? "" : "s");
 	else if (v->limit > 0)
 		printf(": held (semaphore, %zu of %lld slots taken)",
 		    v->holders->elements, v->limit);
@@ -330,6 +344,10 @@ report_view_print_text(const struct view *v)
 	putchar('\n');
 	for (i = 0; i < v->holders->elements; i++)
 		text_holder(v, v->holders->element[i], v->now);
+	if (v->writers > 0) {
+		view_label("writers");
+		printf("%lld waiting; no new reader gets in\n", v->writers);
+	}
 	if (v->queued > 0)
 		text_queue(v);
 	report_run_text_last(v);
@@ -368,6 +386,8 @@ report_view_print_line(const struct view *v)
 	printf("\t%s\t", left);
 	if (v->mode[0] == 'm')
 		fputs("mutex", stdout);
+	else if (strcmp(v->mode, "shared") == 0)
+		printf("shared %zu", v->holders->elements);
 	else if (v->limit > 0)
 		printf("sem %zu/%lld", v->holders->elements, v->limit);
 	else

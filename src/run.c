@@ -27,6 +27,10 @@ static void report_bound(const struct rlock_opts *o,
  * A nested rlock of the KEY its ancestor holds: if Redis confirms the
  * inherited token holds KEY now, run COMMAND at once (the ancestor renews
  * and releases). A KEY that is free or held by others is not re-entered.
+ * A share held by the ancestor covers a nested -s, not an exclusive run:
+ * that would be an upgrade, which would deadlock against the ancestor's
+ * own share (and two such ancestors against each other), so it is
+ * refused at once.
  */
 static int
 try_reenter(struct rlock_opts *o, const struct lock_cfg *cfg, struct lock *l,
@@ -41,6 +45,7 @@ try_reenter(struct rlock_opts *o, const struct lock_cfg *cfg, struct lock *l,
 		return 0;
 	lock_ctx_init(&ctx, o->prefix, o->key, o->lease_ms, o->limit, 0, token,
 	    xstrdup(""));
+	ctx.shared = o->shared;
 	ours = lock_is_ours(l, &ctx);
 	if (ours < 0 && guard_refused(g, lock_failure(l)) &&
 	    lock_open_first(l) == 0)
@@ -53,6 +58,18 @@ try_reenter(struct rlock_opts *o, const struct lock_cfg *cfg, struct lock *l,
 	}
 	if (ours == 0)
 		return 0;
+	if (ours == 2) {
+		char name[96];
+
+		printable(o->key, strlen(o->key), name, sizeof(name));
+		msg_notice("'%s' is held shared by an ancestor of this rlock; "
+		    "an exclusive lock would be an upgrade, which rlock does "
+		    "not do: take '%s' exclusively in the ancestor", name,
+		    name);
+		lock_close(l);
+		*status = o->conflict_exit;
+		return 1;
+	}
 	msg_verbose("'%s' is already held by our ancestor: re-entering",
 	    o->key);
 	lock_close(l);
@@ -166,6 +183,7 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 
 	lock_ctx_init(&ctx, o->prefix, o->key, lease_for(o), o->limit, o->fair,
 	    NULL, cli_command_line(o));
+	ctx.shared = o->shared;
 	/* What the wait will run besides the scripts: acquire.lua checks
 	 * the ACL allows it before taking the lock. */
 	if (o->wait_ms != 0)

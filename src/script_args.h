@@ -21,7 +21,7 @@ struct lua_script {
 
 /* The most keys and arguments a script takes together (the generated
  * lua_scripts.c checks each against it). */
-#define SCRIPT_MAX_ARGS 32
+#define SCRIPT_MAX_ARGS 40
 
 /*
  * One call's keys and arguments, each put where its name in the script's

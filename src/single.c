@@ -164,7 +164,8 @@ parse_busy(const struct reply *r, struct lock_busy *b)
 	    e[ACQUIRE_BUSY_POSITION]->type != REPLY_INTEGER ||
 	    e[ACQUIRE_BUSY_LEASE_LEFT]->type != REPLY_INTEGER ||
 	    e[ACQUIRE_BUSY_FOREIGN]->type != REPLY_INTEGER ||
-	    e[ACQUIRE_BUSY_ENDED]->type != REPLY_STRING)
+	    e[ACQUIRE_BUSY_ENDED]->type != REPLY_STRING ||
+	    e[ACQUIRE_BUSY_WRITER]->type != REPLY_INTEGER)
 		return -1;
 	for (i = ACQUIRE_BUSY_USER; i <= ACQUIRE_BUSY_NOW; i++)
 		if (e[i]->type != REPLY_STRING)
@@ -183,6 +184,7 @@ parse_busy(const struct reply *r, struct lock_busy *b)
 	b->foreign = e[ACQUIRE_BUSY_FOREIGN]->integer == 1;
 	copy_str(e[ACQUIRE_BUSY_ENDED], num, sizeof(num));
 	b->ended_ms = strtoll(num, NULL, 10);
+	b->writer = (int)e[ACQUIRE_BUSY_WRITER]->integer;
 	return 0;
 }
 
@@ -220,6 +222,10 @@ num(struct call *c, int i, long long v)
 	return c->num[i];
 }
 
+/* A number macro as a string argument. */
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
 /* Key `name` of a script: the lock_keys field of that name. */
 #define KEY(a, name, k, field) \
 	script_key(a, name, (k)->field, (k)->field##_len)
@@ -244,6 +250,9 @@ call_acquire(struct call *c, const struct lock_ctx *ctx, int queue,
 	KEY(a, ACQUIRE_K_TURN, k, turn);
 	KEY(a, ACQUIRE_K_LAST, k, last);
 	KEY(a, ACQUIRE_K_TOKENS, k, tokens);
+	KEY(a, ACQUIRE_K_SHARES, k, shares);
+	KEY(a, ACQUIRE_K_WRITERS, k, writers);
+	KEY(a, ACQUIRE_K_WTOKENS, k, wtokens);
 	script_arg_str(a, ACQUIRE_A_TOKEN, ctx->token);
 	script_arg_str(a, ACQUIRE_A_LEASE_MS, num(c, 0, ctx->lease_ms));
 	script_arg_str(a, ACQUIRE_A_HOST, ctx->host);
@@ -262,6 +271,9 @@ call_acquire(struct call *c, const struct lock_ctx *ctx, int queue,
 	    ctx->acl_needs ? ctx->acl_needs : "");
 	script_arg_str(a, ACQUIRE_A_TURN_MS, num(c, 5, TURN_MS));
 	script_arg(a, ACQUIRE_A_WAKE, k->wake, k->wake_len);
+	script_arg_str(a, ACQUIRE_A_SHARED, ctx->shared ? "1" : "0");
+	script_arg_str(a, ACQUIRE_A_WRITER_TTL_MS, STR(WRITER_TTL_MS));
+	script_arg_str(a, ACQUIRE_A_WAKE_TTL_MS, STR(WAKE_TOKEN_TTL_MS));
 	if (ctx->fence_proposed > 0)
 		script_arg_str(a, ACQUIRE_A_FENCE_PROPOSED,
 		    num(c, 6, ctx->fence_proposed));
@@ -278,8 +290,10 @@ call_is_ours(struct call *c, const struct lock_ctx *ctx)
 	script_args_init(a, &lua_is_ours);
 	KEY(a, IS_OURS_K_LOCK, k, lock);
 	KEY(a, IS_OURS_K_SEM, k, sem);
+	KEY(a, IS_OURS_K_SHARES, k, shares);
 	script_arg_str(a, IS_OURS_A_TOKEN, ctx->token);
 	script_arg_str(a, IS_OURS_A_LIMIT, num(c, 0, ctx->limit));
+	script_arg_str(a, IS_OURS_A_SHARED, ctx->shared ? "1" : "0");
 	script_args_done(a);
 }
 
@@ -297,9 +311,11 @@ call_extend(struct call *c, const struct lock_ctx *ctx)
 	KEY(a, EXTEND_K_SEM, k, sem);
 	KEY(a, EXTEND_K_LIMIT, k, limit);
 	KEY(a, EXTEND_K_QUEUE, k, queue);
+	KEY(a, EXTEND_K_SHARES, k, shares);
 	script_arg_str(a, EXTEND_A_TOKEN, ctx->token);
 	script_arg_str(a, EXTEND_A_LEASE_MS, num(c, 0, ctx->lease_ms));
 	script_arg_str(a, EXTEND_A_LIMIT, num(c, 1, ctx->limit));
+	script_arg_str(a, EXTEND_A_SHARED, ctx->shared ? "1" : "0");
 	script_args_done(a);
 }
 
@@ -338,8 +354,12 @@ call_release(struct call *c, const struct lock_ctx *ctx)
 	KEY(a, RELEASE_K_QUEUE, k, queue);
 	KEY(a, RELEASE_K_WAITERS, k, waiters);
 	KEY(a, RELEASE_K_TOKENS, k, tokens);
+	KEY(a, RELEASE_K_SHARES, k, shares);
+	KEY(a, RELEASE_K_WRITERS, k, writers);
+	KEY(a, RELEASE_K_WTOKENS, k, wtokens);
 	script_arg_str(a, RELEASE_A_TOKEN, ctx->token);
 	script_arg_str(a, RELEASE_A_LIMIT, num(c, 0, ctx->limit));
+	script_arg_str(a, RELEASE_A_SHARED, ctx->shared ? "1" : "0");
 	script_arg(a, RELEASE_A_WAKE, k->wake, k->wake_len);
 	script_arg(a, RELEASE_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
@@ -435,9 +455,12 @@ dequeue_args(struct script_args *a, const struct lock_ctx *ctx)
 	script_args_init(a, &lua_dequeue);
 	KEY(a, DEQUEUE_K_QUEUE, k, queue);
 	KEY(a, DEQUEUE_K_WAITERS, k, waiters);
+	KEY(a, DEQUEUE_K_WRITERS, k, writers);
+	KEY(a, DEQUEUE_K_TOKENS, k, tokens);
 	script_arg_str(a, DEQUEUE_A_TOKEN, ctx->token);
 	script_arg(a, DEQUEUE_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
+	script_arg_str(a, DEQUEUE_A_WAKE_TTL_MS, STR(WAKE_TOKEN_TTL_MS));
 	script_args_done(a);
 }
 
@@ -538,14 +561,18 @@ op_acquire_pending(struct lock *l, int64_t *sent_at)
 	return 1;
 }
 
+/* is_ours.lua's 0, 1, or 2 (a share, asked for exclusively). */
 static int
 op_is_ours(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct call c;
+	long long v;
 
 	call_is_ours(&c, ctx);
 	(void)cmd_srv(l);
-	return yes_no(srv(l), c.what, call_run(srv(l), &c));
+	if (int_reply(srv(l), c.what, call_run(srv(l), &c), &v) < 0)
+		return -1;
+	return v == 1 || v == 2 ? (int)v : 0;
 }
 
 /* A --fair waiter still in the queue, its entry refreshed
@@ -564,6 +591,7 @@ op_heartbeat(struct lock *l, const struct lock_ctx *ctx)
 	script_arg_str(&a, HEARTBEAT_A_TOKEN, ctx->token);
 	script_arg_str(&a, HEARTBEAT_A_INFO, ctx->waiter_info);
 	script_arg_str(&a, HEARTBEAT_A_WAITER_TTL_MS, ttl);
+	script_arg_str(&a, HEARTBEAT_A_SHARED, ctx->shared ? "1" : "0");
 	script_args_done(&a);
 	return int_reply(s, "heartbeat", script_call(s, &a), &v);
 }
@@ -693,6 +721,105 @@ field(const struct reply *r, const char *name)
 	return NULL;
 }
 
+/* One command's reply, with arguments a (n of them, NUL-terminated but
+ * the keys, whose lengths come in kl, 0 for the others). */
+static struct reply *
+cmd(struct server *cn, int n, const char **a, const size_t *kl)
+{
+	size_t lens[6];
+	int i;
+
+	for (i = 0; i < n; i++)
+		lens[i] = kl[i] ? kl[i] : strlen(a[i]);
+	return server_command(cn, n, a, lens);
+}
+
+/* "N shared holders (user@host, pid P: cmd, and M more)". */
+static void
+describe_shares(struct server *cn, const struct lock_keys *k, char *buf,
+    size_t len)
+{
+	const char *a[6] = { "ZRANGE", k->shares, "0", "-1" };
+	size_t kl[6] = { 0, k->shares_len, 0, 0 };
+	char f[4][48], pcmd[80], more[32] = "";
+	struct reply *r, *m;
+	size_t n, i;
+
+	if ((r = cmd(cn, 4, a, kl)) == NULL || r->type != REPLY_ARRAY ||
+	    r->elements == 0 || r->element[0]->type != REPLY_STRING) {
+		reply_free(r);
+		return;
+	}
+	n = r->elements;
+	snprintf(buf, len, "%zu shared holder%s", n, n == 1 ? "" : "s");
+	for (i = 0; i < 4; i++)
+		snprintf(f[i], sizeof(f[i]), "%.36s:%s", r->element[0]->str,
+		    (const char *[]){ "user", "host", "pid", "cmd" }[i]);
+	reply_free(r);
+	a[0] = "HMGET", a[1] = k->metas, kl[1] = k->metas_len;
+	for (i = 0; i < 4; i++)
+		a[2 + i] = f[i], kl[2 + i] = 0;
+	if ((m = cmd(cn, 6, a, kl)) == NULL)
+		return;
+	if (m->type == REPLY_ARRAY && m->elements == 4) {
+		for (i = 0; i < 4; i++)
+			if (m->element[i]->type != REPLY_STRING)
+				break;
+		if (i == 4) {
+			printable(m->element[3]->str, m->element[3]->len, pcmd,
+			    sizeof(pcmd));
+			if (n > 1)
+				snprintf(more, sizeof(more), ", and %zu more",
+				    n - 1);
+			snprintf(buf, len, "%zu shared holder%s (%s@%s, pid "
+			    "%s: %s%s)", n, n == 1 ? "" : "s",
+			    m->element[0]->str, m->element[1]->str,
+			    m->element[2]->str, pcmd, more);
+		}
+	}
+	reply_free(m);
+}
+
+/*
+ * No holder's meta: a shared KEY, a --fair head taking its turn, or (for
+ * a reader) an exclusive request that readers wait for.
+ */
+static void
+describe_other(struct server *cn, const struct lock_ctx *ctx, char *buf,
+    size_t len)
+{
+	const struct lock_keys *k = &ctx->k;
+	const char *a[2] = { "GET", k->lock };
+	size_t kl[2] = { 0, k->lock_len }, n;
+	struct reply *r;
+	int shared, free, writers = 0;
+
+	if ((r = cmd(cn, 2, a, kl)) == NULL)
+		return;
+	shared = r->type == REPLY_STRING && r->len == 6 &&
+	    memcmp(r->str, "shared", 6) == 0;
+	free = r->type == REPLY_NIL;
+	reply_free(r);
+	if (ctx->shared) {
+		a[0] = "ZCARD", a[1] = k->writers, kl[1] = k->writers_len;
+		if ((r = cmd(cn, 2, a, kl)) == NULL)
+			return;
+		writers = r->type == REPLY_INTEGER && r->integer > 0;
+		reply_free(r);
+	}
+	if (shared)
+		describe_shares(cn, k, buf, len);
+	else if (free && writers)
+		snprintf(buf, len, "nobody, but an exclusive request is "
+		    "waiting");
+	else if (free)
+		snprintf(buf, len, "nobody, but it is the turn of the next "
+		    "--fair waiter,");
+	n = strlen(buf);
+	if (shared && writers)
+		snprintf(buf + n, len - n, "; an exclusive request is waiting");
+}
+
 static void
 op_describe_holder(struct lock *l, const struct lock_ctx *ctx, char *buf,
     size_t len)
@@ -712,15 +839,8 @@ op_describe_holder(struct lock *l, const struct lock_ctx *ctx, char *buf,
 		return;
 	if (r->type == REPLY_ARRAY && r->elements == 0) {
 		reply_free(r);
-		argv[0] = "EXISTS";
-		argv[1] = k->lock;
-		lens[0] = 6;
-		lens[1] = k->lock_len;
-		if ((r = server_command(s, 2, argv, lens)) == NULL)
-			return;
-		if (r->type == REPLY_INTEGER && r->integer == 0)
-			snprintf(buf, len, "nobody, but it is the turn of the "
-			    "next --fair waiter,");
+		describe_other(s, ctx, buf, len);
+		return;
 	}
 	if (r->type == REPLY_ARRAY && (user = field(r, "user")) &&
 	    (host = field(r, "host")) && (pid = field(r, "pid")) &&
@@ -800,14 +920,21 @@ op_waker(struct lock *l, const struct lock_ctx *ctx, int want_holder)
 	struct server *s = srv(l);
 	struct wake_behind behind = { send_behind, l };
 	enum endpoint_kind kind = server_cfg(s)->ep.kind;
+	struct waker *w;
 
 	if (ctx->fair)
 		return wake_sub(&s, 1, 1, ctx->k.my_wake, ctx->k.my_wake_len);
-	if (kind != EP_TCP && kind != EP_UNIX)
-		return wake_pop(s, ctx->k.tokens, ctx->k.tokens_len, NULL);
-	sg(l)->behind_ctx = ctx;
-	sg(l)->behind_want = want_holder;
-	return wake_pop(s, ctx->k.tokens, ctx->k.tokens_len, &behind);
+	if (kind != EP_TCP && kind != EP_UNIX) {
+		w = wake_pop(s, ctx->k.tokens, ctx->k.tokens_len, NULL);
+	} else {
+		sg(l)->behind_ctx = ctx;
+		sg(l)->behind_want = want_holder;
+		w = wake_pop(s, ctx->k.tokens, ctx->k.tokens_len, &behind);
+	}
+	/* Readers that wait for an exclusive waiter are not woken for it. */
+	if (!ctx->shared && ctx->limit == 1)
+		wake_pop_also(w, ctx->k.wtokens, ctx->k.wtokens_len);
+	return w;
 }
 
 /* One server's waiters look at a foreign holder (a quorum tries

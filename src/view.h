@@ -24,12 +24,13 @@ struct view {
 	size_t keylen;
 	struct reply *r;
 	long long now, limit, queued;
-	const char *mode;		/* "mutex", "semaphore", "free" */
+	long long writers;		/* exclusive waiters readers wait for */
+	const char *mode;	/* "mutex", "semaphore", "shared", "free" */
 	const struct reply *holders, *waiters;
 	const struct reply *last;	/* INSPECT_LAST_N strings, or none */
 };
 
-/* Is the KEY of v held (mutex or semaphore)? */
+/* Is the KEY of v held (mutex, semaphore or shared)? */
 int view_held(const struct view *v);
 
 /*

@@ -65,6 +65,8 @@ struct waiter {
 	int64_t no_ttl_backoff;
 	int64_t next_beat;		/* --fair :w key refresh due */
 	int queued;			/* we are in the --fair queue */
+	int writer;			/* readers wait for us (P{K}:xw) */
+	int expiry;			/* the retry is the holder's expiry */
 	int uncertain;			/* an attempt's outcome is unknown */
 	int caps;			/* lock_caps */
 	/* --- a foreign holder (foreign.h): look, not BLPOP --- */
@@ -204,6 +206,8 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 			lr = lock_acquire(w->l, w->ctx, queue, want,
 			    &res->fence, busy);
 		}
+		if (lr == LOCK_BUSY && busy->writer == 1)
+			w->writer = 1;
 		if (lr == LOCK_BUSY && busy->position >= 0 && !w->queued) {
 			w->queued = 1;
 			w->next_beat = mono_ms() + WAITER_BEAT_MS;
@@ -236,6 +240,9 @@ retry_at(struct waiter *w, const struct lock_busy *b)
 {
 	int64_t now = mono_ms(), t;
 
+	/* A retry before the holder's lease ends (an exclusive waiter that
+	 * renews its claim on the readers) needs no sharp wake-up. */
+	w->expiry = b->lease_left_ms < 0 || b->wait_ms >= b->lease_left_ms;
 	if (b->wait_ms >= 0) {
 		t = b->wait_ms + EXPIRY_SLACK_MS;
 		w->no_ttl_backoff = 100;
@@ -343,7 +350,7 @@ sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
 		if ((w->caps & LOCK_FAILOVER) &&
 		    mono_ms() + SENTINEL_RECHECK_MS < until)
 			until = mono_ms() + SENTINEL_RECHECK_MS;
-		why = block(w, until, until == retry, res);
+		why = block(w, until, until == retry && w->expiry, res);
 		/* The attempt sent behind the BLPOP has answered, or will:
 		 * it is the caller's to read now. */
 		if (why == WOKE_TIMEOUT && sent_behind(w, NULL))
@@ -416,7 +423,7 @@ give_up(struct waiter *w, enum wait_status st)
 	 * connection lost): it may have been granted. */
 	if (lock_acquire_pending(w->l, NULL) != 0)
 		w->uncertain = 1;
-	if (!w->queued && !w->uncertain)
+	if (!w->queued && !w->writer && !w->uncertain)
 		goto out;
 	/* Keep the failure that made us give up for the caller's message. */
 	if (w->down_since == 0)
@@ -425,7 +432,7 @@ give_up(struct waiter *w, enum wait_status st)
 		goto out;
 	if (!lock_is_open(w->l) && lock_open(w->l) != 0)
 		goto out;
-	if (w->queued)
+	if (w->queued || w->writer)
 		(void)lock_dequeue(w->l, w->ctx);
 	if (w->uncertain)
 		(void)lock_release(w->l, w->ctx);

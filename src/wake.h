@@ -55,6 +55,9 @@ struct wake_behind {
  */
 struct waker *wake_pop(struct server *s, const char *list, size_t len,
     const struct wake_behind *behind);
+/* A BLPOP waker blocks on this list too (exclusive waiters of a KEY that
+ * may be shared: a release wakes them alone there, lib/shared.lua). */
+void wake_pop_also(struct waker *w, const char *list, size_t len);
 
 /*
  * BLPOP list on one of n servers the caller keeps (a quorum's masters):

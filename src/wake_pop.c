@@ -35,6 +35,8 @@ struct pop_waker {
 	int no_pop;			/* ... and so no more: look instead */
 	char *list;
 	size_t list_len;
+	char *also;			/* a second list to BLPOP, or NULL */
+	size_t also_len;
 };
 
 static struct pop_waker *
@@ -137,15 +139,16 @@ pick(const struct pop_waker *w)
 static int
 arm(struct pop_waker *w, int64_t until)
 {
-	const char *argv[3] = { "BLPOP", w->list, NULL };
-	size_t lens[3] = { 5, w->list_len, 0 };
+	const char *argv[4] = { "BLPOP", w->list, w->also, NULL };
+	size_t lens[4] = { 5, w->list_len, w->also_len, 0 };
 	int64_t left = until - mono_ms();
+	int n = w->also ? 3 : 2;
 	char secs[32];
 
-	lens[2] = (size_t)snprintf(secs, sizeof(secs), "%lld.%03lld",
+	lens[n] = (size_t)snprintf(secs, sizeof(secs), "%lld.%03lld",
 	    (long long)(left / 1000), (long long)(left % 1000));
-	argv[2] = secs;
-	if (server_send(w->pop[w->at], 3, argv, lens) < 0)
+	argv[n] = secs;
+	if (server_send(w->pop[w->at], n + 1, argv, lens) < 0)
 		return -1;
 	w->armed = 1;
 	w->armed_until = until;
@@ -340,6 +343,7 @@ pop_free(struct waker *wk)
 	free(w->pop);
 	free(w->p);
 	free(w->list);
+	free(w->also);
 	free(w);
 }
 
@@ -379,4 +383,14 @@ wake_pop(struct server *s, const char *list, size_t len,
 	if (behind != NULL)
 		pw(wk)->behind = *behind;
 	return wk;
+}
+
+void
+wake_pop_also(struct waker *wk, const char *list, size_t len)
+{
+	struct pop_waker *w = pw(wk);
+
+	free(w->also);
+	w->also = xstrndup(list, len);
+	w->also_len = len;
 }

@@ -248,6 +248,7 @@ man_rules() {
 		run,*) mark='.It run, Fl w' ;;
 		*-n*) mark='.It run with Fl n' ;;
 		*fair*) mark='.It Fl \-fair' ;;
+		*'`-s`'*) mark='.It Fl s' ;;
 		*-N*) mark='.It Fl N' ;;
 		*status*) mark='.It Cm status' ;;
 		*list*) mark='.It Cm list' ;;
@@ -257,7 +258,7 @@ man_rules() {
 		[ "$(man_rules "$mark")" = "$rules" ] ||
 			fail "man page row $mode: $(man_rules "$mark"), want $rules"
 	done < <(sh "$BATS_TEST_DIRNAME/../src/acl-rows.sh")
-	[ "$n" = 8 ]
+	[ "$n" = 9 ]
 }
 
 # row_mode MODE: run MODE (a README row) as the user app, its lock free or,
@@ -272,6 +273,7 @@ row_mode() {
 	run,*) set -- -w "$(tf 5)" -k a -- true ;;
 	*-n*) set -- -n -k a -- true ;;
 	*fair*) set -- --fair -w "$(tf 5)" -k a -- true ;;
+	*'`-s`'*) set -- -s -w "$(tf 5)" -k a -- true ;;
 	*-N*) set -- -N 2 -w "$(tf 5)" -k a -- true ;;
 	*status*) set -- status held ;;
 	*list*) set -- list ;;

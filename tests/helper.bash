@@ -303,3 +303,11 @@ usage_error() {
 	[ "${stderr_lines[1]}" = "Try 'rlock --help' for more information." ] ||
 		fail "second line: ${stderr_lines[1]}"
 }
+
+# blocked_is N: N clients of the file's server are blocked (BLPOP, a
+# subscription's wait), not counting a holder that listens for a
+# release --force (its connection is named rlock-holder).
+blocked_is() {
+	[ "$(rcli client list | grep ' flags=[a-zA-Z]*b' |
+	    grep -cv ' name=rlock-holder ')" = "$1" ]
+}

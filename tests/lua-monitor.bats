@@ -6,9 +6,10 @@
 # Checked on what Redis itself saw: redis-cli MONITOR against this file's
 # server while rlock runs each script in its modes (run, extend, nested
 # run, -n, -w, --fair with a waiter giving up, -N, --min-hold, a lost
-# lease, status, list, release --force); the --redlock scripts and the
-# --fair heartbeat (every 30 s) are run by hand, with the keys rlock
-# gives them. tests/lua_monitor.py reads the log.
+# lease, -s with a writer waiting, status, list, release --force); the
+# --redlock scripts and the --fair heartbeat (every 30 s) are run by
+# hand, with the keys rlock gives them. tests/lua_monitor.py reads the
+# log.
 
 load helper
 
@@ -17,6 +18,8 @@ BATS_TEST_TIMEOUT=$(tf 120)
 R() { "$RLOCK" "$@" 3>&-; }
 queued() { [ "$(rcli llen "rlock:{$1}:q")" = "$2" ]; }
 slots() { [ "$(rcli zcard "rlock:{$1}:sem")" = "$2" ]; }
+shares() { [ "$(rcli zcard "rlock:{$1}:sh")" = "$2" ]; }
+writer_waits() { [ "$(rcli zcard "rlock:{$1}:xw")" = 1 ]; }
 
 # by_hand SCRIPT NKEYS KEY... ARG...: EVALSHA the script as rlock embeds it.
 by_hand() {
@@ -29,7 +32,7 @@ by_hand() {
 
 # Each mode once, the lock in the state its scripts act on.
 exercise() {
-	local t=$BATS_FILE_TMPDIR p q w1 w2 i
+	local t=$BATS_FILE_TMPDIR p p2 q w1 w2 i
 	timeout 20 "$RLOCK" -k m-plain -l 1s -- sleep 1.2
 	timeout 20 "$RLOCK" -k m-nest -- "$RLOCK" -k m-nest -- true
 	# Busy: -n is skipped (and counted), -w waits and wins.
@@ -88,10 +91,33 @@ exercise() {
 	wait_until 20 held m-lost
 	rcli del 'rlock:{m-lost}' >/dev/null
 	wait "$p" && return 1
+	# -s: two shares, a writer that waits for them (its claim), one that
+	# gives up (dequeue), a reader behind the writer with a nested -s;
+	# a --fair share; a share broken by force.
+	R -s -k m-shared -l 5s -- sleep 1.5 &
+	p=$!
+	R -s -k m-shared -l 5s -- sleep 1.5 &
+	p2=$!
+	wait_until 20 shares m-shared 2
+	R -w 20 -k m-shared -- true &
+	w1=$!
+	wait_until 20 writer_waits m-shared
+	timeout 20 "$RLOCK" -s -n -k m-shared -- true && return 1
+	timeout 20 "$RLOCK" -w 0.3 -k m-shared -- true && return 1
+	R -s -w 20 -k m-shared -- "$RLOCK" -s -k m-shared -- true &
+	w2=$!
+	R status m-shared >/dev/null
+	wait "$p" && wait "$p2" && wait "$w1" && wait "$w2"
+	R -s --fair -w 20 -k m-shared -- true
+	R -s -k m-shared -l 1s -- sleep 20 &
+	p=$!
+	wait_until 20 shares m-shared 1
+	R release --force m-shared >/dev/null
+	wait "$p" || true
 	# By hand, with the keys rlock gives them.
 	q='rlock:{m-hand}'
 	rcli set "$q" tok px 5000 >/dev/null
-	by_hand heartbeat 1 "$q:w" tok "$(printf 'u\037h\0371\037c')" 90000
+	by_hand heartbeat 1 "$q:w" tok "$(printf 'u\037h\0371\037c')" 90000 0
 	by_hand fence_raise 3 "$q" "$q:fence" "$q:meta" tok 5 604800000
 	by_hand undo 2 "$q" "$q:meta" tok
 	by_hand wake 1 "$q:tok" 1 5000

@@ -45,10 +45,11 @@ teardown_file() {
 # (fence_proposed): the fence drawn. In its header's order.
 acquire_proposing() { # KEY FENCE
 	local k="rlock:{$1}" t=0b7c6a52-3c1e-4c64-9d7e-3f1d2a4b5c6d
-	rcli evalsha "$ACQ" 11 "$k" "$k:meta" "$k:metas" "$k:fence" "$k:sem" \
-	    "$k:limit" "$k:q" "$k:w" "$k:turn" "$k:last" "$k:tok" "$t" 5000 \
-	    host 1 user cmd 604800000 1 0 "$k:wake:" 90000 0 200 '' 6000 \
-	    "$k:wake" "$2" | sed -n 2p
+	rcli evalsha "$ACQ" 14 "$k" "$k:meta" "$k:metas" "$k:fence" "$k:sem" \
+	    "$k:limit" "$k:q" "$k:w" "$k:turn" "$k:last" "$k:tok" "$k:sh" \
+	    "$k:xw" "$k:xtok" "$t" 5000 host 1 user cmd 604800000 1 0 \
+	    "$k:wake:" 90000 0 200 '' 6000 "$k:wake" 0 4000 5000 "$2" |
+	    sed -n 2p
 	rcli del "$k" "$k:meta" > /dev/null
 }
 

@@ -84,11 +84,6 @@ end_holder() {
 qlen() { rcli llen "$L:q"; }
 qlen_is() { [ "$(qlen)" = "$1" ]; }
 exists() { [ "$(rcli exists "$1")" = 1 ]; }
-# (Not counting a holder listening for release --force: rlock-holder.)
-blocked_is() {
-	[ "$(rcli client list | grep ' flags=[a-zA-Z]*b' |
-	    grep -cv ' name=rlock-holder ')" = "$1" ]
-}
 commands() {
 	rcli info stats | tr -d '\r' | sed -n 's/^total_commands_processed://p'
 }

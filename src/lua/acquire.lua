@@ -1,9 +1,11 @@
--- acquire: take KEY (mutex, or one of N semaphore slots) for a token, or
--- say how long to wait and where we stand in the --fair queue.
+-- acquire: take KEY (mutex, a share of it, or one of N semaphore slots)
+-- for a token, or say how long to wait and where we stand in the --fair
+-- queue.
 -- KEYS: lock meta metas fence sem limit queue waiters turn last tokens
+-- KEYS: shares writers wtokens
 -- ARGV: token lease_ms host pid user cmd fence_ttl_ms limit join
 -- ARGV: wake_prefix waiter_ttl_ms want_holder look_ms needs turn_ms wake
--- ARGV: fence_proposed?
+-- ARGV: shared writer_ttl_ms wake_ttl_ms fence_proposed?
 -- meta: a mutex holder's, metas: the -N holders' (lib/meta.lua); queue
 -- and waiters: the --fair queue (lib/queue.lua); turn: P{K}:turn, "TOKEN
 -- DUE", the queue head whose turn runs out at DUE; last: P{K}:last, where
@@ -17,7 +19,11 @@
 -- has to take a free KEY (its turn) before it is passed over; wake: the
 -- channel P{K}:wake; fence_proposed: a fence the caller proposes
 -- (--redlock: its clock a little ahead, so that every master draws the
--- same one: quorum.c).
+-- same one: quorum.c). shared '1': a share (-s; lib/shared.lua), with
+-- limit 1: shares, the sorted set of the shares; writers, the exclusive
+-- requests readers wait for, each there writer_ttl_ms from its last
+-- attempt; wtokens, the wake tokens only those BLPOP. wake_ttl_ms: how
+-- long a wake token a grant leaves for the next plain waiter lasts.
 -- What it runs, and what the holder and waiter will run later (the
 -- scripts named with @, and the commands rlock sends itself), asked
 -- before any write (lua-text.sh): refused with RLOCK_NOPERM, writing
@@ -29,7 +35,7 @@
 -- RUNS mutex: ZCOUNT sem 0 0; GET limit; GET lock; PTTL lock
 -- RUNS mutex: PEXPIRE lock 1; PEXPIRE meta 1; HGET meta f
 -- RUNS mutex: EXISTS meta; DEL turn meta; SET lock x PX 1; HSET meta f v
--- RUNS mutex: HMGET meta user
+-- RUNS mutex: HMGET meta user; ZRANGE shares 0 0; HMGET metas x
 -- RUNS sem: EXISTS lock; EXISTS meta; ZRANGEBYSCORE sem 0 0
 -- RUNS sem: HDEL metas x; ZREMRANGEBYSCORE sem 0 0; GET limit; ZCARD sem
 -- RUNS sem: ZSCORE sem x; ZADD sem 1 x; PTTL metas; PEXPIRE metas 1
@@ -39,33 +45,50 @@
 -- RUNS fair: PTTL queue; PEXPIRE queue 1; PTTL waiters; PEXPIRE waiters 1
 -- RUNS fair: SSUBSCRIBE =wake_prefix+x; PUBSUB NUMSUB =wake_prefix+x
 -- RUNS fair: PUBSUB SHARDNUMSUB =wake_prefix+x; @dequeue; @heartbeat
--- RUNS blpop: BLPOP tokens 0
+-- RUNS blpop: BLPOP wtokens tokens 0; EXISTS writers; ZADD writers 1 x
+-- RUNS blpop: ZREM writers x; PEXPIRE writers 1
+-- RUNS shared: ZSCORE shares x; ZADD shares 1 x; ZRANGE shares 0 0
+-- RUNS shared: PEXPIRE shares 1; PEXPIRE metas 1; HGET metas x
+-- RUNS shared: ZRANGEBYSCORE shares 0 0; ZREMRANGEBYSCORE shares 0 0
+-- RUNS shared: HDEL metas x; ZREMRANGEBYSCORE writers 0 0; ZCARD writers
+-- RUNS shared: ZCARD shares; LRANGE queue 0 0; LREM queue 1 x
+-- RUNS shared: HSET metas f v; DEL shares metas; LPUSH tokens 1
+-- RUNS shared: LTRIM tokens 0 0; PEXPIRE tokens 1
 -- RUNS: SPUBLISH =wake x; SPUBLISH =wake_prefix+x x
--- RUNS: PUBLISH? =wake_prefix+x x; @extend; @release
+-- RUNS: PUBLISH? =wake_prefix+x x; @extend; @release; @is_ours
+-- RUNS mutex,blpop: @dequeue
 -- Returns {1, fence} when the caller holds KEY; else the busy reply,
 -- whose elements C reads by these names (ACQUIRE_BUSY_WAIT, ...):
 -- REPLY busy: got wait position user host pid cmd since now lease_left
--- REPLY busy: foreign ended
+-- REPLY busy: foreign ended writer
 -- got 0; wait: ms until trying again makes sense (-1: a holder key
 -- without expiry); position in the queue (0 = next, -1 not queued); the
--- holder's user, host, pid, cmd and since (when asked for); now: the
--- server's ms; lease_left: the holder's ms (for -N the soonest to end;
--- -1 no expiry, -2 nobody holds KEY: a --fair waiter ahead of us is
--- taking its turn); foreign: 1 when the holder is not rlock (KEY without
--- :meta: its release wakes nobody); ended: when the holder's run ended
--- ('' while it runs: only --min-hold keeps KEY after that).
--- Invariants: at most N holders; a token already holding is a harmless
--- retry or a nested run and never shortens its lease; nobody overtakes a
--- live queue head (one that takes its turn in time); fence = max(last +
--- 1, server ms, the fence proposed but at most 1 s past server ms).
+-- holder's user, host, pid, cmd and since (when asked for; for -s the
+-- share that ends last); now: the server's ms; lease_left: the holder's
+-- ms (for -N the soonest to end, for -s the last; -1 no expiry, -2
+-- nobody holds KEY: a --fair waiter ahead of us is taking its turn, or a
+-- writer readers wait for); foreign: 1 when the holder is not rlock (KEY
+-- without :meta: its release wakes nobody); ended: when the holder's run
+-- ended ('' while it runs: only --min-hold keeps KEY after that); writer:
+-- 1 when readers now wait for us (writers: the waiter takes that back
+-- with dequeue.lua if it gives up), 2 when we wait for a writer.
+-- Invariants: at most N holders, or any number of shares and no other
+-- holder; a token already holding is a harmless retry or a nested run
+-- and never shortens its lease; nobody overtakes a live queue head (one
+-- that takes its turn in time), and a reader never overtakes a writer
+-- that waits (writers, or an exclusive request ahead in the queue);
+-- fence = max(last + 1, server ms, the fence proposed but at most 1 s
+-- past server ms), one counter for every mode.
 local token, lease, n = a_token, tonumber(a_lease_ms), tonumber(a_limit)
+local shared = a_shared == '1'
+local plain_waiter = string.find(a_needs, 'w', 1, true) ~= nil
 -- On the paths every run takes, numbers go to redis.call as the strings
 -- they came as, or formatted once: Redis prints a number argument with
 -- "%.17g", a few thousand instructions each time.
 local turn = k_turn
 -- This holder's meta (lib/meta.lua).
 local mkey, mtok = k_meta, nil
-if n > 1 then mkey, mtok = k_metas, token end
+if n > 1 or shared then mkey, mtok = k_metas, token end
 
 local now = server_ms()
 local nows = string.format('%d', now)
@@ -86,8 +109,25 @@ if n == 1 then
     end
     return {1, tonumber(redis.call('HGET', k_meta, 'fence') or '0')}
   end
+  if shared then
+    -- A share already ours: a retry, or a nested run.
+    local score = redis.call('ZSCORE', k_shares, token)
+    if score and tonumber(score) > now then
+      if tonumber(score) < now + lease then
+        redis.call('ZADD', k_shares, now + lease, token)
+        shares_settle(k_lock, k_shares, k_metas, now)
+      end
+      return {1, tonumber(redis.call('HGET', k_metas, token .. ':fence') or
+        '0')}
+    end
+  end
 else
-  if redis.call('EXISTS', k_lock) == 1 then
+  local held = redis.call('GET', k_lock)
+  if held == 'shared' then
+    return redis.error_reply('RLOCK_MODE the key is in use as a shared ' ..
+      'lock (--shared), which --limit cannot count' .. SAME)
+  end
+  if held then
     -- An rlock mutex always has its meta.
     if redis.call('EXISTS', k_meta) == 0 then
       return redis.error_reply('RLOCK_FOREIGN the key is held by a ' ..
@@ -128,11 +168,13 @@ if head and head ~= token then
   head = live_head(k_queue, k_waiters, a_wake_prefix, now, head)
 end
 
-local free, wait
+local free, wait, open
 if n == 1 then
   -- KEY missing (GET said so above) is free: no PTTL to ask.
   wait = cur and redis.call('PTTL', k_lock) or -2
   free = wait == -2
+  -- A share may join the shares; wait for the last of them otherwise.
+  open = free or (shared and cur == 'shared')
 else
   local first = redis.call('ZRANGE', k_sem, 0, 0, 'WITHSCORES')
   free = redis.call('ZCARD', k_sem) < n
@@ -141,7 +183,38 @@ end
 -- What a waiter shows as the lease left: wait may become what is left of
 -- the queue head's turn below, which is no holder's lease.
 local left = free and -2 or wait
-local foreign = 0
+local foreign, writer = 0, 0
+
+-- A share is taken at once while KEY is free or shared, unless a writer
+-- waits: an exclusive request of the --fair queue ahead of us (or in it
+-- at all, for a request that is not queued), or one of writers, for a
+-- request that is not --fair (a --fair one goes by the queue's order).
+local take
+if shared then
+  shares_prune(k_shares, k_metas, now)
+  local fair = string.find(a_needs, 'f', 1, true) or a_join == '1'
+  take = open and (fair or writers_waiting(k_writers, now) == 0)
+  if take and head then
+    for _, tok in ipairs(redis.call('LRANGE', k_queue, 0, 999)) do
+      if tok == token then break end
+      local v = redis.call('HGET', k_waiters, tok)
+      local due = entry_due(v)
+      if due and due > now and not entry_shared(v) then
+        take = false
+        break
+      end
+    end
+  end
+  if open and not take and not fair then
+    -- Waiting for a writer: try again when its claim would lapse (it
+    -- takes KEY, or died).
+    local w = redis.call('ZRANGE', k_writers, -1, -1, 'WITHSCORES')
+    if w[2] then
+      wait, writer = math.max(tonumber(w[2]) - now, 1), 2
+      if free then left = -2 end
+    end
+  end
+end
 
 -- A free KEY is the live head's to take, within its turn: the first to
 -- see it free starts the clock (a release wakes the head and the one
@@ -151,7 +224,7 @@ local foreign = 0
 -- again. This, not a steady heartbeat, is how a head that cannot take its
 -- turn is told from a live one.
 local due
-while free and head and head ~= token do
+while not take and free and head and head ~= token do
   local cur = redis.call('GET', turn)
   local who, at
   if cur then who, at = string.match(cur, '^(%S+) (%d+)$') end
@@ -170,11 +243,13 @@ while free and head and head ~= token do
   head = live_head(k_queue, k_waiters, a_wake_prefix, now)
   if head and head ~= token then publish(a_wake_prefix .. head, 'turn') end
 end
-if n == 1 and not free and redis.call('EXISTS', k_meta) == 0 then
+if n == 1 and not free and cur ~= 'shared' and
+    redis.call('EXISTS', k_meta) == 0 then
   foreign = 1
 end
 
-if free and (not head or head == token) then
+if take == nil then take = free and (not head or head == token) end
+if take then
   -- A proposal more than 1 s ahead of our clock counts as 1 s ahead: a
   -- client clock far ahead cannot carry fences past the day the counter
   -- lapses (7 days), after which our clock alone keeps them increasing.
@@ -189,11 +264,20 @@ if free and (not head or head == token) then
   redis.call('SET', k_fence, fs, 'PX', a_fence_ttl_ms)
   -- Our entry goes even if we were not the head: a waiter that lost its
   -- place (lib/queue.lua) may have refreshed it since.
-  if head == token then redis.call('LPOP', k_queue) end
+  if head == token then
+    redis.call('LPOP', k_queue)
+  elseif shared and head then
+    -- A share taken from behind the head, with the shares before it.
+    redis.call('LREM', k_queue, 1, token)
+  end
   -- Any turn recorded is over now: a head passed over that joins again
   -- must get a turn of its own, not the old one's end. The holder's
   -- meta goes too, written anew below.
-  if n == 1 then
+  if shared then
+    -- Behind the head, the head's turn is still its own.
+    if not head or head == token then redis.call('DEL', turn) end
+    meta_drop(k_metas, token)
+  elseif n == 1 then
     redis.call('DEL', turn, k_meta)
   else
     redis.call('DEL', turn)
@@ -203,7 +287,13 @@ if free and (not head or head == token) then
   if a_join == '1' or string.find(a_needs, 'f', 1, true) then
     redis.call('HDEL', k_waiters, token)
   end
-  if n == 1 then
+  if plain_waiter and not shared then redis.call('ZREM', k_writers, token) end
+  if shared then
+    redis.call('ZADD', k_shares, now + lease, token)
+    if cur ~= 'shared' then
+      redis.call('SET', k_lock, 'shared', 'PX', a_lease_ms)
+    end
+  elseif n == 1 then
     redis.call('SET', k_lock, token, 'PX', a_lease_ms)
   else
     redis.call('ZADD', k_sem, now + lease, token)
@@ -211,7 +301,12 @@ if free and (not head or head == token) then
   end
   meta_set(mkey, mtok, 'host', a_host, 'pid', a_pid, 'user', a_user, 'cmd',
     a_cmd, 'since', nows, 'lease', a_lease_ms, 'fence', fs)
-  if n == 1 then
+  if shared then
+    shares_settle(k_lock, k_shares, k_metas, now)
+    -- Readers let readers in: the next plain waiter tries too (if it is a
+    -- reader, it gets in and wakes the one after it; a writer stops that).
+    wake_plain(k_tokens, 1, 1, a_wake_ttl_ms)
+  elseif n == 1 then
     redis.call('PEXPIRE', k_meta, a_lease_ms)
   else
     local last = redis.call('ZRANGE', k_sem, -1, -1, 'WITHSCORES')
@@ -241,8 +336,8 @@ if a_join == '1' then
     end
   end
   redis.call('HSET', k_waiters, token, string.format('%d',
-    now + tonumber(a_waiter_ttl_ms)) .. '\31' .. a_user .. '\31' ..
-    a_host .. '\31' .. a_pid .. '\31' .. a_cmd)
+    now + tonumber(a_waiter_ttl_ms)) .. (shared and 's' or '') .. '\31' ..
+    a_user .. '\31' .. a_host .. '\31' .. a_pid .. '\31' .. a_cmd)
   local qttl = math.max(2 * lease, wait + 2 * tonumber(a_waiter_ttl_ms))
   if redis.call('PTTL', k_queue) < qttl then
     redis.call('PEXPIRE', k_queue, qttl)
@@ -260,11 +355,31 @@ if due then
   if pos == 1 and wait > look then wait = look end
 end
 
+-- An exclusive request that will wait while KEY is shared (or while
+-- other writers wait): readers wait for it from now on. Its claim lapses
+-- unless it tries again, so it tries at least every third of it.
+if not shared and n == 1 and plain_waiter and a_join ~= '1' and
+    (cur == 'shared' or redis.call('EXISTS', k_writers) == 1) then
+  local ttl = tonumber(a_writer_ttl_ms)
+  redis.call('ZADD', k_writers, now + ttl, token)
+  redis.call('PEXPIRE', k_writers, a_writer_ttl_ms)
+  writer = 1
+  if wait < 0 or wait > ttl / 3 then wait = math.floor(ttl / 3) end
+end
+
 local m = {}
-if a_want_holder == '1' and n == 1 then
+if a_want_holder == '1' and n == 1 and cur ~= 'shared' then
   m = redis.call('HMGET', k_meta, 'user', 'host', 'pid', 'cmd', 'since',
     'ended')
+elseif a_want_holder == '1' and cur == 'shared' then
+  -- The share that ends last, as the lease left is its.
+  local last = redis.call('ZRANGE', k_shares, -1, -1)
+  if last[1] then
+    m = redis.call('HMGET', k_metas, unpack(meta_names(last[1], 'user',
+      'host', 'pid', 'cmd', 'since', 'ended')))
+  end
 end
 return reply_busy({got = 0, wait = wait, position = pos, user = m[1] or '',
   host = m[2] or '', pid = m[3] or '', cmd = m[4] or '', since = m[5] or '',
-  now = nows, lease_left = left, foreign = foreign, ended = m[6] or ''})
+  now = nows, lease_left = left, foreign = foreign, ended = m[6] or '',
+  writer = writer})

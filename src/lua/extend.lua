@@ -1,19 +1,37 @@
 -- extend: renew the lease, but only for the token that holds it.
--- KEYS: lock meta metas sem limit queue
--- ARGV: token lease_ms limit
--- meta: a mutex holder's, metas: the -N holders' (lib/meta.lua); limit: N.
+-- KEYS: lock meta metas sem limit queue shares
+-- ARGV: token lease_ms limit shared
+-- meta: a mutex holder's, metas: the -N holders' and the shares'
+-- (lib/meta.lua); limit: N; shared '1': the token's share in shares
+-- (lib/shared.lua).
 -- RUNS mutex: GET lock; PEXPIRE lock 1; PEXPIRE meta 1
 -- RUNS sem: TIME; ZSCORE sem x; ZREM sem x; HDEL metas x; ZADD sem 1 x
 -- RUNS sem: ZRANGE sem 0 0; PEXPIRE sem 1; PEXPIRE limit 1
 -- RUNS sem: PEXPIRE metas 1
 -- RUNS: PTTL queue; PEXPIRE queue 1
+-- RUNS shared: TIME; ZSCORE shares x; ZREM shares x; HDEL metas x
+-- RUNS shared: ZADD shares 1 x; ZRANGE shares 0 0; GET lock
+-- RUNS shared: PEXPIRE lock 1; PEXPIRE shares 1; PEXPIRE metas 1
+-- RUNS shared: ZCARD shares; DEL lock; DEL shares metas
 -- Returns 1 when extended, 0 when KEY is not ours (any more); refused with
 -- RLOCK_NOPERM, writing nothing, when the ACL lacks a permission.
 -- Invariant: never extends a lock held by another token. Also keeps the
 -- --fair queue alive while waiters sleep behind us (its waiters' entries
 -- are theirs to refresh).
 local token, lease = a_token, tonumber(a_lease_ms)
-if a_limit == '1' then
+if a_shared == '1' then
+  -- Our share alone: the others' leases are theirs to renew, so a dead
+  -- holder's share ends with its own lease.
+  local now = server_ms()
+  local score = redis.call('ZSCORE', k_shares, token)
+  if not score or tonumber(score) <= now then
+    redis.call('ZREM', k_shares, token)
+    meta_drop(k_metas, token)
+    return 0
+  end
+  redis.call('ZADD', k_shares, now + lease, token)
+  shares_settle(k_lock, k_shares, k_metas, now)
+elseif a_limit == '1' then
   if redis.call('GET', k_lock) ~= token then return 0 end
   redis.call('PEXPIRE', k_lock, a_lease_ms)
   redis.call('PEXPIRE', k_meta, a_lease_ms)

@@ -1,35 +1,36 @@
 -- inspect: all that `rlock status` and `rlock list` show about one KEY.
--- KEYS: lock meta metas sem limit queue waiters last
+-- KEYS: lock meta metas sem limit queue waiters last shares writers
 -- ARGV: wake_prefix waiters_shown
 -- meta: a mutex holder's, metas: the -N holders' (lib/meta.lua); queue
 -- and waiters: the --fair queue (lib/queue.lua); last: the last run;
 -- wake_prefix: "P{K}:wake:"; waiters_shown: how many to describe.
 -- RUNS: TIME; GET lock; PTTL lock; HMGET meta user
--- RUNS: ZRANGEBYSCORE sem 0 0
+-- RUNS: ZRANGEBYSCORE sem 0 0; ZRANGEBYSCORE shares 0 0; ZCOUNT writers 0 0
 -- RUNS: GET limit; HMGET metas x; LLEN queue; LRANGE queue 0 0
 -- RUNS: HGET waiters x; EXISTS last; HMGET last user; INFO? replication
 -- RUNS: PUBSUB? SHARDNUMSUB =wake_prefix+x; PUBSUB? NUMSUB =wake_prefix+x
 -- The reply, by these names (lua-text.sh makes reply() and the lists
 -- r_holders, r_waiters, r_last of them; embed-lua.sh C's
 -- INSPECT_R_NOW, INSPECT_HOLDERS_USER, ...):
--- REPLY: now mode limit holders queued waiters last
+-- REPLY: now mode limit holders queued waiters last writers
 -- REPLY holders: lease_left user host pid cmd since lease fence ended exit
 -- REPLY holders: hold_until
 -- REPLY waiters: user host pid cmd
 -- REPLY last: user host pid cmd started ended exit fence lost ok_ended
 -- REPLY last: skips skip_fence skip_user skip_host skip_pid skip_at
 --   now      server time, ms since the epoch
---   mode     'mutex', 'semaphore' or 'free'
---   limit    the N of the semaphore, 1 for a mutex, 0 when free
+--   mode     'mutex', 'semaphore', 'shared' or 'free'
+--   limit    the N of the semaphore, 1 for a mutex, 0 when free or shared
 --   holders  one array per holder: lease_left ms (-1: no expiry), then
 --            the strings of its meta ('' where rlock wrote nothing: the
 --            last three are set once the run ended and --min-hold keeps
---            KEY); semaphore holders soonest-expiring first
+--            KEY); semaphore holders and shares soonest-expiring first
 --   queued   live --fair waiters (entries past the first 1000 uncounted
 --            for liveness, counted as they are)
 --   waiters  the first waiters_shown live waiters
 --   last     {} when no run is recorded, else the fields of P{K}:last
 --            (lib/record.lua), '' where absent
+--   writers  exclusive requests the readers of a shared KEY wait for
 -- Invariant: writes nothing, so looking never changes a lock's fate (and
 -- works on a replica). Run with EVALSHA_RO/EVAL_RO (script.c), which
 -- Redis 7 answers during CLIENT PAUSE WRITE; no shebang flags, as Redis 6
@@ -46,7 +47,18 @@ local function holder(pttl, mk, tok)
 end
 
 local mode, limit, holders = 'free', 0, {}
-if redis.call('GET', k_lock) then
+local cur = redis.call('GET', k_lock)
+if cur == 'shared' then
+  -- A share whose lease ended is not shown, though the next write takes
+  -- it away only then (lib/shared.lua).
+  local sh = redis.call('ZRANGEBYSCORE', k_shares,
+    string.format('(%d', now), '+inf', 'WITHSCORES')
+  if #sh > 0 then mode = 'shared' end
+  for i = 1, #sh, 2 do
+    holders[#holders + 1] = holder(tonumber(sh[i + 1]) - now, k_metas,
+      sh[i])
+  end
+elseif cur then
   mode, limit = 'mutex', 1
   holders[1] = holder(redis.call('PTTL', k_lock), k_meta)
 else
@@ -101,5 +113,7 @@ if redis.call('EXISTS', k_last) == 1 then
   last = redis.call('HMGET', k_last, unpack(r_last))
   for i = 1, #r_last do last[i] = last[i] or '' end
 end
+local writers = redis.call('ZCOUNT', k_writers, string.format('(%d', now),
+  '+inf')
 return reply({now = now, mode = mode, limit = limit, holders = holders,
-  queued = queued, waiters = waiters, last = last})
+  queued = queued, waiters = waiters, last = last, writers = writers})

@@ -1,12 +1,14 @@
 -- release: compare-and-delete, then wake whoever may take KEY now.
--- KEYS: lock meta metas sem limit queue waiters tokens last?
--- ARGV: token limit wake wake_prefix wake_ttl_ms
+-- KEYS: lock meta metas sem limit queue waiters tokens shares writers
+-- KEYS: wtokens last?
+-- ARGV: token limit shared wake wake_prefix wake_ttl_ms
 -- ARGV: min_hold_ms? exit? lost? last_ttl_ms? ran_ms?
 -- meta: a mutex holder's, metas: the -N holders' (lib/meta.lua); queue
 -- and waiters: the --fair queue (lib/queue.lua); tokens: the wake tokens;
 -- last: the last run, given with the arguments after wake_ttl_ms only
 -- when a run ended; limit: N; wake: the channel P{K}:wake; wake_prefix:
--- "P{K}:wake:";
+-- "P{K}:wake:"; shared '1': the token's share (lib/shared.lua: shares,
+-- writers, wtokens);
 -- min_hold_ms: --min-hold (0: none); exit: rlock's exit status; lost: '1'
 -- if the lease was lost; ran_ms: ms since the grant, by the holder's clock
 -- (if meta is gone).
@@ -26,7 +28,10 @@
 -- Wakes one plain waiter (the oldest BLPOP on tokens; at most N tokens
 -- wait there) and only the live head of the --fair queue (and the one
 -- after it), so a hand-off costs O(1) messages however many wait. The
--- message on P{K}:wake is for anyone else who wants to know.
+-- message on P{K}:wake is for anyone else who wants to know. A share's
+-- release wakes nobody while other shares hold KEY; the last one's, or
+-- any release while readers wait for a writer, wakes an exclusive waiter
+-- (wtokens: lib/shared.lua).
 -- RUNS: TIME; HMGET last f; HSET last f v; PEXPIRE last 1
 -- RUNS: SPUBLISH =wake x; PUBLISH? =wake x; LPUSH tokens 1
 -- RUNS: LTRIM tokens 0 0; PEXPIRE tokens 1; LINDEX queue 0; HGET waiters x
@@ -39,6 +44,14 @@
 -- RUNS sem: ZADD sem 1 x
 -- RUNS sem: ZRANGE sem 0 0; PEXPIRE sem 1; PEXPIRE limit 1; HSET metas f v
 -- RUNS sem: ZREM sem x; HDEL metas x; ZCARD sem; DEL sem limit metas
+-- RUNS: ZCOUNT writers 0 0; LPUSH wtokens 1; LTRIM wtokens 0 0
+-- RUNS: PEXPIRE wtokens 1; LRANGE queue 0 0
+-- RUNS shared: ZSCORE shares x; HMGET metas x; PTTL metas; PEXPIRE metas 1
+-- RUNS shared: ZADD shares 1 x; ZRANGE shares 0 0; PEXPIRE shares 1
+-- RUNS shared: GET lock; PEXPIRE lock 1; DEL lock; HSET metas f v
+-- RUNS shared: ZREM shares x; HDEL metas x; ZCARD shares
+-- RUNS shared: DEL shares metas; ZRANGEBYSCORE shares 0 0
+-- RUNS shared: ZREMRANGEBYSCORE shares 0 0
 -- PRECHECK: none: acquire.lua asked for all of this before it granted
 -- KEY, and asking again would cost every cycle as much. A permission taken away since then (an ACL
 -- changed mid-run) refuses the check or the release proper, one command
@@ -46,13 +59,16 @@
 -- run in a pcall so that the others still run and the lock is released
 -- all the same, where asking first refused it all and kept the lock to
 -- its lease's end.
-local token, mutex = a_token, a_limit == '1'
+local token, shared = a_token, a_shared == '1'
+local mutex = a_limit == '1' and not shared
+-- A share's slots: the same code as a -N holder's, on shares.
+local slots = shared and k_shares or k_sem
 -- This holder's meta (lib/meta.lua).
 local mkey, mtok = k_meta, nil
 if not mutex then mkey, mtok = k_metas, token end
 if mutex then
   if redis.call('GET', k_lock) ~= token then return 0 end
-elseif not redis.call('ZSCORE', k_sem, token) then
+elseif not redis.call('ZSCORE', slots, token) then
   return 0
 end
 
@@ -105,7 +121,18 @@ local function meta_ended(left)
     string.format('%d', hold))
   meta_expiry(left)
 end
+-- Shares left after ours ended: KEY is free when none (lib/shared.lua).
+local left_shares = 1
+local function share_rest(t)
+  meta_drop(k_metas, token)
+  shares_prune(k_shares, k_metas, t)
+  left_shares = shares_settle(k_lock, k_shares, k_metas, t)
+end
 local function slot_expiry()
+  if shared then
+    shares_settle(k_lock, k_shares, k_metas, tonumber(now))
+    return
+  end
   local top = redis.call('ZRANGE', k_sem, -1, -1, 'WITHSCORES')
   local ttl = tonumber(top[2]) - tonumber(now)
   redis.call('PEXPIRE', k_sem, ttl)
@@ -130,12 +157,16 @@ if hold then
   if mutex then
     redis.call('PEXPIRE', k_lock, left)
   else
-    redis.call('ZADD', k_sem, hold, token)
+    redis.call('ZADD', slots, hold, token)
     step('keeping the slot', slot_expiry)
   end
   step('marking the run ended', meta_ended, left)
 elseif mutex then
   redis.call('DEL', k_lock, k_meta)
+elseif shared then
+  redis.call('ZREM', k_shares, token)
+  step('freeing the share', share_rest, now and tonumber(now) or
+    server_ms())
 else
   redis.call('ZREM', k_sem, token)
   step('freeing the slot', slot_rest)
@@ -145,11 +176,18 @@ if k_last and expirable('recording the run', k_last) then
     a_last_ttl_ms)
 end
 step('telling P{K}:wake', publish, a_wake, 'released')
-if expirable('waking a waiter', k_tokens) then
-  step('waking a waiter', wake_plain, k_tokens, 1, tonumber(a_limit),
-    a_wake_ttl_ms)
+-- Other shares still hold KEY (or ours is kept by --min-hold): none of
+-- those who wait can take it now.
+if hold or left_shares == 0 or not shared then
+  local t = now and tonumber(now) or server_ms()
+  local ok, target = pcall(wake_target, k_writers, k_tokens, k_wtokens, t)
+  if not ok then target = k_tokens end
+  if expirable('waking a waiter', target) then
+    step('waking a waiter', wake_plain, target, 1, tonumber(a_limit),
+      a_wake_ttl_ms)
+  end
+  step('waking the queue', wake_queue, k_queue, k_waiters, a_wake_prefix,
+    t)
 end
-step('waking the queue', wake_queue, k_queue, k_waiters, a_wake_prefix,
-  now and tonumber(now))
 if why then return {1, why} end
 return 1

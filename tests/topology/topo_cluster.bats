@@ -2,7 +2,8 @@
 # rlock against a Redis Cluster of 3 masters (no replicas), through
 # redis+cluster:// URLs: locks spread over every master stay exclusive, a
 # slot that migrates under a waiter still hands the lock over (plain and
-# --fair), status and list see every master, a dead seed is passed over.
+# --fair), status and list see every master, a dead seed is passed over,
+# shared locks keep to their slot.
 # The cluster comes from tests/topology.bash. About 20 s.
 
 load ../helper
@@ -222,6 +223,39 @@ pick_keys() {
 	done
 	run -0 "$RLOCK" -u "$CLUSTER_URL" list
 	[ -z "$output" ] || fail "list after: $output"
+}
+
+# Shared locks on a Cluster: every script touches only the keys of its
+# KEYS (the slot checks), BLPOP waits on two keys of one slot.
+@test "cluster: -s holders together; a writer waits for them, then goes before a later reader" {
+	local k=shared-c o
+	o=$(owner_of "$k")
+	for n in a b; do
+		bg "$RLOCK" -u "$CLUSTER_URL" -s -k "$k" -- sh -c '
+			touch "$1/$2"; until [ -e "$1/go" ]; do sleep 0.02; done' \
+			sh "$T" "$n"
+	done
+	wait_until 10 test -e "$T/a" || fail "a did not get in"
+	wait_until 10 test -e "$T/b" || fail "b did not get in beside a"
+	run -0 --separate-stderr "$RLOCK" -u "$CLUSTER_URL" status "$k"
+	assert_line --index 0 "$k: held (shared, 2 holders)"
+	bg "$RLOCK" -u "$CLUSTER_URL" -w 20 -k "$k" -- sh -c \
+		'echo w >> "$1/order"' sh "$T"
+	wait_until 10 test "$(topo_cli "$o" zcard "rlock:{$k}:xw")" = 1 ||
+		fail "the writer does not wait"
+	run -75 "$RLOCK" -u "$CLUSTER_URL" -s -n -q -k "$k" -- true
+	bg "$RLOCK" -u "$CLUSTER_URL" -s -w 20 -k "$k" -- sh -c \
+		'echo r >> "$1/order"' sh "$T"
+	wait_until 10 blpop_on "$o" || fail "the reader does not wait"
+	touch "$T/go"
+	for p in "${BG[@]}"; do
+		wait_exit "$p"
+		[ "$STATUS" = 0 ] || fail "status $STATUS"
+	done
+	BG=()
+	[ "$(cat "$T/order")" = "$(printf 'w\nr')" ] ||
+		fail "order: $(cat "$T/order")"
+	run -1 "$RLOCK" -u "$CLUSTER_URL" status "$k"
 }
 
 @test "cluster: KEYs with braces ('}x', '{x', 'x}', '}', '{}', and a leading '\\') work, wake-ups and list included" {

@@ -59,6 +59,26 @@ now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 	! master_has 'rlock:{s1}'
 }
 
+@test "sentinel: -s holders together through the sentinels; release --force breaks both" {
+	local n p
+	for n in a b; do
+		"$RLOCK" -u "$SENTINEL_URL" -s -l 1s -k shared-s -- sh -c '
+			touch "$1/$2"; sleep 30' sh "$T" "$n" 3>&- &
+		PIDS+=("$!")
+	done
+	wait_until 10 file_exists "$T/a" || fail "a did not get in"
+	wait_until 10 file_exists "$T/b" || fail "b did not get in beside a"
+	run -0 --separate-stderr "$RLOCK" -u "$SENTINEL_URL" status shared-s
+	assert_line --index 0 "shared-s: held (shared, 2 holders)"
+	run -0 --separate-stderr "$RLOCK" -u "$SENTINEL_URL" release --force \
+		shared-s
+	[ "${#lines[@]}" = 2 ] || fail "release --force: $output"
+	for p in "${PIDS[@]}"; do
+		wait_exit "$p"
+		[ "$STATUS" = 70 ] || fail "status $STATUS"
+	done
+}
+
 @test "sentinel: COMMAND inherits neither the master's nor a sentinel's socket" {
 	# The connection to a sentinel stays open for the re-checks while
 	# COMMAND runs: it must be close-on-exec as the master's is.

@@ -12,7 +12,7 @@
 #   TORTURE_VERBOSE=1  workers run rlock -v (their stderr is in the logs)
 #   TORTURE_STAMP    a built tests/torture/stamp.c (else built here with cc)
 #
-# Scenarios: a1 a2 a3 b1 b2 c1 c2 c3 c4 d1 d2 e1 e2 e3 f w (default: all).
+# Scenarios: a1 a2 a3 b1 b2 c1 c2 c3 c4 d1 d2 e1 e2 e3 f w rw (default: all).
 # c2 (a frozen supervisor) and d2 (Redis restarted without persistence)
 # are outside what rlock can guarantee: their overlaps are reported, not
 # failed; their fences still must increase.
@@ -29,12 +29,15 @@ unset RLOCK_URL REDIS_URL RLOCK_PASSWORD REDISCLI_AUTH RLOCK_KEY RLOCK_TOKEN \
 
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
+# shellcheck source=rw.sh
+. "$HERE/rw.sh"
 
 # `make torture` builds stamp; run by hand, we build it here.
 if [ -z "${TORTURE_STAMP:-}" ]; then
 	cc -O2 -Wall -Wextra -Werror -o "$STAMP" "$HERE/stamp.c" || exit 1
 fi
 python3 "$HERE/check.py" --self-test || exit 1
+python3 "$HERE/check_rw.py" --self-test || exit 1
 
 FAILED=() RESULTS=()
 TOTAL_SECTIONS=0 TOTAL_FAULTS=0 TOTAL_VIOL=0 TOTAL_LOST=0
@@ -495,7 +498,7 @@ sc_w() {
 
 # ---------------------------------------------------------------- main
 
-ALL=(a1 a2 a3 b1 b2 c1 c2 c3 c4 d1 d2 e1 e2 e3 f w)
+ALL=(a1 a2 a3 b1 b2 c1 c2 c3 c4 d1 d2 e1 e2 e3 f w rw)
 [ $# -gt 0 ] && ALL=("$@")
 START=$(now_ms)
 echo "torture: $RLOCK, ${SECS}s of contention per scenario, logs in $TR_ROOT"

@@ -3,7 +3,7 @@
 -- KEY: the list P{K}:q of the waiters' tokens, oldest first, and the hash
 -- P{K}:w of each queued waiter's "DUE\31user\31host\31pid\31cmd", DUE the
 -- server ms its entry lapses at unless refreshed (acquire.lua,
--- heartbeat.lua). A waiter is alive while its entry is due after now and
+-- heartbeat.lua), followed by 's' for a shared request (-s). A waiter is alive while its entry is due after now and
 -- it listens on its channel wakepre..TOKEN: it subscribes before it joins
 -- (wait.c), and the kernel closes a dead process's sockets at once,
 -- whereas its entry lapses only seconds later.
@@ -33,22 +33,30 @@ local function entry_due(v)
   return v and tonumber(string.match(v, '^%d+') or '')
 end
 
+-- Is waiter entry v a shared request's?
+local function entry_shared(v)
+  return v ~= nil and v ~= false and string.match(v, '^%d+s') ~= nil
+end
+
 -- Drop the dead waiters at the head of the --fair queue q (entries in the
 -- hash w, channels wakepre..TOKEN); return the live head or nil. A live
 -- waiter whose subscription dropped loses its place here and joins again
 -- at the back once subscribed anew. now: the server's ms if the caller
--- has it; first: the head the caller just read, if it did.
+-- has it; first: the head the caller just read, if it did. Also returns
+-- the live head's entry.
 local function live_head(q, w, wakepre, now, first)
   local head = first or redis.call('LINDEX', q, '0')
+  local v
   while head do
     now = now or server_ms()
-    local due = entry_due(redis.call('HGET', w, head))
+    v = redis.call('HGET', w, head)
+    local due = entry_due(v)
     if due and due > now and subscribed(wakepre .. head) then break end
     redis.call('LPOP', q)
     redis.call('HDEL', w, head)
     head = redis.call('LINDEX', q, '0')
   end
-  return head or nil
+  return head or nil, v
 end
 
 -- Tell the --fair queue that KEY may be free: the live head ('turn': try
@@ -61,13 +69,22 @@ end
 -- owes its clients in the reverse order of their first reply of the
 -- round (the list of pending writes is pushed at its head; not so with
 -- io-threads), so the head, told last, is written to (and woken) before
--- the one after it.
+-- the one after it. Shared requests at the head are granted together:
+-- each of those after a shared head, up to the first exclusive one, is
+-- told 'turn' too (at most SHARED_RUN of them: the rest follow as each
+-- grant wakes the next, acquire.lua).
+local SHARED_RUN = 100
 local function wake_queue(q, w, wakepre, now)
-  local head = live_head(q, w, wakepre, now)
+  local head, v = live_head(q, w, wakepre, now)
   if head then
     local nxt = redis.call('LINDEX', q, '1')
     if nxt then publish(wakepre .. nxt, 'next') end
     publish(wakepre .. head, 'turn')
+    if not entry_shared(v) then return end
+    for _, tok in ipairs(redis.call('LRANGE', q, 1, SHARED_RUN)) do
+      if not entry_shared(redis.call('HGET', w, tok)) then break end
+      publish(wakepre .. tok, 'turn')
+    end
   end
 end
 
