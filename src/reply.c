@@ -145,6 +145,10 @@ failure_retry(const struct failure *f)
 	 * may still reach the server and take the new try's grant back. */
 	if (f->again == AGAIN_NOT_THERE)
 		return 0;
+	/* Plain text against a TLS port, or the reverse, is the URL's
+	 * mistake, not the weather: no later try changes it. */
+	if (f->kind == FAIL_TLS_PLAIN)
+		return 0;
 	if (f->status == RL_EXIT_UNAVAILABLE)
 		return 1;
 	switch (f->kind) {

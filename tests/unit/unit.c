@@ -875,6 +875,8 @@ test_failure_kind(void)
 	CHECK(failure_retry(&f), "a login refused and heard out: a new try");
 	f.again = AGAIN_NOT_THERE;
 	CHECK(!failure_retry(&f), "not while an undo may still reach it");
+	failure_make(&f, FAIL_TLS_PLAIN, RL_EXIT_UNAVAILABLE, "x");
+	CHECK(!failure_retry(&f), "not plain text against a TLS port");
 	failure_make(&f, FAIL_NOT_REDIS, RL_EXIT_PROTOCOL, "x");
 	CHECK(!failure_retry(&f) && f.code[0] == '\0',
 	    "not a peer that is not Redis");
