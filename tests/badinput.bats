@@ -22,15 +22,8 @@ setup_file() {
 	export REDIS_PIDFILE=$MAIN_PIDFILE RLOCK_URL=$MAIN_URL
 	# A loopback port where nothing listens: a usage error that still
 	# comes out as 64 with -u pointing there was found before connecting.
-	local p
-	for p in $(seq 1 50); do
-		p=$(own_port $(( (RANDOM % 12000) + 20000 )))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			export CLOSED_PORT=$p CLOSED_URL=redis://127.0.0.1:$p
-			break
-		fi
-	done
-	[ -n "${CLOSED_PORT:-}" ]
+	CLOSED_PORT=$(closed_port 20000 12000) || return 1
+	export CLOSED_PORT CLOSED_URL=redis://127.0.0.1:$CLOSED_PORT
 }
 
 teardown_file() {
@@ -70,20 +63,6 @@ extra_start() {
 	EXTRA="${EXTRA:-} $1"
 	export REDIS_SOCK=$MAIN_SOCK REDIS_PORT=$MAIN_PORT
 	export REDIS_PIDFILE=$MAIN_PIDFILE RLOCK_URL=$MAIN_URL
-}
-
-# free_port: print a loopback port where nothing listens now, below the
-# ephemeral range (32768-60999 here), so no outgoing connection holds it.
-free_port() {
-	local p
-	for p in $(seq 1 50); do
-		p=$(own_port $(( (RANDOM % 12000) + 20000 )))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			echo "$p"
-			return 0
-		fi
-	done
-	return 1
 }
 
 # socat_start PORT ADDRESS: a socat listening on 127.0.0.1:PORT, forking
@@ -462,7 +441,7 @@ bad_dur() {
 
 @test "bad input: not Redis at all (a port answering HTTP) -> 76" {
 	local port
-	port=$(free_port)
+	port=$(closed_port 20000 12000)
 	# Reads the request line, answers as an HTTP server would, and keeps
 	# the connection a while: rlock must read the garbage, not an EOF.
 	socat_start "$port" \
@@ -478,7 +457,7 @@ bad_dur() {
 	fails 76 "$want" -u "redis://127.0.0.1:$port" status http
 	# One that answers and hangs up at once: depending on who is first,
 	# garbage (76) or a closed connection (69), but one line, at once.
-	port=$(free_port)
+	port=$(closed_port 20000 12000)
 	socat_start "$port" "SYSTEM:echo HTTP/1.1 400 Bad Request"
 	run --separate-stderr timeout "$(tf 20)" "$RLOCK" \
 		-u "redis://127.0.0.1:$port" -k http -- echo must-not-run
@@ -490,7 +469,7 @@ bad_dur() {
 
 @test "bad input: server answers slowly (stopped proxy) -> 69 in --connect-timeout" {
 	local port t0 el ct
-	port=$(free_port)
+	port=$(closed_port 20000 12000)
 	socat_start "$port" "TCP:127.0.0.1:$MAIN_PORT"
 	local url=redis://127.0.0.1:$port
 	ct=$(tf 1)
@@ -556,7 +535,7 @@ bad_dur() {
 	# The scripts cached, as on a server in use: the acquire is run.
 	run -0 "$RLOCK" -u "$MAIN_URL" -k late -- true
 	f0=$(redis-cli -s "$MAIN_SOCK" get "rlock:{late}:fence")
-	port=$(free_port)
+	port=$(closed_port 20000 12000)
 	setsid python3 "$BATS_TEST_TMPDIR/slow_net.py" "$port" "$MAIN_PORT" \
 	    "$(tf 2)" "$BATS_TEST_TMPDIR/done" 3>&- &
 	SOCAT_PGIDS="${SOCAT_PGIDS:-} $!"	# ended by teardown, as a socat

@@ -93,6 +93,22 @@ own_port() {
 	echo $(( $1 - $1 % m + ${RLOCK_TEST_PORTS_REM:-0} ))
 }
 
+# closed_port BASE SPAN: print a loopback port of this file's class, from
+# BASE to BASE+SPAN, where nothing listens now (a port to stay closed, or
+# one for a server the test starts). Below 32768 no outgoing connection
+# holds it (the ephemeral range here is 32768-60999).
+closed_port() {
+	local p
+	for p in $(seq 1 50); do
+		p=$(own_port $(( (RANDOM % $2) + $1 )))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
+			echo "$p"
+			return 0
+		fi
+	done
+	return 1
+}
+
 # redis_start NAME [redis-server args...]: start a server in
 # $BATS_FILE_TMPDIR/NAME; sets and exports REDIS_SOCK, REDIS_PORT,
 # REDIS_PIDFILE and RLOCK_URL (the unix socket).

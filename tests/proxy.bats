@@ -18,27 +18,13 @@ teardown_file() {
 	redis_stop main
 }
 
-# free_port: a loopback port of this file's class where nothing listens now,
-# below the ephemeral range.
-free_port() {
-	local p
-	for p in $(seq 1 50); do
-		p=$(own_port $(( (RANDOM % 12000) + 20000 )))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			echo "$p"
-			return 0
-		fi
-	done
-	return 1
-}
-
 # nutcracker_start: twemproxy in front of the main server (TCP), with its
 # own configuration in the file's temp dir; exports PROXY_URL and NC_PID.
 nutcracker_start() {
 	local dir=$BATS_FILE_TMPDIR/nc try port stats
 	mkdir -p "$dir"
 	for try in 1 2 3 4 5; do
-		port=$(free_port) && stats=$(free_port) || continue
+		port=$(closed_port 20000 12000) && stats=$(closed_port 20000 12000) || continue
 		[ "$port" != "$stats" ] || continue
 		cat >"$dir/nc.yml" <<-EOF
 		rlock:

@@ -12,14 +12,8 @@ load helper
 setup_file() {
 	redis_start main
 	local p
-	for p in $(seq 1 50); do
-		p=$(own_port $(( (RANDOM % 20000) + 40000 )))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			export CLOSED_URL=redis://127.0.0.1:$p
-			return 0
-		fi
-	done
-	return 1
+	p=$(closed_port 40000 20000) || return 1
+	export CLOSED_URL=redis://127.0.0.1:$p
 }
 
 teardown_file() {

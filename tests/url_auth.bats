@@ -18,15 +18,8 @@ setup_file() {
 	export SILENT_PORT=$REDIS_PORT SILENT_PIDFILE=$REDIS_PIDFILE
 	# Back to main for rcli, keys_without_ttl and the default RLOCK_URL.
 	export REDIS_SOCK=$MAIN_SOCK REDIS_PORT=$MAIN_PORT RLOCK_URL=$MAIN_URL
-	local p
-	for p in $(seq 1 50); do
-		p=$(own_port $(( (RANDOM % 20000) + 40000 )))
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then
-			export CLOSED_PORT=$p
-			break
-		fi
-	done
-	[ -n "${CLOSED_PORT:-}" ]
+	CLOSED_PORT=$(closed_port 40000 20000) || return 1
+	export CLOSED_PORT
 }
 
 teardown_file() {
