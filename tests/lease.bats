@@ -406,7 +406,7 @@ stalled_redis() {
 		echo "# SIGTERM before the stall (a starved renewal): again" >&3
 		redis_cont
 		kill -KILL "$CMD" "$HOLDER" 2>/dev/null
-		wait "$HOLDER" 2>/dev/null
+		wait "$HOLDER" 2>/dev/null || true
 		rcli del "$L" > /dev/null
 	done
 	TD=$(death_ms "$CMD" 3000) || TD=

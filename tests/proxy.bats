@@ -44,7 +44,7 @@ nutcracker_start() {
 			return 0
 		fi
 		kill "$NC_PID" 2>/dev/null
-		wait "$NC_PID" 2>/dev/null
+		wait "$NC_PID" 2>/dev/null || true
 	done
 	echo "could not start nutcracker" >&2
 	return 1
