@@ -293,9 +293,10 @@ tell_stop(struct renewer *rw)
 }
 
 /*
- * Should the thread wake on the answer to the caller's next request (on
- * the socket it watches) before it reads the stop byte, it sees
- * `stopping` and ends.
+ * The thread is not woken here: the caller's next request is the release
+ * a waiter waits for, and the wake-up would go first. It wakes on that
+ * request's answer (on the socket it watches), or on renew_stop's stop
+ * byte, sees `stopping` and ends.
  */
 void
 renew_take_conn(struct renewer *rw)
@@ -305,7 +306,6 @@ renew_take_conn(struct renewer *rw)
 	pthread_mutex_lock(&rw->mu);
 	rw->stopping = 1;
 	pthread_mutex_unlock(&rw->mu);
-	tell_stop(rw);
 }
 
 void
