@@ -156,7 +156,7 @@ lease_for(const struct rlock_opts *o)
 }
 
 struct ahead_arg {
-	struct sup_ahead a;
+	struct sup_ahead *a;
 	struct lock *l;
 	const struct lock_ctx *ctx;
 };
@@ -166,14 +166,14 @@ get_ahead(void *arg)
 {
 	struct ahead_arg *x = arg;
 
-	sup_ahead(&x->a, x->l, x->ctx);
+	sup_ahead(x->a, x->l, x->ctx);
 }
 
 static int
 acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
-    struct lock *l, struct guard *g, int sigfd)
+    struct lock *l, struct guard *g, int sigfd, struct sup_ahead *a)
 {
-	struct ahead_arg ahead = { .a.o = o, .l = l };
+	struct ahead_arg ahead = { .a = a, .l = l };
 	struct wait_result res;
 	struct lock_ctx ctx;
 	int64_t start = mono_ms();
@@ -236,9 +236,10 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 	dur_format(mono_ms() - start, waited, sizeof(waited));
 	msg_event(LOG_INFO, "acquired '%s' after %s (fence %lld)", name,
 	    waited, (long long)res.fence);
-	st = sup_run(o, &ctx, l, sigfd, &res, &ahead.a);
+	st = sup_run(o, &ctx, l, sigfd, &res, a);
 out:
-	sup_ahead_drop(&ahead.a);
+	/* The parked renewal thread knows ctx. */
+	sup_ahead_drop(a);
 	lock_ctx_free(&ctx);
 	return st;
 }
@@ -246,11 +247,16 @@ out:
 int
 run_mode(struct rlock_opts *o, int sigfd)
 {
+	struct sup_ahead ahead = { .o = o };
 	struct guard g = { 0 };
 	struct lock_cfg cfg;
 	struct lock *l;
 	int st;
 
+	/* Started while rlock is small and its first round trips are on
+	 * their way: few of its pages are shared with the watcher, to be
+	 * copied on rlock's next write. */
+	sup_watch_ahead(&ahead);
 	config_lock(o, &cfg);
 	l = lock_new(&cfg);
 	if (wait_bound(o))
@@ -261,8 +267,9 @@ run_mode(struct rlock_opts *o, int sigfd)
 	}
 	guard_eviction(&g, l);
 	if (!try_reenter(o, &cfg, l, &g, &st))
-		st = acquire_and_run(o, &cfg, l, &g, sigfd);
+		st = acquire_and_run(o, &cfg, l, &g, sigfd, &ahead);
 out:
+	sup_ahead_drop(&ahead);
 	lock_free(l);
 	lock_cfg_free(&cfg);
 	return st;

@@ -672,6 +672,13 @@ sup_ahead(struct sup_ahead *a, struct lock *l, const struct lock_ctx *ctx)
 }
 
 void
+sup_watch_ahead(struct sup_ahead *a)
+{
+	if (a->o != NULL)
+		watch(a->o, &a->watch);
+}
+
+void
 sup_ahead_drop(struct sup_ahead *a)
 {
 	renew_stop(&a->rw);

@@ -32,6 +32,8 @@ struct sup_ahead {
 void sup_ahead(struct sup_ahead *a, struct lock *l,
     const struct lock_ctx *ctx);
 void sup_ahead_drop(struct sup_ahead *a);
+/* Only sup_ahead's watcher: started before the first round trip. */
+void sup_watch_ahead(struct sup_ahead *a);
 
 /* Run o's COMMAND under ctx's lock (granted as in res), with what a
  * (or NULL) prepared; returns the exit status. The lock is released

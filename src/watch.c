@@ -1,16 +1,23 @@
 // SPDX-License-Identifier: MIT
 /*
  * The watcher. rlock forks it before COMMAND and keeps the write end of
- * a pipe to it; COMMAND's child writes its pid there before its exec.
- * The pipe's end of file, with no word to stand down first, means rlock
- * died: the watcher then sends the --on-lost signal to COMMAND and every
- * process below it in COMMAND's session (found in /proc, the tree still
- * whole: COMMAND has no parent-death signal of its own while a watcher
- * stands), and to COMMAND's process group when it leads one (which
- * reaches the children that were adopted by init already), and exits.
- * A process that left for a session of its own (a daemon) is not
- * touched. The watcher is a fork of a threaded process, so it calls
- * async-signal-safe functions only: no allocation, no stdio.
+ * a pipe to it, which nothing is written to: its end of file is rlock's
+ * end, by exit or death. What the watcher is to do then is in a page
+ * both share: COMMAND's pid, written by COMMAND's child before its exec,
+ * and whether rlock stood the watcher down (COMMAND ended). Neither is a
+ * word the watcher must wake for, so it costs rlock nothing while
+ * COMMAND runs nor when it ends, on the way to the release a waiter
+ * waits for.
+ *
+ * At rlock's end with COMMAND's pid and no stand-down (rlock died), the
+ * watcher sends the --on-lost signal to COMMAND and every process below
+ * it in COMMAND's session (found in /proc, the tree still whole: COMMAND
+ * has no parent-death signal of its own while a watcher stands), and to
+ * COMMAND's process group when it leads one (which reaches the children
+ * that were adopted by init already), and exits. A process that left
+ * for a session of its own (a daemon) is not touched. The watcher is a
+ * fork of a threaded process, so it calls async-signal-safe functions
+ * only: no allocation, no stdio.
  */
 #include "watch.h"
 
@@ -18,7 +25,9 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -26,6 +35,12 @@
 /* The processes of COMMAND's tree one watcher signals: past that many,
  * only COMMAND's process group is reached. */
 #define TREE_MAX 4096
+
+/* Shared with the watcher: what it does at rlock's end. */
+struct watch_page {
+	_Atomic pid_t cmd;	/* COMMAND, once its child runs */
+	atomic_int stood_down;	/* COMMAND ended: nothing to do */
+};
 
 struct tree {
 	pid_t pid[TREE_MAX];
@@ -181,10 +196,11 @@ stop_tree(pid_t cmd, int sig)
 
 /* The watcher's life: never returns. */
 static void
-watcher(int rd, int sig)
+watcher(int rd, int sig, struct watch_page *page)
 {
 	sigset_t all;
-	pid_t cmd = 0, got;
+	pid_t cmd;
+	char b;
 	ssize_t n;
 
 	/* Nothing reaches it but SIGKILL: not a terminal's ^C, nor a signal
@@ -198,17 +214,12 @@ watcher(int rd, int sig)
 	close_from(1);
 	(void)setsid();
 	(void)prctl(PR_SET_NAME, "rlock-watch");
-	for (;;) {
-		n = read(0, &got, sizeof(got));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n != (ssize_t)sizeof(got))
-			break;
-		if (got <= 0)
-			_exit(0);	/* stood down */
-		cmd = got;
-	}
-	if (n == 0 && cmd > 0)
+	/* Nothing is ever written: only rlock's end, by exit or death. */
+	do
+		n = read(0, &b, 1);
+	while (n < 0 && errno == EINTR);
+	cmd = atomic_load(&page->cmd);
+	if (n == 0 && cmd > 0 && !atomic_load(&page->stood_down))
 		stop_tree(cmd, sig);
 	_exit(0);
 }
@@ -216,44 +227,52 @@ watcher(int rd, int sig)
 int
 watch_start(struct watcher *w, int sig)
 {
+	struct watch_page *page;
 	int p[2], e;
 	pid_t pid;
 
-	if (pipe2(p, O_CLOEXEC) < 0)
+	page = mmap(NULL, sizeof(*page), PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (page == MAP_FAILED)
 		return -1;
+	atomic_init(&page->cmd, 0);
+	atomic_init(&page->stood_down, 0);
+	if (pipe2(p, O_CLOEXEC) < 0) {
+		e = errno;
+		munmap(page, sizeof(*page));
+		errno = e;
+		return -1;
+	}
 	if ((pid = fork()) == 0)
-		watcher(p[0], sig);
+		watcher(p[0], sig, page);
 	e = errno;
 	close(p[0]);
 	if (pid < 0) {
 		close(p[1]);
+		munmap(page, sizeof(*page));
 		errno = e;
 		return -1;
 	}
 	w->pid = pid;
 	w->fd = p[1];
+	w->page = page;
 	return 0;
 }
 
 int
 watch_child(const struct watcher *w)
 {
-	pid_t me;
-
 	if (w->pid <= 0)
 		return -1;
-	me = getpid();
-	return write(w->fd, &me, sizeof(me)) == (ssize_t)sizeof(me) ? 0 : -1;
+	atomic_store(&w->page->cmd, getpid());
+	return 0;
 }
 
 void
 watch_stop(struct watcher *w)
 {
-	pid_t none = 0;
-
 	if (w->pid <= 0)
 		return;
-	(void)!write(w->fd, &none, sizeof(none));
-	close(w->fd);
+	atomic_store(&w->page->stood_down, 1);
 	w->pid = 0;
 }

@@ -11,10 +11,13 @@
 
 #include <sys/types.h>
 
+struct watch_page;
+
 /* Zeroed: none started. */
 struct watcher {
-	pid_t pid;		/* 0: none */
-	int fd;			/* our end of its pipe, while pid > 0 */
+	pid_t pid;		/* 0: none, or stood down */
+	int fd;			/* our end of its pipe, open until we end */
+	struct watch_page *page;
 };
 
 /*
@@ -36,7 +39,8 @@ int watch_child(const struct watcher *w);
 /*
  * Stand the watcher down (COMMAND ended or never started): call it before
  * COMMAND is reaped, so that the watcher never takes another process for
- * it. Async-signal-safe; idempotent. The watcher is not waited for.
+ * it. Async-signal-safe; idempotent. The watcher is not told at once (it
+ * sleeps on): it learns at rlock's end, and ends then. Not waited for.
  */
 void watch_stop(struct watcher *w);
 

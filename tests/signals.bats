@@ -525,6 +525,24 @@ sigkill_tree() {
 	proc_alive "$d" || fail "the process in a session of its own died"
 }
 
+@test "the watcher ends with rlock, and leaves alone what a finished COMMAND left" {
+	bg_rlock -k "$K" -- sh -c 'sleep 100 & echo $! > "$T/left.pid"
+	    echo $$ > "$T/cmd.pid"
+	    while [ ! -e "$T/go" ]; do sleep 0.02; done'
+	wait_cmd
+	local w
+	w=$(ps -o pid=,comm= --ppid "$BG" | awk '$2 == "rlock-watch" { print $1 }')
+	[ -n "$w" ] || fail "no watcher beside COMMAND: $(ps -o pid=,comm= --ppid "$BG")"
+	touch "$T/go"
+	reap "$BG" 5000
+	[ "$RC" = 0 ]
+	# Its pipe is not held open by what COMMAND left running.
+	wait_ms 3000 pid_gone "$w" || fail "the watcher outlived rlock"
+	proc_alive "$(cat "$T/left.pid")" ||
+		fail "COMMAND's child, left running after a normal end, died"
+	assert_released
+}
+
 @test "COMMAND reads rlock's stdin" {
 	run -0 bash -c 'printf "abc\ndef\n" | "$RLOCK" -k "$1" -- cat' _ "$K"
 	assert_output $'abc\ndef'
