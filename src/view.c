@@ -49,19 +49,16 @@ view_utf8_len(const unsigned char *u, size_t n)
 	return len;
 }
 
-/*
- * Bytes from Redis on stdout for a human: a key or command must not be
- * able to move the cursor, change colours or split a line.
- */
 void
-view_put_text(const char *s, size_t len)
+view_put_escaped(const char *s, size_t len, const char *quoted,
+    const char *hex)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	size_t i = 0, n;
 
 	while (i < len) {
-		if (u[i] == '\\') {
-			fputs("\\\\", stdout);
+		if (u[i] != '\0' && strchr(quoted, u[i])) {
+			printf("\\%c", u[i] == '\n' ? 'n' : u[i]);
 			i++;
 		} else if (u[i] >= 0x20 && u[i] < 0x7f) {
 			putchar(u[i++]);
@@ -69,9 +66,19 @@ view_put_text(const char *s, size_t len)
 			fwrite(u + i, 1, n, stdout);
 			i += n;
 		} else {
-			printf("\\x%02x", u[i++]);
+			printf("%sx%02x", hex, u[i++]);
 		}
 	}
+}
+
+/*
+ * Bytes from Redis on stdout for a human: a key or command must not be
+ * able to move the cursor, change colours or split a line.
+ */
+void
+view_put_text(const char *s, size_t len)
+{
+	view_put_escaped(s, len, "\\", "\\");
 }
 
 int

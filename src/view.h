@@ -61,6 +61,14 @@ int view_num(const struct reply *s, long long *v);
  * backslash doubled; never a raw tab or newline. */
 void view_put_text(const char *s, size_t len);
 
+/*
+ * Bytes on stdout as printable ASCII and UTF-8 above U+009F: a byte of
+ * `quoted` after a backslash (a newline as \n), any other byte that is
+ * not one of those as the text `hex` then xHH.
+ */
+void view_put_escaped(const char *s, size_t len, const char *quoted,
+    const char *hex);
+
 /* The length of a UTF-8 sequence at u, above U+009F, or 0 if there is
  * none (an ASCII byte, or bytes that are not UTF-8). */
 size_t view_utf8_len(const unsigned char *u, size_t n);
