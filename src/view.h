@@ -69,10 +69,6 @@ void view_put_text(const char *s, size_t len);
 void view_put_escaped(const char *s, size_t len, const char *quoted,
     const char *hex);
 
-/* The length of a UTF-8 sequence at u, above U+009F, or 0 if there is
- * none (an ASCII byte, or bytes that are not UTF-8). */
-size_t view_utf8_len(const unsigned char *u, size_t n);
-
 /* "user@host, pid N" (with_cmd: and ": cmd") from VIEW_WHO_N strings. */
 void view_put_who(struct reply **e, int with_cmd);
 
