@@ -44,11 +44,7 @@ else
     return 0
   end
   redis.call('ZADD', k_sem, now + lease, token)
-  local last = redis.call('ZRANGE', k_sem, -1, -1, 'WITHSCORES')
-  local ttl = tonumber(last[2]) - now
-  redis.call('PEXPIRE', k_sem, ttl)
-  redis.call('PEXPIRE', k_limit, ttl)
-  redis.call('PEXPIRE', k_metas, ttl)
+  sem_expiry(k_sem, k_limit, k_metas, now)
 end
 local q = redis.call('PTTL', k_queue)
 if q >= 0 and q < 2 * lease then
