@@ -6,7 +6,11 @@
 # names become C's: for acquire.lua's "-- KEYS: lock meta" and
 # "-- ARGV: token", ACQUIRE_K_LOCK, ACQUIRE_K_META, ACQUIRE_A_TOKEN (their
 # indexes from 0) and the counts ACQUIRE_NKEYS, ACQUIRE_NARGS; its REPLY
-# lines' names the indexes of its reply's elements (lua-text.sh).
+# lines' names the indexes of its reply's elements (lua-text.sh). A KEYS
+# name is also the name of a struct lock_keys field (keys.h), so
+# ACQUIRE_KEYS(a, k) gives a call every key the script always takes, each
+# from the field of its name: no key is bound by hand, and a name keys.h
+# lacks stops the build where the script is called.
 set -eu
 outc=$1 outh=$2 libdir=$3
 shift 3
@@ -25,6 +29,16 @@ enum() {
 	echo "	${1}_$5 = $n,"
 	echo "	${1}_${5}_MIN = $req"
 	echo "};"
+}
+# bind UPPER FILE: the macro that gives a call the required KEYS from k.
+bind() {
+	echo "#define ${1}_KEYS(a, k) do { \\"
+	for nm in $(names "$2" KEYS); do
+		case $nm in *'?') break ;; esac
+		echo "	script_key((a), ${1}_K_$(echo "$nm" |
+		    tr '[:lower:]' '[:upper:]'), (k)->$nm, (k)->${nm}_len); \\"
+	done
+	echo "} while (0)"
 }
 # replies UPPER FILE: the C names of its REPLY lines, "-- REPLY: a b"
 # UPPER_R_A, UPPER_R_B, UPPER_R_N; "-- REPLY list: c" UPPER_LIST_C, ...
@@ -51,6 +65,7 @@ replies() {
 		up=$(echo "$name" | tr '[:lower:]' '[:upper:]')
 		enum "$up" K "$f" KEYS NKEYS
 		enum "$up" A "$f" ARGV NARGS
+		bind "$up" "$f"
 		replies "$up" "$f"
 		echo "extern const struct lua_script lua_$name;"
 	done
