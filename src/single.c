@@ -568,14 +568,22 @@ op_dequeue(struct lock *l, const struct lock_ctx *ctx)
 	return int_reply(s, "dequeue", script_call(s, &a), &v);
 }
 
+/* Run c, a call of another op than the acquire (cmd_srv); yes_no. */
+static int
+run_yes_no(struct lock *l, struct call *c)
+{
+	struct server *s = cmd_srv(l);
+
+	return yes_no(s, c->what, call_run(s, c));
+}
+
 static int
 op_extend(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct call c;
 
 	call_extend(&c, ctx);
-	(void)cmd_srv(l);
-	return yes_no(srv(l), c.what, call_run(srv(l), &c));
+	return run_yes_no(l, &c);
 }
 
 static int
@@ -584,8 +592,7 @@ op_release(struct lock *l, const struct lock_ctx *ctx)
 	struct call c;
 
 	call_release(&c, ctx);
-	(void)cmd_srv(l);
-	return yes_no(srv(l), c.what, call_run(srv(l), &c));
+	return run_yes_no(l, &c);
 }
 
 int
