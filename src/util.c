@@ -484,3 +484,32 @@ trace_event(const char *event)
 	(void)!write(fd, line, (size_t)n);
 	close(fd);
 }
+
+void
+thread_pipes_close(int stop[2], int event[2])
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (stop[i] >= 0)
+			close(stop[i]);
+		if (event[i] >= 0)
+			close(event[i]);
+		stop[i] = event[i] = -1;
+	}
+}
+
+int
+thread_pipes_open(int stop[2], int event[2])
+{
+	int e;
+
+	stop[0] = stop[1] = event[0] = event[1] = -1;
+	if (pipe2(stop, O_CLOEXEC | O_NONBLOCK) == 0 &&
+	    pipe2(event, O_CLOEXEC | O_NONBLOCK) == 0)
+		return 0;
+	e = errno;
+	thread_pipes_close(stop, event);
+	errno = e;
+	return -1;
+}
