@@ -55,31 +55,24 @@ replies() {
 		print "};"
 	} }'
 }
-{
-	echo "/* generated from src/lua/ by src/embed-lua.sh; edit those */"
-	echo "#ifndef RLOCK_LUA_SCRIPTS_H"
-	echo "#define RLOCK_LUA_SCRIPTS_H"
-	echo "struct lua_script;	/* script_args.h */"
-	for f in "$@"; do
-		name=$(basename "$f" .lua)
-		up=$(echo "$name" | tr '[:lower:]' '[:upper:]')
+gen="/* generated from src/lua/ by src/embed-lua.sh; edit those */"
+printf '%s\n' "$gen" "#ifndef RLOCK_LUA_SCRIPTS_H" "#define RLOCK_LUA_SCRIPTS_H" \
+    "struct lua_script;	/* script_args.h */" > "$outh.tmp"
+printf '%s\n' "$gen" "#include \"lua_scripts.h\"" \
+    "#include \"script_args.h\"" > "$outc.tmp"
+for f in "$@"; do
+	name=$(basename "$f" .lua)
+	up=$(echo "$name" | tr '[:lower:]' '[:upper:]')
+	{
 		enum "$up" K "$f" KEYS NKEYS
 		enum "$up" A "$f" ARGV NARGS
 		bind "$up" "$f"
 		replies "$up" "$f"
 		echo "extern const struct lua_script lua_$name;"
-	done
-	echo "#endif"
-} > "$outh.tmp"
-{
-	echo "/* generated from src/lua/ by src/embed-lua.sh; edit those */"
-	echo "#include \"lua_scripts.h\""
-	echo "#include \"script_args.h\""
-	for f in "$@"; do
-		name=$(basename "$f" .lua)
-		up=$(echo "$name" | tr '[:lower:]' '[:upper:]')
-		sh "$text" "$libdir" "$f" > "$outc.lua"
-		sha=$(sha1sum < "$outc.lua" | cut -d' ' -f1)
+	} >> "$outh.tmp"
+	sh "$text" "$libdir" "$f" > "$outc.lua"
+	sha=$(sha1sum < "$outc.lua" | cut -d' ' -f1)
+	{
 		echo "static const char body_${name}[] = {"
 		xxd -i < "$outc.lua"
 		echo ", 0 };"
@@ -88,8 +81,9 @@ replies() {
 		echo "const struct lua_script lua_$name = { \"$name\", body_$name,"
 		echo "    sizeof(body_$name) - 1, \"$sha\", ${up}_NKEYS,"
 		echo "    ${up}_NARGS, ${up}_NKEYS_MIN, ${up}_NARGS_MIN };"
-	done
-} > "$outc.tmp"
+	} >> "$outc.tmp"
+done
+echo "#endif" >> "$outh.tmp"
 rm -f "$outc.lua"
 mv "$outh.tmp" "$outh"
 mv "$outc.tmp" "$outc"
