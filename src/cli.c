@@ -265,6 +265,29 @@ getopt_error(int c, char **argv, int before, const struct option *longopts,
 }
 
 /*
+ * The next option of argv from getopt_long, marked given; -1 at the end,
+ * and -1 with *status set after a usage error (said here). mode: the
+ * subcommand, for the message.
+ */
+static int
+next_opt(int argc, char **argv, const char *shortopts,
+    const struct option *longopts, const char *mode, int *status)
+{
+	/* 0 makes glibc start at 1: a cluster there has not moved. */
+	int before = optind > 0 ? optind : 1;
+	int c = getopt_long(argc, argv, shortopts, longopts, NULL);
+
+	*status = 0;
+	if (c == '?' || c == ':') {
+		*status = getopt_error(c, argv, before, longopts, mode);
+		return -1;
+	}
+	if (c > 0 && c < OPT_END)
+		given[c] = 1;
+	return c;
+}
+
+/*
  * Free a string that may hold a password (a URL or the password itself),
  * zeroed first: explicit_bzero, since the compiler may drop a memset
  * before free.
@@ -530,7 +553,7 @@ set_defaults(struct rlock_opts *o)
 static int
 parse_subcommand(int argc, char **argv, struct rlock_opts *o)
 {
-	int c, st, before;
+	int c, st;
 
 	/*
 	 * argv here starts at the subcommand word. 0, not 1: glibc then sets
@@ -539,17 +562,8 @@ parse_subcommand(int argc, char **argv, struct rlock_opts *o)
 	 * run mode's "+" and take "--json" for a KEY.
 	 */
 	optind = 0;
-	for (;;) {
-		/* 0 makes glibc start at 1: a cluster there has not moved. */
-		before = optind > 0 ? optind : 1;
-		if ((c = getopt_long(argc, argv, SUB_SHORT, SUB_LONG,
-		    NULL)) == -1)
-			break;
-		if (c == '?' || c == ':')
-			return getopt_error(c, argv, before, SUB_LONG,
-			    argv[0]);
-		if (c > 0 && c < OPT_END)
-			given[c] = 1;
+	while ((c = next_opt(argc, argv, SUB_SHORT, SUB_LONG, argv[0],
+	    &st)) != -1) {
 		if (c == OPT_JSON && o->mode != MODE_RELEASE)
 			o->json = 1;
 		else if (c == OPT_PROMETHEUS && o->mode == MODE_STATUS)
@@ -563,6 +577,8 @@ parse_subcommand(int argc, char **argv, struct rlock_opts *o)
 		else if (common_opt(o, c, &st) == 0 && st)
 			return st;
 	}
+	if (st)
+		return st;
 	o->args = argv + optind;
 	o->nargs = argc - optind;
 	if (o->mode == MODE_HELP)
@@ -1120,24 +1136,18 @@ load_conf(struct rlock_opts *o)
 int
 cli_parse(int argc, char **argv, struct rlock_opts *o)
 {
-	int c, st, run_only, any_run_only = 0, before;
+	int c, st, run_only, any_run_only = 0;
 
 	set_defaults(o);
 	opterr = 0;
-	for (;;) {
-		/* 0 makes glibc start at 1: a cluster there has not moved. */
-		before = optind > 0 ? optind : 1;
-		if ((c = getopt_long(argc, argv, RUN_SHORT, RUN_LONG,
-		    NULL)) == -1)
-			break;
-		if (c == '?' || c == ':')
-			return getopt_error(c, argv, before, RUN_LONG, NULL);
-		if (c > 0 && c < OPT_END)
-			given[c] = 1;
+	while ((c = next_opt(argc, argv, RUN_SHORT, RUN_LONG, NULL,
+	    &st)) != -1) {
 		if ((st = run_opt(o, c, &run_only)) != 0)
 			return st;
 		any_run_only |= run_only;
 	}
+	if (st)
+		return st;
 	if (o->mode == MODE_HELP || o->mode == MODE_VERSION)
 		return 0;
 	if (o->key == NULL) {

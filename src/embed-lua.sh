@@ -6,7 +6,11 @@
 # names become C's: for acquire.lua's "-- KEYS: lock meta" and
 # "-- ARGV: token", ACQUIRE_K_LOCK, ACQUIRE_K_META, ACQUIRE_A_TOKEN (their
 # indexes from 0) and the counts ACQUIRE_NKEYS, ACQUIRE_NARGS; its REPLY
-# lines' names the indexes of its reply's elements (lua-text.sh).
+# lines' names the indexes of its reply's elements (lua-text.sh). A KEYS
+# name is also the name of a struct lock_keys field (keys.h), so
+# ACQUIRE_KEYS(a, k) gives a call every key the script always takes, each
+# from the field of its name: no key is bound by hand, and a name keys.h
+# lacks stops the build where the script is called.
 set -eu
 outc=$1 outh=$2 libdir=$3
 shift 3
@@ -26,6 +30,16 @@ enum() {
 	echo "	${1}_${5}_MIN = $req"
 	echo "};"
 }
+# bind UPPER FILE: the macro that gives a call the required KEYS from k.
+bind() {
+	echo "#define ${1}_KEYS(a, k) do { \\"
+	for nm in $(names "$2" KEYS); do
+		case $nm in *'?') break ;; esac
+		echo "	script_key((a), ${1}_K_$(echo "$nm" |
+		    tr '[:lower:]' '[:upper:]'), (k)->$nm, (k)->${nm}_len); \\"
+	done
+	echo "} while (0)"
+}
 # replies UPPER FILE: the C names of its REPLY lines, "-- REPLY: a b"
 # UPPER_R_A, UPPER_R_B, UPPER_R_N; "-- REPLY list: c" UPPER_LIST_C, ...
 replies() {
@@ -41,30 +55,24 @@ replies() {
 		print "};"
 	} }'
 }
-{
-	echo "/* generated from src/lua/ by src/embed-lua.sh; edit those */"
-	echo "#ifndef RLOCK_LUA_SCRIPTS_H"
-	echo "#define RLOCK_LUA_SCRIPTS_H"
-	echo "struct lua_script;	/* script_args.h */"
-	for f in "$@"; do
-		name=$(basename "$f" .lua)
-		up=$(echo "$name" | tr '[:lower:]' '[:upper:]')
+gen="/* generated from src/lua/ by src/embed-lua.sh; edit those */"
+printf '%s\n' "$gen" "#ifndef RLOCK_LUA_SCRIPTS_H" "#define RLOCK_LUA_SCRIPTS_H" \
+    "struct lua_script;	/* script_args.h */" > "$outh.tmp"
+printf '%s\n' "$gen" "#include \"lua_scripts.h\"" \
+    "#include \"script_args.h\"" > "$outc.tmp"
+for f in "$@"; do
+	name=$(basename "$f" .lua)
+	up=$(echo "$name" | tr '[:lower:]' '[:upper:]')
+	{
 		enum "$up" K "$f" KEYS NKEYS
 		enum "$up" A "$f" ARGV NARGS
+		bind "$up" "$f"
 		replies "$up" "$f"
 		echo "extern const struct lua_script lua_$name;"
-	done
-	echo "#endif"
-} > "$outh.tmp"
-{
-	echo "/* generated from src/lua/ by src/embed-lua.sh; edit those */"
-	echo "#include \"lua_scripts.h\""
-	echo "#include \"script_args.h\""
-	for f in "$@"; do
-		name=$(basename "$f" .lua)
-		up=$(echo "$name" | tr '[:lower:]' '[:upper:]')
-		sh "$text" "$libdir" "$f" > "$outc.lua"
-		sha=$(sha1sum < "$outc.lua" | cut -d' ' -f1)
+	} >> "$outh.tmp"
+	sh "$text" "$libdir" "$f" > "$outc.lua"
+	sha=$(sha1sum < "$outc.lua" | cut -d' ' -f1)
+	{
 		echo "static const char body_${name}[] = {"
 		xxd -i < "$outc.lua"
 		echo ", 0 };"
@@ -73,8 +81,9 @@ replies() {
 		echo "const struct lua_script lua_$name = { \"$name\", body_$name,"
 		echo "    sizeof(body_$name) - 1, \"$sha\", ${up}_NKEYS,"
 		echo "    ${up}_NARGS, ${up}_NKEYS_MIN, ${up}_NARGS_MIN };"
-	done
-} > "$outc.tmp"
+	} >> "$outc.tmp"
+done
+echo "#endif" >> "$outh.tmp"
 rm -f "$outc.lua"
 mv "$outh.tmp" "$outh"
 mv "$outc.tmp" "$outc"

@@ -12,7 +12,6 @@
 #include "forced.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <string.h>
 #include <unistd.h>
@@ -85,20 +84,6 @@ again:
 	return NULL;
 }
 
-static void
-close_pipes(struct forced *f)
-{
-	int i;
-
-	for (i = 0; i < 2; i++) {
-		if (f->stop_pipe[i] >= 0)
-			close(f->stop_pipe[i]);
-		if (f->event_pipe[i] >= 0)
-			close(f->event_pipe[i]);
-		f->stop_pipe[i] = f->event_pipe[i] = -1;
-	}
-}
-
 int
 forced_start(struct forced *f, const struct lock *like,
     const struct lock_ctx *ctx)
@@ -106,21 +91,14 @@ forced_start(struct forced *f, const struct lock *like,
 	int e;
 
 	memset(f, 0, sizeof(*f));
-	f->stop_pipe[0] = f->stop_pipe[1] = -1;
-	f->event_pipe[0] = f->event_pipe[1] = -1;
-	if (pipe2(f->stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0 ||
-	    pipe2(f->event_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
-		e = errno;
-		close_pipes(f);
-		errno = e;
+	if (thread_pipes_open(f->stop_pipe, f->event_pipe) < 0)
 		return -1;
-	}
 	f->l = lock_new_like(like);
 	f->ctx = ctx;
 	if ((e = pthread_create(&f->thread, NULL, listen_loop, f)) != 0) {
 		lock_free(f->l);
 		f->l = NULL;
-		close_pipes(f);
+		thread_pipes_close(f->stop_pipe, f->event_pipe);
 		errno = e;
 		return -1;
 	}
@@ -152,5 +130,5 @@ forced_stop(struct forced *f)
 	f->running = 0;
 	lock_free(f->l);
 	f->l = NULL;
-	close_pipes(f);
+	thread_pipes_close(f->stop_pipe, f->event_pipe);
 }

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Each field is named as the scripts' KEYS headers name the key: a
+ * generated SCRIPT_KEYS(a, k) binds a call's keys by those names. */
 struct lock_keys {
 	char *lock, *meta, *metas, *fence, *sem, *limit, *queue, *waiters;
 	char *tokens, *wake, *wake_prefix, *my_wake;

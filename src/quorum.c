@@ -265,9 +265,7 @@ fence_args(struct script_args *a, const struct lock_ctx *ctx, int64_t fence,
 	snprintf(f, 24, "%lld", (long long)fence);
 	snprintf(ttl, 24, "%lld", (long long)FENCE_TTL_MS);
 	script_args_init(a, &lua_fence_raise);
-	script_key(a, FENCE_RAISE_K_LOCK, k->lock, k->lock_len);
-	script_key(a, FENCE_RAISE_K_FENCE, k->fence, k->fence_len);
-	script_key(a, FENCE_RAISE_K_META, k->meta, k->meta_len);
+	FENCE_RAISE_KEYS(a, k);
 	script_arg_str(a, FENCE_RAISE_A_TOKEN, ctx->token);
 	script_arg_str(a, FENCE_RAISE_A_FENCE, f);
 	script_arg_str(a, FENCE_RAISE_A_FENCE_TTL_MS, ttl);
@@ -677,7 +675,7 @@ wake_where_lost(struct quorum *q, const struct lock_ctx *ctx, const int *said)
 	snprintf(cap, sizeof(cap), "%ld", ctx->limit);
 	snprintf(ttl, sizeof(ttl), "%d", WAKE_TOKEN_TTL_MS);
 	script_args_init(&a, &lua_wake);
-	script_key(&a, WAKE_K_TOKENS, ctx->k.tokens, ctx->k.tokens_len);
+	WAKE_KEYS(&a, &ctx->k);
 	script_arg_str(&a, WAKE_A_LIMIT, cap);
 	script_arg_str(&a, WAKE_A_WAKE_TTL_MS, ttl);
 	script_args_done(&a);

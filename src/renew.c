@@ -9,7 +9,6 @@
 #include "renew.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <poll.h>
 #include <string.h>
 #include <unistd.h>
@@ -204,20 +203,6 @@ renew_init(struct renewer *rw, struct lock *l, const struct lock_ctx *ctx,
 	rw->hold_until = INT64_MAX;
 }
 
-static void
-close_pipes(struct renewer *rw)
-{
-	int i;
-
-	for (i = 0; i < 2; i++) {
-		if (rw->stop_pipe[i] >= 0)
-			close(rw->stop_pipe[i]);
-		if (rw->event_pipe[i] >= 0)
-			close(rw->event_pipe[i]);
-		rw->stop_pipe[i] = rw->event_pipe[i] = -1;
-	}
-}
-
 static int
 make_thread(struct renewer *rw)
 {
@@ -225,15 +210,10 @@ make_thread(struct renewer *rw)
 
 	/* Non-blocking: the thread drains it holding mu, which a read that
 	 * blocked would keep from renew_take_conn. */
-	if (pipe2(rw->stop_pipe, O_CLOEXEC | O_NONBLOCK) < 0 ||
-	    pipe2(rw->event_pipe, O_CLOEXEC | O_NONBLOCK) < 0) {
-		e = errno;
-		close_pipes(rw);
-		errno = e;
+	if (thread_pipes_open(rw->stop_pipe, rw->event_pipe) < 0)
 		return -1;
-	}
 	if ((e = pthread_create(&rw->thread, NULL, renew_loop, rw)) != 0) {
-		close_pipes(rw);
+		thread_pipes_close(rw->stop_pipe, rw->event_pipe);
 		errno = e;
 		return -1;
 	}
@@ -317,7 +297,7 @@ renew_stop(struct renewer *rw)
 	tell_stop(rw);
 	pthread_join(rw->thread, NULL);
 	rw->running = 0;
-	close_pipes(rw);
+	thread_pipes_close(rw->stop_pipe, rw->event_pipe);
 }
 
 int

@@ -50,28 +50,11 @@ static const struct {
 };
 
 /* A label value: \ " and newline escaped as the format wants; a control
- * byte or one that is not UTF-8 as the text \xHH. */
+ * byte or one that is not UTF-8 as the text \xHH (its backslash escaped). */
 static void
 label_value(const char *s, size_t len)
 {
-	const unsigned char *u = (const unsigned char *)s;
-	size_t i = 0, n;
-
-	while (i < len) {
-		if (u[i] == '\\' || u[i] == '"') {
-			printf("\\%c", u[i++]);
-		} else if (u[i] == '\n') {
-			fputs("\\n", stdout);
-			i++;
-		} else if (u[i] >= 0x20 && u[i] < 0x7f) {
-			putchar(u[i++]);
-		} else if ((n = view_utf8_len(u + i, len - i)) > 0) {
-			fwrite(u + i, 1, n, stdout);
-			i += n;
-		} else {
-			printf("\\\\x%02x", u[i++]);
-		}
-	}
+	view_put_escaped(s, len, "\\\"\n", "\\\\");
 }
 
 static void

@@ -37,18 +37,7 @@ view_force_release_args(struct script_args *a, const struct view_keys *ks,
 	const struct lock_keys *k = &ks->k;
 
 	script_args_init(a, &lua_force_release);
-	script_key(a, FORCE_RELEASE_K_LOCK, k->lock, k->lock_len);
-	script_key(a, FORCE_RELEASE_K_META, k->meta, k->meta_len);
-	script_key(a, FORCE_RELEASE_K_METAS, k->metas, k->metas_len);
-	script_key(a, FORCE_RELEASE_K_SEM, k->sem, k->sem_len);
-	script_key(a, FORCE_RELEASE_K_LIMIT, k->limit, k->limit_len);
-	script_key(a, FORCE_RELEASE_K_QUEUE, k->queue, k->queue_len);
-	script_key(a, FORCE_RELEASE_K_WAITERS, k->waiters, k->waiters_len);
-	script_key(a, FORCE_RELEASE_K_TOKENS, k->tokens, k->tokens_len);
-	script_key(a, FORCE_RELEASE_K_SHARES, k->shares, k->shares_len);
-	script_key(a, FORCE_RELEASE_K_WRITERS, k->writers, k->writers_len);
-	script_key(a, FORCE_RELEASE_K_WTOKENS, k->wtokens, k->wtokens_len);
-	script_key(a, FORCE_RELEASE_K_BROKEN, k->broken, k->broken_len);
+	FORCE_RELEASE_KEYS(a, k);
 	script_arg(a, FORCE_RELEASE_A_WAKE, k->wake, k->wake_len);
 	script_arg(a, FORCE_RELEASE_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
@@ -133,16 +122,7 @@ report_view_inspect(struct lock_node *node, const char *prefix, struct view *v)
 
 	report_view_keys_init(&ks, prefix, v->key, v->keylen);
 	script_args_init(&a, &lua_inspect);
-	script_key(&a, INSPECT_K_LOCK, ks.k.lock, ks.k.lock_len);
-	script_key(&a, INSPECT_K_META, ks.k.meta, ks.k.meta_len);
-	script_key(&a, INSPECT_K_METAS, ks.k.metas, ks.k.metas_len);
-	script_key(&a, INSPECT_K_SEM, ks.k.sem, ks.k.sem_len);
-	script_key(&a, INSPECT_K_LIMIT, ks.k.limit, ks.k.limit_len);
-	script_key(&a, INSPECT_K_QUEUE, ks.k.queue, ks.k.queue_len);
-	script_key(&a, INSPECT_K_WAITERS, ks.k.waiters, ks.k.waiters_len);
-	script_key(&a, INSPECT_K_LAST, ks.k.last, ks.k.last_len);
-	script_key(&a, INSPECT_K_SHARES, ks.k.shares, ks.k.shares_len);
-	script_key(&a, INSPECT_K_WRITERS, ks.k.writers, ks.k.writers_len);
+	INSPECT_KEYS(&a, &ks.k);
 	script_arg(&a, INSPECT_A_WAKE_PREFIX, ks.k.wake_prefix,
 	    ks.k.wake_prefix_len);
 	script_arg_str(&a, INSPECT_A_WAITERS_SHOWN, WAITERS_SHOWN);

@@ -226,10 +226,6 @@ num(struct call *c, int i, long long v)
 #define STR_(x) #x
 #define STR(x) STR_(x)
 
-/* Key `name` of a script: the lock_keys field of that name. */
-#define KEY(a, name, k, field) \
-	script_key(a, name, (k)->field, (k)->field##_len)
-
 static void
 call_acquire(struct call *c, const struct lock_ctx *ctx, int queue,
     int want_holder)
@@ -239,20 +235,7 @@ call_acquire(struct call *c, const struct lock_ctx *ctx, int queue,
 
 	c->what = "acquire";
 	script_args_init(a, &lua_acquire);
-	KEY(a, ACQUIRE_K_LOCK, k, lock);
-	KEY(a, ACQUIRE_K_META, k, meta);
-	KEY(a, ACQUIRE_K_METAS, k, metas);
-	KEY(a, ACQUIRE_K_FENCE, k, fence);
-	KEY(a, ACQUIRE_K_SEM, k, sem);
-	KEY(a, ACQUIRE_K_LIMIT, k, limit);
-	KEY(a, ACQUIRE_K_QUEUE, k, queue);
-	KEY(a, ACQUIRE_K_WAITERS, k, waiters);
-	KEY(a, ACQUIRE_K_TURN, k, turn);
-	KEY(a, ACQUIRE_K_LAST, k, last);
-	KEY(a, ACQUIRE_K_TOKENS, k, tokens);
-	KEY(a, ACQUIRE_K_SHARES, k, shares);
-	KEY(a, ACQUIRE_K_WRITERS, k, writers);
-	KEY(a, ACQUIRE_K_WTOKENS, k, wtokens);
+	ACQUIRE_KEYS(a, k);
 	script_arg_str(a, ACQUIRE_A_TOKEN, ctx->token);
 	script_arg_str(a, ACQUIRE_A_LEASE_MS, num(c, 0, ctx->lease_ms));
 	script_arg_str(a, ACQUIRE_A_HOST, ctx->host);
@@ -288,9 +271,7 @@ call_is_ours(struct call *c, const struct lock_ctx *ctx)
 
 	c->what = "re-entry check";
 	script_args_init(a, &lua_is_ours);
-	KEY(a, IS_OURS_K_LOCK, k, lock);
-	KEY(a, IS_OURS_K_SEM, k, sem);
-	KEY(a, IS_OURS_K_SHARES, k, shares);
+	IS_OURS_KEYS(a, k);
 	script_arg_str(a, IS_OURS_A_TOKEN, ctx->token);
 	script_arg_str(a, IS_OURS_A_LIMIT, num(c, 0, ctx->limit));
 	script_arg_str(a, IS_OURS_A_SHARED, ctx->shared ? "1" : "0");
@@ -305,13 +286,7 @@ call_extend(struct call *c, const struct lock_ctx *ctx)
 
 	c->what = "extend";
 	script_args_init(a, &lua_extend);
-	KEY(a, EXTEND_K_LOCK, k, lock);
-	KEY(a, EXTEND_K_META, k, meta);
-	KEY(a, EXTEND_K_METAS, k, metas);
-	KEY(a, EXTEND_K_SEM, k, sem);
-	KEY(a, EXTEND_K_LIMIT, k, limit);
-	KEY(a, EXTEND_K_QUEUE, k, queue);
-	KEY(a, EXTEND_K_SHARES, k, shares);
+	EXTEND_KEYS(a, k);
 	script_arg_str(a, EXTEND_A_TOKEN, ctx->token);
 	script_arg_str(a, EXTEND_A_LEASE_MS, num(c, 0, ctx->lease_ms));
 	script_arg_str(a, EXTEND_A_LIMIT, num(c, 1, ctx->limit));
@@ -329,7 +304,7 @@ run_end_args(struct script_args *a, const struct lock_keys *k,
 	snprintf(buf[1], 24, "%d", e->exit_status);
 	snprintf(buf[2], 24, "%lld", (long long)LAST_RUN_TTL_MS);
 	snprintf(buf[3], 24, "%lld", (long long)e->ran_ms);
-	KEY(a, RELEASE_K_LAST, k, last);
+	script_key(a, RELEASE_K_LAST, k->last, k->last_len);
 	script_arg_str(a, RELEASE_A_MIN_HOLD_MS, buf[0]);
 	script_arg_str(a, RELEASE_A_EXIT, buf[1]);
 	script_arg_str(a, RELEASE_A_LOST, e->lease_lost ? "1" : "0");
@@ -346,17 +321,7 @@ call_release(struct call *c, const struct lock_ctx *ctx)
 
 	c->what = "release";
 	script_args_init(a, &lua_release);
-	KEY(a, RELEASE_K_LOCK, k, lock);
-	KEY(a, RELEASE_K_META, k, meta);
-	KEY(a, RELEASE_K_METAS, k, metas);
-	KEY(a, RELEASE_K_SEM, k, sem);
-	KEY(a, RELEASE_K_LIMIT, k, limit);
-	KEY(a, RELEASE_K_QUEUE, k, queue);
-	KEY(a, RELEASE_K_WAITERS, k, waiters);
-	KEY(a, RELEASE_K_TOKENS, k, tokens);
-	KEY(a, RELEASE_K_SHARES, k, shares);
-	KEY(a, RELEASE_K_WRITERS, k, writers);
-	KEY(a, RELEASE_K_WTOKENS, k, wtokens);
+	RELEASE_KEYS(a, k);
 	script_arg_str(a, RELEASE_A_TOKEN, ctx->token);
 	script_arg_str(a, RELEASE_A_LIMIT, num(c, 0, ctx->limit));
 	script_arg_str(a, RELEASE_A_SHARED, ctx->shared ? "1" : "0");
@@ -400,8 +365,7 @@ void
 single_undo_args(struct script_args *a, const struct lock_ctx *ctx)
 {
 	script_args_init(a, &lua_undo);
-	KEY(a, UNDO_K_LOCK, &ctx->k, lock);
-	KEY(a, UNDO_K_META, &ctx->k, meta);
+	UNDO_KEYS(a, &ctx->k);
 	script_arg_str(a, UNDO_A_TOKEN, ctx->token);
 	script_args_done(a);
 }
@@ -453,10 +417,7 @@ dequeue_args(struct script_args *a, const struct lock_ctx *ctx)
 	const struct lock_keys *k = &ctx->k;
 
 	script_args_init(a, &lua_dequeue);
-	KEY(a, DEQUEUE_K_QUEUE, k, queue);
-	KEY(a, DEQUEUE_K_WAITERS, k, waiters);
-	KEY(a, DEQUEUE_K_WRITERS, k, writers);
-	KEY(a, DEQUEUE_K_TOKENS, k, tokens);
+	DEQUEUE_KEYS(a, k);
 	script_arg_str(a, DEQUEUE_A_TOKEN, ctx->token);
 	script_arg(a, DEQUEUE_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
@@ -587,7 +548,7 @@ op_heartbeat(struct lock *l, const struct lock_ctx *ctx)
 
 	snprintf(ttl, sizeof(ttl), "%d", WAITER_TTL_MS);
 	script_args_init(&a, &lua_heartbeat);
-	KEY(&a, HEARTBEAT_K_WAITERS, &ctx->k, waiters);
+	HEARTBEAT_KEYS(&a, &ctx->k);
 	script_arg_str(&a, HEARTBEAT_A_TOKEN, ctx->token);
 	script_arg_str(&a, HEARTBEAT_A_INFO, ctx->waiter_info);
 	script_arg_str(&a, HEARTBEAT_A_WAITER_TTL_MS, ttl);
@@ -607,14 +568,22 @@ op_dequeue(struct lock *l, const struct lock_ctx *ctx)
 	return int_reply(s, "dequeue", script_call(s, &a), &v);
 }
 
+/* Run c, a call of another op than the acquire (cmd_srv); yes_no. */
+static int
+run_yes_no(struct lock *l, struct call *c)
+{
+	struct server *s = cmd_srv(l);
+
+	return yes_no(s, c->what, call_run(s, c));
+}
+
 static int
 op_extend(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct call c;
 
 	call_extend(&c, ctx);
-	(void)cmd_srv(l);
-	return yes_no(srv(l), c.what, call_run(srv(l), &c));
+	return run_yes_no(l, &c);
 }
 
 static int
@@ -623,8 +592,7 @@ op_release(struct lock *l, const struct lock_ctx *ctx)
 	struct call c;
 
 	call_release(&c, ctx);
-	(void)cmd_srv(l);
-	return yes_no(srv(l), c.what, call_run(srv(l), &c));
+	return run_yes_no(l, &c);
 }
 
 int
@@ -688,8 +656,7 @@ op_record(struct lock *l, const struct lock_ctx *ctx,
 
 	snprintf(ttl, sizeof(ttl), "%lld", (long long)LAST_RUN_TTL_MS);
 	script_args_init(&a, &lua_record);
-	KEY(&a, RECORD_K_LAST, k, last);
-	KEY(&a, RECORD_K_FENCE, k, fence);
+	RECORD_KEYS(&a, k);
 	script_arg_str(&a, RECORD_A_WHAT, end ? "lost" : "skip");
 	script_arg_str(&a, RECORD_A_USER, ctx->user);
 	script_arg_str(&a, RECORD_A_HOST, ctx->host);

@@ -99,12 +99,27 @@ parse_query(const char *q, const char *end, struct endpoint *ep,
 	return 0;
 }
 
-/* "/0?db=2": neither may silently win over the other. */
+/*
+ * What follows the host: "/N" (slash up to q; none when slash == q or the
+ * N is empty), then the query from q to the URL's end. "/0?db=2": neither
+ * may silently win over the other.
+ */
 static int
-db_twice(const char **why)
+parse_db_query(const char *slash, const char *q, const char *end,
+    struct endpoint *ep, const char **why)
 {
-	*why = "the database is given twice (/N and ?db=N); give it once";
-	return -1;
+	if (slash < q && slash + 1 < q) {
+		if (parse_db(slash + 1, (size_t)(q - slash - 1), &ep->db) < 0) {
+			*why = "bad database number";
+			return -1;
+		}
+		if (q < end) {
+			*why = "the database is given twice (/N and ?db=N); "
+			    "give it once";
+			return -1;
+		}
+	}
+	return parse_query(q, end, ep, why);
 }
 
 /* userinfo is "user", "user:pass" or ":pass". */
@@ -222,14 +237,7 @@ parse_tcp(const char *rest, struct endpoint *ep, const char **why)
 	ep->kind = EP_TCP;
 	if (parse_hostport(hp, (size_t)(slash - hp), ep, 6379, why) < 0)
 		return -1;
-	if (slash < q && slash + 1 < q &&
-	    parse_db(slash + 1, (size_t)(q - slash - 1), &ep->db) < 0) {
-		*why = "bad database number";
-		return -1;
-	}
-	if (slash < q && slash + 1 < q && q < end)
-		return db_twice(why);
-	return parse_query(q, end, ep, why);
+	return parse_db_query(slash, q, end, ep, why);
 }
 
 static int
@@ -335,14 +343,7 @@ parse_multi(const char *rest, struct endpoint *ep, enum endpoint_kind kind,
 		return -1;
 	}
 	ep->master_name = xstrndup(path, (size_t)(slash - path));
-	if (slash < q && slash + 1 < q &&
-	    parse_db(slash + 1, (size_t)(q - slash - 1), &ep->db) < 0) {
-		*why = "bad database number";
-		return -1;
-	}
-	if (slash < q && slash + 1 < q && q < end)
-		return db_twice(why);
-	return parse_query(q, end, ep, why);
+	return parse_db_query(slash, q, end, ep, why);
 }
 
 /* The schemes, longest first where one is a prefix of another. */

@@ -361,15 +361,16 @@ xstrndup(const char *s, size_t n)
 	return p;
 }
 
-/* Length of the valid UTF-8 sequence at s, or 0 if it is not one. */
-static size_t
-utf8_len(const unsigned char *s, size_t left)
+size_t
+utf8_len(const unsigned char *s, size_t left, uint32_t *code)
 {
 	size_t n, i;
-	unsigned cp;
+	uint32_t cp;
 
-	if (s[0] < 0x80)
+	if (s[0] < 0x80) {
+		*code = s[0];
 		return 1;
+	}
 	if (s[0] >= 0xc2 && s[0] <= 0xdf)
 		n = 2, cp = s[0] & 0x1f;
 	else if (s[0] >= 0xe0 && s[0] <= 0xef)
@@ -389,6 +390,7 @@ utf8_len(const unsigned char *s, size_t left)
 	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
 	    (cp >= 0xd800 && cp <= 0xdfff) || cp > 0x10ffff)
 		return 0;
+	*code = cp;
 	return n;
 }
 
@@ -397,6 +399,7 @@ json_string(FILE *f, const char *s, size_t len)
 {
 	const unsigned char *u = (const unsigned char *)s;
 	size_t i = 0, n;
+	uint32_t cp;
 
 	fputc('"', f);
 	while (i < len) {
@@ -413,7 +416,7 @@ json_string(FILE *f, const char *s, size_t len)
 			fputs("\\r", f);
 		} else if (c < 0x20 || c == 0x7f) {
 			fprintf(f, "\\u%04x", c);
-		} else if ((n = utf8_len(u + i, len - i)) == 0) {
+		} else if ((n = utf8_len(u + i, len - i, &cp)) == 0) {
 			fprintf(f, "\\u%04x", c);
 		} else {
 			fwrite(u + i, 1, n, f);
@@ -480,4 +483,33 @@ trace_event(const char *event)
 		return;
 	(void)!write(fd, line, (size_t)n);
 	close(fd);
+}
+
+void
+thread_pipes_close(int stop[2], int event[2])
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		if (stop[i] >= 0)
+			close(stop[i]);
+		if (event[i] >= 0)
+			close(event[i]);
+		stop[i] = event[i] = -1;
+	}
+}
+
+int
+thread_pipes_open(int stop[2], int event[2])
+{
+	int e;
+
+	stop[0] = stop[1] = event[0] = event[1] = -1;
+	if (pipe2(stop, O_CLOEXEC | O_NONBLOCK) == 0 &&
+	    pipe2(event, O_CLOEXEC | O_NONBLOCK) == 0)
+		return 0;
+	e = errno;
+	thread_pipes_close(stop, event);
+	errno = e;
+	return -1;
 }

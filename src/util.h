@@ -89,6 +89,22 @@ char *xstrndup(const char *s, size_t n);
  */
 void json_string(FILE *f, const char *s, size_t len);
 
+/*
+ * The length of the UTF-8 sequence at s (left bytes at most): 1 for an
+ * ASCII byte, 0 when the bytes are not UTF-8 (cut short, overlong, a
+ * surrogate, beyond U+10FFFF); *code its code point when not 0.
+ */
+size_t utf8_len(const unsigned char *s, size_t left, uint32_t *code);
+
+/*
+ * A thread's two pipes, close-on-exec and non-blocking: stop (the caller
+ * tells the thread) and event (the thread tells the caller). 0; -1 with
+ * errno set and every end -1. thread_pipes_close closes the ends that are
+ * open and sets all four to -1.
+ */
+int thread_pipes_open(int stop[2], int event[2]);
+void thread_pipes_close(int stop[2], int event[2]);
+
 /* Copy s into buf as printable text: control and non-ASCII bytes as \xHH. */
 void printable(const char *s, size_t len, char *buf, size_t buflen);
 

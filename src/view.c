@@ -20,33 +20,40 @@ put_reply(const struct reply *s)
 	view_put_text(s->str, s->len);
 }
 
-/* The length of a UTF-8 sequence at u safe on a terminal (not C1), or 0. */
-size_t
-view_utf8_len(const unsigned char *u, size_t n)
+/*
+ * The length of a UTF-8 sequence at u safe on a terminal, or 0: not for
+ * ASCII, and not for C1 controls (U+0080-U+009F), which move a terminal
+ * as C0 ones do.
+ */
+static size_t
+utf8_shown(const unsigned char *u, size_t n)
 {
 	uint32_t cp;
-	size_t len, i;
+	size_t len = utf8_len(u, n, &cp);
 
-	if (u[0] >= 0xc2 && u[0] <= 0xdf)
-		len = 2, cp = u[0] & 0x1f;
-	else if (u[0] >= 0xe0 && u[0] <= 0xef)
-		len = 3, cp = u[0] & 0x0f;
-	else if (u[0] >= 0xf0 && u[0] <= 0xf4)
-		len = 4, cp = u[0] & 0x07;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((u[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (u[i] & 0x3f);
+	return len > 1 && cp >= 0xa0 ? len : 0;
+}
+
+void
+view_put_escaped(const char *s, size_t len, const char *quoted,
+    const char *hex)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t i = 0, n;
+
+	while (i < len) {
+		if (u[i] != '\0' && strchr(quoted, u[i])) {
+			printf("\\%c", u[i] == '\n' ? 'n' : u[i]);
+			i++;
+		} else if (u[i] >= 0x20 && u[i] < 0x7f) {
+			putchar(u[i++]);
+		} else if ((n = utf8_shown(u + i, len - i)) > 0) {
+			fwrite(u + i, 1, n, stdout);
+			i += n;
+		} else {
+			printf("%sx%02x", hex, u[i++]);
+		}
 	}
-	if (cp < 0xa0 || (len == 3 && cp < 0x800) ||
-	    (len == 4 && cp < 0x10000) || (cp >= 0xd800 && cp <= 0xdfff) ||
-	    cp > 0x10ffff)
-		return 0;
-	return len;
 }
 
 /*
@@ -56,22 +63,7 @@ view_utf8_len(const unsigned char *u, size_t n)
 void
 view_put_text(const char *s, size_t len)
 {
-	const unsigned char *u = (const unsigned char *)s;
-	size_t i = 0, n;
-
-	while (i < len) {
-		if (u[i] == '\\') {
-			fputs("\\\\", stdout);
-			i++;
-		} else if (u[i] >= 0x20 && u[i] < 0x7f) {
-			putchar(u[i++]);
-		} else if ((n = view_utf8_len(u + i, len - i)) > 0) {
-			fwrite(u + i, 1, n, stdout);
-			i += n;
-		} else {
-			printf("\\x%02x", u[i++]);
-		}
-	}
+	view_put_escaped(s, len, "\\", "\\");
 }
 
 int

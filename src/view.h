@@ -61,9 +61,13 @@ int view_num(const struct reply *s, long long *v);
  * backslash doubled; never a raw tab or newline. */
 void view_put_text(const char *s, size_t len);
 
-/* The length of a UTF-8 sequence at u, above U+009F, or 0 if there is
- * none (an ASCII byte, or bytes that are not UTF-8). */
-size_t view_utf8_len(const unsigned char *u, size_t n);
+/*
+ * Bytes on stdout as printable ASCII and UTF-8 above U+009F: a byte of
+ * `quoted` after a backslash (a newline as \n), any other byte that is
+ * not one of those as the text `hex` then xHH.
+ */
+void view_put_escaped(const char *s, size_t len, const char *quoted,
+    const char *hex);
 
 /* "user@host, pid N" (with_cmd: and ": cmd") from VIEW_WHO_N strings. */
 void view_put_who(struct reply **e, int with_cmd);

@@ -309,11 +309,7 @@ if take then
   elseif n == 1 then
     redis.call('PEXPIRE', k_meta, a_lease_ms)
   else
-    local last = redis.call('ZRANGE', k_sem, -1, -1, 'WITHSCORES')
-    local ttl = tonumber(last[2]) - now
-    redis.call('PEXPIRE', k_sem, ttl)
-    redis.call('PEXPIRE', k_limit, ttl)
-    redis.call('PEXPIRE', k_metas, ttl)
+    sem_expiry(k_sem, k_limit, k_metas, now)
   end
   -- A semaphore with slots still free: the next in line need not wait
   -- for a release.

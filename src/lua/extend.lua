@@ -19,36 +19,28 @@
 -- --fair queue alive while waiters sleep behind us (its waiters' entries
 -- are theirs to refresh).
 local token, lease = a_token, tonumber(a_lease_ms)
-if a_shared == '1' then
-  -- Our share alone: the others' leases are theirs to renew, so a dead
-  -- holder's share ends with its own lease.
-  local now = server_ms()
-  local score = redis.call('ZSCORE', k_shares, token)
-  if not score or tonumber(score) <= now then
-    redis.call('ZREM', k_shares, token)
-    meta_drop(k_metas, token)
-    return 0
-  end
-  redis.call('ZADD', k_shares, now + lease, token)
-  shares_settle(k_lock, k_shares, k_metas, now)
-elseif a_limit == '1' then
+local shared = a_shared == '1'
+if a_limit == '1' and not shared then
   if redis.call('GET', k_lock) ~= token then return 0 end
   redis.call('PEXPIRE', k_lock, a_lease_ms)
   redis.call('PEXPIRE', k_meta, a_lease_ms)
 else
+  -- Our slot or share alone: the others' leases are theirs to renew, so
+  -- a dead holder's ends with its own lease.
+  local slots = shared and k_shares or k_sem
   local now = server_ms()
-  local score = redis.call('ZSCORE', k_sem, token)
+  local score = redis.call('ZSCORE', slots, token)
   if not score or tonumber(score) <= now then
-    redis.call('ZREM', k_sem, token)
+    redis.call('ZREM', slots, token)
     meta_drop(k_metas, token)
     return 0
   end
-  redis.call('ZADD', k_sem, now + lease, token)
-  local last = redis.call('ZRANGE', k_sem, -1, -1, 'WITHSCORES')
-  local ttl = tonumber(last[2]) - now
-  redis.call('PEXPIRE', k_sem, ttl)
-  redis.call('PEXPIRE', k_limit, ttl)
-  redis.call('PEXPIRE', k_metas, ttl)
+  redis.call('ZADD', slots, now + lease, token)
+  if shared then
+    shares_settle(k_lock, k_shares, k_metas, now)
+  else
+    sem_expiry(k_sem, k_limit, k_metas, now)
+  end
 end
 local q = redis.call('PTTL', k_queue)
 if q >= 0 and q < 2 * lease then

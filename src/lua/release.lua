@@ -133,11 +133,7 @@ local function slot_expiry()
     shares_settle(k_lock, k_shares, k_metas, tonumber(now))
     return
   end
-  local top = redis.call('ZRANGE', k_sem, -1, -1, 'WITHSCORES')
-  local ttl = tonumber(top[2]) - tonumber(now)
-  redis.call('PEXPIRE', k_sem, ttl)
-  redis.call('PEXPIRE', k_limit, ttl)
-  redis.call('PEXPIRE', k_metas, ttl)
+  sem_expiry(k_sem, k_limit, k_metas, tonumber(now))
 end
 local function slot_rest()
   meta_drop(k_metas, token)
