@@ -169,6 +169,22 @@ lock_ctx_init(struct lock_ctx *ctx, const char *prefix, const char *key,
 }
 
 void
+lock_ctx_new_token(struct lock_ctx *ctx)
+{
+	struct lock_keys *k = &ctx->k;
+	size_t n = strlen(ctx->token);
+	uuid_t u;
+
+	uuid_generate_random(u);
+	uuid_unparse_lower(u, ctx->token);
+	free(k->my_wake);
+	k->my_wake_len = k->wake_prefix_len + n;
+	k->my_wake = xmalloc(k->my_wake_len + 1);
+	memcpy(k->my_wake, k->wake_prefix, k->wake_prefix_len);
+	memcpy(k->my_wake + k->wake_prefix_len, ctx->token, n + 1);
+}
+
+void
 lock_ctx_free(struct lock_ctx *ctx)
 {
 	lock_keys_free(&ctx->k);

@@ -74,6 +74,9 @@ void lock_ctx_init(struct lock_ctx *ctx, const char *prefix, const char *key,
     char *cmdline);
 void lock_ctx_free(struct lock_ctx *ctx);
 
+/* A fresh random token for ctx, and the wake channel named after it. */
+void lock_ctx_new_token(struct lock_ctx *ctx);
+
 /*
  * Every name of KEY starts P{KEY}: the Cluster hash tag {KEY} puts them
  * all in one slot. But Redis reads the tag from the first '{' to the first

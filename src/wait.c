@@ -586,8 +586,28 @@ weather(struct waiter *w, const struct failure *f, struct wait_result *res,
 	return 0;
 }
 
+/*
+ * Before the first answer: a try whose login got no answer left behind
+ * it an undo that may still reach the server, and would take back a
+ * grant to the same token on a new connection (AGAIN_NOT_THERE). Under a
+ * new token the next try is a stranger to it, and may be made as any
+ * other: f as it would be without the undo, in *copy. Nothing of the new
+ * token is anywhere yet (no wake channel, no queue place).
+ */
+static const struct failure *
+new_token(struct lock_ctx *ctx, const struct failure *f,
+    struct failure *copy)
+{
+	if (f->again != AGAIN_NOT_THERE)
+		return f;
+	lock_ctx_new_token(ctx);
+	*copy = *f;
+	copy->again = AGAIN_NOT;
+	return copy;
+}
+
 enum wait_status
-wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
+wait_lock(struct lock *l, struct lock_ctx *ctx, int64_t wait_ms,
     int sigfd, struct wait_result *res, void (*idle)(void *), void *arg)
 {
 	struct waiter w = { .l = l, .ctx = ctx, .sigfd = sigfd,
@@ -595,6 +615,7 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 	struct lock_busy busy;
 	enum lock_result lr;
 	enum wait_status st;
+	struct failure fail;
 	int64_t start = mono_ms();
 	int why, was;
 
@@ -611,7 +632,8 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 	w.line.on = w.line.on && wait_ms != 0;
 	/* Not queued yet: a --fair waiter joins once subscribed, below. */
 	while ((lr = attempt(&w, 0, res, &busy)) == LOCK_ERROR)
-		if (!weather(&w, lock_failure(l), res, &st))
+		if (!weather(&w, new_token(ctx, lock_failure(l), &fail), res,
+		    &st))
 			return st;
 	back_up(&w, lr == LOCK_BUSY ? &busy : NULL);
 	if (lr == LOCK_GRANTED) {

@@ -37,11 +37,12 @@ struct wait_result {
 /*
  * Acquire ctx's lock on l, waiting at most wait_ms (-1: forever; 0: one
  * attempt). sigfd's signals interrupt the wait. On any outcome but
- * WAIT_GRANTED nothing of ours is left in Redis. idle (or NULL) is
+ * WAIT_GRANTED nothing of ours is left in Redis; ctx's token may be
+ * replaced before the first answer (wait.c). idle (or NULL) is
  * called with arg once, when the wait first blocks: work the caller
  * would otherwise do after the grant, in time nobody waits for.
  */
-enum wait_status wait_lock(struct lock *l, const struct lock_ctx *ctx,
+enum wait_status wait_lock(struct lock *l, struct lock_ctx *ctx,
     int64_t wait_ms, int sigfd, struct wait_result *res,
     void (*idle)(void *), void *arg);
 

@@ -163,6 +163,21 @@ bounded() {
 	[[ $stderr =~ ^rlock:\ cannot\ reach ]] || fail "stderr: $stderr"
 }
 
+@test "weather: a first contact that gets no answer at all is tried again under -w, and gets the lock" {
+	# Every command held back, PING and the login's too: the first try
+	# times out with its undo written behind it. The next try, under a
+	# new token, is one the undo cannot take back.
+	rcli client pause "$(tf_ms 2000)" all > /dev/null
+	waiter f -w "$(tf 10)" --connect-timeout "$(tf 0.5)" -v
+	wait_until "$(tf 20)" done_all f || fail "still waiting: $(cat "$T/f.err")"
+	ran f
+	grep -q 'no answer within' "$T/f.err" || fail "no silent try: $(cat "$T/f.err")"
+	# Nothing of the first try's token stays behind: not the lock, not
+	# a key without a TTL.
+	[ "$(rcli exists "rlock:{$K}")" = 0 ]
+	[ -z "$(keys_without_ttl)" ]
+}
+
 @test "bounds: -w 3 against paused writes exits 69 within 3 s + 1 s; -w 1 within 2 s" {
 	rcli client pause "$(tf_ms 30000)" write
 	bounded $((3000 + 1000 + 500)) -w "$(tf 3)"

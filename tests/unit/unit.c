@@ -1488,6 +1488,28 @@ static const struct { const char *key, *name; } KEY_ROWS[] = {
 	{ "a\\", "rlock:{a\\}" },
 };
 
+/* A new token renames the wake channel as a fresh ctx would. */
+static void
+test_keys_new_token(void)
+{
+	struct lock_ctx ctx, fresh;
+	char old[37];
+
+	lock_ctx_init(&ctx, "rlock:", "}k", 30000, 1, 0, NULL, xstrdup(""));
+	snprintf(old, sizeof(old), "%s", ctx.token);
+	lock_ctx_new_token(&ctx);
+	lock_ctx_init(&fresh, "rlock:", "}k", 30000, 1, 0, ctx.token,
+	    xstrdup(""));
+	CHECK(strcmp(old, ctx.token) != 0 && strlen(ctx.token) == 36,
+	    "a new token differs from the old one");
+	CHECK(strcmp(ctx.k.my_wake, fresh.k.my_wake) == 0 &&
+	    ctx.k.my_wake_len == fresh.k.my_wake_len,
+	    "the wake channel follows the new token ('%s', '%s')",
+	    ctx.k.my_wake, fresh.k.my_wake);
+	lock_ctx_free(&ctx);
+	lock_ctx_free(&fresh);
+}
+
 static void
 test_keys(void)
 {
@@ -1528,6 +1550,7 @@ test_keys(void)
 	CHECK(keys_bad_prefix("a{}") && keys_bad_prefix("{}") &&
 	    !keys_bad_prefix("rlock:") && !keys_bad_prefix("a{b}") &&
 	    !keys_bad_prefix("a{"), "keys_bad_prefix");
+	test_keys_new_token();
 }
 
 /* ---------------------------------------------------------------- ACL */
