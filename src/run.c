@@ -169,11 +169,21 @@ get_ahead(void *arg)
 	sup_ahead(x->a, x->l, x->ctx);
 }
 
+static void
+get_watcher(void *arg)
+{
+	struct ahead_arg *x = arg;
+
+	sup_watch_ahead(x->a);
+}
+
 static int
 acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
-    struct lock *l, struct guard *g, int sigfd, struct sup_ahead *a)
+    struct lock *l, struct guard *g, int sigfd)
 {
-	struct ahead_arg ahead = { .a = a, .l = l };
+	struct sup_ahead a = { .o = o };
+	struct ahead_arg ahead = { .a = &a, .l = l };
+	struct wait_hooks hooks = { get_watcher, get_ahead, &ahead };
 	struct wait_result res;
 	struct lock_ctx ctx;
 	int64_t start = mono_ms();
@@ -189,13 +199,13 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 	if (o->wait_ms != 0)
 		ctx.acl_needs = o->fair ? "f" : "w";
 	ahead.ctx = &ctx;
-	ws = wait_lock(l, &ctx, o->wait_ms, sigfd, &res, get_ahead, &ahead);
+	ws = wait_lock(l, &ctx, o->wait_ms, sigfd, &res, &hooks);
 	/* Closed on the eviction check ahead of the acquire (which the
 	 * server so never read): once more, without it. */
 	if (ws == WAIT_ERROR && guard_refused(g, &res.fail)) {
 		if (lock_open_first(l) == 0)
 			ws = wait_lock(l, &ctx, o->wait_ms, sigfd, &res,
-			    get_ahead, &ahead);
+			    &hooks);
 		else
 			res.fail = *lock_failure(l);
 	}
@@ -236,10 +246,9 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 	dur_format(mono_ms() - start, waited, sizeof(waited));
 	msg_event(LOG_INFO, "acquired '%s' after %s (fence %lld)", name,
 	    waited, (long long)res.fence);
-	st = sup_run(o, &ctx, l, sigfd, &res, a);
+	st = sup_run(o, &ctx, l, sigfd, &res, &a);
 out:
-	/* The parked renewal thread knows ctx. */
-	sup_ahead_drop(a);
+	sup_ahead_drop(&a);
 	lock_ctx_free(&ctx);
 	return st;
 }
@@ -247,16 +256,11 @@ out:
 int
 run_mode(struct rlock_opts *o, int sigfd)
 {
-	struct sup_ahead ahead = { .o = o };
 	struct guard g = { 0 };
 	struct lock_cfg cfg;
 	struct lock *l;
 	int st;
 
-	/* Started while rlock is small and its first round trips are on
-	 * their way: few of its pages are shared with the watcher, to be
-	 * copied on rlock's next write. */
-	sup_watch_ahead(&ahead);
 	config_lock(o, &cfg);
 	l = lock_new(&cfg);
 	if (wait_bound(o))
@@ -267,9 +271,8 @@ run_mode(struct rlock_opts *o, int sigfd)
 	}
 	guard_eviction(&g, l);
 	if (!try_reenter(o, &cfg, l, &g, &st))
-		st = acquire_and_run(o, &cfg, l, &g, sigfd, &ahead);
+		st = acquire_and_run(o, &cfg, l, &g, sigfd);
 out:
-	sup_ahead_drop(&ahead);
 	lock_free(l);
 	lock_cfg_free(&cfg);
 	return st;

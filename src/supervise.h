@@ -32,7 +32,8 @@ struct sup_ahead {
 void sup_ahead(struct sup_ahead *a, struct lock *l,
     const struct lock_ctx *ctx);
 void sup_ahead_drop(struct sup_ahead *a);
-/* Only sup_ahead's watcher: started before the first round trip. */
+/* Only sup_ahead's watcher: started while the first attempt's answer is
+ * on its way (wait.c's in_flight hook). */
 void sup_watch_ahead(struct sup_ahead *a);
 
 /* Run o's COMMAND under ctx's lock (granted as in res), with what a

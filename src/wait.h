@@ -35,15 +35,25 @@ struct wait_result {
 };
 
 /*
+ * Work the caller would otherwise do after the grant, done in time
+ * nobody waits for, each called with arg once (either may be NULL):
+ * in_flight while the first attempt's answer is on its way, idle when
+ * the wait first blocks.
+ */
+struct wait_hooks {
+	void (*in_flight)(void *arg);
+	void (*idle)(void *arg);
+	void *arg;
+};
+
+/*
  * Acquire ctx's lock on l, waiting at most wait_ms (-1: forever; 0: one
  * attempt). sigfd's signals interrupt the wait. On any outcome but
  * WAIT_GRANTED nothing of ours is left in Redis; ctx's token may be
- * replaced before the first answer (wait.c). idle (or NULL) is
- * called with arg once, when the wait first blocks: work the caller
- * would otherwise do after the grant, in time nobody waits for.
+ * replaced before the first answer (wait.c).
  */
 enum wait_status wait_lock(struct lock *l, struct lock_ctx *ctx,
     int64_t wait_ms, int sigfd, struct wait_result *res,
-    void (*idle)(void *), void *arg);
+    const struct wait_hooks *hooks);
 
 #endif
