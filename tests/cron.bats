@@ -153,8 +153,10 @@ some() { [ "$(rcli exists "$@")" = "$#" ]; }
 	run -75 --separate-stderr "$RLOCK" -v -w "$(tf 0.5)" -k "$K" -- true
 	line=$(grep "^rlock: waiting for '$K': " <<< "$stderr") ||
 		fail "no wait line: $stderr"
-	re="held by .* \(pid [0-9]+: true; run ended [0-9.]+m?s ago\), "
-	re+="--min-hold until [0-9]{2}:[0-9]{2}:[0-9]{2}, [0-9.]+s left$"
+	# A duration as rlock gives it: 708ms, 29.4s, 2m29s (TIME_FACTOR 5).
+	d='([0-9.]+m?s|[0-9]+m[0-9]{2}s)'
+	re="held by .* \(pid [0-9]+: true; run ended $d ago\), "
+	re+="--min-hold until [0-9]{2}:[0-9]{2}:[0-9]{2}, $d left$"
 	[[ $line =~ ^rlock:\ waiting\ for\ \'$K\':\ $re ]] || fail "$line"
 	[[ $line != *lease* ]] || fail "$line"
 	# On a terminal, the line drawn in place says the same.
