@@ -166,8 +166,18 @@ setup_file() {
 	redis-cli -s "$REDIS_SOCK" monitor > "$MON" 3>&- &
 	export MON_PID=$!
 	wait_until 20 grep -q . "$MON" || redis-cli -s "$REDIS_SOCK" ping >/dev/null
-	exercise > "$BATS_FILE_TMPDIR/exercise.log" 2>&1
-	echo $? > "$BATS_FILE_TMPDIR/exercise.rc"
+	# In the background, so that set -e still ends exercise at its first
+	# failing step (it would not within "exercise || rc=$?"), and the
+	# first test shows its log and that step instead of a bare
+	# "setup_file failed".
+	(
+		trap 'echo "exercise: $BASH_COMMAND failed" \
+		    "(${FUNCNAME[*]} at lines ${BASH_LINENO[*]})"' ERR
+		exercise
+	) > "$BATS_FILE_TMPDIR/exercise.log" 2>&1 &
+	local rc=0
+	wait "$!" || rc=$?
+	echo "$rc" > "$BATS_FILE_TMPDIR/exercise.rc"
 	rcli ping >/dev/null
 	kill "$MON_PID"
 	wait "$MON_PID" 2>/dev/null || true
