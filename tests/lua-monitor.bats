@@ -44,7 +44,7 @@ exercise() {
 	timeout "$(tf 20)" "$RLOCK" -k m-nest -- "$RLOCK" -k m-nest -- true
 	# Busy: -n is skipped (and counted), -w waits and wins.
 	touch "$t/busy"
-	R -k m-busy -l 5s -- sh -c "$HOLD" sh "$t/busy" &
+	R -k m-busy -l "$(tf 5)" -- sh -c "$HOLD" sh "$t/busy" &
 	p=$!
 	wait_until 20 held m-busy
 	timeout "$(tf 20)" "$RLOCK" -n -k m-busy -- true && return 1
@@ -57,7 +57,7 @@ exercise() {
 	# --fair: one waiter gives up (dequeue, at a signal), two are served
 	# in turn.
 	touch "$t/fair"
-	R -k m-fair -l 5s -- sh -c "$HOLD" sh "$t/fair" &
+	R -k m-fair -l "$(tf 5)" -- sh -c "$HOLD" sh "$t/fair" &
 	p=$!
 	wait_until 20 held m-fair
 	R --fair -w "$W" -k m-fair -- true &
@@ -81,7 +81,8 @@ exercise() {
 	touch "$t/sem"
 	p=""
 	for i in 1 2 3; do
-		R -N 2 -w "$W" -k m-sem -l 5s -- sh -c "$HOLD" sh "$t/sem" &
+		R -N 2 -w "$W" -k m-sem -l "$(tf 5)" -- \
+			sh -c "$HOLD" sh "$t/sem" &
 		p="$p $!"
 	done
 	wait_until 20 slots m-sem 2
@@ -89,7 +90,7 @@ exercise() {
 	R status --json m-sem >/dev/null
 	rm "$t/sem"
 	for i in $p; do wait "$i" || return 1; done
-	R -N 2 -k m-sem -l 1s -- sleep 20 &
+	R -N 2 -k m-sem -l "$(tf 1)" -- sleep "$(tf 20)" &
 	p=$!
 	wait_until 20 slots m-sem 1
 	R release --force m-sem >/dev/null
@@ -101,7 +102,7 @@ exercise() {
 	R list >/dev/null
 	R list --json >/dev/null
 	# A mutex holder and its --fair waiter, broken by force.
-	R -k m-force -l 1s -- sleep 20 &
+	R -k m-force -l "$(tf 1)" -- sleep "$(tf 20)" &
 	p=$!
 	wait_until 20 held m-force
 	R --fair -w "$W" -k m-force -- true &
@@ -111,7 +112,7 @@ exercise() {
 	wait "$w1"
 	wait "$p" || true
 	# A lease lost: the holder records its run as lost.
-	R -k m-lost -l 1s -- sleep 5 &
+	R -k m-lost -l "$(tf 1)" -- sleep "$(tf 5)" &
 	p=$!
 	wait_until 20 held m-lost
 	rcli del 'rlock:{m-lost}' >/dev/null
@@ -120,9 +121,9 @@ exercise() {
 	# gives up (dequeue, at a signal), a reader behind the writer with a
 	# nested -s; a --fair share; a share broken by force.
 	touch "$t/shared"
-	R -s -k m-shared -l 5s -- sh -c "$HOLD" sh "$t/shared" &
+	R -s -k m-shared -l "$(tf 5)" -- sh -c "$HOLD" sh "$t/shared" &
 	p=$!
-	R -s -k m-shared -l 5s -- sh -c "$HOLD" sh "$t/shared" &
+	R -s -k m-shared -l "$(tf 5)" -- sh -c "$HOLD" sh "$t/shared" &
 	p2=$!
 	wait_until 20 shares m-shared 2
 	R -w "$W" -k m-shared -- true &
@@ -145,7 +146,7 @@ exercise() {
 	wait "$w1"
 	wait "$w2"
 	R -s --fair -w "$W" -k m-shared -- true
-	R -s -k m-shared -l 1s -- sleep 20 &
+	R -s -k m-shared -l "$(tf 1)" -- sleep "$(tf 20)" &
 	p=$!
 	wait_until 20 shares m-shared 1
 	R release --force m-shared >/dev/null
