@@ -360,7 +360,6 @@ config_error() {
 
 @test "78: a file owned by another user (not root); root's passes" {
 	[ "$(id -u)" = 0 ] || skip "chown needs root"
-	skip_under_valgrind
 	conf "$USR" "prefix = p:"
 	chown nobody "$USR"
 	config_error "$USR: refused: owned by uid $(id -u nobody)" -k k -- true

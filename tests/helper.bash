@@ -300,8 +300,9 @@ fi
 # variables to COMMAND's environment, keeps fds of its own open, and its
 # command line (what ps shows) is not the one rlock scrubs.
 under_valgrind() { [ -n "${RLOCK_UNDER_VALGRIND:-}" ]; }
+# skip_under_valgrind WHY: for what cannot work under valgrind at all.
 skip_under_valgrind() {
-	! under_valgrind || skip "valgrind's own env, fds and argv"
+	! under_valgrind || skip "under valgrind: $1"
 }
 
 # usage_error REGEX RLOCK-ARGS...: rlock exits 64 with exactly two lines on

@@ -19,7 +19,12 @@ R() { "$RLOCK" "$@" 3>&-; }
 queued() { [ "$(rcli llen "rlock:{$1}:q")" = "$2" ]; }
 slots() { [ "$(rcli zcard "rlock:{$1}:sem")" = "$2" ]; }
 shares() { [ "$(rcli zcard "rlock:{$1}:sh")" = "$2" ]; }
-writer_waits() { [ "$(rcli zcard "rlock:{$1}:xw")" = 1 ]; }
+writers_wait() { [ "$(rcli zcard "rlock:{$1}:xw")" = "$2" ]; }
+
+# sh -c "$HOLD" sh FILE: hold until FILE is gone. A holder holds until
+# the waiters it is for are seen waiting, however slowly they start
+# (under valgrind each rlock takes seconds to reach Redis).
+HOLD='while [ -e "$1" ]; do sleep 0.05; done'
 
 # by_hand SCRIPT NKEYS KEY... ARG...: EVALSHA the script as rlock embeds it.
 by_hand() {
@@ -32,84 +37,116 @@ by_hand() {
 
 # Each mode once, the lock in the state its scripts act on.
 exercise() {
-	local t=$BATS_FILE_TMPDIR p p2 q w1 w2 i
-	timeout 20 "$RLOCK" -k m-plain -l 1s -- sleep 1.2
-	timeout 20 "$RLOCK" -k m-nest -- "$RLOCK" -k m-nest -- true
+	local t=$BATS_FILE_TMPDIR p p2 q w1 w2 g i W
+	W=$(tf 60)
+	timeout "$(tf 20)" "$RLOCK" -k m-plain -l "$(tf 1)" -- \
+		sleep "$(tf 1.2)"
+	timeout "$(tf 20)" "$RLOCK" -k m-nest -- "$RLOCK" -k m-nest -- true
 	# Busy: -n is skipped (and counted), -w waits and wins.
-	R -k m-busy -l 5s -- sleep 1.5 &
+	touch "$t/busy"
+	R -k m-busy -l "$(tf 5)" -- sh -c "$HOLD" sh "$t/busy" &
 	p=$!
 	wait_until 20 held m-busy
-	timeout 20 "$RLOCK" -n -k m-busy -- true && return 1
-	timeout 20 "$RLOCK" -w 10 -k m-busy -- true
+	timeout "$(tf 20)" "$RLOCK" -n -k m-busy -- true && return 1
+	R -w "$W" -k m-busy -- true &
+	w1=$!
+	wait_until 20 blocked_is 1
+	rm "$t/busy"
 	wait "$p"
-	# --fair: one waiter gives up (dequeue), two are served in turn.
-	R -k m-fair -l 5s -- sleep 2 &
+	wait "$w1"
+	# --fair: one waiter gives up (dequeue, at a signal), two are served
+	# in turn.
+	touch "$t/fair"
+	R -k m-fair -l "$(tf 5)" -- sh -c "$HOLD" sh "$t/fair" &
 	p=$!
 	wait_until 20 held m-fair
-	R --fair -w 20 -k m-fair -- true &
+	R --fair -w "$W" -k m-fair -- true &
 	w1=$!
 	wait_until 20 queued m-fair 1
-	R --fair -w 20 -k m-fair -- true &
+	R --fair -w "$W" -k m-fair -- true &
 	w2=$!
 	wait_until 20 queued m-fair 2
-	timeout 20 "$RLOCK" --fair -w 0.3 -k m-fair -- true && return 1
+	"$RLOCK" --fair -w "$W" -k m-fair -- true 3>&- &
+	g=$!
+	wait_until 20 queued m-fair 3
+	kill -TERM "$g"
+	wait "$g" && return 1
+	queued m-fair 2
 	R status m-fair >/dev/null
-	wait "$p" && wait "$w1" && wait "$w2"
+	rm "$t/fair"
+	wait "$p"
+	wait "$w1"
+	wait "$w2"
 	# -N: two slots, a third waits; then broken by force.
+	touch "$t/sem"
 	p=""
 	for i in 1 2 3; do
-		R -N 2 -w 20 -k m-sem -l 5s -- sleep 0.5 &
+		R -N 2 -w "$W" -k m-sem -l "$(tf 5)" -- \
+			sh -c "$HOLD" sh "$t/sem" &
 		p="$p $!"
 	done
 	wait_until 20 slots m-sem 2
+	wait_until 20 blocked_is 1
 	R status --json m-sem >/dev/null
+	rm "$t/sem"
 	for i in $p; do wait "$i" || return 1; done
-	R -N 2 -k m-sem -l 1s -- sleep 20 &
+	R -N 2 -k m-sem -l "$(tf 1)" -- sleep "$(tf 20)" &
 	p=$!
 	wait_until 20 slots m-sem 1
 	R release --force m-sem >/dev/null
 	wait "$p" || true
 	R -N 2 --min-hold 2s -k m-sem -- true
 	# --min-hold, then status and list of what rests.
-	R --min-hold 2s -k m-hold -- true
+	R --min-hold "$(tf 2)" -k m-hold -- true
 	R status m-hold >/dev/null
 	R list >/dev/null
 	R list --json >/dev/null
 	# A mutex holder and its --fair waiter, broken by force.
-	R -k m-force -l 1s -- sleep 20 &
+	R -k m-force -l "$(tf 1)" -- sleep "$(tf 20)" &
 	p=$!
 	wait_until 20 held m-force
-	R --fair -w 20 -k m-force -- true &
+	R --fair -w "$W" -k m-force -- true &
 	w1=$!
 	wait_until 20 queued m-force 1
 	R release --force m-force >/dev/null
 	wait "$w1"
 	wait "$p" || true
 	# A lease lost: the holder records its run as lost.
-	R -k m-lost -l 1s -- sleep 5 &
+	R -k m-lost -l "$(tf 1)" -- sleep "$(tf 5)" &
 	p=$!
 	wait_until 20 held m-lost
 	rcli del 'rlock:{m-lost}' >/dev/null
 	wait "$p" && return 1
 	# -s: two shares, a writer that waits for them (its claim), one that
-	# gives up (dequeue), a reader behind the writer with a nested -s;
-	# a --fair share; a share broken by force.
-	R -s -k m-shared -l 5s -- sleep 1.5 &
+	# gives up (dequeue, at a signal), a reader behind the writer with a
+	# nested -s; a --fair share; a share broken by force.
+	touch "$t/shared"
+	R -s -k m-shared -l "$(tf 5)" -- sh -c "$HOLD" sh "$t/shared" &
 	p=$!
-	R -s -k m-shared -l 5s -- sleep 1.5 &
+	R -s -k m-shared -l "$(tf 5)" -- sh -c "$HOLD" sh "$t/shared" &
 	p2=$!
 	wait_until 20 shares m-shared 2
-	R -w 20 -k m-shared -- true &
+	R -w "$W" -k m-shared -- true &
 	w1=$!
-	wait_until 20 writer_waits m-shared
-	timeout 20 "$RLOCK" -s -n -k m-shared -- true && return 1
-	timeout 20 "$RLOCK" -w 0.3 -k m-shared -- true && return 1
-	R -s -w 20 -k m-shared -- "$RLOCK" -s -k m-shared -- true &
+	wait_until 20 writers_wait m-shared 1
+	timeout "$(tf 20)" "$RLOCK" -s -n -k m-shared -- true && return 1
+	"$RLOCK" -w "$W" -k m-shared -- true 3>&- &
+	g=$!
+	wait_until 20 writers_wait m-shared 2
+	kill -TERM "$g"
+	wait "$g" && return 1
+	writers_wait m-shared 1
+	R -s -w "$W" -k m-shared -- "$RLOCK" -s -k m-shared -- true &
 	w2=$!
+	wait_until 20 blocked_is 2
 	R status m-shared >/dev/null
-	wait "$p" && wait "$p2" && wait "$w1" && wait "$w2"
-	R -s --fair -w 20 -k m-shared -- true
-	R -s -k m-shared -l 1s -- sleep 20 &
+	rm "$t/shared"
+	wait "$p"
+	wait "$p2"
+	wait "$w1"
+	wait "$w2"
+	R -s --fair -w "$W" -k m-shared -- true
+	R -s -k m-shared -l "$(tf 1)" -- sleep "$(tf 20)" &
 	p=$!
 	wait_until 20 shares m-shared 1
 	R release --force m-shared >/dev/null
@@ -130,8 +167,18 @@ setup_file() {
 	redis-cli -s "$REDIS_SOCK" monitor > "$MON" 3>&- &
 	export MON_PID=$!
 	wait_until 20 grep -q . "$MON" || redis-cli -s "$REDIS_SOCK" ping >/dev/null
-	exercise > "$BATS_FILE_TMPDIR/exercise.log" 2>&1
-	echo $? > "$BATS_FILE_TMPDIR/exercise.rc"
+	# In the background, so that set -e still ends exercise at its first
+	# failing step (it would not within "exercise || rc=$?"), and the
+	# first test shows its log and that step instead of a bare
+	# "setup_file failed".
+	(
+		trap 'echo "exercise: $BASH_COMMAND failed" \
+		    "(${FUNCNAME[*]} at lines ${BASH_LINENO[*]})"' ERR
+		exercise
+	) > "$BATS_FILE_TMPDIR/exercise.log" 2>&1 &
+	local rc=0
+	wait "$!" || rc=$?
+	echo "$rc" > "$BATS_FILE_TMPDIR/exercise.rc"
 	rcli ping >/dev/null
 	kill "$MON_PID"
 	wait "$MON_PID" 2>/dev/null || true
