@@ -64,6 +64,7 @@ struct quorum {
 	 * extend or a re-entry check, not asked (a yes would be the old
 	 * acquire, its undo still to come). A release there does no harm. */
 	unsigned char no_acquire[REDLOCK_MAX];
+	char barred_for[37];		/* the token no_acquire is for */
 	/* An acquire between op_acquire_start and op_acquire_finish: when
 	 * it began (0: none), what every master was asked, who was sent it. */
 	int64_t t0;
@@ -488,6 +489,12 @@ op_acquire_start(struct lock *l, const struct lock_ctx *ctx, int queue,
 
 	(void)queue;
 	q->t0 = mono_ms();
+	/* Barred for another token: the undo that may still reach those
+	 * masters takes back that token's grants, never this one's. */
+	if (strcmp(q->barred_for, ctx->token) != 0) {
+		memset(q->no_acquire, 0, sizeof(q->no_acquire));
+		memcpy(q->barred_for, ctx->token, sizeof(q->barred_for));
+	}
 	open_closed(q, 1);
 	q->asked = *ctx;
 	q->asked.fence_proposed = wall_ms() + FENCE_AHEAD_MS;
