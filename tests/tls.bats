@@ -200,29 +200,44 @@ want:   $line"
 	[ "$stderr" = "rlock: warning: --tls-insecure: the server's certificate is not verified, so anyone on the network path can pose as it and read the password and every command" ]
 }
 
+# relay PORT: a socat that records in $T/wire every byte sent to it and
+# forwards it to PORT, on a port of this file's class below the ephemeral
+# range, in PX; its pid in RELAY and BG. Another port when a program on
+# the machine took the one picked before socat could bind it.
+relay() {
+	local try
+	for try in 1 2 3 4 5; do
+		PX=$(closed_port 20000 12000) || continue
+		socat -r "$T/wire" TCP-LISTEN:"$PX",bind=127.0.0.1,reuseaddr,fork \
+			TCP:127.0.0.1:"$1" 3>&- &
+		RELAY=$!
+		wait_until 5 eval "! proc_alive $RELAY ||
+		    (exec 9<>/dev/tcp/127.0.0.1/$PX) 2>/dev/null"
+		if proc_alive "$RELAY"; then
+			BG+=("$RELAY")
+			return 0
+		fi
+		wait "$RELAY" 2>/dev/null || true
+	done
+	fail "no port for the relay in 5 tries"
+}
+
 @test "tls: no byte of a command or the password crosses in clear text" {
-	local a px
 	command -v socat >/dev/null || fail "socat missing (.ci/deps)"
-	a=$(tls_port auth)
 	# A relay that records every byte rlock sends.
-	px=$(own_port $(( (RANDOM << 1 | RANDOM & 1) % 30000 + 20000 )))
-	socat -r "$T/wire" TCP-LISTEN:"$px",bind=127.0.0.1,reuseaddr,fork \
-		TCP:127.0.0.1:"$a" & BG+=($!)
-	wait_until 5 eval "(exec 9<>/dev/tcp/127.0.0.1/$px) 2>/dev/null"
+	relay "$(tls_port auth)"
 	RLOCK_PASSWORD=s3cretpw run -0 --separate-stderr "$RLOCK" \
-		-u "rediss://localhost:$px" -k wire -- echo ran
+		-u "rediss://localhost:$PX" -k wire -- echo ran
 	assert_output ran
 	[ -s "$T/wire" ]
 	! grep -qa -e s3cretpw -e EVALSHA -e AUTH -e wire "$T/wire" ||
 		fail "clear text on the wire"
 	# The relay does see them without TLS (so the check can fail).
-	kill "${BG[0]}"
-	wait "${BG[0]}" 2>/dev/null || true
+	kill "$RELAY"
+	wait "$RELAY" 2>/dev/null || true
 	: > "$T/wire"
-	socat -r "$T/wire" TCP-LISTEN:"$px",bind=127.0.0.1,reuseaddr,fork \
-		TCP:127.0.0.1:"$REDIS_PORT" & BG=($!)
-	wait_until 5 eval "(exec 9<>/dev/tcp/127.0.0.1/$px) 2>/dev/null"
-	run -0 "$RLOCK" -u "redis://127.0.0.1:$px" -k wire -- true
+	relay "$REDIS_PORT"
+	run -0 "$RLOCK" -u "redis://127.0.0.1:$PX" -k wire -- true
 	grep -qa EVALSHA "$T/wire"
 }
 
