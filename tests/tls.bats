@@ -22,7 +22,8 @@ setup_file() {
 
 teardown_file() {
 	local n
-	for n in tls mtls wronghost expired stall auth plain; do
+	# m1-m3: the --redlock test's masters, left running when it fails.
+	for n in tls mtls wronghost expired stall auth plain m1 m2 m3; do
 		redis_stop "$n"
 	done
 }
