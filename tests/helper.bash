@@ -321,6 +321,22 @@ usage_error() {
 		fail "second line: ${stderr_lines[1]}"
 }
 
+# end_test_procs: for a teardown. Let go what waits for $T/go, then
+# SIGKILL every process in PIDS and in $T/*.pid that still runs (woken
+# first from a SIGSTOP).
+end_test_procs() {
+	local p f
+	touch "$T/go"
+	for f in "$T"/*.pid; do
+		[ -s "$f" ] && PIDS+=("$(cat "$f")")
+	done
+	for p in "${PIDS[@]}"; do
+		kill -CONT "$p" 2>/dev/null
+		proc_alive "$p" && kill -KILL "$p" 2>/dev/null
+	done
+	return 0
+}
+
 # blocked_is N: N clients of the file's server are blocked (BLPOP, a
 # subscription's wait), not counting a holder that listens for a
 # release --force (its connection is named rlock-holder).

@@ -59,15 +59,8 @@ setup() {
 }
 
 teardown() {
-	local p f
-	touch "$T/go"
-	for f in "$T"/*.pid; do
-		[ -s "$f" ] && PIDS+=("$(cat "$f")")
-	done
-	for p in "${PIDS[@]}"; do
-		kill -CONT "$p" 2>/dev/null
-		proc_alive "$p" && kill -KILL "$p" 2>/dev/null
-	done
+	local f
+	end_test_procs
 	local left
 	left=$(keys_without_ttl)
 	rcli --scan --pattern "$L*" | while IFS= read -r f; do

@@ -41,15 +41,8 @@ setup() {
 }
 
 teardown() {
-	local p f
-	touch "$T/go"
-	for f in "$T"/*.pid; do
-		[ -s "$f" ] && PIDS+=("$(cat "$f")")
-	done
-	for p in "${PIDS[@]}"; do
-		kill -CONT "$p" 2>/dev/null
-		proc_alive "$p" && kill -KILL "$p" 2>/dev/null
-	done
+	local f
+	end_test_procs
 	rcli --scan --pattern "$L*" | while IFS= read -r f; do
 		rcli del "$f" > /dev/null
 	done
