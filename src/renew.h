@@ -68,7 +68,9 @@ int renew_start(struct renewer *rw);
 /*
  * Make l the caller's again at once: waits only for an extend in flight,
  * and the thread never touches l (nor extends) after this returns. The
- * thread is told to end now; renew_stop joins it. Idempotent.
+ * thread is not woken (the release goes first): it ends when it next
+ * wakes, on the release's answer or renew_stop's word, which also joins
+ * it. Idempotent.
  */
 void renew_take_conn(struct renewer *rw);
 
