@@ -6,11 +6,8 @@ load helper
 
 setup_file() {
 	redis_start main
-	# A loopback port where nothing listens: contacting Redis there
-	# fails with 69, so a 64 proves the usage error came first.
-	local p
-	p=$(closed_port 40000 20000) || return 1
-	export CLOSED_URL=redis://127.0.0.1:$p
+	# 69 there: a 64 proves the usage error came first.
+	closed_url
 }
 
 teardown_file() {

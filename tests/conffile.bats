@@ -10,9 +10,7 @@ load helper
 
 setup_file() {
 	redis_start main
-	local p
-	p=$(closed_port 40000 20000) || return 1
-	export CLOSED_URL=redis://127.0.0.1:$p
+	closed_url
 }
 
 teardown_file() {

@@ -23,11 +23,8 @@ teardown_file() {
 }
 
 setup() {
-	K=cron$BATS_TEST_NUMBER
-	L="rlock:{$K}"
-	T=$BATS_TEST_TMPDIR
-	export T K
-	PIDS=()
+	per_test cron
+	export K
 	# job.sh: the cron job. Notes where it ran, runs for $1 seconds.
 	cat > "$T/job.sh" <<-'EOF'
 	echo "$(hostname)" >> "$T/ran"

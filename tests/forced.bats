@@ -16,11 +16,7 @@ teardown_file() {
 }
 
 setup() {
-	K=forced$BATS_TEST_NUMBER
-	L="rlock:{$K}"
-	T=$BATS_TEST_TMPDIR
-	export T
-	PIDS=()
+	per_test forced
 	# term.sh: note a SIGTERM in $T/got and exit 3; hold until $T/go.
 	cat > "$T/term.sh" <<-'EOF'
 	trap 'echo TERM >> "$T/got"; exit 3' TERM

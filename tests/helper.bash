@@ -321,6 +321,37 @@ usage_error() {
 		fail "second line: ${stderr_lines[1]}"
 }
 
+# per_test PREFIX: for a setup. One test's names: K its key (PREFIX and
+# the test's number), L that key in Redis, T its directory (exported:
+# the COMMAND scripts written there read it), PIDS its background
+# processes (empty), which end_test_procs stops.
+per_test() {
+	K=$1$BATS_TEST_NUMBER
+	L="rlock:{$K}"
+	T=$BATS_TEST_TMPDIR
+	export T
+	PIDS=()
+}
+
+# bg NAME RLOCK-ARGS...: rlock in the background, stdout and stderr in
+# $T/NAME.out and $T/NAME.err; its pid in $BG, and in PIDS.
+bg() {
+	local name=$1
+	shift
+	"$RLOCK" "$@" > "$T/$name.out" 2> "$T/$name.err" 3>&- &
+	BG=$!
+	PIDS+=("$BG")
+}
+
+# closed_url: for a setup_file. CLOSED_URL, exported, is a loopback
+# port where nothing listens: contacting Redis there fails with 69, so
+# another status proves its cause came before any contact.
+closed_url() {
+	local p
+	p=$(closed_port 40000 20000) || return 1
+	export CLOSED_URL=redis://127.0.0.1:$p
+}
+
 # end_test_procs: for a teardown. Let go what waits for $T/go, then
 # SIGKILL every process in PIDS and in $T/*.pid that still runs (woken
 # first from a SIGSTOP).

@@ -28,11 +28,7 @@ redis_cont() {
 }
 
 setup() {
-	K=lease$BATS_TEST_NUMBER
-	L="rlock:{$K}"
-	T=$BATS_TEST_TMPDIR
-	export T
-	PIDS=()
+	per_test lease
 	# COMMAND scripts. Each writes its pid to cmd.pid once its traps are
 	# set, so "cmd.pid exists" means "ready for signals".
 	cat > "$T/term-exit.sh" <<-'EOF'

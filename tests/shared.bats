@@ -11,9 +11,7 @@ load helper
 
 setup_file() {
 	redis_start main
-	local p
-	p=$(closed_port 40000 20000) || return 1
-	export CLOSED_URL=redis://127.0.0.1:$p
+	closed_url
 }
 
 teardown_file() {
@@ -21,11 +19,7 @@ teardown_file() {
 }
 
 setup() {
-	K=sh$BATS_TEST_NUMBER
-	L="rlock:{$K}"
-	T=$BATS_TEST_TMPDIR
-	export T
-	PIDS=()
+	per_test sh
 	# hold.sh NAME: COMMAND of a holder. Notes its pid, appends NAME to
 	# $T/order, holds until $T/NAME.go (or $T/go) exists.
 	cat > "$T/hold.sh" <<-'EOF'
@@ -83,16 +77,6 @@ reap_is() {
 	reap "$2" "$3"
 	[ "$RC" = "$4" ] ||
 		fail "$1: status $RC, want $4: $(cat "$T/$1.err" 2>/dev/null)"
-}
-
-# bg NAME RLOCK-ARGS...: rlock in the background, stdout and stderr in
-# $T/NAME.out and $T/NAME.err; its pid in $BG.
-bg() {
-	local name=$1
-	shift
-	"$RLOCK" "$@" > "$T/$name.out" 2> "$T/$name.err" 3>&- &
-	BG=$!
-	PIDS+=("$BG")
 }
 
 # holder NAME [RLOCK-ARGS...]: hold $K in the background until $T/NAME.go;

@@ -20,11 +20,7 @@ teardown_file() {
 }
 
 setup() {
-	K=sig$BATS_TEST_NUMBER
-	L="rlock:{$K}"
-	T=$BATS_TEST_TMPDIR
-	export T
-	PIDS=()
+	per_test sig
 	# trap.sh SIG: exit 42 from a trap of SIG, after noting it.
 	cat > "$T/trap.sh" <<-'EOF'
 	trap 'echo "got $1" >> "$T/marker"; kill $! 2>/dev/null; exit 42' "$1"

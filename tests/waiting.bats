@@ -16,11 +16,7 @@ teardown_file() {
 }
 
 setup() {
-	K=wait$BATS_TEST_NUMBER
-	L="rlock:{$K}"
-	T=$BATS_TEST_TMPDIR
-	export T
-	PIDS=()
+	per_test wait
 	# hold.sh: COMMAND of a holder. Notes its pid, holds until $T/go
 	# exists, notes when it ended (ms).
 	cat > "$T/hold.sh" <<-'EOF'
@@ -47,16 +43,6 @@ teardown() {
 		rcli del "$f" > /dev/null
 	done
 	return 0
-}
-
-# bg NAME RLOCK-ARGS...: rlock in the background, stdout and stderr in
-# $T/NAME.out and $T/NAME.err; its pid in $BG.
-bg() {
-	local name=$1
-	shift
-	"$RLOCK" "$@" > "$T/$name.out" 2> "$T/$name.err" 3>&- &
-	BG=$!
-	PIDS+=("$BG")
 }
 
 # holder [RLOCK-ARGS...]: hold $K (until $T/go) in the background; pid
