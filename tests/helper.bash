@@ -352,6 +352,18 @@ closed_url() {
 	export CLOSED_URL=redis://127.0.0.1:$p
 }
 
+# stop_bg PID...: for a teardown. SIGTERM to each process, then wait for
+# each (children of the test's shell), whatever their status.
+stop_bg() {
+	local p
+	for p in "$@"; do
+		kill -TERM "$p" 2>/dev/null || true
+	done
+	for p in "$@"; do
+		wait "$p" 2>/dev/null || true
+	done
+}
+
 # end_test_procs: for a teardown. Let go what waits for $T/go, then
 # SIGKILL every process in PIDS and in $T/*.pid that still runs (woken
 # first from a SIGSTOP).

@@ -64,13 +64,7 @@ nutcracker_stop() {
 HOLDERS=()
 
 teardown() {
-	local p
-	for p in "${HOLDERS[@]}"; do
-		kill -TERM "$p" 2>/dev/null || true
-	done
-	for p in "${HOLDERS[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
+	stop_bg "${HOLDERS[@]}"
 	HOLDERS=()
 }
 

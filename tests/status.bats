@@ -25,13 +25,7 @@ bg_rlock() {
 }
 
 teardown() {
-	local p
-	for p in "${HOLDERS[@]}"; do
-		kill -TERM "$p" 2>/dev/null || true
-	done
-	for p in "${HOLDERS[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
+	stop_bg "${HOLDERS[@]}"
 	if [ -n "${AUTH_DIR:-}" ]; then
 		redis_stop_dir "$AUTH_DIR"
 	fi

@@ -37,14 +37,8 @@ setup() {
 }
 
 teardown() {
-	local p
 	rm -f "$T/go"
-	for p in "${BG[@]}"; do
-		kill -TERM "$p" 2>/dev/null || true
-	done
-	for p in "${BG[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
+	stop_bg "${BG[@]}"
 	[ -z "$(keys_without_ttl_tls tls)" ] || fail "keys without TTL"
 }
 

@@ -31,14 +31,9 @@ setup() {
 }
 
 teardown() {
-	local p left
+	local left
 	[ -e "$T/go" ] || touch "$T/go"
-	for p in "${BG[@]}"; do
-		kill -TERM "$p" 2>/dev/null || true
-	done
-	for p in "${BG[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
+	stop_bg "${BG[@]}"
 	[ -n "${BATS_TEST_COMPLETED:-}" ] || topo_logs 8 >&3
 	left=$(keys_without_ttl_on $CLUSTER_PORTS)
 	[ -z "$left" ] || fail "keys without TTL: $left"

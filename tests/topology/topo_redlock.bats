@@ -59,12 +59,7 @@ teardown() {
 	done
 	[ -e "$T/go" ] || touch "$T/go"
 	[ -e "$T/end" ] || touch "$T/end"
-	for p in "${BG[@]}"; do
-		kill -TERM "$p" 2>/dev/null || true
-	done
-	for p in "${BG[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
+	stop_bg "${BG[@]}"
 	[ -n "${BATS_TEST_COMPLETED:-}" ] || topo_logs 5 >&3
 	[ -z "${LOGGING_ALL:-}" ] || log_all off
 	left=$(keys_without_ttl_on $(live_ports))

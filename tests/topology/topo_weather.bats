@@ -30,14 +30,8 @@ setup() {
 }
 
 teardown() {
-	local p
 	[ -e "$T/go" ] || touch "$T/go"
-	for p in "${BG[@]}"; do
-		kill -TERM "$p" 2>/dev/null || true
-	done
-	for p in "${BG[@]}"; do
-		wait "$p" 2>/dev/null || true
-	done
+	stop_bg "${BG[@]}"
 	[ -n "${BATS_TEST_COMPLETED:-}" ] || topo_logs 8 >&3
 }
 
