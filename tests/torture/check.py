@@ -119,6 +119,17 @@ def ms(ns):
     return "%.3fms" % (ns / 1e6)
 
 
+def fence_repeats(fenced):
+    """One message for each section given a fence an earlier one had."""
+    errors, seen = [], {}
+    for s in fenced:
+        if s.fence in seen:
+            errors.append("fence %d given to %s and %s" %
+                          (s.fence, seen[s.fence], s.id))
+        seen[s.fence] = s.id
+    return errors
+
+
 def check(secs, n, t0=None):
     """Returns a result dict; problems are in r["violations"] etc."""
     ran = sorted((s for s in secs.values() if s.start is not None),
@@ -197,12 +208,7 @@ def check(secs, n, t0=None):
                     % (a.id, a.fence, ms(a.start - t0), b.id, b.fence,
                        ms(b.start - t0)))
     else:
-        seen = {}
-        for s in fenced:
-            if s.fence in seen:
-                r["fence_errors"].append("fence %d given to %s and %s" %
-                                         (s.fence, seen[s.fence], s.id))
-            seen[s.fence] = s.id
+        r["fence_errors"].extend(fence_repeats(fenced))
         # Start order is not grant order here, but a section that ended
         # before B's rlock was even launched was granted before B.
         ended = [(s.stop(), s.fence, s.id) for s in fenced]
@@ -314,6 +320,12 @@ start 0 5 a
 end 10 5 a 0
 start 11 5 b
 end 20 5 b 0
+""", False, {"fence_errors": 1}),
+        ("fence repeats, two holders", 2, False, """
+start 0 5 a
+start 1 5 b
+end 10 5 a 0
+end 11 5 b 0
 """, False, {"fence_errors": 1}),
         ("frozen supervisor, not allowed", 1, False, """
 start 0 1 a

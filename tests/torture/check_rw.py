@@ -34,7 +34,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check import INF, parse  # noqa: E402
+from check import INF, fence_repeats, parse  # noqa: E402
 
 
 def ms(ns):
@@ -94,12 +94,7 @@ def check(secs, settle_ms, slack_ms):
             r["past"].append({"writer": w.id, "past_ms": round(past, 1)})
 
     fenced = [s for s in ran if s.fence is not None]
-    seen = {}
-    for s in fenced:
-        if s.fence in seen:
-            r["fence_errors"].append("fence %d given to %s and %s" %
-                                     (s.fence, seen[s.fence], s.id))
-        seen[s.fence] = s.id
+    r["fence_errors"].extend(fence_repeats(fenced))
     ended = sorted(fenced, key=lambda s: s.stop())
     best, j = None, 0
     for s in sorted((s for s in fenced if s.launch is not None),
@@ -204,13 +199,18 @@ def self_test():
                       (515 * m))
     r = run_on(bad)
     assert r["fence_errors"], r
+    # Two readers given one fence.
+    bad = good.replace("start %d 2 r2" % (3 * m), "start %d 1 r2" % (3 * m))
+    bad = bad.replace("end %d 2 r2" % (500 * m), "end %d 1 r2" % (500 * m))
+    r = run_on(bad)
+    assert any("given to" in e for e in r["fence_errors"]), r
     # Readers never together.
     r = run_on("\n".join(["launch 0 - r1", "start 1 1 r1", "end 2 1 r1",
                           "launch 3 - w1", "start 4 2 w1", "end 5 2 w1",
                           "launch 6 - r2", "start 7 3 r2", "end 8 3 r2",
                           ""]))
     assert r["together"] == 0 and not ok_of(r), r
-    print("check_rw.py self-test: 6 cases ok")
+    print("check_rw.py self-test: 7 cases ok")
 
 
 def main():
