@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tls.h"
+#include "tls_cfg.h"
 
 #define RLOCK_VERSION "0.1.0"
 #define KEY_MAX_LEN 512
