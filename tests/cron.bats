@@ -187,10 +187,6 @@ some() { [ "$(rcli exists "$@")" = "$#" ]; }
 	assert_output next
 }
 
-# A waiter blocked in BLPOP (plain), or queued (--fair).
-blocked() {
-	rcli client list | grep 'cmd=blpop' | grep -qv ' name=rlock-holder '
-}
 queued() { [ "$(rcli llen "$L:q")" = 1 ]; }
 
 # waiter_after_hold MODE...: a holder with --min-hold 5 s (scaled), and a

@@ -54,12 +54,6 @@ ran() {
 			fail "$n: exit $(cat "$T/$n.st"): $(cat "$T/$n.err")"
 	done
 }
-# The holder has KEY; N waiters are blocked (BLPOP, or --fair's SUBSCRIBE).
-# The holder's own BLPOP (its listener, named rlock-holder) is no waiter.
-blocked() {
-	[ "$(rcli client list | grep -v ' name=rlock-holder ' |
-	    grep -cE 'cmd=(blpop|subscribe|ssubscribe)')" -ge "$1" ]
-}
 
 @test "weather: kill -9 of Redis, restarted at once without its data: plain -w, plain and --fair -w waiters get the lock" {
 	# The holder's key is gone with the restart: the waiters must reach
