@@ -200,11 +200,42 @@ trusted(const char *path, const struct stat *st, const struct conf_at *at)
 }
 
 /*
+ * Where the user's file was found: under $XDG_CONFIG_HOME or $HOME (var),
+ * whose value is dir.
+ */
+struct conf_base {
+	const char *var;
+	const char *dir;
+};
+
+/* A default file that exists but cannot be read: 78, and how to fix it
+ * (its settings, a prefix or a lease, are not to be missed silently: runs
+ * with and without them would not exclude each other). */
+static int
+unreadable(const char *path, int e, const struct conf_base *b)
+{
+	char shown[512];
+
+	show(path, shown, sizeof(shown));
+	if (e != EACCES) {
+		msg_err("cannot read %s: %s", shown, strerror(e));
+		return RL_EXIT_CONFIG;
+	}
+	msg_err("cannot read %s: %s; make it readable (chmod %s %s%s), or "
+	    "read no configuration file (--config /dev/null, or "
+	    "RLOCK_CONFIG=/dev/null)", shown, strerror(e), b ? "u+r" : "a+r",
+	    shown, b ? "" : "; it holds no secret");
+	return RL_EXIT_CONFIG;
+}
+
+/*
  * One file. by: what named it ("--config", "RLOCK_CONFIG"), for whom a
  * missing file is an error; NULL for a default file, which may be absent.
+ * b: where the user's file was found; NULL for the others.
  */
 static int
-read_file(const char *path, const char *by, conf_fn *fn, void *ctx)
+read_file(const char *path, const char *by, const struct conf_base *b,
+    conf_fn *fn, void *ctx)
 {
 	struct conf_at at = { path, 0 };
 	struct stat st;
@@ -217,12 +248,10 @@ read_file(const char *path, const char *by, conf_fn *fn, void *ctx)
 	if ((f = fopen(path, "re")) == NULL) {
 		if (by == NULL && (errno == ENOENT || errno == ENOTDIR))
 			return 0;
+		if (by == NULL)
+			return unreadable(path, errno, b);
 		show(path, shown, sizeof(shown));
-		if (by)
-			msg_err("cannot read %s %s: %s", by, shown,
-			    strerror(errno));
-		else
-			msg_err("cannot read %s: %s", shown, strerror(errno));
+		msg_err("cannot read %s %s: %s", by, shown, strerror(errno));
 		return RL_EXIT_CONFIG;
 	}
 	if (fstat(fileno(f), &st) < 0)
@@ -249,20 +278,25 @@ read_file(const char *path, const char *by, conf_fn *fn, void *ctx)
 	return r;
 }
 
-/* ${XDG_CONFIG_HOME:-$HOME/.config}/rlock/rlock.conf, or NULL. */
+/* ${XDG_CONFIG_HOME:-$HOME/.config}/rlock/rlock.conf, or NULL; *b says
+ * which. */
 static char *
-user_file(void)
+user_file(struct conf_base *b)
 {
 	const char *x = getenv("XDG_CONFIG_HOME"), *h = getenv("HOME");
 	char *p;
 
 	/* The XDG spec: a relative value is invalid and to be ignored. */
 	if (x && x[0] == '/') {
+		b->var = "XDG_CONFIG_HOME";
+		b->dir = x;
 		p = xmalloc(strlen(x) + sizeof("/rlock/rlock.conf"));
 		return strcat(strcpy(p, x), "/rlock/rlock.conf");
 	}
 	if (h == NULL || h[0] == '\0')
 		return NULL;
+	b->var = "HOME";
+	b->dir = h;
 	p = xmalloc(strlen(h) + sizeof("/.config/rlock/rlock.conf"));
 	return strcat(strcpy(p, h), "/.config/rlock/rlock.conf");
 }
@@ -271,22 +305,23 @@ int
 conf_load(const char *path, conf_fn *fn, void *ctx)
 {
 	const char *env = getenv("RLOCK_CONFIG"), *dir;
+	struct conf_base b;
 	char *sys, *user;
 	int r;
 
 	if (path)
-		return read_file(path, "--config", fn, ctx);
+		return read_file(path, "--config", NULL, fn, ctx);
 	if (env && *env)
-		return read_file(env, "RLOCK_CONFIG", fn, ctx);
+		return read_file(env, "RLOCK_CONFIG", NULL, fn, ctx);
 	/* For the tests, which cannot write /etc; see rlock.conf(5). */
 	if ((dir = getenv("RLOCK_SYSCONFDIR")) == NULL || *dir == '\0')
 		dir = SYSCONFDIR;
 	sys = xmalloc(strlen(dir) + sizeof("/rlock.conf"));
 	strcat(strcpy(sys, dir), "/rlock.conf");
-	r = read_file(sys, NULL, fn, ctx);
+	r = read_file(sys, NULL, NULL, fn, ctx);
 	free(sys);
-	if (r == 0 && (user = user_file()) != NULL) {
-		r = read_file(user, NULL, fn, ctx);
+	if (r == 0 && (user = user_file(&b)) != NULL) {
+		r = read_file(user, NULL, &b, fn, ctx);
 		free(user);
 	}
 	return r;

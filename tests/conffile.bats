@@ -383,6 +383,52 @@ config_error() {
 	rm -rf "$d"
 }
 
+# as_nobody ARGS...: rlock ARGS run as the user nobody (run sets status,
+# output and stderr), with no user file unless the caller's HOME has one.
+as_nobody() {
+	run --separate-stderr setpriv --reuid=nobody --regid=nogroup \
+		--clear-groups "$RLOCK" "$@"
+}
+
+# A system file written under umask 077 cannot be read by the users who
+# run rlock. Its settings (a prefix, a lease) are not to be missed
+# silently, -u or not: runs with and without them would not exclude each
+# other. So 78, and the line says how to fix it.
+@test "78: a default file that exists but cannot be read, -u or not; the line names the fix" {
+	[ "$(id -u)" = 0 ] || skip "setpriv needs root"
+	local d
+	d=$(mktemp -d /tmp/rlock-conf.XXXXXX)
+	chmod 755 "$d"
+	conf "$d/rlock.conf" "prefix = p:"
+	chmod 600 "$d/rlock.conf"
+	unset XDG_CONFIG_HOME
+	export HOME=/nonexistent RLOCK_SYSCONFDIR=$d
+	as_nobody -u "$CLOSED_URL" -k k -- echo must-not-run
+	[ "$status" -eq 78 ] || fail "status $status: $stderr"
+	[ -z "$output" ]
+	[ "${#stderr_lines[@]}" -eq 1 ] || fail "stderr: $stderr"
+	[ "$stderr" = "rlock: cannot read $d/rlock.conf: Permission denied; make it readable (chmod a+r $d/rlock.conf; it holds no secret), or read no configuration file (--config /dev/null, or RLOCK_CONFIG=/dev/null)" ] ||
+		fail "stderr: $stderr"
+	# Each cure the line names works (69: Redis was contacted).
+	RLOCK_CONFIG=/dev/null as_nobody -u "$CLOSED_URL" -k k -- true
+	[ "$status" -eq 69 ] || fail "status $status: $stderr"
+	as_nobody --config /dev/null -u "$CLOSED_URL" -k k -- true
+	[ "$status" -eq 69 ] || fail "status $status: $stderr"
+	chmod a+r "$d/rlock.conf"
+	as_nobody -u "$CLOSED_URL" -k k -- true
+	[ "$status" -eq 69 ] || fail "status $status: $stderr"
+	# The user's own file: u+r.
+	mkdir -p "$d/home/.config/rlock"
+	conf "$d/home/.config/rlock/rlock.conf" "prefix = p:"
+	chown -R nobody "$d/home"
+	chmod 200 "$d/home/.config/rlock/rlock.conf"
+	HOME=$d/home as_nobody -u "$CLOSED_URL" -k k -- true
+	[ "$status" -eq 78 ] || fail "status $status: $stderr"
+	[[ $stderr == "rlock: cannot read $d/home/.config/rlock/rlock.conf: Permission denied; make it readable (chmod u+r $d/home/.config/rlock/rlock.conf), or read no configuration file"* ]] ||
+		fail "stderr: $stderr"
+	rm -rf "$d"
+}
+
 @test "78 before Redis is contacted: no connection reaches the server" {
 	conf "$USR" "url = $LIVE" "lease = 5x"
 	local before after
