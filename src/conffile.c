@@ -5,8 +5,10 @@
  * checks the value with the command line's own parsers. A file is
  * trusted like OpenSSH's ssh_config: owned by the user or root, and
  * writable by nobody else, nor is its directory (whoever may write the
- * directory may put another file in its place). Errors name FILE:LINE
- * and are status 78, before anything contacts Redis.
+ * directory may put another file in its place). The user's file found
+ * under another user's $HOME (sudo without -H) is theirs: skipped, with
+ * a warning. Errors name FILE:LINE and are status 78, before anything
+ * contacts Redis.
  */
 #include "conffile.h"
 
@@ -201,12 +203,49 @@ trusted(const char *path, const struct stat *st, const struct conf_at *at)
 
 /*
  * Where the user's file was found: under $XDG_CONFIG_HOME or $HOME (var),
- * whose value is dir.
+ * whose value is dir. NULL for the other files.
  */
 struct conf_base {
 	const char *var;
 	const char *dir;
 };
+
+/*
+ * Is the user's file someone else's? Its base belongs to another user
+ * when sudo (without -H) or su (without -) kept that user's $HOME: the
+ * file's settings are then theirs to choose, not ours (a password-file
+ * it names would be read with our rights and sent to the server it
+ * names). Returns that user's uid (0: root's), or -1 when the base is
+ * ours or cannot be checked (the file's own checks then decide).
+ */
+static long
+base_owner(const struct conf_base *b)
+{
+	struct stat st;
+
+	if (b == NULL || stat(b->dir, &st) < 0 || st.st_uid == getuid())
+		return -1;
+	return (long)st.st_uid;
+}
+
+/* Not reading the user's file under another user's base (why: "", or
+ * why it could not be read). Returns 0: the run goes on without it. */
+static int
+skip_theirs(const char *path, const struct conf_base *b, long owner,
+    const char *why)
+{
+	char shown[512], who[32];
+
+	show(path, shown, sizeof(shown));
+	if (owner == 0)
+		snprintf(who, sizeof(who), "root");
+	else
+		snprintf(who, sizeof(who), "uid %ld", owner);
+	msg_warn("skipping %s: %s%s$%s is %s's, not yours (sudo without -H? "
+	    "su without -?); only your own file is read, or one given with "
+	    "--config FILE", shown, why, why[0] ? ", and " : "", b->var, who);
+	return 0;
+}
 
 /* A default file that exists but cannot be read: 78, and how to fix it
  * (its settings, a prefix or a lease, are not to be missed silently: runs
@@ -240,6 +279,7 @@ read_file(const char *path, const char *by, const struct conf_base *b,
 	struct conf_at at = { path, 0 };
 	struct stat st;
 	char *line = NULL, shown[512];
+	long owner = base_owner(b);
 	size_t cap = 0;
 	ssize_t n;
 	FILE *f;
@@ -248,11 +288,18 @@ read_file(const char *path, const char *by, const struct conf_base *b,
 	if ((f = fopen(path, "re")) == NULL) {
 		if (by == NULL && (errno == ENOENT || errno == ENOTDIR))
 			return 0;
+		if (errno == EACCES && owner >= 0)
+			return skip_theirs(path, b, owner, strerror(errno));
 		if (by == NULL)
 			return unreadable(path, errno, b);
 		show(path, shown, sizeof(shown));
 		msg_err("cannot read %s %s: %s", by, shown, strerror(errno));
 		return RL_EXIT_CONFIG;
+	}
+	/* Root's files pass the checks below, as the system file does. */
+	if (owner > 0) {
+		fclose(f);
+		return skip_theirs(path, b, owner, "");
 	}
 	if (fstat(fileno(f), &st) < 0)
 		r = conf_error(&at, "%s", strerror(errno));

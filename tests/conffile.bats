@@ -429,6 +429,60 @@ as_nobody() {
 	rm -rf "$d"
 }
 
+# sudo without -H (and su without -) keeps the caller's HOME: root, or
+# another user, finds that user's file. It is theirs, not ours: its
+# settings (a password-file read with our rights, sent to a server it
+# names) are theirs to choose. Skipped with a warning, as ssh reads only
+# the running user's own ~/.ssh/config; never "chown it".
+@test "another user's HOME (sudo without -H): their file is skipped with a warning, not 78" {
+	[ "$(id -u)" = 0 ] || skip "chown needs root"
+	local d w
+	d=$(mktemp -d /tmp/rlock-conf.XXXXXX)
+	chmod 755 "$d"
+	mkdir -p "$d/alice/.config/rlock"
+	conf "$d/alice/.config/rlock/rlock.conf" "prefix = alice:"
+	chown -R nobody "$d/alice"
+	unset XDG_CONFIG_HOME
+	w="rlock: warning: skipping $d/alice/.config/rlock/rlock.conf: \$HOME is uid $(id -u nobody)'s, not yours (sudo without -H? su without -?); only your own file is read, or one given with --config FILE"
+	HOME=$d/alice run -0 --separate-stderr "$RLOCK" -u "$LIVE" -k k -- \
+		echo ran
+	[ "$output" = ran ]
+	[ "$stderr" = "$w" ] || fail "stderr: $stderr"
+	HOME=$d/alice held_under rlock: -- -q -u "$LIVE"
+	! HOME=$d/alice held_under alice: -- -q -u "$LIVE"
+	# -q silences the warning, as any.
+	HOME=$d/alice run -0 --separate-stderr "$RLOCK" -q -u "$LIVE" -k k -- \
+		true
+	[ -z "$stderr" ] || fail "stderr: $stderr"
+	# Found through XDG_CONFIG_HOME: the same.
+	XDG_CONFIG_HOME=$d/alice/.config run -0 --separate-stderr "$RLOCK" \
+		-u "$LIVE" -k k -- true
+	[[ $stderr == "rlock: warning: skipping $d/alice/.config/rlock/rlock.conf: \$XDG_CONFIG_HOME is uid "* ]] ||
+		fail "stderr: $stderr"
+	# Named on purpose, the file is used as the rule says: owned by
+	# neither us nor root, 78.
+	config_error "$d/alice/.config/rlock/rlock.conf: refused: owned by uid" \
+		--config "$d/alice/.config/rlock/rlock.conf" -k k -- true
+	# A user (nobody) under root's HOME that it cannot read (sudo -u
+	# without -H): skipped, saying why.
+	mkdir -p "$d/root/.config/rlock"
+	conf "$d/root/.config/rlock/rlock.conf" "lease = 5x"
+	chmod 700 "$d/root"
+	export RLOCK_SYSCONFDIR=$d/nothing
+	HOME=$d/root as_nobody -u "$CLOSED_URL" -k k -- true
+	[ "$status" -eq 69 ] || fail "status $status: $stderr"
+	[ "${stderr_lines[0]}" = "rlock: warning: skipping $d/root/.config/rlock/rlock.conf: Permission denied, and \$HOME is root's, not yours (sudo without -H? su without -?); only your own file is read, or one given with --config FILE" ] ||
+		fail "stderr: $stderr"
+	# A root-owned HOME it can read (a service user's) is read, as
+	# root's files are: its line is refused (78), so it was read.
+	chmod 755 "$d/root"
+	HOME=$d/root as_nobody -u "$CLOSED_URL" -k k -- true
+	[ "$status" -eq 78 ] || fail "status $status: $stderr"
+	[[ $stderr == "rlock: $d/root/.config/rlock/rlock.conf:1: --lease"* ]] ||
+		fail "stderr: $stderr"
+	rm -rf "$d"
+}
+
 @test "78 before Redis is contacted: no connection reaches the server" {
 	conf "$USR" "url = $LIVE" "lease = 5x"
 	local before after
