@@ -114,9 +114,12 @@ not_obtained(const struct rlock_opts *o, struct lock *l,
 
 /*
  * --timeout bounds the whole wait, connecting included: until the lock is
- * ours, no connect or command may take longer than the wait (a shorter
- * --connect-timeout still wins). Holding the lock, releasing it and the
- * renewals have the full --connect-timeout again.
+ * ours, no connect or command may take longer than the wait and the grace
+ * of its last attempt (wait_try_ms; a shorter --connect-timeout still
+ * wins), so a --timeout shorter than a round trip takes a free lock, as
+ * flock -w does, where a try cut at the wait would find Redis silent.
+ * Holding the lock, releasing it and the renewals have the full
+ * --connect-timeout again.
  */
 static int
 wait_bound(const struct rlock_opts *o)
@@ -259,12 +262,15 @@ run_mode(struct rlock_opts *o, int sigfd)
 	struct guard g = { 0 };
 	struct lock_cfg cfg;
 	struct lock *l;
+	int64_t t;
 	int st;
 
 	config_lock(o, &cfg);
 	l = lock_new(&cfg);
-	if (wait_bound(o))
-		lock_set_timeouts(l, o->wait_ms, o->wait_ms);
+	if (wait_bound(o)) {
+		t = wait_try_ms(o->wait_ms, o->connect_timeout_ms);
+		lock_set_timeouts(l, t, t);
+	}
 	if ((st = lock_open_first(l)) != 0) {
 		report_bound(o, &cfg, lock_failure(l), 0);
 		goto out;

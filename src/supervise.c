@@ -280,15 +280,48 @@ stalled(struct sup *s, int64_t asked_ms, int64_t took_ms)
 	s->stall_end = mono_ms();
 }
 
+/*
+ * Why no extend got through in time, from the last one's failure f: a
+ * server that answered (a refused password or permission, a busy or
+ * read-only server) is not "unreachable", and its cure is not the
+ * network's.
+ */
+static const char *
+unrenewed_why(const struct failure *f, char *buf, size_t len)
+{
+	const char *said = f->said[0] != '\0' ? f->said : f->why;
+
+	switch (f->kind) {
+	case FAIL_NONE:
+	case FAIL_UNREACHABLE:
+	case FAIL_DROPPED:
+	case FAIL_TIMEOUT:
+		return "the lease could not be extended in time "
+		    "(Redis unreachable)";
+	case FAIL_CREDENTIALS:
+		snprintf(buf, len, "the lease could not be extended in time: "
+		    "Redis refused the credentials (%s)", said);
+		break;
+	default:
+		snprintf(buf, len, "the lease could not be extended in time: "
+		    "%s", f->why);
+		break;
+	}
+	return buf;
+}
+
 static void
 declare_lost(struct sup *s, enum lost_how how)
 {
 	int sig = lost_signal(s->o->on_lost);
-	const char *why = how == LOST_NOT_OURS ?
-	    "Redis says another client holds or removed it" :
-	    "the lease could not be extended in time (Redis unreachable)";
-	char stop[200], d[32];
+	const char *why = "Redis says another client holds or removed it";
+	char stop[200], d[32], words[400];
+	struct failure f;
 
+	if (how == LOST_UNRENEWED) {
+		renew_failure(s->rw, &f);
+		why = unrenewed_why(&f, words, sizeof(words));
+	}
 	/* Not Redis's fault: say what happened. */
 	if (s->stall_ms > 0 && s->stall_end >= atomic_load(&s->rw->last_ok)) {
 		dur_format(s->stall_ms, d, sizeof(d));
@@ -592,6 +625,7 @@ static int
 confirm_grant(struct sup *s, int64_t *granted)
 {
 	int64_t lease = s->ctx->lease_ms, t0, held, t;
+	char words[400];
 	int r = -1;
 
 	if ((held = mono_ms() - *granted) < lease_renew_interval_ms(lease))
@@ -611,7 +645,7 @@ confirm_grant(struct sup *s, int64_t *granted)
 	msg_err("lost the lock '%s' before COMMAND started (%lldms after "
 	    "asking for it): %s; COMMAND not run", s->key, (long long)held,
 	    r == 0 ? "Redis says another client holds or removed it" :
-	    "the lease could not be extended in time (Redis unreachable)");
+	    unrenewed_why(lock_failure(s->l), words, sizeof(words)));
 	/* The caller releases (compare-and-delete: harmless if gone). */
 	s->lost = r == 0 ? LOST_NOT_OURS : LOST_UNRENEWED;
 	return RL_EXIT_LEASE_LOST;

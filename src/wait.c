@@ -712,3 +712,11 @@ wait_lock(struct lock *l, struct lock_ctx *ctx, int64_t wait_ms,
 			back_up(&w, &busy);
 	}
 }
+
+int64_t
+wait_try_ms(int64_t wait_ms, int64_t connect_ms)
+{
+	int64_t t = wait_ms + LAST_TRY_MS;
+
+	return t < connect_ms ? t : connect_ms;
+}

@@ -56,4 +56,14 @@ enum wait_status wait_lock(struct lock *l, struct lock_ctx *ctx,
     int64_t wait_ms, int sigfd, struct wait_result *res,
     const struct wait_hooks *hooks);
 
+/*
+ * The longest one connect or command may take while waiting wait_ms
+ * (> 0), connect_ms being --connect-timeout: the wait and the grace its
+ * last attempt has to answer, never more than connect_ms. So a wait
+ * shorter than a round trip still makes its one attempt and hears the
+ * answer: a free lock is taken, as with -n, and a held one is not
+ * obtained; wait_lock keeps it within the wait's bound.
+ */
+int64_t wait_try_ms(int64_t wait_ms, int64_t connect_ms);
+
 #endif
