@@ -77,7 +77,8 @@ BIN = rlock
 .DELETE_ON_ERROR:
 
 .PHONY: all check check-unit check-bats check-docs check-topology \
-	check-distributed demo asan valgrind install uninstall clean deps bench \
+	check-distributed demo asan valgrind install uninstall clean deps \
+	deps-demo bench \
 	bench-topo hiredis-match deb check-deb
 
 all: $(BIN)
@@ -128,9 +129,13 @@ $(BUILD)/unit: tests/unit/unit.c $(LIB_OBJ)
 	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ \
 		$(filter %.c %.o,$^) $(LIBS)
 
-# Installs missing packages when root, else prints the apt-get line.
+# Installs missing packages (as root, or with sudo from a terminal),
+# else prints the apt-get line. deps-demo: only the build's and the demo's.
 deps:
 	@sh .ci/deps
+
+deps-demo:
+	@sh .ci/deps demo
 
 check-unit: $(BUILD)/unit
 	$(BUILD)/unit
@@ -193,7 +198,8 @@ valgrind: deps all $(BUILD)/unit
 		cat $$(find $(VG_DIR)/logs -type f -size +0); \
 		echo "valgrind reports above"; exit 1; fi; echo "no valgrind reports"
 
-demo: deps all
+demo: deps-demo
+	@$(MAKE) --no-print-directory all
 	sh tests/demo.sh $(CURDIR)/$(BIN)
 
 # Every figure of issue 13's table in one run (about 5 minutes), each next

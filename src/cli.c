@@ -638,6 +638,14 @@ finish_run(int argc, char **argv, struct rlock_opts *o)
 	if (o->shared && given['N'])
 		return usage_error("--shared does not go with --limit: shared "
 		    "holders are not counted (use one or the other)");
+	/* As in flock(1): --nonblock wins over --timeout, whichever came
+	 * first; the order of two options must not decide whether a cron
+	 * line waits. */
+	if (given['n']) {
+		if (given['w'])
+			msg_verbose("--timeout has no effect with --nonblock");
+		o->wait_ms = 0;
+	}
 	if (o->fair && o->wait_ms == 0)
 		msg_verbose("--fair has no effect with --nonblock");
 	return 0;
