@@ -11,8 +11,9 @@
  * before it; if Redis says the lock is not ours, the action is now.
  * --max-hold takes the same SIGTERM-then-SIGKILL path on its own timer,
  * and the renewal thread stops extending once that SIGKILL is due. At the
- * end, one release records the run (and applies --min-hold); a run whose
- * lease was lost is recorded apart.
+ * end, one release records the run (and applies --min-hold), riding out
+ * Redis's weather until the lease's deadline; a run whose lease was lost
+ * is recorded apart.
  */
 #include "supervise.h"
 
@@ -32,6 +33,7 @@
 #include "forced.h"
 #include "lease.h"
 #include "renew.h"
+#include "retry.h"
 #include "sig.h"
 #include "util.h"
 
@@ -529,34 +531,118 @@ supervise(struct sup *s)
 }
 
 /*
+ * The last try of a release that meets weather comes at the lease's
+ * deadline, and gets this long for its answer at least: late by that
+ * much, a compare-and-delete is still harmless, and it may yet spare
+ * the waiters the last few ms of the lease.
+ */
+#define RELEASE_LAST_TRY_MS 50
+
+/* One release try, each connect and answer within tmo ms: as
+ * lock_release. */
+static int
+release_try(struct sup *s, int64_t tmo)
+{
+	lock_set_timeouts(s->l, tmo, tmo);
+	if (!lock_is_open(s->l) && lock_reopen(s->l) != 0)
+		return -1;
+	return lock_release(s->l, s->ctx);
+}
+
+/*
+ * Try the release again while it meets weather (failure_retry: a reset
+ * or refused connection, a restart, BUSY, LOADING, a failover), as a
+ * waiter does: at most RETRY_BACKOFF_MAX_MS apart, until it is done or
+ * the lease's deadline has come, after which Redis frees KEY anyway (and
+ * a compare-and-delete could do no more). Each try is bounded as an
+ * extend is, so a silent server cannot keep us much past the deadline.
+ * Returns the last try's outcome, as lock_release; *said: the retries
+ * were announced.
+ */
+static int
+release_tries(struct sup *s, int *said)
+{
+	int64_t dl = deadline_of(s), per_try, now, tmo;
+	enum fail_kind kind;
+	int r, backoffs = 0, tries = 1, unsure = 0;
+	char d[32];
+
+	per_try = lease_try_timeout_ms(s->ctx->lease_ms,
+	    lock_connect_timeout(s->l));
+	r = release_try(s, per_try);
+	while (r < 0 && failure_retry(lock_failure(s->l))) {
+		kind = lock_failure(s->l)->kind;
+		/* Its request may have reached Redis: a "not ours" later
+		 * may well be its own doing. */
+		unsure |= kind == FAIL_DROPPED || kind == FAIL_TIMEOUT;
+		now = mono_ms();
+		tmo = per_try;
+		/* The server closed the connection (idle, or restarted): a
+		 * fresh one is worth a try at once, as the first try's due. */
+		if (tries > 1 || kind != FAIL_DROPPED) {
+			if (now >= dl)
+				break;
+			if (!(*said)++) {
+				dur_format(dl - now, d, sizeof(d));
+				msg_warn("cannot release '%s' yet: %s; trying "
+				    "again at most %dms apart until it is "
+				    "released or its lease ends (in %s)",
+				    s->key, lock_failure(s->l)->why,
+				    RETRY_BACKOFF_MAX_MS, d);
+			}
+			nap_ms(lease_clamp(retry_backoff_ms(backoffs++), 0,
+			    dl - now));
+			tmo = lease_clamp(dl - mono_ms(), RELEASE_LAST_TRY_MS,
+			    per_try);
+		}
+		/* An answer (BUSY, LOADING) came on a connection that
+		 * works; any other failure starts afresh, where the
+		 * sentinels say the master is now. */
+		if (kind != FAIL_BUSY)
+			lock_close(s->l);
+		(void)lock_recheck(s->l);
+		r = release_try(s, tmo);
+		tries++;
+	}
+	if (r == 0 && unsure) {
+		msg_verbose("'%s' is not ours any more: taken as released by "
+		    "a try whose answer was lost", s->key);
+		r = 1;
+	}
+	return r;
+}
+
+/*
  * Release, recording the run as s->end says (and keeping KEY until
- * --min-hold's end). Returns 1 released, 0 found not ours, -1 failed, -2
- * not tried: the lock was known lost.
+ * --min-hold's end), riding out weather until the lease's deadline
+ * (release_tries). Returns 1 released, 0 found not ours, -1 failed, -2
+ * not tried: the lock was known lost. Leaves the timeouts at the user's
+ * --connect-timeout.
  */
 static int
 release(struct sup *s)
 {
 	int64_t budget = lock_connect_timeout(s->l), start = mono_ms();
-	int64_t left;
-	int r;
+	int r, said = 0;
+	char d[32];
 
 	lock_set_timeouts(s->l, budget, budget);
 	if (s->lost == LOST_NOT_OURS || atomic_load(&s->rw->not_ours))
 		return -2;
 	s->ctx->end = &s->end;
-	r = lock_is_open(s->l) ? lock_release(s->l, s->ctx) : -1;
-	/* A fresh connection is worth a try after a dropped one, but a
-	 * silent server gets one --connect-timeout in all, not two. */
-	left = budget - (mono_ms() - start);
-	if (r < 0 && left > 0) {
-		lock_set_timeouts(s->l, left, left);
-		if (lock_reopen(s->l) == 0)
-			r = lock_release(s->l, s->ctx);
-	}
+	r = release_tries(s, &said);
 	s->ctx->end = NULL;
+	lock_set_timeouts(s->l, budget, budget);
 	if (r == 1)
 		trace_event("release");
-	if (r < 0) {
+	dur_format(mono_ms() - start, d, sizeof(d));
+	if (r == 1 && said) {
+		msg_notice("released '%s' after %s of trying", s->key, d);
+	} else if (r < 0 && said && failure_retry(lock_failure(s->l))) {
+		msg_warn("could not release '%s' in %s of trying: %s; its "
+		    "lease ends now, and with it the lock", s->key, d,
+		    lock_failure(s->l)->why);
+	} else if (r < 0) {
 		msg_warn("could not release '%s': %s; it expires by itself "
 		    "within the lease", s->key, lock_failure(s->l)->why);
 	} else if (r == 0 && s->lost == HELD) {
