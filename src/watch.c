@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
- * The watcher. rlock forks it before COMMAND and keeps the write end of
- * a pipe to it, which nothing is written to: its end of file is rlock's
- * end, by exit or death. What the watcher is to do then is in a page
- * both share: COMMAND's pid, written by COMMAND's child before its exec,
- * and whether rlock stood the watcher down (COMMAND ended). Neither is a
- * word the watcher must wake for, so it costs rlock nothing while
- * COMMAND runs nor when it ends, on the way to the release a waiter
- * waits for.
+ * The watcher. rlock forks it once the lock is granted, before COMMAND,
+ * and keeps the write end of a pipe to it, which nothing is written to:
+ * its end of file is rlock's stand-down or rlock's end, by exit or death.
+ * What the watcher is to do then is in a page both share: COMMAND's pid,
+ * written by COMMAND's child before its exec, and whether rlock stood the
+ * watcher down (COMMAND ended). Neither is a word the watcher must wake
+ * for, so it costs rlock nothing while COMMAND runs; at the stand-down
+ * rlock closes the pipe, goes on to the release while the watcher exits,
+ * and reaps it last.
  *
  * At rlock's end with COMMAND's pid and no stand-down (rlock died), the
  * watcher sends the --on-lost signal to COMMAND and every process below
@@ -30,6 +31,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* The processes of COMMAND's tree one watcher signals: past that many,
@@ -214,7 +216,7 @@ watcher(int rd, int sig, struct watch_page *page)
 	close_from(1);
 	(void)setsid();
 	(void)prctl(PR_SET_NAME, "rlock-watch");
-	/* Nothing is ever written: only rlock's end, by exit or death. */
+	/* Nothing is ever written: only the stand-down or rlock's end. */
 	do
 		n = read(0, &b, 1);
 	while (n < 0 && errno == EINTR);
@@ -262,7 +264,7 @@ watch_start(struct watcher *w, int sig)
 int
 watch_child(const struct watcher *w)
 {
-	if (w->pid <= 0)
+	if (w->pid <= 0 || w->fd < 0)
 		return -1;
 	atomic_store(&w->page->cmd, getpid());
 	return 0;
@@ -271,8 +273,27 @@ watch_child(const struct watcher *w)
 void
 watch_stop(struct watcher *w)
 {
-	if (w->pid <= 0)
+	int fd = w->fd;
+
+	if (w->pid <= 0 || fd < 0)
 		return;
+	/* Before the end of file that wakes it. */
 	atomic_store(&w->page->stood_down, 1);
+	w->fd = -1;
+	close(fd);
+}
+
+void
+watch_end(struct watcher *w)
+{
+	pid_t pid = w->pid;
+
+	if (pid <= 0)
+		return;
+	watch_stop(w);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	munmap(w->page, sizeof(*w->page));
 	w->pid = 0;
+	w->page = NULL;
 }

@@ -15,17 +15,18 @@ struct watch_page;
 
 /* Zeroed: none started. */
 struct watcher {
-	pid_t pid;		/* 0: none, or stood down */
-	int fd;			/* our end of its pipe, open until we end */
+	pid_t pid;		/* 0: none, or reaped */
+	int fd;			/* our end of its pipe; -1 once stood down */
 	struct watch_page *page;
 };
 
 /*
  * Start a watcher that will send sig to COMMAND's tree if rlock dies
  * before watch_stop. 0, or -1 (errno) with none started. Call from the
- * main thread, before COMMAND is forked and before any pipe whose end of
- * file rlock waits for is made: the watcher holds a copy of every file
- * until it has closed them.
+ * main thread, after the grant (a run that does not get the lock forks
+ * nothing) and before COMMAND is forked. The watcher holds a copy of
+ * every file of rlock until its first act closes them: the end of file
+ * of a pipe made before comes a moment later.
  */
 int watch_start(struct watcher *w, int sig);
 
@@ -39,9 +40,17 @@ int watch_child(const struct watcher *w);
 /*
  * Stand the watcher down (COMMAND ended or never started): call it before
  * COMMAND is reaped, so that the watcher never takes another process for
- * it. Async-signal-safe; idempotent. The watcher is not told at once (it
- * sleeps on): it learns at rlock's end, and ends then. Not waited for.
+ * it. It closes our end of the pipe: the watcher wakes, finds itself
+ * stood down and exits, while rlock goes on to the release.
+ * Async-signal-safe; idempotent.
  */
 void watch_stop(struct watcher *w);
+
+/*
+ * Stand it down if need be and reap it: every process rlock starts for
+ * itself ends before rlock does. Idempotent; call it once no other
+ * thread can (the last thing before the run returns).
+ */
+void watch_end(struct watcher *w);
 
 #endif
