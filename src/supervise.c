@@ -77,12 +77,8 @@ struct sup {
 static int64_t
 deadline_of(const struct sup *s)
 {
-	int64_t lease = s->ctx->lease_ms;
-	int64_t dl = lease_deadline(atomic_load(&s->rw->last_ok), lease);
-	int64_t cap = s->rw->hold_until - lease_drift_ms(lease);
-
-	/* --max-hold: the last extends reached hold_until only. */
-	return cap < dl ? cap : dl;
+	return lease_held_deadline(atomic_load(&s->rw->last_ok),
+	    s->ctx->lease_ms, s->rw->hold_until);
 }
 
 int64_t
@@ -132,17 +128,24 @@ child_exec(const struct rlock_opts *o, int errfd, pid_t parent,
 	_exit(e == ENOENT ? RL_EXIT_EXEC_NOENT : RL_EXIT_EXEC_NOEXEC);
 }
 
-/* Start the watcher unless --on-lost ignore (nothing to send): after
- * the grant (a run that does not get the lock forks nothing), before
- * COMMAND. */
+/* Start the watcher unless --on-lost ignore (nothing to send), with
+ * what it needs to time a SIGKILL as we would: after the grant (a run
+ * that does not get the lock forks nothing), before COMMAND. */
 static void
 watch(struct sup *s)
 {
-	int sig = lost_signal(s->o->on_lost);
+	struct watch_lease wl = { .sig = lost_signal(s->o->on_lost),
+	    .grace_ms = grace_ms(s), .lease_ms = s->ctx->lease_ms,
+	    .hold_until = s->rw->hold_until,
+	    .last_ok = atomic_load(&s->rw->last_ok) };
 
-	if (sig != 0 && watch_start(&s->watch, sig) < 0)
+	if (wl.sig == 0)
+		return;
+	if (watch_start(&s->watch, &wl) < 0)
 		msg_verbose("cannot start the watcher: %s; should rlock die, "
 		    "only COMMAND gets the --on-lost signal", strerror(errno));
+	/* Read by the renewal thread once renew_start arms it. */
+	s->rw->last_ok_too = watch_last_ok(&s->watch);
 }
 
 static int

@@ -1,7 +1,12 @@
 #!/usr/bin/env bats
-# The watcher (src/watch.c), the guard of a SIGKILLed rlock: what rlock
-# starts for itself costs nothing to a run that does not get the lock,
-# nor leaves anything behind.
+# The watcher (src/watch.c), the guard of a SIGKILLed rlock: COMMAND's
+# tree gets --on-lost's signal at once and, for term, SIGKILL when the
+# holder would have sent it, before the lease ends, even when every
+# process of it traps SIGTERM; and what rlock starts for itself costs
+# nothing to a run that does not get the lock, nor leaves anything
+# behind. Whether a SIGKILL lands before the lease ends is a question of
+# milliseconds: tests/run-bats runs this file by itself.
+# run-bats: alone
 
 load helper
 
@@ -15,16 +20,106 @@ teardown_file() {
 
 setup() {
 	per_test watch
+	# Every process of COMMAND's tree has this in its environment.
+	MARK=watch-$$-$BATS_TEST_NUMBER
+	# trapper.sh: note a SIGTERM and go on, for ever; its own pid in
+	# $T/$1.pid. sleep(1) gets SIGTERM too, and dies of it: a new one
+	# comes at once.
+	cat > "$T/trapper.sh" <<-'EOF'
+	trap 'echo "$$" >> "$T/terms"' TERM
+	echo $$ > "$T/$1.pid"
+	while :; do sleep 0.1; done
+	EOF
+	# job.sh: COMMAND, a trapper with a trapper child.
+	cat > "$T/job.sh" <<-'EOF'
+	sh "$T/trapper.sh" kid &
+	exec sh "$T/trapper.sh" cmd
+	EOF
 	# hold.sh: hold until $T/go exists.
 	cat > "$T/hold.sh" <<-'EOF'
 	while [ ! -e "$T/go" ]; do sleep 0.02; done
 	EOF
 }
 
+# marked: the processes that run with $MARK in their environment (a
+# zombie shows none), one pid a line.
+marked() {
+	grep -lzxF "WATCH_MARK=$MARK" /proc/[0-9]*/environ 2>/dev/null |
+	    cut -d/ -f3
+}
+
 teardown() {
+	local p
+	for p in $(marked); do
+		kill -KILL "$p" 2>/dev/null
+	done
 	end_test_procs
 	rcli del "$L" "$L:meta" > /dev/null
 	return 0
+}
+
+# tree_runs: COMMAND and its child run their loops.
+tree_runs() {
+	[ -s "$T/cmd.pid" ] && [ -s "$T/kid.pid" ] &&
+	    [ "$(marked | wc -l)" -ge 3 ]
+}
+
+# sigkill_trapper RLOCK-ARGS...: rlock RLOCK-ARGS -- job.sh, started
+# outside our session as cron would (setsid), SIGKILLed once the whole
+# tree runs. Sets T0 (the SIGKILL) and RL.
+sigkill_trapper() {
+	env --default-signal setsid "$RLOCK" "$@" -k "$K" -- \
+	    env "WATCH_MARK=$MARK" sh "$T/job.sh" > "$T/out" 2> "$T/err" 3>&- &
+	RL=$!
+	PIDS+=("$RL")
+	wait_ms 5000 tree_runs || fail "COMMAND's tree did not start: $(cat "$T/err")"
+	T0=$(now_ms)
+	kill -KILL "$RL"
+}
+
+@test "SIGKILLed rlock: a tree that traps SIGTERM is SIGKILLed before the next holder gets in" {
+	sigkill_trapper -l "$(tf 3)"
+	# The next holder gets KEY once the lease has run out: nothing of
+	# the first run may be left then.
+	cat > "$T/second.sh" <<-'EOF'
+	grep -lzxF "WATCH_MARK=$1" /proc/[0-9]*/environ 2>/dev/null |
+	    cut -d/ -f3 > "$T/left"
+	[ ! -s "$T/left" ] ||
+	    ps -o pid=,stat=,args= -p "$(paste -sd, "$T/left")" >> "$T/left"
+	true
+	EOF
+	run -0 timeout "$(tf 15)" "$RLOCK" -k "$K" -w "$(tf 10)" -- \
+	    sh "$T/second.sh" "$MARK"
+	echo "# SIGKILL to the second holder: $(( $(now_ms) - T0 ))ms" >&3
+	[ ! -s "$T/left" ] ||
+		fail "the first COMMAND's tree ran on: $(cat "$T/left")"
+	# Both were told first.
+	[ "$(sort -u "$T/terms" | wc -l)" = 2 ] ||
+		fail "SIGTERM reached $(sort -u "$T/terms" | paste -sd' ')"
+	[ -z "$(marked)" ] || fail "still running: $(marked)"
+}
+
+@test "SIGKILLed rlock: --kill-after is the grace when it fits the lease" {
+	local p d
+	# The lease alone would leave about 3 s (half of 6 s) to SIGKILL.
+	sigkill_trapper -l "$(tf 6)" --kill-after "$(tf 0.2)"
+	for p in $(cat "$T/cmd.pid" "$T/kid.pid"); do
+		d=$(death_ms "$p" 5000) || fail "$p alive 5s after"
+		echo "# SIGKILL of rlock to $p's death: $((d - T0))ms" >&3
+		[ $((d - T0)) -lt "$(tf_ms 1500)" ] ||
+			fail "$p died $((d - T0))ms after rlock"
+	done
+	[ "$(sort -u "$T/terms" | wc -l)" = 2 ] || fail "no SIGTERM first"
+	wait_ms 2000 eval '[ -z "$(marked)" ]' || fail "left: $(marked)"
+}
+
+death_ms() { # PID MS (scaled)
+	local end=$(( $(now_ms) + $(tf_ms "$2") ))
+	while proc_alive "$1"; do
+		[ "$(now_ms)" -lt "$end" ] || return 1
+		nap 0.005
+	done
+	now_ms
 }
 
 # forks TRACE: the processes (not threads) strace saw made.
