@@ -40,6 +40,8 @@ RSS_ROUNDS=${BENCH_RSS_ROUNDS:-$(pick 3 1)}
 RL_PAIRS=${BENCH_REDLOCK_PAIRS:-$(pick 30 8)}
 RL_ROUNDS=${BENCH_REDLOCK_ROUNDS:-$(pick 10 3)}
 MANY=${BENCH_MANY:-$(pick 1000 0)}
+HERD=${BENCH_HERD:-1000}
+HERD_ROUNDS=${BENCH_HERD_ROUNDS:-$(pick 3 1)}
 D=$(mktemp -d /tmp/rlock-bench.XXXXXX)
 export TOPO_DIR=$D/topo
 
@@ -536,6 +538,38 @@ sec_many() {
 	fi
 }
 
+# ------------------------------------------------------------ herd
+# HERD processes try one KEY at once, as a fleet's cron does each minute:
+# one runs, the others skip. rlock with -n --min-hold (a KEY of its own
+# per round), against the seed protocol whose winner holds until the
+# others have ended (herd.py); Redis's CPU, connections included.
+sec_herd() {
+	section "a herd: $HERD runs at once on one key, $HERD_ROUNDS rounds"
+	local hcols=(seed "$B/seed" "$SOCK" bench-hs%d sh -c \
+		"until [ -e '$D/herd-go' ]; do sleep 0.01; done" \
+		::: rlock "$RLOCK" -n --min-hold 1m -k bench-h%d -- true)
+	[ -z "$BASE" ] ||
+		hcols+=(::: old "$BASE" -n --min-hold 1m -k bench-ho%d -- true)
+	local name c ratio ran skipped failed ms
+	python3 "$top/bench/herd.py" "$SOCK" "$HERD" "$HERD_ROUNDS" \
+	    "$D/herd-go" seed "${hcols[@]}" > "$D/herd.txt" || exit 1
+	while read -r name c ratio ran skipped failed ms; do
+		case $name in
+		*:) continue ;;
+		seed) row "seed protocol: Redis CPU p50; ran/skipped/failed" \
+		    "$c ms; $ran/$skipped/$failed (wall p50 $ms ms)" ;;
+		*) row "$name -n --min-hold: Redis CPU p50; ran/skipped/failed" \
+		    "$c ms ($(x "$ratio") seed); $ran/$skipped/$failed (wall p50 $ms ms)" ;;
+		esac
+		case $name in
+		rlock) fig herd "$(x "$ratio")" ;;
+		old) fig old:herd "$(x "$ratio")" ;;
+		esac
+	done < "$D/herd.txt"
+	echo "  commandstats per run (calls/usec), the last round:"
+	grep ': ' "$D/herd.txt" | sed 's/^/    /'
+}
+
 # ------------------------------------------------------------ instructions
 sec_ir() {
 	section "Redis instructions per uncontended lock cycle (callgrind, $IR_CYCLES cycles)"
@@ -564,7 +598,7 @@ sec_ir() {
 ratio() { python3 -c "print('%.2f' % ($1 / $2))"; }
 
 # ------------------------------------------------------------ summary
-for sec in ${ONLY:-uncontended roundtrips cpu ir throughput handoff idle rss redlock many}; do
+for sec in ${ONLY:-uncontended roundtrips cpu ir throughput handoff idle rss redlock many herd}; do
 	"sec_$sec"
 done
 # Issue 13's table: each figure as measured, BASE's beside it.
@@ -591,6 +625,7 @@ trow "  the same, Redis process CPU (rusage)" cpu-rusage ""
 trow "  Redis instructions: in commands; whole server" ir ""
 trow "cycles per Redis CPU-second, $CLIENTS clients (x seed)" tput "seed: ${FIG[seed-tput]:-?}"
 trow "Redis commands per blocked --fair waiter per s" idle "<= 0.05"
+trow "Redis CPU of a herd of $HERD -n runs / seed's" herd "<= 1.5x"
 trow "peak RSS / flock's (${FIG[flock-rss]:-?})" rss "<= 1.10x"
 trow "  the same, USER and LOGNAME unset" rss-nouser ""
 trow "Redlock 5 masters: lock-level hand-off p50 / one's" rl-p50 "<= 1.5x"

@@ -122,6 +122,8 @@ renew_once(struct renewer *rw, int why, int *failing)
 	if (r == 1) {
 		atomic_store(&rw->last_ok, t0);
 		keep_failure(rw, NULL);
+		if (rw->last_ok_too != NULL)
+			atomic_store(rw->last_ok_too, t0);
 		if (*failing)
 			msg_warn("lease extended again after %d failed "
 			    "attempt%s", *failing, *failing > 1 ? "s" : "");

@@ -39,6 +39,9 @@ struct renewer {
 	 * shorter lease; then none); INT64_MAX by default. Set before
 	 * renew_start. */
 	int64_t hold_until;
+	/* Where last_ok is stored too (the watcher's page, watch.h), or
+	 * NULL. Set before renew_start. */
+	_Atomic int64_t *last_ok_too;
 };
 
 /*

@@ -172,21 +172,13 @@ get_ahead(void *arg)
 	sup_ahead(x->a, x->l, x->ctx);
 }
 
-static void
-get_watcher(void *arg)
-{
-	struct ahead_arg *x = arg;
-
-	sup_watch_ahead(x->a);
-}
-
 static int
 acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
     struct lock *l, struct guard *g, int sigfd)
 {
-	struct sup_ahead a = { .o = o };
+	struct sup_ahead a = { 0 };
 	struct ahead_arg ahead = { .a = &a, .l = l };
-	struct wait_hooks hooks = { get_watcher, get_ahead, &ahead };
+	struct wait_hooks hooks = { get_ahead, &ahead };
 	struct wait_result res;
 	struct lock_ctx ctx;
 	int64_t start = mono_ms();

@@ -36,6 +36,7 @@
 #include "retry.h"
 #include "sig.h"
 #include "util.h"
+#include "watch.h"
 
 enum lost_how { HELD, LOST_NOT_OURS, LOST_UNRENEWED };
 
@@ -78,12 +79,8 @@ struct sup {
 static int64_t
 deadline_of(const struct sup *s)
 {
-	int64_t lease = s->ctx->lease_ms;
-	int64_t dl = lease_deadline(atomic_load(&s->rw->last_ok), lease);
-	int64_t cap = s->rw->hold_until - lease_drift_ms(lease);
-
-	/* --max-hold: the last extends reached hold_until only. */
-	return cap < dl ? cap : dl;
+	return lease_held_deadline(atomic_load(&s->rw->last_ok),
+	    s->ctx->lease_ms, s->rw->hold_until);
 }
 
 int64_t
@@ -133,16 +130,24 @@ child_exec(const struct rlock_opts *o, int errfd, pid_t parent,
 	_exit(e == ENOENT ? RL_EXIT_EXEC_NOENT : RL_EXIT_EXEC_NOEXEC);
 }
 
-/* Start the watcher unless --on-lost ignore (nothing to send) or one
- * is started already. */
+/* Start the watcher unless --on-lost ignore (nothing to send), with
+ * what it needs to time a SIGKILL as we would: after the grant (a run
+ * that does not get the lock forks nothing), before COMMAND. */
 static void
-watch(const struct rlock_opts *o, struct watcher *w)
+watch(struct sup *s)
 {
-	int sig = lost_signal(o->on_lost);
+	struct watch_lease wl = { .sig = lost_signal(s->o->on_lost),
+	    .grace_ms = grace_ms(s), .lease_ms = s->ctx->lease_ms,
+	    .hold_until = s->rw->hold_until,
+	    .last_ok = atomic_load(&s->rw->last_ok) };
 
-	if (sig != 0 && w->pid <= 0 && watch_start(w, sig) < 0)
+	if (wl.sig == 0)
+		return;
+	if (watch_start(&s->watch, &wl) < 0)
 		msg_verbose("cannot start the watcher: %s; should rlock die, "
 		    "only COMMAND gets the --on-lost signal", strerror(errno));
+	/* Read by the renewal thread once renew_start arms it. */
+	s->rw->last_ok_too = watch_last_ok(&s->watch);
 }
 
 static int
@@ -681,6 +686,8 @@ oom_release(void)
 	l = lock_new_like(s->l);
 	if (lock_open(l) == 0 && lock_release(l, s->ctx) == 1)
 		msg_err("released '%s' after killing COMMAND", s->key);
+	/* Stood down above, it has ended meanwhile: no zombie either. */
+	watch_end(&s->watch);
 }
 
 static int
@@ -784,25 +791,15 @@ sup_ahead(struct sup_ahead *a, struct lock *l, const struct lock_ctx *ctx)
 {
 	if (!a->rw.running)
 		(void)renew_park(&a->rw, l, ctx);
-	if (a->o != NULL && !a->piped)
-		watch(a->o, &a->watch);
 	if (!a->piped)
 		a->piped = pipe2(a->exec_pipe, O_CLOEXEC) == 0;
 	oom_reserve();
 }
 
 void
-sup_watch_ahead(struct sup_ahead *a)
-{
-	if (a->o != NULL)
-		watch(a->o, &a->watch);
-}
-
-void
 sup_ahead_drop(struct sup_ahead *a)
 {
 	renew_stop(&a->rw);
-	watch_stop(&a->watch);
 	if (a->piped) {
 		close(a->exec_pipe[0]);
 		close(a->exec_pipe[1]);
@@ -839,15 +836,11 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	}
 	oom_sup = &s;
 	oom_on(oom_release);
+	/* The guard holds from COMMAND's first instruction. */
+	watch(&s);
 	/* The OS refusing us a pipe or a process is not COMMAND's fault:
 	 * 71, not 126 (not executable). The exec pipe first: without it
 	 * there is nothing to run, so nothing to renew for. */
-	if (a != NULL && a->watch.pid > 0) {
-		s.watch = a->watch;
-		a->watch.pid = 0;
-	} else if (a == NULL || !a->piped) {
-		watch(o, &s.watch);
-	}
 	if (a != NULL && a->piped) {
 		s.exec_pipe[0] = a->exec_pipe[0];
 		s.exec_pipe[1] = a->exec_pipe[1];
@@ -878,7 +871,9 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 			st = exit_status(&s);
 	}
 	/* Release first: the next holder need not wait for our thread to
-	 * end. It can no longer extend (nor touch the connection) from here on. */
+	 * end. It can no longer extend (nor touch the connection) from here
+	 * on. The watcher, stood down, ends meanwhile; reaped last, once
+	 * no other thread is left. */
 	watch_stop(&s.watch);
 	renew_take_conn(s.rw);
 	st = finish(&s, st);
@@ -886,5 +881,6 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	renew_stop(s.rw);
 	oom_on(NULL);
 	oom_sup = NULL;
+	watch_end(&s.watch);
 	return st;
 }

@@ -12,29 +12,25 @@
 #include "lock.h"
 #include "renew.h"
 #include "wait.h"
-#include "watch.h"
 
 /*
  * What sup_run would otherwise set up after the grant, done while the
  * wait blocks: the renewal thread, made and parked (renew_park), the
- * watcher (watch.h), the exec pipe and the out-of-memory reserve. Zeroed by the caller; sup_run
- * takes it over, sup_ahead_drop ends what is left when the wait ends
- * without the lock. Failing to make any of it costs nothing but the time
- * saved: sup_run makes it as without a wait.
+ * exec pipe and the out-of-memory reserve; no process (the watcher is
+ * forked after the grant: a run that does not get the lock forks
+ * nothing). Zeroed by the caller; sup_run takes it over, sup_ahead_drop
+ * ends what is left when the wait ends without the lock. Failing to make
+ * any of it costs nothing but the time saved: sup_run makes it as
+ * without a wait.
  */
 struct sup_ahead {
-	const struct rlock_opts *o;	/* set by the caller */
 	struct renewer rw;
-	struct watcher watch;		/* started, not taken */
 	int piped;			/* exec_pipe is made, not taken */
 	int exec_pipe[2];
 };
 void sup_ahead(struct sup_ahead *a, struct lock *l,
     const struct lock_ctx *ctx);
 void sup_ahead_drop(struct sup_ahead *a);
-/* Only sup_ahead's watcher: started while the first attempt's answer is
- * on its way (wait.c's in_flight hook). */
-void sup_watch_ahead(struct sup_ahead *a);
 
 /* Run o's COMMAND under ctx's lock (granted as in res), with what a
  * (or NULL) prepared; returns the exit status. The lock is released

@@ -36,12 +36,10 @@ struct wait_result {
 
 /*
  * Work the caller would otherwise do after the grant, done in time
- * nobody waits for, each called with arg once (either may be NULL):
- * in_flight while the first attempt's answer is on its way, idle when
- * the wait first blocks.
+ * nobody waits for: idle (may be NULL) is called with arg once, when the
+ * wait first blocks.
  */
 struct wait_hooks {
-	void (*in_flight)(void *arg);
 	void (*idle)(void *arg);
 	void *arg;
 };
