@@ -276,3 +276,18 @@ watch_stop(struct watcher *w)
 	atomic_store(&w->page->stood_down, 1);
 	w->pid = 0;
 }
+
+int
+watch_adopt(const struct watcher *w, pid_t pid)
+{
+	if (w->pid <= 0)
+		return -1;
+	atomic_store(&w->page->cmd, pid);
+	return 0;
+}
+
+void
+watch_tree(pid_t pid, int sig)
+{
+	stop_tree(pid, sig);
+}
