@@ -195,6 +195,10 @@ valgrind: deps all $(BUILD)/unit
 	printf '#!/bin/sh\nexec valgrind -q --error-exitcode=99 --leak-check=full --log-file=$(VG_DIR)/logs/unit.log $(CURDIR)/$(BUILD)/unit "$$@"\n' > $(VG_DIR)/unit
 	chmod +x $(VG_DIR)/rlock $(VG_DIR)/unit
 	RLOCK_UNDER_VALGRIND=1 sh tests/run-all $(VG_DIR)/rlock $(VG_DIR)/unit
+	@# valgrind before 3.20 does not know pidfd_open (434), which a holder
+	@# of rlock lock tries first and does without: not a report.
+	@find $(VG_DIR)/logs -type f -size +0 -exec \
+		sed -i '/unhandled amd64-linux syscall: 434$$/,+4d' {} +
 	@if find $(VG_DIR)/logs -type f -size +0 | grep -q .; then \
 		cat $$(find $(VG_DIR)/logs -type f -size +0); \
 		echo "valgrind reports above"; exit 1; fi; echo "no valgrind reports"
