@@ -70,7 +70,8 @@ LIB_SRC = src/acl.c src/cli.c src/conffile.c src/config.c src/conn.c \
 	src/server.c src/sig.c src/single.c src/supervise.c src/tls.c \
 	src/tls_lib.c src/tls_why.c src/tls_wire.c src/url.c src/user.c \
 	src/util.c src/view.c src/wait.c src/waitline.c src/wake.c \
-	src/wake_pop.c src/wake_sub.c src/deadline.c src/watch.c src/forced.c
+	src/wake_pop.c src/wake_sub.c src/deadline.c src/watch.c src/forced.c \
+	src/section.c
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
 BIN = rlock
 
@@ -194,6 +195,10 @@ valgrind: deps all $(BUILD)/unit
 	printf '#!/bin/sh\nexec valgrind -q --error-exitcode=99 --leak-check=full --log-file=$(VG_DIR)/logs/unit.log $(CURDIR)/$(BUILD)/unit "$$@"\n' > $(VG_DIR)/unit
 	chmod +x $(VG_DIR)/rlock $(VG_DIR)/unit
 	RLOCK_UNDER_VALGRIND=1 sh tests/run-all $(VG_DIR)/rlock $(VG_DIR)/unit
+	@# valgrind before 3.20 does not know pidfd_open (434), which a holder
+	@# of rlock lock tries first and does without: not a report.
+	@find $(VG_DIR)/logs -type f -size +0 -exec \
+		sed -i '/unhandled amd64-linux syscall: 434$$/,+4d' {} +
 	@if find $(VG_DIR)/logs -type f -size +0 | grep -q .; then \
 		cat $$(find $(VG_DIR)/logs -type f -size +0); \
 		echo "valgrind reports above"; exit 1; fi; echo "no valgrind reports"

@@ -223,6 +223,42 @@ sec_uncontended() {
 	fi
 }
 
+# ------------------------------------------------------------ sections
+# A script section, `rlock lock` then `rlock unlock` run by a shell (their
+# owner), against a run of true, both uncontended. In the same rounds:
+# the shell alone, whose start the section's figure is taken without
+# (the run needs none), and the run from the same kind of shell.
+sec_sections() {
+	section "script section: $PAIRS rounds of rlock -k, sh -c 'rlock lock && rlock unlock', sh -c 'rlock -k', sh -c :"
+	cols=("$RLOCK" -k bench-u -- true ::: sh -c \
+		"'$RLOCK' lock -k bench-l && '$RLOCK' unlock -k bench-l" \
+		::: sh -c "'$RLOCK' -k bench-w -- true; exit" ::: sh -c :)
+	XDG_RUNTIME_DIR=$D "$B/rounds" "$PAIRS" "${cols[@]}" > "$D/s.txt" ||
+		exit 1
+	# Per round: (section - shell) / run, and section / run in sh.
+	read -r p50 lo hi sh50 <<< "$(python3 -c '
+import sys
+rows = [[float(v) for v in l.split()] for l in open(sys.argv[1]) if l.strip()]
+def med(xs, p=50):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
+a = [(r[1] - r[3]) / r[0] for r in rows]
+b = [r[1] / r[2] for r in rows]
+print("%.3f %.3f %.3f %.3f" % (med(a), med(a, 10), med(a, 90), med(b)))
+' "$D/s.txt")"
+	mapfile -t v < <(python3 "$top/bench/pairs.py" "$D/s.txt" 0)
+	names=("rlock -k k -- true" "sh -c 'rlock lock && rlock unlock'" \
+		"sh -c 'rlock -k k -- true; exit'" "sh -c :")
+	for i in "${!v[@]}"; do
+		read -r _ c50 c90 _ _ _ _ <<< "${v[$i]}"
+		row "${names[$i]} (median, p90)" "$c50 us, $c90 us"
+	done
+	row "rlock lock + rlock unlock (less the sh) / the run" \
+		"$(x "$p50") ($lo-$hi); the section in sh / the run in sh: $(x "$sh50")"
+	fig sec "$(x "$p50")"
+	fig sec-sh "$(x "$sh50")"
+}
+
 # ------------------------------------------------------------ round trips
 sec_roundtrips() {
 	section "round trips per uncontended run (client side, strace)"
@@ -598,7 +634,7 @@ sec_ir() {
 ratio() { python3 -c "print('%.2f' % ($1 / $2))"; }
 
 # ------------------------------------------------------------ summary
-for sec in ${ONLY:-uncontended roundtrips cpu ir throughput handoff idle rss redlock many herd}; do
+for sec in ${ONLY:-uncontended sections roundtrips cpu ir throughput handoff idle rss redlock many herd}; do
 	"sec_$sec"
 done
 # Issue 13's table: each figure as measured, BASE's beside it.
@@ -619,6 +655,8 @@ for w in 10 100; do
 	trow "command-level hand-off / flock's, $w waiters" "ho-$w-plain" "<= 1.10x"
 	trow "  the same, --fair" "ho-$w-fair" "<= 1.10x"
 done
+trow "rlock lock + rlock unlock / a run of true" sec "<= 1.5x"
+trow "  the same, each from sh" sec-sh ""
 trow "round trips per uncontended run (seed: ${FIG[seed-rtt]:-?})" rtt "2"
 trow "Redis CPU per cycle / seed's (commandstats)" cpu "<= 1.5x"
 trow "  the same, Redis process CPU (rusage)" cpu-rusage ""

@@ -75,6 +75,9 @@ void lock_ctx_init(struct lock_ctx *ctx, const char *prefix, const char *key,
     char *cmdline);
 void lock_ctx_free(struct lock_ctx *ctx);
 
+/* The holder's pid as recorded (rlock lock: the section's owner). */
+void lock_ctx_set_pid(struct lock_ctx *ctx, long pid);
+
 /* A fresh random token for ctx, and the wake channel named after it. */
 void lock_ctx_new_token(struct lock_ctx *ctx);
 

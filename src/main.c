@@ -15,6 +15,7 @@
 #include "lock.h"
 #include "report.h"
 #include "run.h"
+#include "section.h"
 #include "sig.h"
 #include "util.h"
 
@@ -67,9 +68,8 @@ main(int argc, char **argv)
 	}
 	/* Before any connection and any thread: a certificate or key that
 	 * cannot be used is the user's to fix, like a bad option. */
-	if ((o.mode == MODE_RUN || o.mode == MODE_STATUS || o.mode ==
-	    MODE_LIST || o.mode == MODE_RELEASE) &&
-	    (st = config_start(&o, err, sizeof(err))) != 0) {
+	if (o.mode != MODE_HELP && o.mode != MODE_VERSION && o.mode !=
+	    MODE_UNLOCK && (st = config_start(&o, err, sizeof(err))) != 0) {
 		msg_err("%s", err);
 		cli_free(&o);
 		return st;
@@ -82,7 +82,11 @@ main(int argc, char **argv)
 		st = version();
 		break;
 	case MODE_RUN:
+	case MODE_LOCK:
 		st = run_mode(&o, sigfd);
+		break;
+	case MODE_UNLOCK:
+		st = section_unlock(&o);
 		break;
 	default:
 		st = report_main(&o);

@@ -54,6 +54,7 @@ struct sup {
 	struct lock *l;
 	int sigfd;
 	pid_t child;
+	struct sup_owner *owner;	/* a section's, in COMMAND's place */
 	int own_pgrp;			/* COMMAND leads a process group */
 	struct watcher watch;		/* stops COMMAND's tree if we die */
 	int exec_pipe[2];		/* exec's outcome: read end, write end */
@@ -256,6 +257,10 @@ send_child(struct sup *s, int sig)
 	 * on_signal would forward what comes back, for ever. */
 	if (s->child <= 0)
 		return;
+	if (s->owner != NULL) {
+		watch_tree(s->child, sig);
+		return;
+	}
 	/* A signal for COMMAND must not reach rlock's code in the child
 	 * between fork and exec. */
 	if (exec_settle(s) != 0)
@@ -497,7 +502,7 @@ static void
 supervise(struct sup *s)
 {
 	struct signalfd_siginfo si;
-	struct pollfd p[3];
+	struct pollfd p[5];
 	int64_t next, t0;
 	int poll_failed = 0, tmo;
 	char drain[64];
@@ -505,6 +510,10 @@ supervise(struct sup *s)
 	p[0] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
 	p[1] = (struct pollfd){ .fd = s->rw->running ?
 	    renew_event_fd(s->rw) : -1, .events = POLLIN };
+	p[3] = (struct pollfd){ .fd = s->owner ? s->owner->fds[0] : -1,
+	    .events = POLLIN };
+	p[4] = (struct pollfd){ .fd = s->owner ? s->owner->fds[1] : -1,
+	    .events = POLLIN };
 	for (;;) {
 		next = check_listen(s);
 		p[2] = (struct pollfd){ .fd = forced_fd(&s->heed),
@@ -512,8 +521,10 @@ supervise(struct sup *s)
 		next = sooner(next, check_max_hold(s));
 		next = sooner(next, check_lease(s));
 		tmo = next < 0 || next > 60000 ? 60000 : (int)next;
+		if (s->owner != NULL && tmo > 1000)
+			tmo = 1000;
 		t0 = mono_ms();
-		if (poll(p, 3, tmo) < 0 && errno != EINTR) {
+		if (poll(p, 5, tmo) < 0 && errno != EINTR) {
 			/* ENOMEM: the kernel could not track the fds this
 			 * once. Leaving the loop would drop the deadline and
 			 * the forwarding; try again shortly instead. */
@@ -532,6 +543,8 @@ supervise(struct sup *s)
 		while (sig_take(s->sigfd, &si) != 0)
 			if (on_signal(s, &si))
 				return;
+		if (s->owner != NULL && s->owner->ended(s->owner))
+			return;
 	}
 }
 
@@ -818,6 +831,7 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	int st, e = 0;
 
 	s.rw = &s.own_rw;
+	s.owner = a != NULL ? a->owner : NULL;
 	printable(o->key, strlen(o->key), s.key, sizeof(s.key));
 	if ((st = confirm_grant(&s, &granted)) != 0)
 		return finish(&s, st);
@@ -845,7 +859,7 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 		s.exec_pipe[0] = a->exec_pipe[0];
 		s.exec_pipe[1] = a->exec_pipe[1];
 		a->piped = 0;
-	} else if (pipe2(s.exec_pipe, O_CLOEXEC) < 0) {
+	} else if (s.owner == NULL && pipe2(s.exec_pipe, O_CLOEXEC) < 0) {
 		s.exec_pipe[0] = -1;
 	}
 	if (s.exec_pipe[0] < 0) {
@@ -858,7 +872,11 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 		if (renew_start(s.rw) < 0)
 			msg_warn("cannot start the renewal thread: %s",
 			    strerror(errno));
-		st = spawn(&s);
+		st = s.owner == NULL ? spawn(&s) : 0;
+		if (s.owner != NULL) {
+			(void)watch_adopt(&s.watch, s.child = s.owner->pid);
+			s.owner->started(s.owner);
+		}
 	}
 	if (st == 0) {
 		msg_verbose("running COMMAND (pid %ld) with fence %lld",

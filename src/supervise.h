@@ -14,6 +14,19 @@
 #include "wait.h"
 
 /*
+ * A script section's owner (section.c) in COMMAND's place: sup_run starts
+ * no COMMAND but calls started() where it would, signals the owner's tree
+ * where COMMAND's would be, and ends the run once ended() says so, asked
+ * whenever one of fds (-1: none) is readable and at least every second.
+ */
+struct sup_owner {
+	pid_t pid;
+	int fds[2];
+	void (*started)(struct sup_owner *w);
+	int (*ended)(struct sup_owner *w);
+};
+
+/*
  * What sup_run would otherwise set up after the grant, done while the
  * wait blocks: the renewal thread, made and parked (renew_park), the
  * exec pipe and the out-of-memory reserve; no process (the watcher is
@@ -27,6 +40,7 @@ struct sup_ahead {
 	struct renewer rw;
 	int piped;			/* exec_pipe is made, not taken */
 	int exec_pipe[2];
+	struct sup_owner *owner;	/* set by the caller: a section's */
 };
 void sup_ahead(struct sup_ahead *a, struct lock *l,
     const struct lock_ctx *ctx);

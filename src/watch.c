@@ -294,23 +294,32 @@ nap_until(int64_t at)
  * SIGTERM a SIGKILL when the holder would have sent it, the grace
  * shortened to fit what the lease has left.
  */
-static void
-stop_tree(pid_t cmd, const struct watch_lease *wl, struct watch_page *page)
+static struct tree tree;	/* this process's own copy: no allocation */
+
+/* The tree is cmd alone, to grow from; whether cmd leads its group. */
+static int
+tree_root(struct tree *t, pid_t cmd)
 {
-	static struct tree t;	/* the watcher's own copy: no allocation */
-	int64_t now = mono_ms(), dl, at;
 	struct pstat ps = { 0 };
-	int led;
 
 	if (stat_of(cmd, &ps) < 0)
 		ps.sid = -1;	/* gone: its group only */
-	t.sid = ps.sid;
-	t.pid[0] = cmd;
-	t.pgid[0] = ps.pgid;
-	t.start[0] = ps.start;
-	t.n = 1;
-	led = getpgid(cmd) == cmd;
-	signal_tree(&t, cmd, led, wl->sig);
+	t->sid = ps.sid;
+	t->pid[0] = cmd;
+	t->pgid[0] = ps.pgid;
+	t->start[0] = ps.start;
+	t->n = 1;
+	return getpgid(cmd) == cmd;
+}
+
+static void
+stop_tree(pid_t cmd, const struct watch_lease *wl, struct watch_page *page)
+{
+	struct tree *t = &tree;
+	int64_t now = mono_ms(), dl, at;
+	int led = tree_root(t, cmd);
+
+	signal_tree(t, cmd, led, wl->sig);
 	if (wl->sig != SIGTERM)
 		return;
 	/* Nobody extends the lease any more: it ends at the deadline of
@@ -318,11 +327,11 @@ stop_tree(pid_t cmd, const struct watch_lease *wl, struct watch_page *page)
 	dl = lease_held_deadline(atomic_load(&page->last_ok), wl->lease_ms,
 	    wl->hold_until);
 	at = now + wl->grace_ms < dl ? now + wl->grace_ms : dl;
-	while (mono_ms() < at && left(&t, cmd, led))
+	while (mono_ms() < at && left(t, cmd, led))
 		nap_until(mono_ms() + LOOK_MS < at ? mono_ms() + LOOK_MS : at);
 	if (mono_ms() >= at) {
-		(void)prune(&t);
-		signal_tree(&t, cmd, led, SIGKILL);
+		(void)prune(t);
+		signal_tree(t, cmd, led, SIGKILL);
 	}
 }
 
@@ -433,4 +442,19 @@ watch_end(struct watcher *w)
 	munmap(w->page, sizeof(*w->page));
 	w->pid = 0;
 	w->page = NULL;
+}
+
+int
+watch_adopt(const struct watcher *w, pid_t pid)
+{
+	if (w->pid <= 0)
+		return -1;
+	atomic_store(&w->page->cmd, pid);
+	return 0;
+}
+
+void
+watch_tree(pid_t pid, int sig)
+{
+	signal_tree(&tree, pid, tree_root(&tree, pid), sig);
 }

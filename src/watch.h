@@ -74,4 +74,11 @@ void watch_stop(struct watcher *w);
  */
 void watch_end(struct watcher *w);
 
+/* watch_child for a process that is not our child (a section's owner),
+ * from its supervisor. */
+int watch_adopt(const struct watcher *w, pid_t pid);
+
+/* What the watcher does at rlock's death, now: send sig to pid's tree. */
+void watch_tree(pid_t pid, int sig);
+
 #endif
