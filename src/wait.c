@@ -228,6 +228,7 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 		if (lr == LOCK_BUSY && busy->writer == 1)
 			w->writer = 1;
 		if (lr == LOCK_BUSY && busy->position >= 0 && !w->queued) {
+			trace_event("queued");
 			w->queued = 1;
 			w->next_beat = mono_ms() + WAITER_BEAT_MS;
 		}

@@ -148,15 +148,20 @@ proxy_stop() {
 #   SECTION_MS  "MIN MAX" for the section length
 #   LONG_PCT    percent of sections drawn from LONG_MS "MIN MAX" instead:
 #               long enough to be running when a fault costs the lease
+#   ORDER_STAMP 1: each --fair rlock's RLOCK_TRACE goes to a file of its
+#               worker, and the worker copies its `queued` event (when it
+#               had its place in the queue) to the log as one of its own,
+#               for check.py --order (with LAUNCH_STAMP=1)
 WORKERS=${WORKERS:-16}
 
 worker() { # I
-	local i=$1 n=0 pid rc ms url args
+	local i=$1 n=0 pid rc ms url args trace=
 	local min=${SECTION_MS% *} max=${SECTION_MS#* }
 	url=${URLS[i % ${#URLS[@]}]}
 	args=("${WARGS[@]}")
 	if [ "${FAIR_EVERY:-0}" -gt 0 ] && [ $((i % FAIR_EVERY)) = 0 ]; then
 		args+=(--fair)
+		[ "${ORDER_STAMP:-0}" = 1 ] && trace=$SC/trace.w$i
 	fi
 	while [ ! -e "$SC/stop" ]; do
 		n=$((n + 1))
@@ -166,13 +171,18 @@ worker() { # I
 		fi
 		[ "${LAUNCH_STAMP:-0}" = 1 ] &&
 			TORTURE_ID=w$i.$n "$STAMP" "$SC/log" launch
-		TORTURE_ID=w$i.$n "$RLOCK" -u "$url" -k "$KEY" "${args[@]}" \
+		[ -z "$trace" ] || : > "$trace"
+		TORTURE_ID=w$i.$n RLOCK_TRACE=$trace "$RLOCK" -u "$url" \
+			-k "$KEY" "${args[@]}" \
 			-- "$STAMP" "$SC/log" section "$ms" 2>>"$SC/err/w$i" &
 		pid=$!
 		echo "$pid" > "$SC/pids/w$i"
 		wait "$pid"
 		rc=$?
 		TORTURE_ID=w$i.$n "$STAMP" "$SC/log" exit "$rc"
+		# "queued NS PID" (rlock's clock is stamp's) as "queued NS - ID".
+		[ -z "$trace" ] || awk -v id="w$i.$n" '$1 == "queued" {
+			print "queued", $2, "-", id; exit }' "$trace" >> "$SC/log"
 		# A refused connection returns at once: do not spin on it.
 		case $rc in 69|75|76) sleep 0.0$((RANDOM % 5 + 1)) ;; esac
 	done
