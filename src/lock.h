@@ -74,8 +74,9 @@ void lock_set_timeouts(struct lock *l, int64_t connect_ms, int64_t cmd_ms);
 int64_t lock_connect_timeout(const struct lock *l);
 
 /*
- * One acquire attempt; with `queue` a --fair waiter joins (or stays in)
- * the queue, with `want_holder` the busy reply names the holder.
+ * One acquire attempt; with `queue` (LOCK_JOIN, LOCK_REJOIN) a --fair
+ * waiter joins (or stays in) the queue, with `want_holder` the busy reply
+ * names the holder.
  * LOCK_GRANTED sets *fence; LOCK_BUSY fills *busy; LOCK_ERROR leaves the
  * failure (FAIL_SCRIPT: a refusal by our own script, e.g. a --limit that
  * differs from the holders').

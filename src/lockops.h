@@ -49,6 +49,14 @@
 
 enum lock_result { LOCK_ERROR = -1, LOCK_BUSY = 0, LOCK_GRANTED = 1 };
 
+/* An acquire's `queue` (lock.h): a --fair waiter joins the queue (or
+ * stays in it); LOCK_REJOIN: the same, from a waiter whose subscription
+ * was made anew, so that the scripts notice a server that changed under
+ * the queue (a restart, a failover) while its waiters have yet to
+ * subscribe there (lib/queue.lua). */
+#define LOCK_JOIN	1
+#define LOCK_REJOIN	2
+
 /* Why we did not get KEY, from the acquire script. */
 struct lock_busy {
 	int64_t wait_ms;	/* retry after this; -1: holder never expires */

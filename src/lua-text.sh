@@ -113,7 +113,7 @@ if ! grep -q '^-- PRECHECK: none' "$script"; then
 		for (i = 1; i <= n; i++) {
 			if (p[i] == "mutex") e = "a_limit == \047" 1 "\047"
 			else if (p[i] == "sem") e = "a_limit ~= \047" 1 "\047"
-			else if (p[i] == "fair") e = "(a_join == \0471\047 or " \
+			else if (p[i] == "fair") e = "(a_join ~= \0470\047 or " \
 			    "string.find(a_needs, \047f\047, 1, true))"
 			else if (p[i] == "blpop") e = \
 			    "string.find(a_needs, \047w\047, 1, true)"

@@ -48,9 +48,10 @@
  * Every key a script touches is one of its KEYS, whatever the number of
  * holders and waiters (lib/meta.lua, lib/queue.lua). A fair waiter
  * refreshes its entry in :w (DUE 90 s ahead) every 30 s (heartbeat.lua);
- * its liveness is its subscription and, at the head, its turn
- * (acquire.lua). P{KEY}:q is kept alive by the holders' extends and the
- * waiters' attempts, and expires after them.
+ * its liveness is its subscription (for a moment after the server
+ * changed under the queue, its entry alone: lib/queue.lua) and, at the
+ * head, its turn (acquire.lua). P{KEY}:q is kept alive by the holders'
+ * extends and the waiters' attempts, and expires after them.
  *
  * Each script runs atomically in Redis, so compare-then-write never races.
  */
@@ -244,7 +245,8 @@ call_acquire(struct call *c, const struct lock_ctx *ctx, int queue,
 	script_arg_str(a, ACQUIRE_A_CMD, ctx->cmdline);
 	script_arg_str(a, ACQUIRE_A_FENCE_TTL_MS, num(c, 1, FENCE_TTL_MS));
 	script_arg_str(a, ACQUIRE_A_LIMIT, num(c, 2, ctx->limit));
-	script_arg_str(a, ACQUIRE_A_JOIN, queue ? "1" : "0");
+	script_arg_str(a, ACQUIRE_A_JOIN, queue == LOCK_REJOIN ? "2" :
+	    queue ? "1" : "0");
 	script_arg(a, ACQUIRE_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
 	script_arg_str(a, ACQUIRE_A_WAITER_TTL_MS, num(c, 3, WAITER_TTL_MS));

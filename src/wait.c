@@ -7,9 +7,11 @@
  * P{KEY}:wake:TOKEN, and joins the queue only while subscribed: the
  * scripts take a queued waiter nobody hears for dead (queue.lua), which
  * is how a killed one is passed over at once. If the subscription drops,
- * the waiter may lose its place meanwhile; it subscribes again and then
- * joins again, at the back if it was dropped, and is served in that
- * turn. Plain waiters block in BLPOP on P{KEY}:tok, where each
+ * the waiter subscribes again and then joins again, saying it is back:
+ * where the server changed under the queue (a restart, a failover) it
+ * keeps its place if it is back within the grace the scripts give then;
+ * where the server stayed, it may have lost its place meanwhile, and
+ * joins at the back. Plain waiters block in BLPOP on P{KEY}:tok, where each
  * release leaves one token: Redis gives it to the oldest blocked waiter, so
  * a release wakes one process, not a herd, and a token pushed between our
  * try and our BLPOP waits for us; on one plain server the lock sends our
@@ -209,6 +211,7 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 		if (lr == LOCK_BUSY && busy->writer == 1)
 			w->writer = 1;
 		if (lr == LOCK_BUSY && busy->position >= 0 && !w->queued) {
+			trace_event("queued");
 			w->queued = 1;
 			w->next_beat = mono_ms() + WAITER_BEAT_MS;
 		}
@@ -650,7 +653,9 @@ wait_lock(struct lock *l, struct lock_ctx *ctx, int64_t wait_ms,
 		/* Subscriptions that dropped are made again (a BLPOP needs
 		 * none); once listening, a release from now on reaches us,
 		 * and one from before is seen by this attempt, which
-		 * (re)joins a --fair queue. */
+		 * (re)joins a --fair queue: as one back from weather, if we
+		 * were queued, so that a server that changed under the queue
+		 * is noticed before anyone is passed over (queue.lua). */
 		was = waker_listening(w.wk) && w.down_since == 0;
 		(void)waker_listen(w.wk);
 		if (!was) {
@@ -659,7 +664,8 @@ wait_lock(struct lock *l, struct lock_ctx *ctx, int64_t wait_ms,
 					continue;
 				return st;
 			}
-			lr = attempt(&w, ctx->fair, res, &busy);
+			lr = attempt(&w, !ctx->fair ? 0 : w.queued ?
+			    LOCK_REJOIN : LOCK_JOIN, res, &busy);
 			if (lr == LOCK_GRANTED)
 				return granted(&w, start, WOKE_MESSAGE);
 			if (lr == LOCK_ERROR) {
@@ -684,8 +690,8 @@ wait_lock(struct lock *l, struct lock_ctx *ctx, int64_t wait_ms,
 			msg_verbose("wake-up connection lost (%s); reconnecting",
 			    waker_failure(w.wk)->why);
 		/* Without a subscription this attempt must not queue us. */
-		lr = attempt(&w, ctx->fair && waker_listening(w.wk), res,
-		    &busy);
+		lr = attempt(&w, ctx->fair && waker_listening(w.wk) ?
+		    LOCK_JOIN : 0, res, &busy);
 		if (lr == LOCK_GRANTED)
 			return granted(&w, start, why);
 		if (lr == LOCK_ERROR &&

@@ -320,10 +320,11 @@ MORE_SIGS="ALRM VTALRM PROF IO PWR XCPU XFSZ STKFLT SYS TRAP ABRT BUS FPE ILL SE
 	assert_released
 }
 
-# queued N: the --fair queue holds N waiters, each with its entry in :w.
+# queued N: the --fair queue holds N waiters, each with its entry in :w
+# (beside the field 'server', the queue's own).
 queued() {
 	[ "$(rcli llen "$L:q")" = "$1" ] &&
-		[ "$(rcli hlen "$L:w")" = "$1" ]
+		[ "$(rcli hkeys "$L:w" | grep -cvx server)" = "$1" ]
 }
 
 # This test's keys in Redis (earlier tests' keys expire meanwhile).

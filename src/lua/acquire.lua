@@ -30,7 +30,8 @@
 -- nothing, when the caller's ACL lacks one, not at the release.
 -- RUNS: EVALSHA x 0; EVAL x 0; TIME; GET fence; SET fence 1 PX 1
 -- RUNS: GET turn; SET turn x PX 1; DEL turn; HDEL waiters x; @record
--- RUNS: LINDEX queue 0; LPOP queue; HGET waiters x
+-- RUNS: LINDEX queue 0; LPOP queue; HGET waiters x; INFO? server
+-- RUNS: HSET? waiters x x
 -- RUNS: PUBSUB? SHARDNUMSUB =wake_prefix+x; PUBSUB? NUMSUB =wake_prefix+x
 -- RUNS mutex: ZCOUNT sem 0 0; GET limit; GET lock; PTTL lock
 -- RUNS mutex: PEXPIRE lock 1; PEXPIRE meta 1; HGET meta f
@@ -44,7 +45,8 @@
 -- RUNS fair: LPOS queue x; RPUSH queue x; HSET waiters x x
 -- RUNS fair: PTTL queue; PEXPIRE queue 1; PTTL waiters; PEXPIRE waiters 1
 -- RUNS fair: SSUBSCRIBE =wake_prefix+x; PUBSUB NUMSUB =wake_prefix+x
--- RUNS fair: PUBSUB SHARDNUMSUB =wake_prefix+x; @dequeue; @heartbeat
+-- RUNS fair: PUBSUB SHARDNUMSUB =wake_prefix+x; INFO server
+-- RUNS fair: @dequeue; @heartbeat
 -- RUNS blpop: BLPOP wtokens tokens 0; EXISTS writers; ZADD writers 1 x
 -- RUNS blpop: ZREM writers x; PEXPIRE writers 1
 -- RUNS shared: ZSCORE shares x; ZADD shares 1 x; ZRANGE shares 0 0
@@ -82,6 +84,10 @@
 local token, lease, n = a_token, tonumber(a_lease_ms), tonumber(a_limit)
 local shared = a_shared == '1'
 local plain_waiter = string.find(a_needs, 'w', 1, true) ~= nil
+-- join '1': join the --fair queue (or stay in it); '2': the same, from a
+-- waiter that subscribed again (its connection dropped: the server may
+-- have changed under the queue, lib/queue.lua).
+local join = a_join ~= '0'
 -- On the paths every run takes, numbers go to redis.call as the strings
 -- they came as, or formatted once: Redis prints a number argument with
 -- "%.17g", a few thousand instructions each time.
@@ -162,10 +168,11 @@ end
 
 -- Dead waiters leave the queue when they reach its head (we are alive,
 -- whatever our entry and subscription say: the entry is refreshed below
--- if we stay queued, and we may be trying before we subscribe).
-local head = redis.call('LINDEX', k_queue, '0')
+-- if we stay queued, and we may be trying before we subscribe). grace:
+-- nobody hears the head yet, after the server changed; until when.
+local head, grace, _ = redis.call('LINDEX', k_queue, '0'), nil, nil
 if head and head ~= token then
-  head = live_head(k_queue, k_waiters, a_wake_prefix, now, head)
+  head, _, grace = live_head(k_queue, k_waiters, a_wake_prefix, now, head)
 end
 
 local free, wait, open
@@ -192,7 +199,7 @@ local foreign, writer = 0, 0
 local take
 if shared then
   shares_prune(k_shares, k_metas, now)
-  local fair = string.find(a_needs, 'f', 1, true) or a_join == '1'
+  local fair = string.find(a_needs, 'f', 1, true) or join
   take = open and (fair or writers_waiting(k_writers, now) == 0)
   if take and head then
     for _, tok in ipairs(redis.call('LRANGE', k_queue, 0, 999)) do
@@ -239,8 +246,8 @@ while not take and free and head and head ~= token do
   due = tonumber(at)
   if now < due then break end
   redis.call('LPOP', k_queue)
-  redis.call('HDEL', k_waiters, head)
-  head = live_head(k_queue, k_waiters, a_wake_prefix, now)
+  queue_left(k_queue, k_waiters, head)
+  head, _, grace = live_head(k_queue, k_waiters, a_wake_prefix, now)
   if head and head ~= token then publish(a_wake_prefix .. head, 'turn') end
 end
 if n == 1 and not free and cur ~= 'shared' and
@@ -284,8 +291,8 @@ if take then
     meta_drop(k_metas, token)
   end
   -- Only a --fair caller has an entry in the queue.
-  if a_join == '1' or string.find(a_needs, 'f', 1, true) then
-    redis.call('HDEL', k_waiters, token)
+  if join or string.find(a_needs, 'f', 1, true) then
+    queue_left(k_queue, k_waiters, token)
   end
   if plain_waiter and not shared then redis.call('ZREM', k_writers, token) end
   if shared then
@@ -321,7 +328,7 @@ if take then
 end
 
 local pos = -1
-if a_join == '1' then
+if join then
   pos = redis.call('LPOS', k_queue, token)
   if not pos then
     pos = redis.call('RPUSH', k_queue, token) - 1
@@ -330,6 +337,12 @@ if a_join == '1' then
     if cur and string.sub(cur, 1, #token + 1) == token .. ' ' then
       redis.call('DEL', turn)
     end
+  end
+  -- A queue begun now is on this server; one we come back to may not be.
+  if pos == 0 and not head then
+    queue_server(k_waiters, now, 'new')
+  elseif a_join == '2' then
+    queue_server(k_waiters, now, 'back')
   end
   redis.call('HSET', k_waiters, token, string.format('%d',
     now + tonumber(a_waiter_ttl_ms)) .. (shared and 's' or '') .. '\31' ..
@@ -346,6 +359,8 @@ end
 -- line sooner, as the head may die first (live_head sees that at once:
 -- its subscription goes with its process).
 if due then
+  -- A head nobody hears yet is passed over when its grace ends.
+  if grace and grace < due then due = grace end
   wait = math.max(due - now, 1)
   local look = tonumber(a_look_ms)
   if pos == 1 and wait > look then wait = look end
@@ -354,7 +369,7 @@ end
 -- An exclusive request that will wait while KEY is shared (or while
 -- other writers wait): readers wait for it from now on. Its claim lapses
 -- unless it tries again, so it tries at least every third of it.
-if not shared and n == 1 and plain_waiter and a_join ~= '1' and
+if not shared and n == 1 and plain_waiter and not join and
     (cur == 'shared' or redis.call('EXISTS', k_writers) == 1) then
   local ttl = tonumber(a_writer_ttl_ms)
   redis.call('ZADD', k_writers, now + ttl, token)

@@ -9,6 +9,7 @@
 -- RUNS: GET limit; HMGET metas x; LLEN queue; LRANGE queue 0 0
 -- RUNS: HGET waiters x; EXISTS last; HMGET last user; INFO? replication
 -- RUNS: PUBSUB? SHARDNUMSUB =wake_prefix+x; PUBSUB? NUMSUB =wake_prefix+x
+-- RUNS: INFO? server
 -- The reply, by these names (lua-text.sh makes reply() and the lists
 -- r_holders, r_waiters, r_last of them; embed-lua.sh C's
 -- INSPECT_R_NOW, INSPECT_HOLDERS_USER, ...):
@@ -77,11 +78,14 @@ end
 -- Dead waiters stay in the list until they reach its head: skip them (an
 -- entry no longer due, or nobody listening on its wake channel:
 -- lib/queue.lua). On a replica nobody listens (waiters subscribe on the
--- master): there an entry due alone says a waiter is queued. A user
--- without INFO is taken to be on a master.
+-- master): there an entry due alone says a waiter is queued, and so it
+-- does right after the server changed under the queue, while its
+-- waiters come back (queue_server). A user without INFO is taken to be
+-- on a master that did not change.
 local info = redis.pcall('INFO', 'replication')
 local on_replica = type(info) == 'string' and
   string.find(info, 'role:slave', 1, true) ~= nil
+local grace = nil
 local qlen = redis.call('LLEN', k_queue)
 local walk = math.min(qlen, 1000)
 local queued, waiters, want = qlen - walk, {}, tonumber(a_waiters_shown)
@@ -89,8 +93,14 @@ if walk > 0 then
   for _, tok in ipairs(redis.call('LRANGE', k_queue, 0, walk - 1)) do
     local v = redis.call('HGET', k_waiters, tok)
     local due = entry_due(v)
-    if due and due > now and (on_replica or
-        subscribed(a_wake_prefix .. tok)) then
+    local live = due and due > now
+    if live and not on_replica and not subscribed(a_wake_prefix .. tok) then
+      if grace == nil then
+        grace = queue_server(k_waiters, now, 'look') or false
+      end
+      live = grace
+    end
+    if live then
       queued = queued + 1
       if #waiters < want then
         -- "due\31user\31host\31pid\31cmd"; cmd may hold \31 itself.
