@@ -880,6 +880,8 @@ test_failure_kind(void)
 	failure_make(&f, FAIL_NOT_REDIS, RL_EXIT_PROTOCOL, "x");
 	CHECK(!failure_retry(&f) && f.code[0] == '\0',
 	    "not a peer that is not Redis");
+	failure_make(&f, FAIL_INTERRUPTED, RL_EXIT_UNAVAILABLE, "x");
+	CHECK(!failure_retry(&f), "not a try a stop signal cut short");
 }
 
 /* The retry policy's table: weather is 69's class, but not a login left
