@@ -37,6 +37,7 @@
 
 #include "deadline.h"
 #include "exitcode.h"
+#include "resolve.h"
 #include "sig.h"
 #include "tls.h"
 #include "util.h"
@@ -1151,7 +1152,7 @@ open_tcp(struct conn *cn, const char *host, int port, int64_t deadline,
 		return 0;
 	}
 	snprintf(ps, sizeof(ps), "%d", port);
-	if ((g = getaddrinfo(host, ps, &hints, &ai)) != 0) {
+	if ((g = resolve(host, ps, &hints, deadline, &ai)) != 0) {
 		failure_make(&cn->fail, FAIL_UNREACHABLE, RL_EXIT_UNAVAILABLE,
 		    "%s%s%s", say_where ? host : "", say_where ? ": " : "",
 		    g == EAI_SYSTEM ? strerror(errno) : gai_strerror(g));

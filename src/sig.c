@@ -184,6 +184,12 @@ sig_hold(void)
 }
 
 int
+sig_listening(void)
+{
+	return listening;
+}
+
+int
 sig_stop_watch(int on)
 {
 	int was = stop_watched;

@@ -25,6 +25,9 @@ int sig_setup(void);
  * the first request that may write to Redis. */
 void sig_hold(void);
 
+/* 1 while listening: a call that blocks is ended by a signal. */
+int sig_listening(void);
+
 /*
  * In the calling thread only: 1, its waits (sig_poll) end when a stop
  * signal (any but SIGCHLD) is pending; 0, they do not. Returns what it
