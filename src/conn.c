@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -43,6 +44,9 @@
 #include "util.h"
 
 #define READ_CHUNK 16384
+/* How long a login waits for a --password-file that is not a regular
+ * file (a FIFO, a terminal) to offer a line. */
+#define PASSWORD_WAIT_MS 100
 #define INTERRUPTED "interrupted by a signal"
 
 /*
@@ -1228,23 +1232,67 @@ login_ahead(struct conn *cn, int argc, const char **argv, const char *what,
 }
 
 /*
+ * What fd offers of its first line, into buf (NUL-terminated): its
+ * length, or -1. A regular file is read; anything else (a FIFO, a
+ * terminal) only as far as it offers by `until`, or a stop signal.
+ */
+static ssize_t
+first_line(int fd, char *buf, size_t len, int regular, int64_t until)
+{
+	struct pollfd p[2];
+	size_t n = 0;
+	ssize_t r;
+
+	while (n + 1 < len && memchr(buf, '\n', n) == NULL) {
+		p[0] = (struct pollfd){ .fd = fd, .events = POLLIN };
+		if (!regular && (r = sig_poll(p, 1, deadline_poll_ms(until)))
+		    <= 0) {
+			if (r < 0 && errno == EINTR)
+				continue;
+			return -1;
+		}
+		r = read(fd, buf + n, len - 1 - n);
+		if (r < 0 && (errno == EINTR || (!regular &&
+		    errno == EAGAIN)))
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	buf[n] = '\0';
+	return (ssize_t)n;
+}
+
+/*
  * The password for this login into buf: the first line of
  * --password-file as it is now, or the one given when there is no file
  * or it cannot be read whole (caught empty in the middle of a rewrite).
+ * A file that is not a regular one is read only for what it offers
+ * within PASSWORD_WAIT_MS (and by `deadline`): a FIFO nobody writes to
+ * again, or a terminal whose user typed the password once, has no more
+ * to give, and the one read at the start is used; a FIFO whose writer
+ * serves every reader is read again.
  */
 static const char *
-login_password(const struct conn_cfg *cfg, char *buf, size_t len)
+login_password(const struct conn_cfg *cfg, char *buf, size_t len,
+    int64_t deadline)
 {
-	FILE *f;
-	size_t n;
-	int ok;
+	int64_t until = mono_ms() + PASSWORD_WAIT_MS;
+	struct stat st;
+	ssize_t n;
+	int fd;
 
-	if (cfg->password_file == NULL ||
-	    (f = fopen(cfg->password_file, "re")) == NULL)
+	if (cfg->password_file == NULL || (fd = open(cfg->password_file,
+	    O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0)
 		return cfg->password;
-	ok = fgets(buf, (int)len, f) != NULL;
-	fclose(f);
-	n = ok ? strcspn(buf, "\r\n") : 0;
+	if (fstat(fd, &st) < 0)
+		st.st_mode = 0;
+	n = first_line(fd, buf, len, S_ISREG(st.st_mode), until < deadline ?
+	    until : deadline);
+	close(fd);
+	n = n > 0 ? (ssize_t)strcspn(buf, "\r\n") : 0;
 	if (n == 0)
 		return cfg->password;
 	buf[n] = '\0';
@@ -1264,7 +1312,8 @@ handshake(struct conn *cn, int64_t deadline, int ahead, int db)
 		argv[argc++] = "AUTH";
 		if (ep->user)
 			argv[argc++] = ep->user;
-		argv[argc++] = login_password(cn->cfg, pw, sizeof(pw));
+		argv[argc++] = login_password(cn->cfg, pw, sizeof(pw),
+		    deadline);
 		if (ahead) {
 			login_ahead(cn, argc, argv, "authentication failed",
 			    deadline);
