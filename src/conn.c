@@ -30,16 +30,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
 
+#include "deadline.h"
 #include "exitcode.h"
+#include "resolve.h"
+#include "sig.h"
 #include "tls.h"
 #include "util.h"
 
 #define READ_CHUNK 16384
+/* How long a login waits for a --password-file that is not a regular
+ * file (a FIFO, a terminal) to offer a line. */
+#define PASSWORD_WAIT_MS 100
+#define INTERRUPTED "interrupted by a signal"
 
 /*
  * A request whose reply is owed, in the order written (as hiredis
@@ -400,6 +408,9 @@ io_failed(struct conn *cn, const char *what, int e)
 		failure_make(&cn->fail, FAIL_TIMEOUT, RL_EXIT_UNAVAILABLE,
 		    "%s: no answer within %lldms", what,
 		    (long long)cn->cmd_timeout_ms);
+	else if (e == ECANCELED)
+		failure_make(&cn->fail, FAIL_INTERRUPTED, RL_EXIT_UNAVAILABLE,
+		    "%s: %s", what, INTERRUPTED);
 	else if (e == 0)
 		failure_make(&cn->fail, FAIL_DROPPED, RL_EXIT_UNAVAILABLE,
 		    "%s: the server closed the connection", what);
@@ -432,18 +443,17 @@ not_redis(struct conn *cn, const char *what)
 }
 
 /* Wait for ev on the socket until deadline: 1 ready, 0 time is up, -1
- * errno. */
+ * errno (ECANCELED: a stop signal, when this thread watches for them). */
 static int
 wait_fd(int fd, short ev, int64_t deadline)
 {
-	struct pollfd p = { .fd = fd, .events = ev };
-	int64_t left;
+	struct pollfd p[2] = { { .fd = fd, .events = ev } };
 	int n;
 
 	for (;;) {
-		if ((left = deadline - mono_ms()) <= 0)
+		if (deadline - mono_ms() <= 0)
 			return 0;
-		n = poll(&p, 1, (int)(left > 60000 ? 60000 : left));
+		n = sig_poll(p, 1, deadline_poll_ms(deadline));
 		if (n > 0)
 			return 1;
 		if (n < 0 && errno != EINTR)
@@ -666,6 +676,8 @@ conn_pending(struct conn *cn)
 	return take(cn->reader, &cn->stash) != 0;
 }
 
+static void interrupted(struct conn *cn, const char *what);
+
 static int
 recv_one(struct conn *cn, int64_t deadline, struct reply **out,
     const char *what, int timeout_fails)
@@ -713,7 +725,10 @@ recv_one(struct conn *cn, int64_t deadline, struct reply **out,
 			return -1;
 		}
 		if ((w = wait_fd(cn->fd, want, deadline)) < 0) {
-			io_failed(cn, what, errno);
+			if (errno == ECANCELED)
+				interrupted(cn, what);
+			else
+				io_failed(cn, what, errno);
 			return -1;
 		}
 		if (w == 0 && !timeout_fails)
@@ -785,13 +800,18 @@ static int
 login_failed(struct conn *cn, int answered)
 {
 	struct req login = dequeue(cn);
-	int undone, left = 1;
+	int undone, left = 1, stop;
 
 	undone = cn->undo_len > 0 && send_undo(cn) == 0;
-	/* The requests owed behind the login, the caller's, the undo's. */
-	if (undone && answered)
+	/* The requests owed behind the login, the caller's, the undo's;
+	 * not cut short by a stop signal, which would reset the socket
+	 * with the undo in it. */
+	if (undone && answered) {
+		stop = sig_stop_watch(0);
 		left = hear_out(cn, cn->nq + 1 + cn->nundo, mono_ms() +
 		    (login.wait_ms < 1000 ? login.wait_ms : 1000));
+		(void)sig_stop_watch(stop);
+	}
 	drop(cn, !undone);
 	cn->fail.again = undone && left > 0 ? AGAIN_NOT_THERE : AGAIN_NOT;
 	return -1;
@@ -833,6 +853,30 @@ conn_give_up(struct conn *cn, const char *what)
 }
 
 /*
+ * A stop signal came while we waited for `what` (sig.h): given up as on
+ * a timeout, now. A login still unanswered goes as its silence goes (the
+ * undo queued behind it written, the socket closed in order); anything
+ * else is reset. The waiting loop above reads the signal and undoes what
+ * may have been granted.
+ */
+static void
+interrupted(struct conn *cn, const char *what)
+{
+	struct req *login = login_owed(cn);
+	enum fail_again again = AGAIN_MAY;
+
+	if (login && login->due != 0) {
+		(void)login_silent(cn, mono_ms());
+		again = cn->fail.again;
+	} else {
+		drop(cn, 1);
+	}
+	failure_make(&cn->fail, FAIL_INTERRUPTED, RL_EXIT_UNAVAILABLE,
+	    "%s: %s", what, INTERRUPTED);
+	cn->fail.again = again;
+}
+
+/*
  * The answer to the login at the head of the queue, within its time from
  * when it was written, named as conn_connect names it: 1, or -1 with the
  * failure recorded (again set) and cn closed (login_failed). The
@@ -862,6 +906,8 @@ login_reply(struct conn *cn, int64_t deadline, int timeout_fails)
 		forget_undo(cn);
 		return 1;
 	}
+	if (st < 0 && cn->fail.kind == FAIL_INTERRUPTED)
+		return -1;	/* the login is gone as a silent one goes */
 	if (st < 0) {		/* closed, reset or not Redis: dropped */
 		maybe_tls_port(cn, login->due);
 		cn->fail.again = AGAIN_NOT;
@@ -1110,7 +1156,7 @@ open_tcp(struct conn *cn, const char *host, int port, int64_t deadline,
 		return 0;
 	}
 	snprintf(ps, sizeof(ps), "%d", port);
-	if ((g = getaddrinfo(host, ps, &hints, &ai)) != 0) {
+	if ((g = resolve(host, ps, &hints, deadline, &ai)) != 0) {
 		failure_make(&cn->fail, FAIL_UNREACHABLE, RL_EXIT_UNAVAILABLE,
 		    "%s%s%s", say_where ? host : "", say_where ? ": " : "",
 		    g == EAI_SYSTEM ? strerror(errno) : gai_strerror(g));
@@ -1186,23 +1232,67 @@ login_ahead(struct conn *cn, int argc, const char **argv, const char *what,
 }
 
 /*
+ * What fd offers of its first line, into buf (NUL-terminated): its
+ * length, or -1. A regular file is read; anything else (a FIFO, a
+ * terminal) only as far as it offers by `until`, or a stop signal.
+ */
+static ssize_t
+first_line(int fd, char *buf, size_t len, int regular, int64_t until)
+{
+	struct pollfd p[2];
+	size_t n = 0;
+	ssize_t r;
+
+	while (n + 1 < len && memchr(buf, '\n', n) == NULL) {
+		p[0] = (struct pollfd){ .fd = fd, .events = POLLIN };
+		if (!regular && (r = sig_poll(p, 1, deadline_poll_ms(until)))
+		    <= 0) {
+			if (r < 0 && errno == EINTR)
+				continue;
+			return -1;
+		}
+		r = read(fd, buf + n, len - 1 - n);
+		if (r < 0 && (errno == EINTR || (!regular &&
+		    errno == EAGAIN)))
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	buf[n] = '\0';
+	return (ssize_t)n;
+}
+
+/*
  * The password for this login into buf: the first line of
  * --password-file as it is now, or the one given when there is no file
  * or it cannot be read whole (caught empty in the middle of a rewrite).
+ * A file that is not a regular one is read only for what it offers
+ * within PASSWORD_WAIT_MS (and by `deadline`): a FIFO nobody writes to
+ * again, or a terminal whose user typed the password once, has no more
+ * to give, and the one read at the start is used; a FIFO whose writer
+ * serves every reader is read again.
  */
 static const char *
-login_password(const struct conn_cfg *cfg, char *buf, size_t len)
+login_password(const struct conn_cfg *cfg, char *buf, size_t len,
+    int64_t deadline)
 {
-	FILE *f;
-	size_t n;
-	int ok;
+	int64_t until = mono_ms() + PASSWORD_WAIT_MS;
+	struct stat st;
+	ssize_t n;
+	int fd;
 
-	if (cfg->password_file == NULL ||
-	    (f = fopen(cfg->password_file, "re")) == NULL)
+	if (cfg->password_file == NULL || (fd = open(cfg->password_file,
+	    O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0)
 		return cfg->password;
-	ok = fgets(buf, (int)len, f) != NULL;
-	fclose(f);
-	n = ok ? strcspn(buf, "\r\n") : 0;
+	if (fstat(fd, &st) < 0)
+		st.st_mode = 0;
+	n = first_line(fd, buf, len, S_ISREG(st.st_mode), until < deadline ?
+	    until : deadline);
+	close(fd);
+	n = n > 0 ? (ssize_t)strcspn(buf, "\r\n") : 0;
 	if (n == 0)
 		return cfg->password;
 	buf[n] = '\0';
@@ -1222,7 +1312,8 @@ handshake(struct conn *cn, int64_t deadline, int ahead, int db)
 		argv[argc++] = "AUTH";
 		if (ep->user)
 			argv[argc++] = ep->user;
-		argv[argc++] = login_password(cn->cfg, pw, sizeof(pw));
+		argv[argc++] = login_password(cn->cfg, pw, sizeof(pw),
+		    deadline);
 		if (ahead) {
 			login_ahead(cn, argc, argv, "authentication failed",
 			    deadline);
@@ -1293,6 +1384,7 @@ maybe_tls_port(struct conn *cn, int64_t deadline)
 {
 	if (cn->cfg->ep.tls || cn->heard || cn->peer_len == 0 ||
 	    cn->fail.status != RL_EXIT_UNAVAILABLE ||
+	    cn->fail.kind == FAIL_INTERRUPTED ||
 	    (cn->last_errno != 0 && cn->last_errno != ECONNRESET &&
 	    cn->last_errno != EPIPE))
 		return;
@@ -1358,12 +1450,34 @@ connect_db(struct conn *cn, const char *host, int port, int64_t deadline,
 	return st;
 }
 
+/* A connect that a stop signal ended (or that failed while one came):
+ * its status, the failure said as interrupted. */
+static int
+connect_stopped(struct conn *cn)
+{
+	enum fail_again again = cn->fail.again;
+
+	failure_make(&cn->fail, FAIL_INTERRUPTED, RL_EXIT_UNAVAILABLE,
+	    "connect: %s", INTERRUPTED);
+	cn->fail.again = again;
+	return cn->fail.status;
+}
+
 int
 conn_connect(struct conn *cn, const char *host, int port, int64_t deadline,
     unsigned how)
 {
 	struct failure closed;
-	int st = connect_db(cn, host, port, deadline, how, cn->cfg->ep.db);
+	int st;
+
+	if (sig_stopping()) {
+		drop(cn, 0);
+		failure_clear(&cn->fail);
+		return connect_stopped(cn);
+	}
+	st = connect_db(cn, host, port, deadline, how, cn->cfg->ep.db);
+	if (st != 0 && sig_stopping())
+		return connect_stopped(cn);
 
 	/*
 	 * Closed on SELECT, the first command: a proxy without databases

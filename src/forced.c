@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sig.h"
 #include "util.h"
 
 #define LISTEN_SPAN_MS 10000
@@ -95,7 +96,7 @@ forced_start(struct forced *f, const struct lock *like,
 		return -1;
 	f->l = lock_new_like(like);
 	f->ctx = ctx;
-	if ((e = pthread_create(&f->thread, NULL, listen_loop, f)) != 0) {
+	if ((e = sig_thread_create(&f->thread, listen_loop, f)) != 0) {
 		lock_free(f->l);
 		f->l = NULL;
 		thread_pipes_close(f->stop_pipe, f->event_pipe);

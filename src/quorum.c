@@ -31,6 +31,7 @@
 #include "lease.h"
 #include "lua_scripts.h"
 #include "script.h"
+#include "sig.h"
 #include "single.h"
 #include "util.h"
 #include "wake.h"
@@ -409,7 +410,7 @@ static void
 recv_some(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
     unsigned char *sent, int need, int64_t until, int64_t by, int *said)
 {
-	struct pollfd p[REDLOCK_MAX];
+	struct pollfd p[REDLOCK_MAX + 1];
 	struct server *s;
 	int64_t left;
 	int at[REDLOCK_MAX], i, n, got = 0;
@@ -433,8 +434,9 @@ recv_some(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
 		left = until - mono_ms();
 		if (got >= need || n == 0 || left <= 0)
 			return;
-		/* An error costs only the order: recv_all reads the rest. */
-		if (poll(p, (nfds_t)n, deadline_poll_ms(until)) < 0) {
+		/* An error costs only the order: recv_all reads the rest
+		 * (a stop signal: each read ends at once). */
+		if (sig_poll(p, (nfds_t)n, deadline_poll_ms(until)) < 0) {
 			if (errno == EINTR)
 				continue;
 			return;

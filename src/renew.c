@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "lease.h"
+#include "sig.h"
 #include "util.h"
 
 /* Sleep until `until`, the stop pipe, or traffic on our idle socket fd.
@@ -238,7 +239,7 @@ make_thread(struct renewer *rw)
 	 * blocked would keep from renew_take_conn. */
 	if (thread_pipes_open(rw->stop_pipe, rw->event_pipe) < 0)
 		return -1;
-	if ((e = pthread_create(&rw->thread, NULL, renew_loop, rw)) != 0) {
+	if ((e = sig_thread_create(&rw->thread, renew_loop, rw)) != 0) {
 		thread_pipes_close(rw->stop_pipe, rw->event_pipe);
 		errno = e;
 		return -1;

@@ -149,6 +149,9 @@ failure_retry(const struct failure *f)
 	 * mistake, not the weather: no later try changes it. */
 	if (f->kind == FAIL_TLS_PLAIN)
 		return 0;
+	/* Told to stop: no try is worth it. */
+	if (f->kind == FAIL_INTERRUPTED)
+		return 0;
 	if (f->status == RL_EXIT_UNAVAILABLE)
 		return 1;
 	switch (f->kind) {

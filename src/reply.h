@@ -57,9 +57,11 @@ enum fail_kind {
 				 * sentence for the user, not Redis's */
 	FAIL_REPLY,		/* a reply of the wrong shape */
 	FAIL_OTHER,		/* rlock's own side: a resource, a rule */
-	FAIL_REFUSED		/* the server, or a proxy in front of it,
+	FAIL_REFUSED,		/* the server, or a proxy in front of it,
 				 * closed the connection on a command it does
 				 * not take (closed_on names it) */
+	FAIL_INTERRUPTED	/* a stop signal came first (sig.h): what
+				 * waited was given up, as on a timeout */
 };
 
 /*

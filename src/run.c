@@ -6,7 +6,6 @@
  */
 #include "run.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,6 +204,11 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 	if (o->wait_ms != 0)
 		ctx.acl_needs = o->fair ? "f" : "w";
 	ahead.ctx = &ctx;
+	/* From the first acquire on, something of ours may be in Redis: a
+	 * signal no longer ends rlock where it stands, but ends the wait
+	 * (wait.c undoes what it may have started). */
+	sig_hold();
+	(void)sig_stop_watch(1);
 	ws = wait_lock(l, &ctx, o->wait_ms, sigfd, &res, &hooks);
 	/* Closed on the eviction check ahead of the acquire (which the
 	 * server so never read): once more, without it. */
@@ -223,12 +227,21 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 		break;
 	case WAIT_TIMEOUT:
 		st = not_obtained(o, l, &ctx);
+		/* A signal while the skip was counted: 128+N all the same. */
+		if ((sig = sig_take_stop(sigfd)) != 0)
+			st = RL_EXIT_SIGNAL_BASE + sig;
 		goto out;
 	case WAIT_SIGNAL:
 		msg_verbose("signal %d while waiting; giving up", res.signo);
 		st = RL_EXIT_SIGNAL_BASE + res.signo;
 		goto out;
 	default:
+		/* A failure, and a signal too: the signal is what to say. */
+		if ((sig = sig_take_stop(sigfd)) != 0) {
+			msg_verbose("signal %d while waiting; giving up", sig);
+			st = RL_EXIT_SIGNAL_BASE + sig;
+			goto out;
+		}
 		if (res.fail.kind == FAIL_SCRIPT) {
 			char key[96];
 
@@ -240,14 +253,8 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 		st = res.fail.status;
 		goto out;
 	}
-	/* Never start COMMAND after a signal told us to stop. */
-	while ((sig = sig_take(sigfd, NULL)) == SIGCHLD)
-		;
-	if (sig != 0) {
-		(void)lock_release(l, &ctx);
-		st = RL_EXIT_SIGNAL_BASE + sig;
+	if ((st = sup_stopped(l, &ctx, sigfd)) != 0)
 		goto out;
-	}
 	printable(o->key, strlen(o->key), name, sizeof(name));
 	dur_format(mono_ms() - start, waited, sizeof(waited));
 	msg_event(LOG_INFO, "acquired '%s' after %s (fence %lld)", name,
@@ -255,6 +262,7 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 	st = o->mode == MODE_LOCK ? section_hold(o, &ctx, l, sigfd, &res, &a) :
 	    sup_run(o, &ctx, l, sigfd, &res, &a);
 out:
+	(void)sig_stop_watch(0);
 	sup_ahead_drop(&a);
 	lock_ctx_free(&ctx);
 	return st;

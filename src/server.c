@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "exitcode.h"
+#include "sig.h"
 #include "util.h"
 
 /* Redirects followed for one command before its reply is returned. */
@@ -347,7 +348,7 @@ open_sentinel(struct server *s, int64_t deadline)
 			    s->cfg->ep.master_name);
 			st = RL_EXIT_UNAVAILABLE;
 		}
-		if (!failure_transient(st) ||
+		if (!failure_transient(st) || sig_stopping() ||
 		    deadline - mono_ms() <= ROLE_RETRY_MS)
 			return st;
 		nap_ms(ROLE_RETRY_MS);

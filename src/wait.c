@@ -231,7 +231,7 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 		    lock_failure(w->l)->again != AGAIN_MAY)
 			return LOCK_ERROR;
 		w->uncertain = 1;
-		if (mono_ms() - w->tried_at > LAST_TRY_MS)
+		if (mono_ms() - w->tried_at > LAST_TRY_MS || sig_stopping())
 			return LOCK_ERROR;
 	}
 	return LOCK_ERROR;
@@ -264,12 +264,12 @@ retry_at(struct waiter *w, const struct lock_busy *b)
 	return now + t;
 }
 
-/* A signal that should end the wait, if one is pending. */
+/* A signal that should end the wait, if one is pending (any but
+ * SIGCHLD, which is read and passed over). */
 static int
 stop_signal(struct waiter *w, struct wait_result *res)
 {
-	res->signo = sig_take(w->sigfd, NULL);
-	return res->signo != 0 && res->signo != SIGCHLD;
+	return (res->signo = sig_take_stop(w->sigfd)) != 0;
 }
 
 /*
@@ -396,14 +396,17 @@ close_subs(struct waiter *w)
 
 /*
  * The undo too ends within a second of the wait's bound (Bounds): of a
- * --timeout, or of the last attempt's --connect-timeout; a signal that
- * ends a long wait still leaves it a moment to take our queue place back.
+ * --timeout, or of the last attempt's --connect-timeout, or of the
+ * signal that ended the wait, which still leaves it a moment to take our
+ * queue place back.
  */
 static int64_t
-undo_end(const struct waiter *w)
+undo_end(const struct waiter *w, enum wait_status st)
 {
 	int64_t now = mono_ms(), end;
 
+	if (st == WAIT_SIGNAL)
+		return now + SIG_UNDO_MS;
 	if (w->wait_ms > 0)
 		end = w->deadline;
 	else if (w->wait_ms == 0)
@@ -421,6 +424,9 @@ undo_end(const struct waiter *w)
 static enum wait_status
 give_up(struct waiter *w, enum wait_status st)
 {
+	/* The undo is what a stop signal asks for: it must not end it. */
+	int stop = sig_stop_watch(0);
+
 	waitline_clear(&w->line);
 	/* An attempt sent behind a BLPOP and not read (a signal, or its
 	 * connection lost): it may have been granted. */
@@ -431,7 +437,7 @@ give_up(struct waiter *w, enum wait_status st)
 	/* Keep the failure that made us give up for the caller's message. */
 	if (w->down_since == 0)
 		w->why = *lock_failure(w->l);
-	if (!bound_to(w, undo_end(w)))
+	if (!bound_to(w, undo_end(w, st)))
 		goto out;
 	if (!lock_is_open(w->l) && lock_open(w->l) != 0)
 		goto out;
@@ -446,6 +452,7 @@ out:
 	}
 	close_subs(w);
 	lock_set_timeouts(w->l, w->con0, w->cmd0);
+	(void)sig_stop_watch(stop);
 	return st;
 }
 
@@ -573,6 +580,11 @@ weather(struct waiter *w, const struct failure *f, struct wait_result *res,
 {
 	int r;
 
+	/* Told to stop (the try may have been cut short by it). */
+	if (stop_signal(w, res)) {
+		*st = give_up(w, WAIT_SIGNAL);
+		return 0;
+	}
 	if (w->no_time) {
 		*st = ran_out(w);
 		return 0;

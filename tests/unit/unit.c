@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
@@ -33,6 +34,7 @@
 #include "keys.h"
 #include "lease.h"
 #include "reply.h"
+#include "resolve.h"
 #include "retry.h"
 #include "server.h"
 #include "tls.h"
@@ -908,6 +910,32 @@ test_failure_kind(void)
 	failure_make(&f, FAIL_NOT_REDIS, RL_EXIT_PROTOCOL, "x");
 	CHECK(!failure_retry(&f) && f.code[0] == '\0',
 	    "not a peer that is not Redis");
+	failure_make(&f, FAIL_INTERRUPTED, RL_EXIT_UNAVAILABLE, "x");
+	CHECK(!failure_retry(&f), "not a try a stop signal cut short");
+}
+
+/* Lookups by a deadline, on a thread (no sig_setup here: not listening):
+ * an address at once, a name by the deadline, a past deadline refused. */
+static void
+test_resolve(void)
+{
+	struct addrinfo hints = { .ai_family = AF_INET,
+	    .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	int rc;
+
+	rc = resolve("127.0.0.1", "6379", &hints, mono_ms() - 1, &ai);
+	CHECK(rc == 0 && ai != NULL, "an address needs no time: %d", rc);
+	if (ai)
+		freeaddrinfo(ai);
+	ai = NULL;
+	rc = resolve("localhost", "6379", &hints, mono_ms() + 5000, &ai);
+	CHECK(rc == 0 && ai != NULL && ai->ai_family == AF_INET,
+	    "localhost on a thread: %d", rc);
+	if (ai)
+		freeaddrinfo(ai);
+	ai = NULL;
+	rc = resolve("localhost", "6379", &hints, mono_ms() - 1, &ai);
+	CHECK(rc == EAI_AGAIN && ai == NULL, "a deadline passed: %d", rc);
 }
 
 /* The retry policy's table: weather is 69's class, but not a login left
@@ -2271,6 +2299,7 @@ main(void)
 	test_conn_format();
 	test_reply_status();
 	test_failure_kind();
+	test_resolve();
 	test_retry();
 	test_cli_rows();
 	test_cli_keys();
