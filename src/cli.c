@@ -20,7 +20,7 @@
 #include "conffile.h"
 #include "exitcode.h"
 #include "keys.h"
-#include "lockops.h"
+#include "lock.h"
 #include "url.h"
 #include "util.h"
 

@@ -107,7 +107,9 @@ enum lock_result
 lock_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
     int want_holder, int64_t *fence, struct lock_busy *busy)
 {
-	return l->ops->acquire(l, ctx, queue, want_holder, fence, busy);
+	if (l->ops->acquire_start(l, ctx, queue, want_holder) < 0)
+		return LOCK_ERROR;
+	return l->ops->acquire_finish(l, ctx, fence, busy);
 }
 
 int

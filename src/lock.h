@@ -17,7 +17,7 @@
 #include <stdint.h>
 
 #include "keys.h"
-#include "lockops.h"
+#include "lockres.h"
 #include "reply.h"
 #include "waker.h"
 
@@ -85,11 +85,12 @@ enum lock_result lock_acquire(struct lock *l, const struct lock_ctx *ctx,
     int queue, int want_holder, int64_t *fence, struct lock_busy *busy);
 
 /*
- * lock_acquire in two halves: lock_acquire_start sends the attempt (0, or
- * -1 with the failure recorded), lock_acquire_finish reads its answer
- * within the command timeout, given the same ctx, and answers as
- * lock_acquire. A lock may also start one on its own, right behind a
- * wake-up (lock_waker), to be finished by the waiter.
+ * The two halves lock_acquire is made of, the one way an attempt goes:
+ * lock_acquire_start sends it (0, or -1 with the failure recorded),
+ * lock_acquire_finish reads its answer within the command timeout, given
+ * the same ctx, and answers as lock_acquire. A lock may also start one on
+ * its own, right behind a wake-up (lock_waker), to be finished by the
+ * waiter.
  */
 int lock_acquire_start(struct lock *l, const struct lock_ctx *ctx, int queue,
     int want_holder);

@@ -598,15 +598,6 @@ op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
 	return LOCK_BUSY;
 }
 
-static enum lock_result
-op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
-    int want_holder, int64_t *fence, struct lock_busy *busy)
-{
-	if (op_acquire_start(l, ctx, queue, want_holder) < 0)
-		return LOCK_ERROR;
-	return op_acquire_finish(l, ctx, fence, busy);
-}
-
 /* Between op_acquire_start and op_acquire_finish: when it was sent. */
 static int
 op_acquire_pending(struct lock *l, int64_t *sent_at)
@@ -925,7 +916,6 @@ static const struct lock_ops QUORUM_OPS = {
 	.close = op_close,
 	.is_open = op_is_open,
 	.set_timeouts = op_set_timeouts,
-	.acquire = op_acquire,
 	.acquire_start = op_acquire_start,
 	.acquire_finish = op_acquire_finish,
 	.acquire_pending = op_acquire_pending,

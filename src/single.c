@@ -451,18 +451,6 @@ arm_undo(struct lock *l, const struct lock_ctx *ctx, int queue)
 	script_arm_undo(srv(l), a.sc, a.nkeys, a.nargs, a.v, a.len);
 }
 
-static enum lock_result
-op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
-    int want_holder, int64_t *fence, struct lock_busy *busy)
-{
-	struct call c;
-
-	(void)cmd_srv(l);
-	arm_undo(l, ctx, queue);
-	call_acquire(&c, ctx, queue, want_holder);
-	return acquire_result(srv(l), call_run(srv(l), &c), fence, busy);
-}
-
 static int
 op_acquire_start(struct lock *l, const struct lock_ctx *ctx, int queue,
     int want_holder)
@@ -965,7 +953,6 @@ static const struct lock_ops SINGLE_OPS = {
 	.close = op_close,
 	.is_open = op_is_open,
 	.set_timeouts = op_set_timeouts,
-	.acquire = op_acquire,
 	.acquire_start = op_acquire_start,
 	.acquire_finish = op_acquire_finish,
 	.acquire_pending = op_acquire_pending,
