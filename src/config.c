@@ -125,8 +125,8 @@ config_report(const struct lock_cfg *cfg, const struct failure *f,
 	int tls = f->kind == FAIL_TLS || f->kind == FAIL_TLS_PLAIN;
 
 	/* A refused permission (acl.c) comes with the ACL SETUSER for it. */
-	if ((todo = acl_cure(err, cfg->servers[0].ep.user)) == NULL)
-		todo = hint_for(f, buf, sizeof(buf));
+	todo = f->kind == FAIL_NOPERM ? acl_cure(f->acl_rule,
+	    cfg->servers[0].ep.user) : hint_for(f, buf, sizeof(buf));
 	if (cfg->redlock)
 		snprintf(url, sizeof(url), "%d masters (--redlock)", cfg->n);
 	else

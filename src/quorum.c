@@ -155,6 +155,12 @@ say_short(struct quorum *q, const char *what, int ok)
 	    "(%d needed)%s%.60s%s%.100s", what, ok, q->n, strcmp(what,
 	    "connect") ? "answered" : "reachable", majority(q),
 	    why ? "; " : "", url, why ? ": " : "", why ? why->why : "");
+	/* A refused permission keeps its kind and rule: the line gives the
+	 * ACL SETUSER that cures it (config_report). */
+	if (why && why->kind == FAIL_NOPERM) {
+		q->fail.kind = FAIL_NOPERM;
+		memcpy(q->fail.acl_rule, why->acl_rule, sizeof(why->acl_rule));
+	}
 }
 
 struct opening {

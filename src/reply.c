@@ -44,6 +44,7 @@ vmake(struct failure *f, enum fail_kind kind, int status, const char *fmt,
 	f->code[0] = '\0';
 	f->said[0] = '\0';
 	f->closed_on[0] = '\0';
+	f->acl_rule[0] = '\0';
 	vsnprintf(f->why, sizeof(f->why), fmt, ap);
 }
 
@@ -203,14 +204,15 @@ int
 failure_from_reply(struct failure *f, const char *what,
     const struct reply *r)
 {
-	char text[160];
+	char text[160], rule[sizeof(f->acl_rule)];
 	const char *sp;
 
 	if (r->type == REPLY_ERROR && acl_is_refusal(r->str)) {
-		/* The permission it lacks, in words (acl.c). */
-		acl_explain(r->str, text, sizeof(text));
+		/* The permission it lacks, in words and as a rule (acl.c). */
+		acl_explain(r->str, text, sizeof(text), rule, sizeof(rule));
 		failure_make(f, FAIL_NOPERM, RL_EXIT_NOPERM, "%s: %s", what,
 		    text);
+		memcpy(f->acl_rule, rule, sizeof(rule));
 	} else if (r->type == REPLY_ERROR &&
 	    strncmp(r->str, "RLOCK_", 6) == 0 &&
 	    (sp = strchr(r->str, ' ')) != NULL) {

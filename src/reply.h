@@ -95,6 +95,7 @@ struct failure {
 	char said[128];
 	char why[256];
 	char closed_on[24];
+	char acl_rule[96];	/* FAIL_NOPERM: the rule to add; "" unknown */
 };
 
 /* Record a failure of `kind` with status and words; code and said are
