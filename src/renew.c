@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "lease.h"
 #include "sig.h"
 #include "util.h"
@@ -27,11 +28,10 @@ nap(struct renewer *rw, int fd, int64_t until)
 		{ .fd = rw->stop_pipe[0], .events = POLLIN },
 		{ .fd = fd, .events = POLLIN },
 	};
-	int64_t left;
 	int n;
 
-	while ((left = until - mono_ms()) > 0) {
-		n = poll(p, 2, (int)(left > 60000 ? 60000 : left));
+	while (until - mono_ms() > 0) {
+		n = poll(p, 2, deadline_poll_ms(until));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)

@@ -29,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "exitcode.h"
 #include "forced.h"
 #include "lease.h"
@@ -520,7 +521,8 @@ supervise(struct sup *s)
 		    .events = POLLIN };
 		next = sooner(next, check_max_hold(s));
 		next = sooner(next, check_lease(s));
-		tmo = next < 0 || next > 60000 ? 60000 : (int)next;
+		tmo = next < 0 ? DEADLINE_POLL_MAX_MS :
+		    deadline_poll_ms(mono_ms() + next);
 		if (s->owner != NULL && tmo > 1000)
 			tmo = 1000;
 		t0 = mono_ms();

@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "sig.h"
 #include "util.h"
 
@@ -129,9 +130,7 @@ tls_wait_fd(int fd, short want, int64_t start, int64_t deadline,
 		p[1] = (struct pollfd){ .fd = pr->fd, .events = pr->sent ?
 		    POLLIN : POLLOUT };
 		until = !pr->started && !heard ? probe_at : deadline;
-		if (until - now > 60000)
-			until = now + 60000;
-		n = sig_poll(p, pr->fd >= 0 ? 2 : 1, (int)(until - now));
+		n = sig_poll(p, pr->fd >= 0 ? 2 : 1, deadline_poll_ms(until));
 		if (n < 0 && errno != EINTR)
 			return -1;
 		if (n <= 0)
@@ -150,11 +149,10 @@ static int
 wait_one(int fd, short events, int64_t deadline)
 {
 	struct pollfd p[2] = { { .fd = fd, .events = events } };
-	int64_t left;
 	int n;
 
-	while ((left = deadline - mono_ms()) > 0) {
-		n = sig_poll(p, 1, (int)(left > 60000 ? 60000 : left));
+	while (deadline - mono_ms() > 0) {
+		n = sig_poll(p, 1, deadline_poll_ms(deadline));
 		if (n > 0)
 			return 1;
 		if (n < 0 && errno != EINTR)
