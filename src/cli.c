@@ -20,6 +20,7 @@
 #include "exitcode.h"
 #include "keys.h"
 #include "lockops.h"
+#include "mode.h"
 #include "url.h"
 #include "util.h"
 
@@ -540,6 +541,7 @@ set_defaults(struct rlock_opts *o)
 	memset(&late, 0, sizeof(late));
 	conf_at = NULL;
 	o->mode = MODE_RUN;
+	o->lmode = &mode_rlock;
 	o->wait_ms = -1;
 	o->lease_ms = 30 * 1000;
 	o->conflict_exit = RL_EXIT_NOT_OBTAINED;
@@ -1117,6 +1119,27 @@ conf_opt(void *ctx, const char *name, char *value, const struct conf_at *in)
 	return st;
 }
 
+/* The run options the lock's mode (mode.h) does not take. */
+static int
+mode_check(const struct rlock_opts *o)
+{
+	const struct lock_mode *m = o->lmode;
+	const char *opt = NULL;
+
+	if ((m->refuses & MODE_NO_LIMIT) && given['N'])
+		opt = "--limit";
+	else if ((m->refuses & MODE_NO_SHARED) && o->shared)
+		opt = "--shared";
+	else if ((m->refuses & MODE_NO_MIN_HOLD) && given[OPT_MIN_HOLD])
+		opt = "--min-hold";
+	else if ((m->refuses & MODE_NO_REDLOCK) && o->redlock)
+		opt = "--redlock";
+	if (opt == NULL)
+		return 0;
+	return usage_error("%s does not go with --%s: %s", opt, m->name,
+	    m->refused_why);
+}
+
 /* The files, between the command line and the environment fallbacks. */
 static int
 load_conf(struct rlock_opts *o)
@@ -1161,6 +1184,8 @@ cli_parse(int argc, char **argv, struct rlock_opts *o)
 	if (o->mode == MODE_HELP)	/* "status --help" */
 		return 0;
 	if ((st = load_conf(o)) != 0)
+		return st;
+	if ((st = mode_check(o)) != 0)
 		return st;
 	if ((st = url_fallbacks(o)) != 0)
 		return st;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "keys.h"
+#include "mode.h"
 #include "reply.h"
 
 /* --redlock takes 3 to this many masters (an odd number). */

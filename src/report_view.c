@@ -11,39 +11,9 @@
 #include <string.h>
 
 #include "lua_scripts.h"
+#include "mode.h"
 #include "report_run.h"
 #include "util.h"
-
-/* Waiters inspect.lua describes; `length` counts them all. */
-#define WAITERS_SHOWN "5"
-
-void
-report_view_keys_init(struct view_keys *ks, const char *prefix,
-    const char *key, size_t keylen)
-{
-	lock_keys_init(&ks->k, prefix, key, keylen, NULL);
-}
-
-void
-report_view_keys_free(struct view_keys *ks)
-{
-	lock_keys_free(&ks->k);
-}
-
-void
-view_force_release_args(struct script_args *a, const struct view_keys *ks,
-    const char *wake_ttl_ms)
-{
-	const struct lock_keys *k = &ks->k;
-
-	script_args_init(a, &lua_force_release);
-	FORCE_RELEASE_KEYS(a, k);
-	script_arg(a, FORCE_RELEASE_A_WAKE, k->wake, k->wake_len);
-	script_arg(a, FORCE_RELEASE_A_WAKE_PREFIX, k->wake_prefix,
-	    k->wake_prefix_len);
-	script_arg_str(a, FORCE_RELEASE_A_WAKE_TTL_MS, wake_ttl_ms);
-	script_args_done(a);
-}
 
 static void
 put_reply(const struct reply *s)
@@ -112,23 +82,19 @@ report_view_parse(struct view *v, const struct reply *r)
 
 /* Read everything about v->key in one script call; -1: failure in node. */
 int
-report_view_inspect(struct lock_node *node, const char *prefix, struct view *v)
+report_view_inspect(struct lock_node *node, const struct lock_mode *mode,
+    const char *prefix, struct view *v)
 {
-	struct view_keys ks;
-	struct script_args a;
+	struct lock_keys k;
+	struct mode_call c;
 	struct reply *r;
 	char what[80];
 	int i;
 
-	report_view_keys_init(&ks, prefix, v->key, v->keylen);
-	script_args_init(&a, &lua_inspect);
-	INSPECT_KEYS(&a, &ks.k);
-	script_arg(&a, INSPECT_A_WAKE_PREFIX, ks.k.wake_prefix,
-	    ks.k.wake_prefix_len);
-	script_arg_str(&a, INSPECT_A_WAITERS_SHOWN, WAITERS_SHOWN);
-	script_args_done(&a);
-	r = lock_node_script_ro(node, &a);
-	report_view_keys_free(&ks);
+	mode->keys(&k, prefix, v->key, v->keylen, NULL);
+	mode->inspect(&c, &k);
+	r = lock_node_script_ro(node, &c.a);
+	lock_keys_free(&k);
 	if (r == NULL)
 		return -1;
 	if (r->type == REPLY_ERROR || report_view_parse(v, r) < 0) {
