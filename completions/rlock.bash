@@ -209,7 +209,7 @@ _rlock_module()
 	status)
 		case $cur in
 		-*)
-			_rlock_reply -W "--json --prometheus $opts" -- "$cur"
+			_rlock_reply -W "--json --prometheus --redisson $opts" -- "$cur"
 			;;
 		*)
 			_rlock_reply_keys
@@ -231,7 +231,7 @@ _rlock_module()
 	release)
 		case $cur in
 		-*)
-			_rlock_reply -W "--force $opts" -- "$cur"
+			_rlock_reply -W "--force --redisson $opts" -- "$cur"
 			;;
 		*)
 			_rlock_reply_keys
@@ -261,6 +261,7 @@ _rlock_module()
 			--min-hold
 			--max-hold
 			--syslog
+			--redisson
 			--url
 			--redlock
 			--password-file

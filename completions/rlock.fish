@@ -131,6 +131,7 @@ complete -c rlock -n __rlock_in_opts -l kill-after -x -a '5s 10s 30s' -d 'SIGTER
 complete -c rlock -n __rlock_in_opts -l min-hold -x -a '30s 1m 5m' -d 'Keep the lock until DUR after it was acquired'
 complete -c rlock -n __rlock_in_opts -l max-hold -x -a '10m 1h 2h' -d 'Stop COMMAND once it held the lock for DUR'
 complete -c rlock -n __rlock_in_opts -l syslog -d 'Also log skips, runs and errors to syslog'
+complete -c rlock -n __rlock_in_opts -l redisson -d 'KEY is a lock of Redisson (Java): getLock(KEY)'
 complete -c rlock -n __rlock_in_opts -s V -l version -d 'Show the version'
 
 # Connection options: before -k, or after a subcommand word.
@@ -156,6 +157,7 @@ complete -c rlock -n $__rlock_conn -s h -l help -d 'Show the help'
 complete -c rlock -n '__rlock_in_sub status list' -l json -d 'Print JSON'
 complete -c rlock -n '__rlock_in_sub status' -l prometheus -d 'Print the Prometheus text format'
 complete -c rlock -n '__rlock_in_sub release' -l force -d 'Break the lock'
+complete -c rlock -n '__rlock_in_sub status release' -l redisson -d 'KEY is a lock of Redisson'
 complete -c rlock -n '__rlock_in_sub status list release' -x -a '(__rlock_keys)'
 
 # COMMAND after -k KEY (or --), then its own arguments.

@@ -30,7 +30,7 @@ enum {
 	OPT_TLS, OPT_TLS_CACERT, OPT_TLS_CACERTDIR, OPT_TLS_CERT, OPT_TLS_KEY,
 	OPT_TLS_SNI, OPT_TLS_INSECURE,
 	OPT_MIN_HOLD, OPT_MAX_HOLD, OPT_SYSLOG, OPT_PROMETHEUS, OPT_CONFIG,
-	OPT_END
+	OPT_REDISSON, OPT_END
 };
 
 /* Which options the command line gave: a file's setting does not
@@ -80,6 +80,7 @@ static const struct option RUN_LONG[] = {
 	{ "min-hold", required_argument, NULL, OPT_MIN_HOLD },
 	{ "max-hold", required_argument, NULL, OPT_MAX_HOLD },
 	{ "syslog", no_argument, NULL, OPT_SYSLOG },
+	{ "redisson", no_argument, NULL, OPT_REDISSON },
 	{ "url", required_argument, NULL, 'u' },
 	{ "redlock", no_argument, NULL, OPT_REDLOCK },
 	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
@@ -122,6 +123,7 @@ static const struct option SUB_LONG[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "prometheus", no_argument, NULL, OPT_PROMETHEUS },
 	{ "force", no_argument, NULL, OPT_FORCE },
+	{ "redisson", no_argument, NULL, OPT_REDISSON },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
 };
@@ -154,9 +156,9 @@ cli_usage(void)
 "      --on-lost ACTION      term, kill or ignore when the lease is lost (term)\n"
 "      --kill-after DUR      SIGTERM to SIGKILL grace on a lost lease (10s)\n"
 "      --min-hold DUR        keep the lock DUR past its grant (cron fleets)\n"
-"      --max-hold DUR        stop COMMAND once it held the lock for DUR\n"
-"                            (SIGTERM, SIGKILL after --kill-after; exit 124)\n"
+"      --max-hold DUR        stop COMMAND after holding DUR (exit 124)\n"
 "      --syslog              also log skips, runs and errors to syslog\n"
+"      --redisson            KEY is a lock of Redisson (Java): getLock(KEY)\n"
 "  -u, --url URL             redis://[user[:pass]@]host[:port][/db],\n"
 "                            unix:///path/to/socket[?db=N],\n"
 "                            redis+sentinel://host:port[,...]/NAME[/db] or\n"
@@ -521,6 +523,9 @@ run_opt(struct rlock_opts *o, int c, int *run_only)
 	case OPT_SYSLOG:
 		msg_syslog_open();
 		return 0;
+	case OPT_REDISSON:
+		o->lmode = mode_by_name("redisson");
+		return 0;
 	case 'V':
 		*run_only = 0;
 		if (o->mode != MODE_HELP)
@@ -572,8 +577,10 @@ parse_subcommand(int argc, char **argv, struct rlock_opts *o)
 			o->prometheus = 1;
 		else if (c == OPT_FORCE && o->mode == MODE_RELEASE)
 			o->force = 1;
+		else if (c == OPT_REDISSON && o->mode != MODE_LIST)
+			o->lmode = mode_by_name("redisson");
 		else if (c == OPT_JSON || c == OPT_FORCE ||
-		    c == OPT_PROMETHEUS)
+		    c == OPT_PROMETHEUS || c == OPT_REDISSON)
 			return usage_error("%s is not an option of this "
 			    "subcommand", argv[optind - 1]);
 		else if (common_opt(o, c, &st) == 0 && st)

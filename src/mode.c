@@ -14,6 +14,7 @@
 
 const struct lock_mode *const lock_modes[] = {
 	&mode_rlock,
+	&mode_redisson,
 	NULL
 };
 

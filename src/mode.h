@@ -69,7 +69,7 @@ struct lock_mode {
 	void (*force)(struct mode_call *c, const struct lock_keys *k);
 };
 
-extern const struct lock_mode mode_rlock;
+extern const struct lock_mode mode_rlock, mode_redisson;
 
 /* Every mode, rlock's own first; NULL-terminated. */
 extern const struct lock_mode *const lock_modes[];

@@ -64,6 +64,8 @@ report_view_parse(struct view *v, const struct reply *r)
 		v->mode = "semaphore";
 	else if (strcmp(m->str, "shared") == 0)
 		v->mode = "shared";
+	else if (strcmp(m->str, "redisson") == 0)
+		v->mode = "redisson";
 	else if (strcmp(m->str, "free") == 0)
 		v->mode = "free";
 	else
@@ -131,6 +133,12 @@ json_holder(const struct view *v, const struct reply *h, long long now)
 		fputs(",\"lease_left_ms\":null", stdout);
 	fputs(",\"fence\":", stdout);
 	view_json_num(h->element[INSPECT_HOLDERS_FENCE]);
+	if (h->element[INSPECT_HOLDERS_OWNER]->len > 0) {
+		fputs(",\"redisson_owner\":", stdout);
+		view_json_str(h->element[INSPECT_HOLDERS_OWNER]);
+		fputs(",\"reentries\":", stdout);
+		view_json_num(h->element[INSPECT_HOLDERS_COUNT]);
+	}
 	report_run_json_holder(v, h);
 	putchar('}');
 }
@@ -206,8 +214,19 @@ text_holder(const struct view *v, const struct reply *h, long long now)
 	char buf[32];
 
 	view_label("holder");
-	view_put_who(h->element + INSPECT_HOLDERS_USER, 0);
+	if (h->element[INSPECT_HOLDERS_USER]->len == 0 &&
+	    h->element[INSPECT_HOLDERS_OWNER]->len > 0)
+		fputs("a Redisson client", stdout);
+	else
+		view_put_who(h->element + INSPECT_HOLDERS_USER, 0);
 	putchar('\n');
+	if (h->element[INSPECT_HOLDERS_OWNER]->len > 0) {
+		view_label("owner");
+		put_reply(h->element[INSPECT_HOLDERS_OWNER]);
+		fputs(" (Redisson's ID:THREAD), held ", stdout);
+		put_reply(h->element[INSPECT_HOLDERS_COUNT]);
+		fputs(" time(s)\n", stdout);
+	}
 	if (h->element[INSPECT_HOLDERS_CMD]->len > 0) {
 		view_label("command");
 		put_reply(h->element[INSPECT_HOLDERS_CMD]);
@@ -277,6 +296,8 @@ report_view_print_text(const struct view *v)
 		fputs(": free", stdout);
 	else if (v->mode[0] == 'm')
 		fputs(": held (mutex)", stdout);
+	else if (v->mode[0] == 'r')
+		fputs(": held (Redisson lock)", stdout);
 	else if (strcmp(v->mode, "shared") == 0)
 		printf(": held (shared, %zu holder%s)", v->holders->elements,
 		    v->holders->elements == 1 ? "" : "s");

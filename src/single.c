@@ -738,7 +738,10 @@ op_waker(struct lock *l, const struct lock_ctx *ctx, int want_holder)
 	struct waker *w;
 
 	if (ctx->fair)
-		return wake_sub(&s, 1, 1, ctx->k.my_wake, ctx->k.my_wake_len);
+		return wake_sub(&s, 1, 1, ctx->k.my_wake, ctx->k.my_wake_len,
+		    ctx->mode->wake == MODE_WAKE_CHANNEL);
+	if (ctx->mode->wake == MODE_WAKE_CHANNEL)
+		return wake_sub(&s, 1, 1, ctx->k.wake, ctx->k.wake_len, 1);
 	if (kind != EP_TCP && kind != EP_UNIX) {
 		w = wake_pop(s, ctx->k.tokens, ctx->k.tokens_len, NULL);
 	} else {
