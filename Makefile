@@ -71,14 +71,15 @@ LIB_SRC = src/acl.c src/cli.c src/conffile.c src/config.c src/conn.c \
 	src/tls_lib.c src/tls_why.c src/tls_wire.c src/url.c src/user.c \
 	src/util.c src/view.c src/wait.c src/waitline.c src/wake.c \
 	src/wake_pop.c src/wake_sub.c src/deadline.c src/watch.c src/forced.c \
-	src/mode.c src/mode_rlock.c src/mode_redisson.c
+	src/section.c src/mode.c src/mode_rlock.c src/mode_redisson.c
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
 BIN = rlock
 
 .DELETE_ON_ERROR:
 
 .PHONY: all check check-unit check-bats check-docs check-topology \
-	check-distributed demo asan valgrind install uninstall clean deps bench \
+	check-distributed demo asan valgrind install uninstall clean deps \
+	deps-demo bench \
 	bench-topo hiredis-match deb check-deb
 
 all: $(BIN)
@@ -129,9 +130,13 @@ $(BUILD)/unit: tests/unit/unit.c $(LIB_OBJ)
 	$(CC) $(RL_CFLAGS) $(PKG_CFLAGS) $(CPPFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ \
 		$(filter %.c %.o,$^) $(LIBS)
 
-# Installs missing packages when root, else prints the apt-get line.
+# Installs missing packages (as root, or with sudo from a terminal),
+# else prints the apt-get line. deps-demo: only the build's and the demo's.
 deps:
 	@sh .ci/deps
+
+deps-demo:
+	@sh .ci/deps demo
 
 check-unit: $(BUILD)/unit
 	$(BUILD)/unit
@@ -190,11 +195,16 @@ valgrind: deps all $(BUILD)/unit
 	printf '#!/bin/sh\nexec valgrind -q --error-exitcode=99 --leak-check=full --log-file=$(VG_DIR)/logs/unit.log $(CURDIR)/$(BUILD)/unit "$$@"\n' > $(VG_DIR)/unit
 	chmod +x $(VG_DIR)/rlock $(VG_DIR)/unit
 	RLOCK_UNDER_VALGRIND=1 sh tests/run-all $(VG_DIR)/rlock $(VG_DIR)/unit
+	@# valgrind before 3.20 does not know pidfd_open (434), which a holder
+	@# of rlock lock tries first and does without: not a report.
+	@find $(VG_DIR)/logs -type f -size +0 -exec \
+		sed -i '/unhandled amd64-linux syscall: 434$$/,+4d' {} +
 	@if find $(VG_DIR)/logs -type f -size +0 | grep -q .; then \
 		cat $$(find $(VG_DIR)/logs -type f -size +0); \
 		echo "valgrind reports above"; exit 1; fi; echo "no valgrind reports"
 
-demo: deps all
+demo: deps-demo
+	@$(MAKE) --no-print-directory all
 	sh tests/demo.sh $(CURDIR)/$(BIN)
 
 # Every figure of issue 13's table in one run (about 5 minutes), each next

@@ -40,6 +40,8 @@ RSS_ROUNDS=${BENCH_RSS_ROUNDS:-$(pick 3 1)}
 RL_PAIRS=${BENCH_REDLOCK_PAIRS:-$(pick 30 8)}
 RL_ROUNDS=${BENCH_REDLOCK_ROUNDS:-$(pick 10 3)}
 MANY=${BENCH_MANY:-$(pick 1000 0)}
+HERD=${BENCH_HERD:-1000}
+HERD_ROUNDS=${BENCH_HERD_ROUNDS:-$(pick 3 1)}
 D=$(mktemp -d /tmp/rlock-bench.XXXXXX)
 export TOPO_DIR=$D/topo
 
@@ -240,6 +242,42 @@ sec_redisson() {
 		row "old rlock --redisson (median)" "$p50 us; $(x "$ratio")"
 		fig old:redisson "$(x "$ratio")"
 	fi
+}
+
+# ------------------------------------------------------------ sections
+# A script section, `rlock lock` then `rlock unlock` run by a shell (their
+# owner), against a run of true, both uncontended. In the same rounds:
+# the shell alone, whose start the section's figure is taken without
+# (the run needs none), and the run from the same kind of shell.
+sec_sections() {
+	section "script section: $PAIRS rounds of rlock -k, sh -c 'rlock lock && rlock unlock', sh -c 'rlock -k', sh -c :"
+	cols=("$RLOCK" -k bench-u -- true ::: sh -c \
+		"'$RLOCK' lock -k bench-l && '$RLOCK' unlock -k bench-l" \
+		::: sh -c "'$RLOCK' -k bench-w -- true; exit" ::: sh -c :)
+	XDG_RUNTIME_DIR=$D "$B/rounds" "$PAIRS" "${cols[@]}" > "$D/s.txt" ||
+		exit 1
+	# Per round: (section - shell) / run, and section / run in sh.
+	read -r p50 lo hi sh50 <<< "$(python3 -c '
+import sys
+rows = [[float(v) for v in l.split()] for l in open(sys.argv[1]) if l.strip()]
+def med(xs, p=50):
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(p / 100.0 * (len(xs) - 1))))]
+a = [(r[1] - r[3]) / r[0] for r in rows]
+b = [r[1] / r[2] for r in rows]
+print("%.3f %.3f %.3f %.3f" % (med(a), med(a, 10), med(a, 90), med(b)))
+' "$D/s.txt")"
+	mapfile -t v < <(python3 "$top/bench/pairs.py" "$D/s.txt" 0)
+	names=("rlock -k k -- true" "sh -c 'rlock lock && rlock unlock'" \
+		"sh -c 'rlock -k k -- true; exit'" "sh -c :")
+	for i in "${!v[@]}"; do
+		read -r _ c50 c90 _ _ _ _ <<< "${v[$i]}"
+		row "${names[$i]} (median, p90)" "$c50 us, $c90 us"
+	done
+	row "rlock lock + rlock unlock (less the sh) / the run" \
+		"$(x "$p50") ($lo-$hi); the section in sh / the run in sh: $(x "$sh50")"
+	fig sec "$(x "$p50")"
+	fig sec-sh "$(x "$sh50")"
 }
 
 # ------------------------------------------------------------ round trips
@@ -557,6 +595,38 @@ sec_many() {
 	fi
 }
 
+# ------------------------------------------------------------ herd
+# HERD processes try one KEY at once, as a fleet's cron does each minute:
+# one runs, the others skip. rlock with -n --min-hold (a KEY of its own
+# per round), against the seed protocol whose winner holds until the
+# others have ended (herd.py); Redis's CPU, connections included.
+sec_herd() {
+	section "a herd: $HERD runs at once on one key, $HERD_ROUNDS rounds"
+	local hcols=(seed "$B/seed" "$SOCK" bench-hs%d sh -c \
+		"until [ -e '$D/herd-go' ]; do sleep 0.01; done" \
+		::: rlock "$RLOCK" -n --min-hold 1m -k bench-h%d -- true)
+	[ -z "$BASE" ] ||
+		hcols+=(::: old "$BASE" -n --min-hold 1m -k bench-ho%d -- true)
+	local name c ratio ran skipped failed ms
+	python3 "$top/bench/herd.py" "$SOCK" "$HERD" "$HERD_ROUNDS" \
+	    "$D/herd-go" seed "${hcols[@]}" > "$D/herd.txt" || exit 1
+	while read -r name c ratio ran skipped failed ms; do
+		case $name in
+		*:) continue ;;
+		seed) row "seed protocol: Redis CPU p50; ran/skipped/failed" \
+		    "$c ms; $ran/$skipped/$failed (wall p50 $ms ms)" ;;
+		*) row "$name -n --min-hold: Redis CPU p50; ran/skipped/failed" \
+		    "$c ms ($(x "$ratio") seed); $ran/$skipped/$failed (wall p50 $ms ms)" ;;
+		esac
+		case $name in
+		rlock) fig herd "$(x "$ratio")" ;;
+		old) fig old:herd "$(x "$ratio")" ;;
+		esac
+	done < "$D/herd.txt"
+	echo "  commandstats per run (calls/usec), the last round:"
+	grep ': ' "$D/herd.txt" | sed 's/^/    /'
+}
+
 # ------------------------------------------------------------ instructions
 sec_ir() {
 	section "Redis instructions per uncontended lock cycle (callgrind, $IR_CYCLES cycles)"
@@ -585,7 +655,7 @@ sec_ir() {
 ratio() { python3 -c "print('%.2f' % ($1 / $2))"; }
 
 # ------------------------------------------------------------ summary
-for sec in ${ONLY:-uncontended redisson roundtrips cpu ir throughput handoff idle rss redlock many}; do
+for sec in ${ONLY:-uncontended redisson sections roundtrips cpu ir throughput handoff idle rss redlock many herd}; do
 	"sec_$sec"
 done
 # Issue 13's table: each figure as measured, BASE's beside it.
@@ -607,12 +677,15 @@ for w in 10 100; do
 	trow "command-level hand-off / flock's, $w waiters" "ho-$w-plain" "<= 1.10x"
 	trow "  the same, --fair" "ho-$w-fair" "<= 1.10x"
 done
+trow "rlock lock + rlock unlock / a run of true" sec "<= 1.5x"
+trow "  the same, each from sh" sec-sh ""
 trow "round trips per uncontended run (seed: ${FIG[seed-rtt]:-?})" rtt "2"
 trow "Redis CPU per cycle / seed's (commandstats)" cpu "<= 1.5x"
 trow "  the same, Redis process CPU (rusage)" cpu-rusage ""
 trow "  Redis instructions: in commands; whole server" ir ""
 trow "cycles per Redis CPU-second, $CLIENTS clients (x seed)" tput "seed: ${FIG[seed-tput]:-?}"
 trow "Redis commands per blocked --fair waiter per s" idle "<= 0.05"
+trow "Redis CPU of a herd of $HERD -n runs / seed's" herd "<= 1.5x"
 trow "peak RSS / flock's (${FIG[flock-rss]:-?})" rss "<= 1.10x"
 trow "  the same, USER and LOGNAME unset" rss-nouser ""
 trow "Redlock 5 masters: lock-level hand-off p50 / one's" rl-p50 "<= 1.5x"

@@ -93,7 +93,7 @@ _rlock_module()
 		-w|--timeout|-l|--lease|-E|--conflict-exit-code|-N|--limit|\
 		-c|--command|--on-lost|--kill-after|--min-hold|--max-hold|\
 		-u|--url|--password-file|--config|--connect-timeout|--prefix|\
-		--tls-cacert|--tls-cacertdir|--tls-cert|--tls-key|--tls-sni)
+		--tls-cacert|--tls-cacertdir|--tls-cert|--tls-key|--tls-sni|--pid)
 			_rlock_skip_value
 			;;
 		--key=*)
@@ -118,6 +118,12 @@ _rlock_module()
 			done
 			;;
 		*)
+			# lock and unlock take options after them.
+			if [[ -z $sub && ($w == lock || $w == unlock) ]] &&
+				((!key)); then
+				sub=$w
+				continue
+			fi
 			if ((key)); then
 				cmd=$i
 			else
@@ -127,6 +133,7 @@ _rlock_module()
 			;;
 		esac
 	done
+	[[ $sub == lock || $sub == unlock ]] && ((cmd)) && return 0
 
 	# COMMAND and its arguments: complete them as the command would.
 	if ((cmd)); then
@@ -172,6 +179,10 @@ _rlock_module()
 		;;
 	'--on-lost')
 		_rlock_reply -W "term kill ignore" -- "$cur"
+		return 0
+		;;
+	'--pid')
+		_rlock_reply -W "$(ps -eo pid= 2>/dev/null)" -- "$cur"
 		return 0
 		;;
 	'-u'|'--url')
@@ -239,6 +250,13 @@ _rlock_module()
 		esac
 		return 0
 		;;
+	unlock)
+		[[ $cur == -* ]] &&
+			_rlock_reply -W "--key --quiet --verbose --help" -- "$cur"
+		return 0
+		;;
+	lock)
+		;;
 	?*)
 		return 0
 		;;
@@ -262,6 +280,8 @@ _rlock_module()
 			--max-hold
 			--syslog
 			--redisson
+			--pid
+			--export
 			--url
 			--redlock
 			--password-file
@@ -283,8 +303,10 @@ _rlock_module()
 		return 0
 		;;
 	esac
-	if ((!key)); then
-		_rlock_reply -W "status list release" -- "$cur"
+	if [[ -n $sub ]]; then
+		return 0
+	elif ((!key)); then
+		_rlock_reply -W "status list release lock unlock" -- "$cur"
 	else
 		_rlock_reply -c -- "$cur"
 	fi

@@ -24,7 +24,7 @@ function __rlock_state
             case -k --key
                 set key 1
                 set i (math $i + 1)
-            case -w --timeout -l --lease -E --conflict-exit-code -N --limit -c --command --on-lost --kill-after -u --url --password-file --config --connect-timeout --prefix --tls-cacert --tls-cacertdir --tls-cert --tls-key --tls-sni --min-hold --max-hold
+            case -w --timeout -l --lease -E --conflict-exit-code -N --limit -c --command --on-lost --kill-after -u --url --password-file --config --connect-timeout --prefix --tls-cacert --tls-cacertdir --tls-cert --tls-key --tls-sni --min-hold --max-hold --pid
                 set i (math $i + 1)
             case '--key=*' '-k?*'
                 set key 1
@@ -114,28 +114,34 @@ complete -c rlock -f
 complete -c rlock -n __rlock_no_key -a status -d 'Who holds KEY, since when, lease left, waiters, last run'
 complete -c rlock -n __rlock_no_key -a list -d 'Every lock currently held'
 complete -c rlock -n __rlock_no_key -a release -d 'Break a lock held by someone else'
+complete -c rlock -n __rlock_no_key -a lock -d 'Take KEY for this shell (a section of a script)'
+complete -c rlock -n __rlock_no_key -a unlock -d 'Give back what this shell took with lock'
 
-# Run-mode options.
-complete -c rlock -n __rlock_in_opts -s k -l key -x -a '(__rlock_keys)' -d 'Lock name'
-complete -c rlock -n __rlock_in_opts -s c -l command -x -a '(__fish_complete_command)' -d 'Run CMD through /bin/sh -c'
-complete -c rlock -n __rlock_in_opts -s n -l nonblock -d 'Fail at once if the lock is held'
-complete -c rlock -n __rlock_in_opts -s w -l timeout -x -a '0 30s 5m 1h' -d 'Wait at most DUR for the lock'
-complete -c rlock -n __rlock_in_opts -s l -l lease -x -a '10s 30s 2m 5m' -d 'Lease of the lock, renewed every DUR/3'
-complete -c rlock -n __rlock_in_opts -s E -l conflict-exit-code -x -d 'Exit status when not obtained'
-complete -c rlock -n __rlock_in_opts -s N -l limit -x -d 'Semaphore: at most N holders'
-complete -c rlock -n __rlock_in_opts -s s -l shared -d 'Shared (read) lock: with other shared holders only'
-complete -c rlock -n __rlock_in_opts -s x -l exclusive -d 'Exclusive lock (the default)'
-complete -c rlock -n __rlock_in_opts -l fair -d 'First come, first served among waiters'
-complete -c rlock -n __rlock_in_opts -l on-lost -x -a 'term\t"SIGTERM, then SIGKILL" kill\tSIGKILL ignore\t"Warn only"' -d 'Action when the lease is lost'
-complete -c rlock -n __rlock_in_opts -l kill-after -x -a '5s 10s 30s' -d 'SIGTERM to SIGKILL grace (lost lease, --max-hold)'
-complete -c rlock -n __rlock_in_opts -l min-hold -x -a '30s 1m 5m' -d 'Keep the lock until DUR after it was acquired'
-complete -c rlock -n __rlock_in_opts -l max-hold -x -a '10m 1h 2h' -d 'Stop COMMAND once it held the lock for DUR'
-complete -c rlock -n __rlock_in_opts -l syslog -d 'Also log skips, runs and errors to syslog'
-complete -c rlock -n __rlock_in_opts -l redisson -d 'KEY is a lock of Redisson (Java): getLock(KEY)'
-complete -c rlock -n __rlock_in_opts -s V -l version -d 'Show the version'
+# Run-mode options, also after lock.
+set -l __rlock_run '__rlock_in_opts; or __rlock_in_sub lock'
+complete -c rlock -n $__rlock_run -s k -l key -x -a '(__rlock_keys)' -d 'Lock name'
+complete -c rlock -n $__rlock_run -s c -l command -x -a '(__fish_complete_command)' -d 'Run CMD through /bin/sh -c'
+complete -c rlock -n $__rlock_run -s n -l nonblock -d 'Fail at once if the lock is held'
+complete -c rlock -n $__rlock_run -s w -l timeout -x -a '0 30s 5m 1h' -d 'Wait at most DUR for the lock'
+complete -c rlock -n $__rlock_run -s l -l lease -x -a '10s 30s 2m 5m' -d 'Lease of the lock, renewed every DUR/3'
+complete -c rlock -n $__rlock_run -s E -l conflict-exit-code -x -d 'Exit status when not obtained'
+complete -c rlock -n $__rlock_run -s N -l limit -x -d 'Semaphore: at most N holders'
+complete -c rlock -n $__rlock_run -s s -l shared -d 'Shared (read) lock: with other shared holders only'
+complete -c rlock -n $__rlock_run -s x -l exclusive -d 'Exclusive lock (the default)'
+complete -c rlock -n $__rlock_run -l fair -d 'First come, first served among waiters'
+complete -c rlock -n $__rlock_run -l on-lost -x -a 'term\t"SIGTERM, then SIGKILL" kill\tSIGKILL ignore\t"Warn only"' -d 'Action when the lease is lost'
+complete -c rlock -n $__rlock_run -l kill-after -x -a '5s 10s 30s' -d 'SIGTERM to SIGKILL grace (lost lease, --max-hold)'
+complete -c rlock -n $__rlock_run -l min-hold -x -a '30s 1m 5m' -d 'Keep the lock until DUR after it was acquired'
+complete -c rlock -n $__rlock_run -l max-hold -x -a '10m 1h 2h' -d 'Stop COMMAND once it held the lock for DUR'
+complete -c rlock -n $__rlock_run -l syslog -d 'Also log skips, runs and errors to syslog'
+complete -c rlock -n $__rlock_run -l redisson -d 'KEY is a lock of Redisson (Java): getLock(KEY)'
+complete -c rlock -n '__rlock_in_sub lock' -l pid -x -a '(__fish_complete_pids)' -d 'The owner of the lock (default: this shell)'
+complete -c rlock -n '__rlock_in_sub lock' -l export -d 'Print export RLOCK_KEY=... for eval'
+complete -c rlock -n '__rlock_in_sub unlock' -s k -l key -x -a '(__rlock_keys)' -d 'Lock name'
+complete -c rlock -n $__rlock_run -s V -l version -d 'Show the version'
 
 # Connection options: before -k, or after a subcommand word.
-set -l __rlock_conn '__rlock_in_opts; or __rlock_in_sub status list release'
+set -l __rlock_conn '__rlock_in_opts; or __rlock_in_sub status list release lock'
 complete -c rlock -n $__rlock_conn -s u -l url -x -a 'redis:// rediss:// unix:// redis+sentinel:// rediss+sentinel:// redis+cluster:// rediss+cluster://' -d 'Redis server URL'
 complete -c rlock -n $__rlock_conn -l redlock -d 'Every -u is a master: hold the lock on a majority'
 complete -c rlock -n $__rlock_conn -l password-file -r -F -d 'Read the Redis password from FILE'

@@ -8,6 +8,7 @@
 #include "cli.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,7 +31,7 @@ enum {
 	OPT_TLS, OPT_TLS_CACERT, OPT_TLS_CACERTDIR, OPT_TLS_CERT, OPT_TLS_KEY,
 	OPT_TLS_SNI, OPT_TLS_INSECURE,
 	OPT_MIN_HOLD, OPT_MAX_HOLD, OPT_SYSLOG, OPT_PROMETHEUS, OPT_CONFIG,
-	OPT_REDISSON, OPT_END
+	OPT_PID, OPT_EXPORT, OPT_REDISSON, OPT_END
 };
 
 /* Which options the command line gave: a file's setting does not
@@ -80,6 +81,8 @@ static const struct option RUN_LONG[] = {
 	{ "min-hold", required_argument, NULL, OPT_MIN_HOLD },
 	{ "max-hold", required_argument, NULL, OPT_MAX_HOLD },
 	{ "syslog", no_argument, NULL, OPT_SYSLOG },
+	{ "pid", required_argument, NULL, OPT_PID },
+	{ "export", no_argument, NULL, OPT_EXPORT },
 	{ "redisson", no_argument, NULL, OPT_REDISSON },
 	{ "url", required_argument, NULL, 'u' },
 	{ "redlock", no_argument, NULL, OPT_REDLOCK },
@@ -138,9 +141,9 @@ cli_usage(void)
 "  rlock status [--json | --prometheus] KEY...\n"
 "  rlock list [--json] [PATTERN]\n"
 "  rlock release --force KEY\n"
+"  rlock lock [OPTIONS] -k KEY; ...; rlock unlock [-k KEY]\n"
 "\n"
-"Run COMMAND while holding a lock in Redis, shared by every machine that\n"
-"uses the same Redis: like flock(1), across hosts.\n"
+"Hold a lock in Redis for COMMAND or a script's section: flock(1) across hosts.\n"
 "\n"
 "Options:\n"
 "  -k, --key KEY             lock name (1-512 bytes)\n"
@@ -156,8 +159,10 @@ cli_usage(void)
 "      --on-lost ACTION      term, kill or ignore when the lease is lost (term)\n"
 "      --kill-after DUR      SIGTERM to SIGKILL grace on a lost lease (10s)\n"
 "      --min-hold DUR        keep the lock DUR past its grant (cron fleets)\n"
-"      --max-hold DUR        stop COMMAND after holding DUR (exit 124)\n"
+"      --max-hold DUR        SIGTERM COMMAND once it held the lock DUR (124)\n"
 "      --syslog              also log skips, runs and errors to syslog\n"
+"      --pid PID             lock: the owner of the lock (the caller's shell)\n"
+"      --export              lock: print export RLOCK_KEY=... for eval\n"
 "      --redisson            KEY is a lock of Redisson (Java): getLock(KEY)\n"
 "  -u, --url URL             redis://[user[:pass]@]host[:port][/db],\n"
 "                            unix:///path/to/socket[?db=N],\n"
@@ -181,16 +186,14 @@ cli_usage(void)
 "  -h, --help                show this help\n"
 "  -V, --version             show the version\n"
 "\n"
-"Subcommands: status, list and release, as in the usage above.\n"
-"\n"
+"Subcommands: status, list, release, lock and unlock, as above.\n"
 "DUR: a number with an optional unit ms, s, m, h (default s), at most 87840h.\n"
 "Environment: RLOCK_URL, REDIS_URL, RLOCK_PASSWORD, REDISCLI_AUTH,\n"
 "  RLOCK_SENTINEL_PASSWORD, RLOCK_TLS_CACERT, RLOCK_TLS_CERT, RLOCK_TLS_KEY,\n"
 "  RLOCK_CONFIG; USER (or LOGNAME) names the holder when HOME is that user's.\n"
 "Exit status: COMMAND's; 75 not obtained (-E); 64 usage; 69 unreachable;\n"
-"  70 lease lost; 71 system failure; 76 unusable answer; 77 credentials\n"
-"  or permission refused; 78 configuration file; 124 --max-hold stopped\n"
-"  COMMAND; 126/127 COMMAND not executable/not found; 128+N signal N.\n"
+"  70 lease lost; 71 system failure; 76 unusable answer; 77 access refused;\n"
+"  78 config file; 124 --max-hold; 126/127 not executable/found; 128+N signal N.\n"
 "See rlock(1) and rlock.conf(5).\n", stdout);
 }
 
@@ -523,6 +526,15 @@ run_opt(struct rlock_opts *o, int c, int *run_only)
 	case OPT_SYSLOG:
 		msg_syslog_open();
 		return 0;
+	case OPT_PID:
+		if (int_parse(optarg, 1, INT32_MAX, &v) < 0)
+			return usage_error("--pid: '%s' is not a process id",
+			    optarg);
+		o->owner = (long)v;
+		return 0;
+	case OPT_EXPORT:
+		o->export_env = 1;
+		return 0;
 	case OPT_REDISSON:
 		o->lmode = mode_by_name("redisson");
 		return 0;
@@ -607,11 +619,38 @@ parse_subcommand(int argc, char **argv, struct rlock_opts *o)
 	return 0;
 }
 
+static int finish_run(int argc, char **argv, struct rlock_opts *o);
+
+/* lock: the run mode's options, without COMMAND; unlock: -k only. */
+static int
+parse_section(int argc, char **argv, struct rlock_opts *o)
+{
+	int c, st, run_only;
+
+	optind = 0;
+	while ((c = next_opt(argc, argv, RUN_SHORT, RUN_LONG, argv[0],
+	    &st)) != -1) {
+		if (o->mode == MODE_UNLOCK && (c > 'z' || !strchr("kqvh", c)))
+			return usage_error("unlock takes only -k KEY");
+		if ((st = run_opt(o, c, &run_only)) != 0)
+			return st;
+	}
+	if (st != 0 || o->mode == MODE_HELP || o->mode == MODE_VERSION)
+		return st;
+	if (o->key == NULL && o->mode == MODE_LOCK)
+		return usage_error("lock: missing -k KEY");
+	return finish_run(argc, argv, o);
+}
+
 static int
 select_mode(int argc, char **argv, struct rlock_opts *o, int run_only)
 {
 	const char *word = argv[optind];
 
+	o->mode = strcmp(word, "lock") == 0 ? MODE_LOCK :
+	    strcmp(word, "unlock") == 0 ? MODE_UNLOCK : MODE_RUN;
+	if (o->mode != MODE_RUN)
+		return parse_section(argc - optind, argv + optind, o);
 	if (strcmp(word, "status") == 0)
 		o->mode = MODE_STATUS;
 	else if (strcmp(word, "list") == 0)
@@ -620,7 +659,8 @@ select_mode(int argc, char **argv, struct rlock_opts *o, int run_only)
 		o->mode = MODE_RELEASE;
 	else
 		return usage_error("missing -k KEY before the command '%s' (or "
-		    "use a subcommand: status, list, release)", word);
+		    "use a subcommand: status, list, release, lock, unlock)",
+		    word);
 	if (run_only)
 		return usage_error("options of the run mode do not go with "
 		    "'%s'", word);
@@ -630,23 +670,36 @@ select_mode(int argc, char **argv, struct rlock_opts *o, int run_only)
 static int
 finish_run(int argc, char **argv, struct rlock_opts *o)
 {
-	size_t klen = strlen(o->key);
+	size_t klen = o->key ? strlen(o->key) : 1;	/* unlock: none */
 
 	if (klen == 0)
 		return usage_error("the key is empty");
 	if (klen > KEY_MAX_LEN)
 		return usage_error("the key is longer than 512 bytes");
 	o->cmd = argv + optind;
+	if (o->mode != MODE_RUN && (o->shell_cmd || optind < argc))
+		return usage_error("%s takes no command (found '%s')",
+		    argv[0], o->shell_cmd ? "-c" : argv[optind]);
+	if (o->mode == MODE_RUN && (given[OPT_PID] || given[OPT_EXPORT]))
+		return usage_error("--pid and --export go with 'rlock lock'");
 	if (o->shell_cmd && optind < argc)
 		return usage_error("-c takes the whole shell command; nothing "
 		    "may follow it (found '%s')", argv[optind]);
-	if (!o->shell_cmd && optind >= argc)
+	if (!o->shell_cmd && optind >= argc && o->mode == MODE_RUN)
 		return usage_error("missing command to run under the lock");
 	/* Shared holders are not counted: -N would mean a semaphore of
 	 * readers, which is a semaphore. */
 	if (o->shared && given['N'])
 		return usage_error("--shared does not go with --limit: shared "
 		    "holders are not counted (use one or the other)");
+	/* As in flock(1): --nonblock wins over --timeout, whichever came
+	 * first; the order of two options must not decide whether a cron
+	 * line waits. */
+	if (given['n']) {
+		if (given['w'])
+			msg_verbose("--timeout has no effect with --nonblock");
+		o->wait_ms = 0;
+	}
 	if (o->fair && o->wait_ms == 0)
 		msg_verbose("--fair has no effect with --nonblock");
 	return 0;
@@ -1158,7 +1211,7 @@ load_conf(struct rlock_opts *o)
 	if (late.key && !late.cert)
 		return conf_error(&late.key_at, "tls-key without tls-cert: "
 		    "name the certificate too");
-	if (late.syslog && o->mode == MODE_RUN)
+	if (late.syslog && (o->mode == MODE_RUN || o->mode == MODE_LOCK))
 		msg_syslog_open();
 	return 0;
 }
@@ -1188,8 +1241,8 @@ cli_parse(int argc, char **argv, struct rlock_opts *o)
 	} else if ((st = finish_run(argc, argv, o)) != 0) {
 		return st;
 	}
-	if (o->mode == MODE_HELP)	/* "status --help" */
-		return 0;
+	if (o->mode == MODE_HELP || o->mode == MODE_UNLOCK)
+		return 0;	/* "status --help"; unlock asks no server */
 	if ((st = load_conf(o)) != 0)
 		return st;
 	if ((st = mode_check(o)) != 0)
@@ -1244,12 +1297,34 @@ cut_command_line(char *s)
 	memcpy(s + n, "...", 4);
 }
 
+/* A section's owner's, from /proc: its arguments, blank-separated. */
+static char *
+owner_command_line(long pid)
+{
+	char *s = xmalloc(CMDLINE_MAX + 2), path[40];
+	ssize_t n = 0, i;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%ld/cmdline", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		n = read(fd, s, CMDLINE_MAX + 1);
+		close(fd);
+	}
+	for (i = 0; i < n; i++)
+		s[i] = s[i] ? s[i] : ' ';
+	s[n > 0 ? n - (s[n - 1] == ' ') : 0] = '\0';
+	cut_command_line(s);
+	return s;
+}
+
 char *
 cli_command_line(const struct rlock_opts *o)
 {
 	size_t len = 0, i;
 	char *s, *p;
 
+	if (o->mode == MODE_LOCK)
+		return owner_command_line(o->owner);
 	if (o->shell_cmd) {
 		s = xstrdup(o->shell_cmd);
 		cut_command_line(s);

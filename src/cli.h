@@ -11,14 +11,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tls.h"
+#include "tls_cfg.h"
 
 #define RLOCK_VERSION "0.1.0"
 #define KEY_MAX_LEN 512
 #define LEASE_MIN_MS 100
 
 enum rl_mode { MODE_RUN, MODE_STATUS, MODE_LIST, MODE_RELEASE, MODE_HELP,
-    MODE_VERSION };
+    MODE_VERSION, MODE_LOCK, MODE_UNLOCK };
 enum on_lost { LOST_TERM, LOST_KILL, LOST_IGNORE };
 
 struct lock_mode;	/* mode.h */
@@ -54,6 +54,8 @@ struct rlock_opts {
 	const char *prefix;
 	const char *shell_cmd;		/* -c */
 	char **cmd;			/* COMMAND and ARGs, NULL-terminated */
+	long owner;			/* rlock lock: the section's owner */
+	int export_env;			/* rlock lock --export */
 	/* TLS: tls.on when --tls or any URL is rediss*; the files from the
 	 * options or else $RLOCK_TLS_CACERT, $RLOCK_TLS_CERT, $RLOCK_TLS_KEY. */
 	struct tls_cfg tls;
@@ -83,8 +85,8 @@ void cli_usage(void);
  * this many bytes, the last three "...". */
 #define CMDLINE_MAX 1024
 
-/* "COMMAND ARG ..." or the -c string, at most CMDLINE_MAX bytes, for
- * holder metadata; caller frees. */
+/* "COMMAND ARG ..." or the -c string (rlock lock: the owner's command
+ * line), at most CMDLINE_MAX bytes, for holder metadata; caller frees. */
 char *cli_command_line(const struct rlock_opts *o);
 
 #endif

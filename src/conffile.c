@@ -5,8 +5,10 @@
  * checks the value with the command line's own parsers. A file is
  * trusted like OpenSSH's ssh_config: owned by the user or root, and
  * writable by nobody else, nor is its directory (whoever may write the
- * directory may put another file in its place). Errors name FILE:LINE
- * and are status 78, before anything contacts Redis.
+ * directory may put another file in its place). The user's file found
+ * under another user's $HOME (sudo without -H) is theirs: skipped, with
+ * a warning. Errors name FILE:LINE and are status 78, before anything
+ * contacts Redis.
  */
 #include "conffile.h"
 
@@ -200,15 +202,84 @@ trusted(const char *path, const struct stat *st, const struct conf_at *at)
 }
 
 /*
+ * Where the user's file was found: under $XDG_CONFIG_HOME or $HOME (var),
+ * whose value is dir. NULL for the other files.
+ */
+struct conf_base {
+	const char *var;
+	const char *dir;
+};
+
+/*
+ * Is the user's file someone else's? Its base belongs to another user
+ * when sudo (without -H) or su (without -) kept that user's $HOME: the
+ * file's settings are then theirs to choose, not ours (a password-file
+ * it names would be read with our rights and sent to the server it
+ * names). Returns that user's uid (0: root's), or -1 when the base is
+ * ours or cannot be checked (the file's own checks then decide).
+ */
+static long
+base_owner(const struct conf_base *b)
+{
+	struct stat st;
+
+	if (b == NULL || stat(b->dir, &st) < 0 || st.st_uid == getuid())
+		return -1;
+	return (long)st.st_uid;
+}
+
+/* Not reading the user's file under another user's base (why: "", or
+ * why it could not be read). Returns 0: the run goes on without it. */
+static int
+skip_theirs(const char *path, const struct conf_base *b, long owner,
+    const char *why)
+{
+	char shown[512], who[32];
+
+	show(path, shown, sizeof(shown));
+	if (owner == 0)
+		snprintf(who, sizeof(who), "root");
+	else
+		snprintf(who, sizeof(who), "uid %ld", owner);
+	msg_warn("skipping %s: %s%s$%s is %s's, not yours (sudo without -H? "
+	    "su without -?); only your own file is read, or one given with "
+	    "--config FILE", shown, why, why[0] ? ", and " : "", b->var, who);
+	return 0;
+}
+
+/* A default file that exists but cannot be read: 78, and how to fix it
+ * (its settings, a prefix or a lease, are not to be missed silently: runs
+ * with and without them would not exclude each other). */
+static int
+unreadable(const char *path, int e, const struct conf_base *b)
+{
+	char shown[512];
+
+	show(path, shown, sizeof(shown));
+	if (e != EACCES) {
+		msg_err("cannot read %s: %s", shown, strerror(e));
+		return RL_EXIT_CONFIG;
+	}
+	msg_err("cannot read %s: %s; make it readable (chmod %s %s%s), or "
+	    "read no configuration file (--config /dev/null, or "
+	    "RLOCK_CONFIG=/dev/null)", shown, strerror(e), b ? "u+r" : "a+r",
+	    shown, b ? "" : "; it holds no secret");
+	return RL_EXIT_CONFIG;
+}
+
+/*
  * One file. by: what named it ("--config", "RLOCK_CONFIG"), for whom a
  * missing file is an error; NULL for a default file, which may be absent.
+ * b: where the user's file was found; NULL for the others.
  */
 static int
-read_file(const char *path, const char *by, conf_fn *fn, void *ctx)
+read_file(const char *path, const char *by, const struct conf_base *b,
+    conf_fn *fn, void *ctx)
 {
 	struct conf_at at = { path, 0 };
 	struct stat st;
 	char *line = NULL, shown[512];
+	long owner = base_owner(b);
 	size_t cap = 0;
 	ssize_t n;
 	FILE *f;
@@ -217,13 +288,18 @@ read_file(const char *path, const char *by, conf_fn *fn, void *ctx)
 	if ((f = fopen(path, "re")) == NULL) {
 		if (by == NULL && (errno == ENOENT || errno == ENOTDIR))
 			return 0;
+		if (errno == EACCES && owner >= 0)
+			return skip_theirs(path, b, owner, strerror(errno));
+		if (by == NULL)
+			return unreadable(path, errno, b);
 		show(path, shown, sizeof(shown));
-		if (by)
-			msg_err("cannot read %s %s: %s", by, shown,
-			    strerror(errno));
-		else
-			msg_err("cannot read %s: %s", shown, strerror(errno));
+		msg_err("cannot read %s %s: %s", by, shown, strerror(errno));
 		return RL_EXIT_CONFIG;
+	}
+	/* Root's files pass the checks below, as the system file does. */
+	if (owner > 0) {
+		fclose(f);
+		return skip_theirs(path, b, owner, "");
 	}
 	if (fstat(fileno(f), &st) < 0)
 		r = conf_error(&at, "%s", strerror(errno));
@@ -249,20 +325,25 @@ read_file(const char *path, const char *by, conf_fn *fn, void *ctx)
 	return r;
 }
 
-/* ${XDG_CONFIG_HOME:-$HOME/.config}/rlock/rlock.conf, or NULL. */
+/* ${XDG_CONFIG_HOME:-$HOME/.config}/rlock/rlock.conf, or NULL; *b says
+ * which. */
 static char *
-user_file(void)
+user_file(struct conf_base *b)
 {
 	const char *x = getenv("XDG_CONFIG_HOME"), *h = getenv("HOME");
 	char *p;
 
 	/* The XDG spec: a relative value is invalid and to be ignored. */
 	if (x && x[0] == '/') {
+		b->var = "XDG_CONFIG_HOME";
+		b->dir = x;
 		p = xmalloc(strlen(x) + sizeof("/rlock/rlock.conf"));
 		return strcat(strcpy(p, x), "/rlock/rlock.conf");
 	}
 	if (h == NULL || h[0] == '\0')
 		return NULL;
+	b->var = "HOME";
+	b->dir = h;
 	p = xmalloc(strlen(h) + sizeof("/.config/rlock/rlock.conf"));
 	return strcat(strcpy(p, h), "/.config/rlock/rlock.conf");
 }
@@ -271,22 +352,23 @@ int
 conf_load(const char *path, conf_fn *fn, void *ctx)
 {
 	const char *env = getenv("RLOCK_CONFIG"), *dir;
+	struct conf_base b;
 	char *sys, *user;
 	int r;
 
 	if (path)
-		return read_file(path, "--config", fn, ctx);
+		return read_file(path, "--config", NULL, fn, ctx);
 	if (env && *env)
-		return read_file(env, "RLOCK_CONFIG", fn, ctx);
+		return read_file(env, "RLOCK_CONFIG", NULL, fn, ctx);
 	/* For the tests, which cannot write /etc; see rlock.conf(5). */
 	if ((dir = getenv("RLOCK_SYSCONFDIR")) == NULL || *dir == '\0')
 		dir = SYSCONFDIR;
 	sys = xmalloc(strlen(dir) + sizeof("/rlock.conf"));
 	strcat(strcpy(sys, dir), "/rlock.conf");
-	r = read_file(sys, NULL, fn, ctx);
+	r = read_file(sys, NULL, NULL, fn, ctx);
 	free(sys);
-	if (r == 0 && (user = user_file()) != NULL) {
-		r = read_file(user, NULL, fn, ctx);
+	if (r == 0 && (user = user_file(&b)) != NULL) {
+		r = read_file(user, NULL, &b, fn, ctx);
 		free(user);
 	}
 	return r;

@@ -10,6 +10,7 @@
 #include "conn.h"
 #include "exitcode.h"
 #include "lease.h"
+#include "tls.h"
 #include "url.h"
 #include "util.h"
 
@@ -162,3 +163,21 @@ config_report(const struct lock_cfg *cfg, const struct failure *f,
 	}
 }
 
+
+int
+config_start(const struct rlock_opts *o, char *err, size_t errlen)
+{
+	return o->tls.on ? tls_setup(&o->tls, err, errlen) : 0;
+}
+
+void
+config_end(void)
+{
+	tls_teardown();
+}
+
+const char *
+config_tls_library(void)
+{
+	return tls_library();
+}

@@ -23,4 +23,18 @@ void config_lock(const struct rlock_opts *o, struct lock_cfg *cfg);
 void config_report(const struct lock_cfg *cfg, const struct failure *f,
     int answered);
 
+/*
+ * Once, before any connection and any thread, for a mode that talks to
+ * Redis: TLS's shared context when o's URLs or --tls ask for it (a
+ * certificate or key that cannot be used is the user's to fix, like a bad
+ * option). 0, or an exit status with a one-line reason in err.
+ */
+int config_start(const struct rlock_opts *o, char *err, size_t errlen);
+
+/* Undo config_start; harmless without it. */
+void config_end(void);
+
+/* The TLS library for --version ("OpenSSL 3.0.11 19 Sep 2023"). */
+const char *config_tls_library(void);
+
 #endif

@@ -3,7 +3,8 @@
  * An evicted lock key is a lock silently granted twice, and the volatile-*
  * policies evict precisely the keys that have a TTL, which every rlock key
  * has. Redis reports nothing when it evicts, so this is the only place the
- * user can learn of it.
+ * user can learn of it. -q does not hide the line: a cron line's -q keeps
+ * its mail for trouble, and a lock that may be granted twice is trouble.
  */
 #include "guard.h"
 
@@ -26,7 +27,7 @@ may_evict(const struct reply *r)
 	if (r->type == REPLY_ARRAY && r->elements == 2 &&
 	    (v = r->element[1])->type == REPLY_STRING &&
 	    strcmp(v->str, "noeviction") != 0) {
-		msg_warn("the server's maxmemory-policy is %s: under memory "
+		msg_hazard("the server's maxmemory-policy is %s: under memory "
 		    "pressure Redis may evict lock keys and grant a lock "
 		    "twice; set maxmemory-policy noeviction", v->str);
 		return 1;

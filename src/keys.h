@@ -62,8 +62,8 @@ struct lock_ctx {
 	 * release records it and applies --min-hold. Releases that undo a
 	 * grant nobody used leave it NULL. */
 	const struct run_end *end;
-	/* The fence acquire.lua is asked to draw (fence_proposed), or 0:
-	 * none. */
+	/* The fence acquire.lua is asked to draw (its fence_proposed), or
+	 * 0: none. */
 	int64_t fence_proposed;
 };
 

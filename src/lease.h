@@ -38,6 +38,19 @@ lease_deadline(int64_t last_ok, int64_t lease)
 }
 
 /*
+ * Under --max-hold the last extends reach hold_until only (INT64_MAX:
+ * no bound): the deadline is then the earlier of the two.
+ */
+static inline int64_t
+lease_held_deadline(int64_t last_ok, int64_t lease, int64_t hold_until)
+{
+	int64_t dl = lease_deadline(last_ok, lease);
+	int64_t cap = hold_until - lease_drift_ms(lease);
+
+	return cap < dl ? cap : dl;
+}
+
+/*
  * Extend every third of the lease: two more tries fit before the
  * deadline, so one lost extend (a timeout, a reconnect) costs nothing.
  */

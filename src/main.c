@@ -10,19 +10,20 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "config.h"
 #include "exitcode.h"
 #include "lock.h"
 #include "report.h"
 #include "run.h"
+#include "section.h"
 #include "sig.h"
-#include "tls.h"
 #include "util.h"
 
 static int
 version(void)
 {
 	printf("rlock %s (%s, %s)\n", RLOCK_VERSION, lock_protocol_library(),
-	    tls_library());
+	    config_tls_library());
 	return 0;
 }
 
@@ -67,9 +68,8 @@ main(int argc, char **argv)
 	}
 	/* Before any connection and any thread: a certificate or key that
 	 * cannot be used is the user's to fix, like a bad option. */
-	if ((o.mode == MODE_RUN || o.mode == MODE_STATUS || o.mode ==
-	    MODE_LIST || o.mode == MODE_RELEASE) && o.tls.on &&
-	    (st = tls_setup(&o.tls, err, sizeof(err))) != 0) {
+	if (o.mode != MODE_HELP && o.mode != MODE_VERSION && o.mode !=
+	    MODE_UNLOCK && (st = config_start(&o, err, sizeof(err))) != 0) {
 		msg_err("%s", err);
 		cli_free(&o);
 		return st;
@@ -82,13 +82,17 @@ main(int argc, char **argv)
 		st = version();
 		break;
 	case MODE_RUN:
+	case MODE_LOCK:
 		st = run_mode(&o, sigfd);
+		break;
+	case MODE_UNLOCK:
+		st = section_unlock(&o);
 		break;
 	default:
 		st = report_main(&o);
 		break;
 	}
-	tls_teardown();
+	config_end();
 	cli_free(&o);
 	close(sigfd);
 	return st;

@@ -41,7 +41,6 @@ lock_ctx_init(struct lock_ctx *ctx, const struct lock_mode *mode,
     const char *prefix, const char *key, int64_t lease_ms, long limit,
     int fair, const char *token, char *cmdline)
 {
-	size_t n;
 	uuid_t u;
 
 	memset(ctx, 0, sizeof(*ctx));
@@ -62,13 +61,22 @@ lock_ctx_init(struct lock_ctx *ctx, const struct lock_mode *mode,
 	if (gethostname(ctx->host, sizeof(ctx->host) - 1) < 0)
 		snprintf(ctx->host, sizeof(ctx->host), "unknown");
 	user_name(ctx->user, sizeof(ctx->user));
-	snprintf(ctx->pid, sizeof(ctx->pid), "%ld", (long)getpid());
 	ctx->cmdline = cmdline;
+	lock_ctx_set_pid(ctx, (long)getpid());
+}
+
+void
+lock_ctx_set_pid(struct lock_ctx *ctx, long pid)
+{
+	size_t n;
+
+	snprintf(ctx->pid, sizeof(ctx->pid), "%ld", pid);
 	n = strlen(ctx->user) + strlen(ctx->host) + strlen(ctx->pid) +
-	    strlen(cmdline) + 4;
+	    strlen(ctx->cmdline) + 4;
+	free(ctx->waiter_info);
 	ctx->waiter_info = xmalloc(n);
 	snprintf(ctx->waiter_info, n, "%s\x1f%s\x1f%s\x1f%s", ctx->user,
-	    ctx->host, ctx->pid, cmdline);
+	    ctx->host, ctx->pid, ctx->cmdline);
 }
 
 void

@@ -84,6 +84,9 @@ void lock_ctx_init(struct lock_ctx *ctx, const struct lock_mode *mode,
     const char *prefix, const char *key, int64_t lease_ms, long limit,
     int fair, const char *token, char *cmdline);
 
+/* The holder's pid as recorded (rlock lock: the section's owner). */
+void lock_ctx_set_pid(struct lock_ctx *ctx, long pid);
+
 /* A fresh random token for ctx, and the names made of it. */
 void lock_ctx_new_token(struct lock_ctx *ctx);
 

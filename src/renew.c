@@ -51,6 +51,26 @@ notify(struct renewer *rw)
 	(void)!write(rw->event_pipe[1], &b, 1);
 }
 
+/* Remember why this try failed (f), or that it worked (NULL). */
+static void
+keep_failure(struct renewer *rw, const struct failure *f)
+{
+	pthread_mutex_lock(&rw->fail_mu);
+	if (f != NULL)
+		rw->fail = *f;
+	else
+		failure_clear(&rw->fail);
+	pthread_mutex_unlock(&rw->fail_mu);
+}
+
+void
+renew_failure(struct renewer *rw, struct failure *f)
+{
+	pthread_mutex_lock(&rw->fail_mu);
+	*f = rw->fail;
+	pthread_mutex_unlock(&rw->fail_mu);
+}
+
 /*
  * Extend, but never past rw->hold_until (--max-hold): 1 extended, 0 not
  * ours, -1 error, 2 nothing left to extend.
@@ -90,6 +110,7 @@ renew_once(struct renewer *rw, int why, int *failing)
 	 * would keep a lock the new one lets go. */
 	(void)lock_recheck(rw->l);
 	if (!lock_is_open(rw->l) && lock_open(rw->l) != 0) {
+		keep_failure(rw, lock_failure(rw->l));
 		if (!(*failing)++)
 			msg_warn("cannot extend the lease: %s; retrying",
 			    lock_failure(rw->l)->why);
@@ -100,6 +121,9 @@ renew_once(struct renewer *rw, int why, int *failing)
 		return -1;
 	if (r == 1) {
 		atomic_store(&rw->last_ok, t0);
+		keep_failure(rw, NULL);
+		if (rw->last_ok_too != NULL)
+			atomic_store(rw->last_ok_too, t0);
 		if (*failing)
 			msg_warn("lease extended again after %d failed "
 			    "attempt%s", *failing, *failing > 1 ? "s" : "");
@@ -112,6 +136,7 @@ renew_once(struct renewer *rw, int why, int *failing)
 		notify(rw);
 		return -1;
 	}
+	keep_failure(rw, lock_failure(rw->l));
 	if (!(*failing)++)
 		msg_warn("cannot extend the lease: %s; retrying",
 		    lock_failure(rw->l)->why);
@@ -195,6 +220,7 @@ renew_init(struct renewer *rw, struct lock *l, const struct lock_ctx *ctx,
 {
 	memset(rw, 0, sizeof(*rw));
 	rw->mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	rw->fail_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	rw->l = l;
 	rw->ctx = ctx;
 	rw->stop_pipe[0] = rw->stop_pipe[1] = -1;

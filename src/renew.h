@@ -24,6 +24,11 @@ struct renewer {
 	int event_pipe[2];		/* read end: renew_event_fd */
 	_Atomic int64_t last_ok;	/* mono ms: start of the last good extend */
 	_Atomic int not_ours;		/* Redis said: someone else's lock */
+	/* Why the extends fail since the last good one (FAIL_NONE while
+	 * they work), for the words of a lost lease: the thread writes
+	 * it, the main thread reads it with renew_failure. */
+	pthread_mutex_t fail_mu;
+	struct failure fail;
 	/* renew_start was called: until then a parked thread must not
 	 * touch l, which the waiter still uses. */
 	_Atomic int armed;
@@ -34,6 +39,9 @@ struct renewer {
 	 * shorter lease; then none); INT64_MAX by default. Set before
 	 * renew_start. */
 	int64_t hold_until;
+	/* Where last_ok is stored too (the watcher's page, watch.h), or
+	 * NULL. Set before renew_start. */
+	_Atomic int64_t *last_ok_too;
 };
 
 /*
@@ -76,6 +84,13 @@ void renew_take_conn(struct renewer *rw);
 
 /* Take l back and join the thread. Idempotent. */
 void renew_stop(struct renewer *rw);
+
+/*
+ * Copy into *f why the latest extend (or the reconnect before it) failed,
+ * or a failure of FAIL_NONE when the last one worked. Safe while the
+ * thread runs, and never waits for an extend in flight.
+ */
+void renew_failure(struct renewer *rw, struct failure *f);
 
 /* Readable when the renewal state changed (a byte to drain). */
 int renew_event_fd(const struct renewer *rw);

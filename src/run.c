@@ -15,6 +15,7 @@
 #include "exitcode.h"
 #include "guard.h"
 #include "lock.h"
+#include "section.h"
 #include "sig.h"
 #include "supervise.h"
 #include "util.h"
@@ -24,13 +25,14 @@ static void report_bound(const struct rlock_opts *o,
     const struct lock_cfg *cfg, const struct failure *f, int answered);
 
 /*
- * A nested rlock of the KEY its ancestor holds: if Redis confirms the
- * inherited token holds KEY now, run COMMAND at once (the ancestor renews
- * and releases). A KEY that is free or held by others is not re-entered.
- * A share held by the ancestor covers a nested -s, not an exclusive run:
- * that would be an upgrade, which would deadlock against the ancestor's
- * own share (and two such ancestors against each other), so it is
- * refused at once.
+ * A nested rlock of the KEY its ancestor holds (a run's COMMAND inherits
+ * the token; a section's holder tells it): if Redis confirms the token
+ * holds KEY now, run COMMAND at once (the ancestor renews and releases),
+ * or, for `rlock lock`, hold nothing more. A KEY that is free or held by
+ * others is not re-entered. A share held by the ancestor covers a nested
+ * -s, not an exclusive run: that would be an upgrade, which would
+ * deadlock against the ancestor's own share (and two such ancestors
+ * against each other), so it is refused at once.
  */
 static int
 try_reenter(struct rlock_opts *o, const struct lock_cfg *cfg, struct lock *l,
@@ -40,8 +42,9 @@ try_reenter(struct rlock_opts *o, const struct lock_cfg *cfg, struct lock *l,
 	struct lock_ctx ctx;
 	int ours;
 
-	if (token == NULL || key == NULL || strcmp(key, o->key) != 0 ||
-	    strlen(token) != 36)
+	if ((token == NULL || key == NULL || strcmp(key, o->key) != 0 ||
+	    strlen(token) != 36) && (section_env(o->key) < 0 ||
+	    (token = getenv("RLOCK_TOKEN")) == NULL))
 		return 0;
 	lock_ctx_init(&ctx, o->lmode, o->prefix, o->key, o->lease_ms, o->limit,
 	    0, token, xstrdup(""));
@@ -73,7 +76,9 @@ try_reenter(struct rlock_opts *o, const struct lock_cfg *cfg, struct lock *l,
 	msg_verbose("'%s' is already held by our ancestor: re-entering",
 	    o->key);
 	lock_close(l);
-	*status = sup_exec_here(o);
+	if (o->mode == MODE_LOCK && o->export_env)
+		section_export(o->key, token, getenv("RLOCK_FENCE"));
+	*status = o->mode == MODE_LOCK ? 0 : sup_exec_here(o);
 	return 1;
 }
 
@@ -114,9 +119,12 @@ not_obtained(const struct rlock_opts *o, struct lock *l,
 
 /*
  * --timeout bounds the whole wait, connecting included: until the lock is
- * ours, no connect or command may take longer than the wait (a shorter
- * --connect-timeout still wins). Holding the lock, releasing it and the
- * renewals have the full --connect-timeout again.
+ * ours, no connect or command may take longer than the wait and the grace
+ * of its last attempt (wait_try_ms; a shorter --connect-timeout still
+ * wins), so a --timeout shorter than a round trip takes a free lock, as
+ * flock -w does, where a try cut at the wait would find Redis silent.
+ * Holding the lock, releasing it and the renewals have the full
+ * --connect-timeout again.
  */
 static int
 wait_bound(const struct rlock_opts *o)
@@ -169,21 +177,13 @@ get_ahead(void *arg)
 	sup_ahead(x->a, x->l, x->ctx);
 }
 
-static void
-get_watcher(void *arg)
-{
-	struct ahead_arg *x = arg;
-
-	sup_watch_ahead(x->a);
-}
-
 static int
 acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
     struct lock *l, struct guard *g, int sigfd)
 {
-	struct sup_ahead a = { .o = o };
+	struct sup_ahead a = { 0 };
 	struct ahead_arg ahead = { .a = &a, .l = l };
-	struct wait_hooks hooks = { get_watcher, get_ahead, &ahead };
+	struct wait_hooks hooks = { get_ahead, &ahead };
 	struct wait_result res;
 	struct lock_ctx ctx;
 	int64_t start = mono_ms();
@@ -194,6 +194,12 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 	lock_ctx_init(&ctx, o->lmode, o->prefix, o->key, lease_for(o), o->limit,
 	    o->fair, NULL, cli_command_line(o));
 	ctx.shared = o->shared;
+	/* A section's holder is forked after the grant: of what is made
+	 * ahead, only the watcher is a process it can take over. */
+	if (o->mode == MODE_LOCK) {
+		lock_ctx_set_pid(&ctx, o->owner);
+		hooks.idle = NULL;
+	}
 	/* What the wait will run besides the scripts: acquire.lua checks
 	 * the ACL allows it before taking the lock. */
 	if (o->wait_ms != 0)
@@ -246,7 +252,8 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 	dur_format(mono_ms() - start, waited, sizeof(waited));
 	msg_event(LOG_INFO, "acquired '%s' after %s (fence %lld)", name,
 	    waited, (long long)res.fence);
-	st = sup_run(o, &ctx, l, sigfd, &res, &a);
+	st = o->mode == MODE_LOCK ? section_hold(o, &ctx, l, sigfd, &res, &a) :
+	    sup_run(o, &ctx, l, sigfd, &res, &a);
 out:
 	sup_ahead_drop(&a);
 	lock_ctx_free(&ctx);
@@ -259,12 +266,17 @@ run_mode(struct rlock_opts *o, int sigfd)
 	struct guard g = { 0 };
 	struct lock_cfg cfg;
 	struct lock *l;
+	int64_t t;
 	int st;
 
+	if (o->mode == MODE_LOCK && (st = section_owner(o)) != 0)
+		return st;
 	config_lock(o, &cfg);
 	l = lock_new(&cfg);
-	if (wait_bound(o))
-		lock_set_timeouts(l, o->wait_ms, o->wait_ms);
+	if (wait_bound(o)) {
+		t = wait_try_ms(o->wait_ms, o->connect_timeout_ms);
+		lock_set_timeouts(l, t, t);
+	}
 	if ((st = lock_open_first(l)) != 0) {
 		report_bound(o, &cfg, lock_failure(l), 0);
 		goto out;

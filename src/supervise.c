@@ -11,8 +11,9 @@
  * before it; if Redis says the lock is not ours, the action is now.
  * --max-hold takes the same SIGTERM-then-SIGKILL path on its own timer,
  * and the renewal thread stops extending once that SIGKILL is due. At the
- * end, one release records the run (and applies --min-hold); a run whose
- * lease was lost is recorded apart.
+ * end, one release records the run (and applies --min-hold), riding out
+ * Redis's weather until the lease's deadline; a run whose lease was lost
+ * is recorded apart.
  */
 #include "supervise.h"
 
@@ -32,8 +33,10 @@
 #include "forced.h"
 #include "lease.h"
 #include "renew.h"
+#include "retry.h"
 #include "sig.h"
 #include "util.h"
+#include "watch.h"
 
 enum lost_how { HELD, LOST_NOT_OURS, LOST_UNRENEWED };
 
@@ -51,6 +54,7 @@ struct sup {
 	struct lock *l;
 	int sigfd;
 	pid_t child;
+	struct sup_owner *owner;	/* a section's, in COMMAND's place */
 	int own_pgrp;			/* COMMAND leads a process group */
 	struct watcher watch;		/* stops COMMAND's tree if we die */
 	int exec_pipe[2];		/* exec's outcome: read end, write end */
@@ -76,12 +80,8 @@ struct sup {
 static int64_t
 deadline_of(const struct sup *s)
 {
-	int64_t lease = s->ctx->lease_ms;
-	int64_t dl = lease_deadline(atomic_load(&s->rw->last_ok), lease);
-	int64_t cap = s->rw->hold_until - lease_drift_ms(lease);
-
-	/* --max-hold: the last extends reached hold_until only. */
-	return cap < dl ? cap : dl;
+	return lease_held_deadline(atomic_load(&s->rw->last_ok),
+	    s->ctx->lease_ms, s->rw->hold_until);
 }
 
 int64_t
@@ -131,16 +131,24 @@ child_exec(const struct rlock_opts *o, int errfd, pid_t parent,
 	_exit(e == ENOENT ? RL_EXIT_EXEC_NOENT : RL_EXIT_EXEC_NOEXEC);
 }
 
-/* Start the watcher unless --on-lost ignore (nothing to send) or one
- * is started already. */
+/* Start the watcher unless --on-lost ignore (nothing to send), with
+ * what it needs to time a SIGKILL as we would: after the grant (a run
+ * that does not get the lock forks nothing), before COMMAND. */
 static void
-watch(const struct rlock_opts *o, struct watcher *w)
+watch(struct sup *s)
 {
-	int sig = lost_signal(o->on_lost);
+	struct watch_lease wl = { .sig = lost_signal(s->o->on_lost),
+	    .grace_ms = grace_ms(s), .lease_ms = s->ctx->lease_ms,
+	    .hold_until = s->rw->hold_until,
+	    .last_ok = atomic_load(&s->rw->last_ok) };
 
-	if (sig != 0 && w->pid <= 0 && watch_start(w, sig) < 0)
+	if (wl.sig == 0)
+		return;
+	if (watch_start(&s->watch, &wl) < 0)
 		msg_verbose("cannot start the watcher: %s; should rlock die, "
 		    "only COMMAND gets the --on-lost signal", strerror(errno));
+	/* Read by the renewal thread once renew_start arms it. */
+	s->rw->last_ok_too = watch_last_ok(&s->watch);
 }
 
 static int
@@ -249,6 +257,10 @@ send_child(struct sup *s, int sig)
 	 * on_signal would forward what comes back, for ever. */
 	if (s->child <= 0)
 		return;
+	if (s->owner != NULL) {
+		watch_tree(s->child, sig);
+		return;
+	}
 	/* A signal for COMMAND must not reach rlock's code in the child
 	 * between fork and exec. */
 	if (exec_settle(s) != 0)
@@ -280,15 +292,48 @@ stalled(struct sup *s, int64_t asked_ms, int64_t took_ms)
 	s->stall_end = mono_ms();
 }
 
+/*
+ * Why no extend got through in time, from the last one's failure f: a
+ * server that answered (a refused password or permission, a busy or
+ * read-only server) is not "unreachable", and its cure is not the
+ * network's.
+ */
+static const char *
+unrenewed_why(const struct failure *f, char *buf, size_t len)
+{
+	const char *said = f->said[0] != '\0' ? f->said : f->why;
+
+	switch (f->kind) {
+	case FAIL_NONE:
+	case FAIL_UNREACHABLE:
+	case FAIL_DROPPED:
+	case FAIL_TIMEOUT:
+		return "the lease could not be extended in time "
+		    "(Redis unreachable)";
+	case FAIL_CREDENTIALS:
+		snprintf(buf, len, "the lease could not be extended in time: "
+		    "Redis refused the credentials (%s)", said);
+		break;
+	default:
+		snprintf(buf, len, "the lease could not be extended in time: "
+		    "%s", f->why);
+		break;
+	}
+	return buf;
+}
+
 static void
 declare_lost(struct sup *s, enum lost_how how)
 {
 	int sig = lost_signal(s->o->on_lost);
-	const char *why = how == LOST_NOT_OURS ?
-	    "Redis says another client holds or removed it" :
-	    "the lease could not be extended in time (Redis unreachable)";
-	char stop[200], d[32];
+	const char *why = "Redis says another client holds or removed it";
+	char stop[200], d[32], words[400];
+	struct failure f;
 
+	if (how == LOST_UNRENEWED) {
+		renew_failure(s->rw, &f);
+		why = unrenewed_why(&f, words, sizeof(words));
+	}
 	/* Not Redis's fault: say what happened. */
 	if (s->stall_ms > 0 && s->stall_end >= atomic_load(&s->rw->last_ok)) {
 		dur_format(s->stall_ms, d, sizeof(d));
@@ -457,7 +502,7 @@ static void
 supervise(struct sup *s)
 {
 	struct signalfd_siginfo si;
-	struct pollfd p[3];
+	struct pollfd p[5];
 	int64_t next, t0;
 	int poll_failed = 0, tmo;
 	char drain[64];
@@ -465,6 +510,10 @@ supervise(struct sup *s)
 	p[0] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
 	p[1] = (struct pollfd){ .fd = s->rw->running ?
 	    renew_event_fd(s->rw) : -1, .events = POLLIN };
+	p[3] = (struct pollfd){ .fd = s->owner ? s->owner->fds[0] : -1,
+	    .events = POLLIN };
+	p[4] = (struct pollfd){ .fd = s->owner ? s->owner->fds[1] : -1,
+	    .events = POLLIN };
 	for (;;) {
 		next = check_listen(s);
 		p[2] = (struct pollfd){ .fd = forced_fd(&s->heed),
@@ -472,8 +521,10 @@ supervise(struct sup *s)
 		next = sooner(next, check_max_hold(s));
 		next = sooner(next, check_lease(s));
 		tmo = next < 0 || next > 60000 ? 60000 : (int)next;
+		if (s->owner != NULL && tmo > 1000)
+			tmo = 1000;
 		t0 = mono_ms();
-		if (poll(p, 3, tmo) < 0 && errno != EINTR) {
+		if (poll(p, 5, tmo) < 0 && errno != EINTR) {
 			/* ENOMEM: the kernel could not track the fds this
 			 * once. Leaving the loop would drop the deadline and
 			 * the forwarding; try again shortly instead. */
@@ -492,38 +543,124 @@ supervise(struct sup *s)
 		while (sig_take(s->sigfd, &si) != 0)
 			if (on_signal(s, &si))
 				return;
+		if (s->owner != NULL && s->owner->ended(s->owner))
+			return;
 	}
 }
 
 /*
+ * The last try of a release that meets weather comes at the lease's
+ * deadline, and gets this long for its answer at least: late by that
+ * much, a compare-and-delete is still harmless, and it may yet spare
+ * the waiters the last few ms of the lease.
+ */
+#define RELEASE_LAST_TRY_MS 50
+
+/* One release try, each connect and answer within tmo ms: as
+ * lock_release. */
+static int
+release_try(struct sup *s, int64_t tmo)
+{
+	lock_set_timeouts(s->l, tmo, tmo);
+	if (!lock_is_open(s->l) && lock_reopen(s->l) != 0)
+		return -1;
+	return lock_release(s->l, s->ctx);
+}
+
+/*
+ * Try the release again while it meets weather (failure_retry: a reset
+ * or refused connection, a restart, BUSY, LOADING, a failover), as a
+ * waiter does: at most RETRY_BACKOFF_MAX_MS apart, until it is done or
+ * the lease's deadline has come, after which Redis frees KEY anyway (and
+ * a compare-and-delete could do no more). Each try is bounded as an
+ * extend is, so a silent server cannot keep us much past the deadline.
+ * Returns the last try's outcome, as lock_release; *said: the retries
+ * were announced.
+ */
+static int
+release_tries(struct sup *s, int *said)
+{
+	int64_t dl = deadline_of(s), per_try, now, tmo;
+	enum fail_kind kind;
+	int r, backoffs = 0, tries = 1, unsure = 0;
+	char d[32];
+
+	per_try = lease_try_timeout_ms(s->ctx->lease_ms,
+	    lock_connect_timeout(s->l));
+	r = release_try(s, per_try);
+	while (r < 0 && failure_retry(lock_failure(s->l))) {
+		kind = lock_failure(s->l)->kind;
+		/* Its request may have reached Redis: a "not ours" later
+		 * may well be its own doing. */
+		unsure |= kind == FAIL_DROPPED || kind == FAIL_TIMEOUT;
+		now = mono_ms();
+		tmo = per_try;
+		/* The server closed the connection (idle, or restarted): a
+		 * fresh one is worth a try at once, as the first try's due. */
+		if (tries > 1 || kind != FAIL_DROPPED) {
+			if (now >= dl)
+				break;
+			if (!(*said)++) {
+				dur_format(dl - now, d, sizeof(d));
+				msg_warn("cannot release '%s' yet: %s; trying "
+				    "again at most %dms apart until it is "
+				    "released or its lease ends (in %s)",
+				    s->key, lock_failure(s->l)->why,
+				    RETRY_BACKOFF_MAX_MS, d);
+			}
+			nap_ms(lease_clamp(retry_backoff_ms(backoffs++), 0,
+			    dl - now));
+			tmo = lease_clamp(dl - mono_ms(), RELEASE_LAST_TRY_MS,
+			    per_try);
+		}
+		/* An answer (BUSY, LOADING) came on a connection that
+		 * works; any other failure starts afresh, where the
+		 * sentinels say the master is now. */
+		if (kind != FAIL_BUSY)
+			lock_close(s->l);
+		(void)lock_recheck(s->l);
+		r = release_try(s, tmo);
+		tries++;
+	}
+	if (r == 0 && unsure) {
+		msg_verbose("'%s' is not ours any more: taken as released by "
+		    "a try whose answer was lost", s->key);
+		r = 1;
+	}
+	return r;
+}
+
+/*
  * Release, recording the run as s->end says (and keeping KEY until
- * --min-hold's end). Returns 1 released, 0 found not ours, -1 failed, -2
- * not tried: the lock was known lost.
+ * --min-hold's end), riding out weather until the lease's deadline
+ * (release_tries). Returns 1 released, 0 found not ours, -1 failed, -2
+ * not tried: the lock was known lost. Leaves the timeouts at the user's
+ * --connect-timeout.
  */
 static int
 release(struct sup *s)
 {
 	int64_t budget = lock_connect_timeout(s->l), start = mono_ms();
-	int64_t left;
-	int r;
+	int r, said = 0;
+	char d[32];
 
 	lock_set_timeouts(s->l, budget, budget);
 	if (s->lost == LOST_NOT_OURS || atomic_load(&s->rw->not_ours))
 		return -2;
 	s->ctx->end = &s->end;
-	r = lock_is_open(s->l) ? lock_release(s->l, s->ctx) : -1;
-	/* A fresh connection is worth a try after a dropped one, but a
-	 * silent server gets one --connect-timeout in all, not two. */
-	left = budget - (mono_ms() - start);
-	if (r < 0 && left > 0) {
-		lock_set_timeouts(s->l, left, left);
-		if (lock_reopen(s->l) == 0)
-			r = lock_release(s->l, s->ctx);
-	}
+	r = release_tries(s, &said);
 	s->ctx->end = NULL;
+	lock_set_timeouts(s->l, budget, budget);
 	if (r == 1)
 		trace_event("release");
-	if (r < 0) {
+	dur_format(mono_ms() - start, d, sizeof(d));
+	if (r == 1 && said) {
+		msg_notice("released '%s' after %s of trying", s->key, d);
+	} else if (r < 0 && said && failure_retry(lock_failure(s->l))) {
+		msg_warn("could not release '%s' in %s of trying: %s; its "
+		    "lease ends now, and with it the lock", s->key, d,
+		    lock_failure(s->l)->why);
+	} else if (r < 0) {
 		msg_warn("could not release '%s': %s; it expires by itself "
 		    "within the lease", s->key, lock_failure(s->l)->why);
 	} else if (r == 0 && s->lost == HELD) {
@@ -562,6 +699,8 @@ oom_release(void)
 	l = lock_new_like(s->l);
 	if (lock_open(l) == 0 && lock_release(l, s->ctx) == 1)
 		msg_err("released '%s' after killing COMMAND", s->key);
+	/* Stood down above, it has ended meanwhile: no zombie either. */
+	watch_end(&s->watch);
 }
 
 static int
@@ -592,6 +731,7 @@ static int
 confirm_grant(struct sup *s, int64_t *granted)
 {
 	int64_t lease = s->ctx->lease_ms, t0, held, t;
+	char words[400];
 	int r = -1;
 
 	if ((held = mono_ms() - *granted) < lease_renew_interval_ms(lease))
@@ -611,7 +751,7 @@ confirm_grant(struct sup *s, int64_t *granted)
 	msg_err("lost the lock '%s' before COMMAND started (%lldms after "
 	    "asking for it): %s; COMMAND not run", s->key, (long long)held,
 	    r == 0 ? "Redis says another client holds or removed it" :
-	    "the lease could not be extended in time (Redis unreachable)");
+	    unrenewed_why(lock_failure(s->l), words, sizeof(words)));
 	/* The caller releases (compare-and-delete: harmless if gone). */
 	s->lost = r == 0 ? LOST_NOT_OURS : LOST_UNRENEWED;
 	return RL_EXIT_LEASE_LOST;
@@ -664,25 +804,15 @@ sup_ahead(struct sup_ahead *a, struct lock *l, const struct lock_ctx *ctx)
 {
 	if (!a->rw.running)
 		(void)renew_park(&a->rw, l, ctx);
-	if (a->o != NULL && !a->piped)
-		watch(a->o, &a->watch);
 	if (!a->piped)
 		a->piped = pipe2(a->exec_pipe, O_CLOEXEC) == 0;
 	oom_reserve();
 }
 
 void
-sup_watch_ahead(struct sup_ahead *a)
-{
-	if (a->o != NULL)
-		watch(a->o, &a->watch);
-}
-
-void
 sup_ahead_drop(struct sup_ahead *a)
 {
 	renew_stop(&a->rw);
-	watch_stop(&a->watch);
 	if (a->piped) {
 		close(a->exec_pipe[0]);
 		close(a->exec_pipe[1]);
@@ -701,6 +831,7 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	int st, e = 0;
 
 	s.rw = &s.own_rw;
+	s.owner = a != NULL ? a->owner : NULL;
 	printable(o->key, strlen(o->key), s.key, sizeof(s.key));
 	if ((st = confirm_grant(&s, &granted)) != 0)
 		return finish(&s, st);
@@ -719,20 +850,16 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	}
 	oom_sup = &s;
 	oom_on(oom_release);
+	/* The guard holds from COMMAND's first instruction. */
+	watch(&s);
 	/* The OS refusing us a pipe or a process is not COMMAND's fault:
 	 * 71, not 126 (not executable). The exec pipe first: without it
 	 * there is nothing to run, so nothing to renew for. */
-	if (a != NULL && a->watch.pid > 0) {
-		s.watch = a->watch;
-		a->watch.pid = 0;
-	} else if (a == NULL || !a->piped) {
-		watch(o, &s.watch);
-	}
 	if (a != NULL && a->piped) {
 		s.exec_pipe[0] = a->exec_pipe[0];
 		s.exec_pipe[1] = a->exec_pipe[1];
 		a->piped = 0;
-	} else if (pipe2(s.exec_pipe, O_CLOEXEC) < 0) {
+	} else if (s.owner == NULL && pipe2(s.exec_pipe, O_CLOEXEC) < 0) {
 		s.exec_pipe[0] = -1;
 	}
 	if (s.exec_pipe[0] < 0) {
@@ -745,7 +872,11 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 		if (renew_start(s.rw) < 0)
 			msg_warn("cannot start the renewal thread: %s",
 			    strerror(errno));
-		st = spawn(&s);
+		st = s.owner == NULL ? spawn(&s) : 0;
+		if (s.owner != NULL) {
+			(void)watch_adopt(&s.watch, s.child = s.owner->pid);
+			s.owner->started(s.owner);
+		}
 	}
 	if (st == 0) {
 		msg_verbose("running COMMAND (pid %ld) with fence %lld",
@@ -758,7 +889,9 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 			st = exit_status(&s);
 	}
 	/* Release first: the next holder need not wait for our thread to
-	 * end. It can no longer extend (nor touch the connection) from here on. */
+	 * end. It can no longer extend (nor touch the connection) from here
+	 * on. The watcher, stood down, ends meanwhile; reaped last, once
+	 * no other thread is left. */
 	watch_stop(&s.watch);
 	renew_take_conn(s.rw);
 	st = finish(&s, st);
@@ -766,5 +899,6 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	renew_stop(s.rw);
 	oom_on(NULL);
 	oom_sup = NULL;
+	watch_end(&s.watch);
 	return st;
 }

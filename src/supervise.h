@@ -12,29 +12,39 @@
 #include "lock.h"
 #include "renew.h"
 #include "wait.h"
-#include "watch.h"
+
+/*
+ * A script section's owner (section.c) in COMMAND's place: sup_run starts
+ * no COMMAND but calls started() where it would, signals the owner's tree
+ * where COMMAND's would be, and ends the run once ended() says so, asked
+ * whenever one of fds (-1: none) is readable and at least every second.
+ */
+struct sup_owner {
+	pid_t pid;
+	int fds[2];
+	void (*started)(struct sup_owner *w);
+	int (*ended)(struct sup_owner *w);
+};
 
 /*
  * What sup_run would otherwise set up after the grant, done while the
  * wait blocks: the renewal thread, made and parked (renew_park), the
- * watcher (watch.h), the exec pipe and the out-of-memory reserve. Zeroed by the caller; sup_run
- * takes it over, sup_ahead_drop ends what is left when the wait ends
- * without the lock. Failing to make any of it costs nothing but the time
- * saved: sup_run makes it as without a wait.
+ * exec pipe and the out-of-memory reserve; no process (the watcher is
+ * forked after the grant: a run that does not get the lock forks
+ * nothing). Zeroed by the caller; sup_run takes it over, sup_ahead_drop
+ * ends what is left when the wait ends without the lock. Failing to make
+ * any of it costs nothing but the time saved: sup_run makes it as
+ * without a wait.
  */
 struct sup_ahead {
-	const struct rlock_opts *o;	/* set by the caller */
 	struct renewer rw;
-	struct watcher watch;		/* started, not taken */
 	int piped;			/* exec_pipe is made, not taken */
 	int exec_pipe[2];
+	struct sup_owner *owner;	/* set by the caller: a section's */
 };
 void sup_ahead(struct sup_ahead *a, struct lock *l,
     const struct lock_ctx *ctx);
 void sup_ahead_drop(struct sup_ahead *a);
-/* Only sup_ahead's watcher: started while the first attempt's answer is
- * on its way (wait.c's in_flight hook). */
-void sup_watch_ahead(struct sup_ahead *a);
 
 /* Run o's COMMAND under ctx's lock (granted as in res), with what a
  * (or NULL) prepared; returns the exit status. The lock is released

@@ -14,17 +14,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
-struct tls_cfg {
-	int on;			/* --tls, or a rediss* URL */
-	/* NULL: the default (the system CA store, no client certificate,
-	 * SNI the host connected to). key NULL with cert: the key is in
-	 * the cert's file. */
-	const char *cacert, *cacertdir, *cert, *key, *sni;
-	int insecure;		/* --tls-insecure */
-	/* Where each file came from, for messages: NULL is the option
-	 * (--tls-cacert...), else the variable's name. */
-	const char *cacert_src, *cert_src, *key_src;
-};
+#include "tls_cfg.h"
 
 /*
  * Once, before any connection and any thread: build the shared SSL_CTX

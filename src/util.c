@@ -233,6 +233,16 @@ msg_warn(const char *fmt, ...)
 }
 
 void
+msg_hazard(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vmsg(LOG_WARNING, 1, "warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void
 msg_verbose(const char *fmt, ...)
 {
 	va_list ap;

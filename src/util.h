@@ -57,6 +57,9 @@ void msg_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * shows unless -q, and syslog at LOG_NOTICE (a skipped run).
  */
 void msg_notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A warning that -q does not hide: the lock itself may not hold (an
+ * evicting server). Syslog at LOG_WARNING, as any warning. */
+void msg_hazard(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* An event of the run (acquired, released): syslog at prio, stderr
  * only under -v. */
 void msg_event(int prio, const char *fmt, ...)

@@ -56,8 +56,6 @@
 #define LAST_TRY_MS 200
 
 struct waiter {
-	const struct wait_hooks *hooks;
-	int flown;			/* hooks->in_flight was run */
 	struct lock *l;
 	struct waker *wk;		/* how a release reaches us */
 	const struct lock_ctx *ctx;
@@ -167,22 +165,6 @@ attempt_end(const struct waiter *w)
 	return w->bound - now > con ? now + con : w->bound;
 }
 
-/* lock_acquire, with the in_flight hook run the first time while the
- * answer is on its way. */
-static enum lock_result
-acquire(struct waiter *w, int queue, int want, struct wait_result *res,
-    struct lock_busy *busy)
-{
-	if (w->flown || w->hooks->in_flight == NULL)
-		return lock_acquire(w->l, w->ctx, queue, want, &res->fence,
-		    busy);
-	w->flown = 1;
-	if (lock_acquire_start(w->l, w->ctx, queue, want) < 0)
-		return LOCK_ERROR;
-	w->hooks->in_flight(w->hooks->arg);
-	return lock_acquire_finish(w->l, w->ctx, &res->fence, busy);
-}
-
 /* One attempt; reconnects once on a connection that dropped at once
  * (acquire is idempotent per token, so repeating it is safe), except
  * under --nonblock, which never tries twice. */
@@ -221,7 +203,8 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 			if (!lock_is_open(w->l) && lock_open(w->l) != 0)
 				return LOCK_ERROR;
 			res->granted_at = res->heard_at = mono_ms();
-			lr = acquire(w, queue, want, res, busy);
+			lr = lock_acquire(w->l, w->ctx, queue, want,
+			    &res->fence, busy);
 		}
 		if (lr == LOCK_BUSY && busy->writer == 1)
 			w->writer = 1;
@@ -628,7 +611,7 @@ wait_lock(struct lock *l, struct lock_ctx *ctx, int64_t wait_ms,
     int sigfd, struct wait_result *res, const struct wait_hooks *hooks)
 {
 	struct waiter w = { .l = l, .ctx = ctx, .sigfd = sigfd,
-	    .no_ttl_backoff = 100, .res = res, .hooks = hooks };
+	    .no_ttl_backoff = 100, .res = res };
 	int idle_done = 0;
 	struct lock_busy busy;
 	enum lock_result lr;
@@ -711,4 +694,12 @@ wait_lock(struct lock *l, struct lock_ctx *ctx, int64_t wait_ms,
 		if (lr != LOCK_ERROR)
 			back_up(&w, &busy);
 	}
+}
+
+int64_t
+wait_try_ms(int64_t wait_ms, int64_t connect_ms)
+{
+	int64_t t = wait_ms + LAST_TRY_MS;
+
+	return t < connect_ms ? t : connect_ms;
 }

@@ -36,12 +36,10 @@ struct wait_result {
 
 /*
  * Work the caller would otherwise do after the grant, done in time
- * nobody waits for, each called with arg once (either may be NULL):
- * in_flight while the first attempt's answer is on its way, idle when
- * the wait first blocks.
+ * nobody waits for: idle (may be NULL) is called with arg once, when the
+ * wait first blocks.
  */
 struct wait_hooks {
-	void (*in_flight)(void *arg);
 	void (*idle)(void *arg);
 	void *arg;
 };
@@ -55,5 +53,15 @@ struct wait_hooks {
 enum wait_status wait_lock(struct lock *l, struct lock_ctx *ctx,
     int64_t wait_ms, int sigfd, struct wait_result *res,
     const struct wait_hooks *hooks);
+
+/*
+ * The longest one connect or command may take while waiting wait_ms
+ * (> 0), connect_ms being --connect-timeout: the wait and the grace its
+ * last attempt has to answer, never more than connect_ms. So a wait
+ * shorter than a round trip still makes its one attempt and hears the
+ * answer: a free lock is taken, as with -n, and a held one is not
+ * obtained; wait_lock keeps it within the wait's bound.
+ */
+int64_t wait_try_ms(int64_t wait_ms, int64_t connect_ms);
 
 #endif

@@ -1,23 +1,30 @@
 // SPDX-License-Identifier: MIT
 /*
- * The watcher. rlock forks it before COMMAND and keeps the write end of
- * a pipe to it, which nothing is written to: its end of file is rlock's
- * end, by exit or death. What the watcher is to do then is in a page
- * both share: COMMAND's pid, written by COMMAND's child before its exec,
- * and whether rlock stood the watcher down (COMMAND ended). Neither is a
- * word the watcher must wake for, so it costs rlock nothing while
- * COMMAND runs nor when it ends, on the way to the release a waiter
- * waits for.
+ * The watcher. rlock forks it once the lock is granted, before COMMAND,
+ * and keeps the write end of a pipe to it, which nothing is written to:
+ * its end of file is rlock's stand-down or rlock's end, by exit or death.
+ * What the watcher is to do then is in a page both share: COMMAND's pid,
+ * written by COMMAND's child before its exec, whether rlock stood the
+ * watcher down (COMMAND ended), and the start of the last extend that
+ * went through. None of them is a word the watcher must wake for, so it
+ * costs rlock nothing while COMMAND runs; at the stand-down rlock closes
+ * the pipe, goes on to the release while the watcher exits, and reaps
+ * it last.
  *
- * At rlock's end with COMMAND's pid and no stand-down (rlock died), the
- * watcher sends the --on-lost signal to COMMAND and every process below
- * it in COMMAND's session (found in /proc, the tree still whole: COMMAND
- * has no parent-death signal of its own while a watcher stands), and to
- * COMMAND's process group when it leads one (which reaches the children
- * that were adopted by init already), and exits. A process that left
- * for a session of its own (a daemon) is not touched. The watcher is a
- * fork of a threaded process, so it calls async-signal-safe functions
- * only: no allocation, no stdio.
+ * At the end of file with COMMAND's pid and no stand-down (rlock died),
+ * the watcher sends the --on-lost signal to COMMAND and every process
+ * below it in COMMAND's session (found in /proc, the tree still whole:
+ * COMMAND has no parent-death signal of its own while a watcher stands),
+ * and to COMMAND's process group when it leads one (which reaches the
+ * children that were adopted by init already). With SIGTERM it then
+ * does what the holder would have: SIGKILL after --kill-after shortened
+ * to fit the lease (lease_kill_grace_ms), and never past the lease's
+ * deadline (lease_held_deadline of the last extend), to every process of
+ * the tree still alive, read again (what COMMAND started meanwhile), or
+ * sooner, when nothing is left. A process that left for a session of its
+ * own (a daemon) is not touched. The watcher is a fork of a threaded
+ * process, so it calls async-signal-safe functions only: no allocation,
+ * no stdio.
  */
 #include "watch.h"
 
@@ -25,27 +32,51 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
-#include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "lease.h"
+#include "util.h"
 
 /* The processes of COMMAND's tree one watcher signals: past that many,
  * only COMMAND's process group is reached. */
 #define TREE_MAX 4096
 
+/* Between the SIGTERM and the SIGKILL, how often the watcher looks
+ * whether anything of the tree is left (to end sooner when not). */
+#define LOOK_MS 100
+
+/* A page shared by two processes: its words must be atomic without a
+ * lock (libatomic's locks are per process, and not async-signal-safe). */
+_Static_assert(__atomic_always_lock_free(sizeof(int64_t), 0),
+    "the watcher's page needs lock-free 64-bit atomics");
+
 /* Shared with the watcher: what it does at rlock's end. */
 struct watch_page {
 	_Atomic pid_t cmd;	/* COMMAND, once its child runs */
 	atomic_int stood_down;	/* COMMAND ended: nothing to do */
+	_Atomic int64_t last_ok; /* the renewal thread's, mirrored */
 };
 
+/* A process of the tree: its pid and start time, so that a pid that
+ * was freed and given to another process is never taken for it. */
 struct tree {
 	pid_t pid[TREE_MAX];
+	pid_t pgid[TREE_MAX];
+	unsigned long long start[TREE_MAX];
 	int n;
 	pid_t sid;		/* COMMAND's session */
+};
+
+/* What /proc/PID/stat says of a process. */
+struct pstat {
+	pid_t ppid, pgid, sid;
+	unsigned long long start;
 };
 
 static void
@@ -65,10 +96,10 @@ close_from(int lowfd)
 }
 
 /* A decimal at *p, past it and one blank; -1 if none. */
-static long
+static long long
 number(const char **p, const char *end)
 {
-	long v = 0;
+	long long v = 0;
 	int any = 0;
 
 	while (*p < end && **p >= '0' && **p <= '9') {
@@ -81,24 +112,42 @@ number(const char **p, const char *end)
 	return any ? v : -1;
 }
 
+/* Past n blank-separated fields (some may be negative); 0, or -1. */
+static int
+skip(const char **p, const char *end, int n)
+{
+	while (n-- > 0) {
+		while (*p < end && **p != ' ')
+			(*p)++;
+		if (*p == end)
+			return -1;
+		(*p)++;
+	}
+	return 0;
+}
+
 /*
- * /proc/PID/stat's parent and session: 0, or -1 when the process is gone
- * (or a zombie: it can start nothing more). The command name may hold
- * blanks and parentheses: the fields start after the last ')'.
+ * /proc/PID/stat: 0, or -1 when the process is gone (or a zombie: it can
+ * start nothing more). The command name may hold blanks and parentheses:
+ * the fields start after the last ')'.
  */
 static int
-stat_of(const char *pid, pid_t *ppid, pid_t *sid)
+stat_of(pid_t pid, struct pstat *ps)
 {
-	char path[40] = "/proc/", buf[512];
+	char path[40], buf[1024];
 	const char *p, *end;
+	long long v;
 	ssize_t n;
-	long v;
-	int fd;
+	pid_t d;
+	int fd, i, len = 0;
 
-	if (strlen(pid) > 20)
-		return -1;
-	strcat(strcat(path, pid), "/stat");
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+	for (d = pid; d > 0; d /= 10)
+		len++;
+	memcpy(path, "/proc/", 6);
+	for (d = pid, i = 6 + len; d > 0; d /= 10)
+		path[--i] = (char)('0' + d % 10);
+	memcpy(path + 6 + len, "/stat", 6);
+	if (pid <= 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
 		return -1;
 	n = read(fd, buf, sizeof(buf));
 	close(fd);
@@ -109,11 +158,20 @@ stat_of(const char *pid, pid_t *ppid, pid_t *sid)
 	if (end - p < 4 || p[1] == 'Z')
 		return -1;
 	p += 3;			/* " S " */
-	*ppid = (pid_t)(v = number(&p, end));
-	if (v < 0 || number(&p, end) < 0)	/* the process group */
+	if ((v = number(&p, end)) < 0)
 		return -1;
-	*sid = (pid_t)(v = number(&p, end));
-	return v < 0 ? -1 : 0;
+	ps->ppid = (pid_t)v;
+	if ((v = number(&p, end)) < 0)
+		return -1;
+	ps->pgid = (pid_t)v;
+	if ((v = number(&p, end)) < 0)
+		return -1;
+	ps->sid = (pid_t)v;
+	/* From the terminal (7th) to the start time (22nd). */
+	if (skip(&p, end, 15) < 0 || (v = number(&p, end)) < 0)
+		return -1;
+	ps->start = (unsigned long long)v;
+	return 0;
 }
 
 static int
@@ -143,7 +201,8 @@ grow(struct tree *t)
 	char buf[8192];
 	struct dirent64_k *d;
 	long n, off;
-	pid_t pid, ppid, sid;
+	struct pstat ps;
+	pid_t pid;
 	int fd, added = 0;
 	const char *c;
 
@@ -156,10 +215,12 @@ grow(struct tree *t)
 			if (*c < '1' || *c > '9' || t->n == TREE_MAX)
 				continue;
 			pid = (pid_t)number(&c, c + strlen(c));
-			if (in_tree(t, pid) || stat_of(d->name, &ppid, &sid) < 0)
+			if (in_tree(t, pid) || stat_of(pid, &ps) < 0)
 				continue;
-			if (sid == t->sid && in_tree(t, ppid)) {
-				t->pid[t->n++] = pid;
+			if (ps.sid == t->sid && in_tree(t, ps.ppid)) {
+				t->pid[t->n] = pid;
+				t->pgid[t->n] = ps.pgid;
+				t->start[t->n++] = ps.start;
 				added++;
 			}
 		}
@@ -168,35 +229,115 @@ grow(struct tree *t)
 	return added;
 }
 
-static void
-stop_tree(pid_t cmd, int sig)
+/* Keep the processes of the tree that still run (the same ones, by their
+ * start time); how many are left. */
+static int
+prune(struct tree *t)
 {
-	static struct tree t;	/* the watcher's own copy: no allocation */
-	char name[24];
-	pid_t ppid, v;
-	int i, len = 0;
+	struct pstat ps;
+	int i, n = 0;
 
-	for (v = cmd; v > 0; v /= 10)
-		len++;
-	name[len] = '\0';
-	for (v = cmd, i = len; i > 0; v /= 10)
-		name[--i] = (char)('0' + v % 10);
-	t.n = 0;
-	t.pid[t.n++] = cmd;
-	/* The tree is read whole before anyone is signalled: a parent that
-	 * ends hands its children to init, out of reach. */
-	if (stat_of(name, &ppid, &t.sid) == 0)
-		while (grow(&t) > 0)
-			;
-	if (getpgid(cmd) == cmd)
+	for (i = 0; i < t->n; i++) {
+		if (stat_of(t->pid[i], &ps) < 0 || ps.start != t->start[i])
+			continue;
+		t->pid[n] = t->pid[i];
+		t->pgid[n] = ps.pgid;
+		t->start[n++] = t->start[i];
+	}
+	return t->n = n;
+}
+
+/* Read the tree whole, then signal it: a parent that ends hands its
+ * children to init, out of reach. Each process once, as the holder's
+ * signal to COMMAND's group reaches it: a trap runs once. */
+static void
+signal_tree(struct tree *t, pid_t cmd, int led, int sig)
+{
+	int i;
+
+	while (grow(t) > 0)
+		;
+	if (led)
 		(void)kill(-cmd, sig);
-	for (i = 0; i < t.n; i++)
-		(void)kill(t.pid[i], sig);
+	for (i = 0; i < t->n; i++)
+		if (!led || t->pgid[i] != cmd)
+			(void)kill(t->pid[i], sig);
+}
+
+/* Anything of the tree still running: one of its processes (with what
+ * they started since, read while their parent is there to be seen), or
+ * one of COMMAND's group (which may have been adopted by init). */
+static int
+left(struct tree *t, pid_t cmd, int led)
+{
+	(void)prune(t);
+	while (grow(t) > 0)
+		;
+	return t->n > 0 || (led && kill(-cmd, 0) == 0);
+}
+
+static void
+nap_until(int64_t at)
+{
+	int64_t ms = at - mono_ms();
+	struct timespec ts;
+
+	if (ms <= 0)
+		return;
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = ms % 1000 * 1000000;
+	(void)nanosleep(&ts, NULL);
+}
+
+/*
+ * rlock died while COMMAND ran: the --on-lost signal now, and after a
+ * SIGTERM a SIGKILL when the holder would have sent it, the grace
+ * shortened to fit what the lease has left.
+ */
+static struct tree tree;	/* this process's own copy: no allocation */
+
+/* The tree is cmd alone, to grow from; whether cmd leads its group. */
+static int
+tree_root(struct tree *t, pid_t cmd)
+{
+	struct pstat ps = { 0 };
+
+	if (stat_of(cmd, &ps) < 0)
+		ps.sid = -1;	/* gone: its group only */
+	t->sid = ps.sid;
+	t->pid[0] = cmd;
+	t->pgid[0] = ps.pgid;
+	t->start[0] = ps.start;
+	t->n = 1;
+	return getpgid(cmd) == cmd;
+}
+
+static void
+stop_tree(pid_t cmd, const struct watch_lease *wl, struct watch_page *page)
+{
+	struct tree *t = &tree;
+	int64_t now = mono_ms(), dl, at;
+	int led = tree_root(t, cmd);
+
+	signal_tree(t, cmd, led, wl->sig);
+	if (wl->sig != SIGTERM)
+		return;
+	/* Nobody extends the lease any more: it ends at the deadline of
+	 * the last extend that went through. */
+	dl = lease_held_deadline(atomic_load(&page->last_ok), wl->lease_ms,
+	    wl->hold_until);
+	at = now + wl->grace_ms < dl ? now + wl->grace_ms : dl;
+	while (mono_ms() < at && left(t, cmd, led))
+		nap_until(mono_ms() + LOOK_MS < at ? mono_ms() + LOOK_MS : at);
+	if (mono_ms() >= at) {
+		(void)prune(t);
+		signal_tree(t, cmd, led, SIGKILL);
+	}
 }
 
 /* The watcher's life: never returns. */
 static void
-watcher(int rd, int sig, struct watch_page *page)
+watcher(int rd, const struct watch_lease *wl, struct watch_page *page)
 {
 	sigset_t all;
 	pid_t cmd;
@@ -214,18 +355,18 @@ watcher(int rd, int sig, struct watch_page *page)
 	close_from(1);
 	(void)setsid();
 	(void)prctl(PR_SET_NAME, "rlock-watch");
-	/* Nothing is ever written: only rlock's end, by exit or death. */
+	/* Nothing is ever written: only the stand-down or rlock's end. */
 	do
 		n = read(0, &b, 1);
 	while (n < 0 && errno == EINTR);
 	cmd = atomic_load(&page->cmd);
 	if (n == 0 && cmd > 0 && !atomic_load(&page->stood_down))
-		stop_tree(cmd, sig);
+		stop_tree(cmd, wl, page);
 	_exit(0);
 }
 
 int
-watch_start(struct watcher *w, int sig)
+watch_start(struct watcher *w, const struct watch_lease *wl)
 {
 	struct watch_page *page;
 	int p[2], e;
@@ -237,6 +378,7 @@ watch_start(struct watcher *w, int sig)
 		return -1;
 	atomic_init(&page->cmd, 0);
 	atomic_init(&page->stood_down, 0);
+	atomic_init(&page->last_ok, wl->last_ok);
 	if (pipe2(p, O_CLOEXEC) < 0) {
 		e = errno;
 		munmap(page, sizeof(*page));
@@ -244,7 +386,7 @@ watch_start(struct watcher *w, int sig)
 		return -1;
 	}
 	if ((pid = fork()) == 0)
-		watcher(p[0], sig, page);
+		watcher(p[0], wl, page);
 	e = errno;
 	close(p[0]);
 	if (pid < 0) {
@@ -259,10 +401,16 @@ watch_start(struct watcher *w, int sig)
 	return 0;
 }
 
+_Atomic int64_t *
+watch_last_ok(const struct watcher *w)
+{
+	return w->pid > 0 && w->fd >= 0 ? &w->page->last_ok : NULL;
+}
+
 int
 watch_child(const struct watcher *w)
 {
-	if (w->pid <= 0)
+	if (w->pid <= 0 || w->fd < 0)
 		return -1;
 	atomic_store(&w->page->cmd, getpid());
 	return 0;
@@ -271,8 +419,42 @@ watch_child(const struct watcher *w)
 void
 watch_stop(struct watcher *w)
 {
-	if (w->pid <= 0)
+	int fd = w->fd;
+
+	if (w->pid <= 0 || fd < 0)
 		return;
+	/* Before the end of file that wakes it. */
 	atomic_store(&w->page->stood_down, 1);
+	w->fd = -1;
+	close(fd);
+}
+
+void
+watch_end(struct watcher *w)
+{
+	pid_t pid = w->pid;
+
+	if (pid <= 0)
+		return;
+	watch_stop(w);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	munmap(w->page, sizeof(*w->page));
 	w->pid = 0;
+	w->page = NULL;
+}
+
+int
+watch_adopt(const struct watcher *w, pid_t pid)
+{
+	if (w->pid <= 0)
+		return -1;
+	atomic_store(&w->page->cmd, pid);
+	return 0;
+}
+
+void
+watch_tree(pid_t pid, int sig)
+{
+	signal_tree(&tree, pid, tree_root(&tree, pid), sig);
 }

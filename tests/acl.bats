@@ -41,9 +41,6 @@ teardown() {
 # sh -c "$HOLD" sh FILE: hold until FILE is gone.
 HOLD='while [ -e "$1" ]; do sleep 0.05; done'
 slots() { [ "$(rcli zcard "rlock:{$1}:sem")" = "$2" ]; }
-blocked() {
-	rcli client list | grep 'cmd=blpop' | grep -qv ' name=rlock-holder '
-}
 
 # as_user RULE...: the user app (password pw) with exactly these rules.
 as_user() {

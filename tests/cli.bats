@@ -314,3 +314,40 @@ connections() {
 	[ -z "$output" ]
 	[ "$stderr" = "rlock: cannot set up signal handling: Too many open files" ]
 }
+
+# As flock(1), where -n wins over -w in either order: the order of two
+# options must not decide whether a cron line waits.
+@test "-n and -w together: -n wins, in either order, as in flock" {
+	local o t0 el
+	for o in "-n -w 1m" "-w 1m -n" "--timeout=1m --nonblock"; do
+		t0=$(now_ms)
+		# The outer rlock holds nw; the inner one (not its re-entry:
+		# no RLOCK_TOKEN) finds it held.
+		run -75 --separate-stderr "$RLOCK" -k nw -- env -u RLOCK_TOKEN \
+			"$RLOCK" $o -k nw -- echo must-not-run
+		el=$(( $(now_ms) - t0 ))
+		[ -z "$output" ]
+		[ "$el" -lt "$(tf_ms 5000)" ] || fail "$o: waited $el ms"
+		[[ $stderr == *"; not waiting (--nonblock)" ]] || fail "$o: $stderr"
+	done
+	run -0 --separate-stderr "$RLOCK" -v -w 1m -n -k nw -- true
+	[[ $stderr == *"rlock: --timeout has no effect with --nonblock"* ]] ||
+		fail "$stderr"
+}
+
+# They bound different things: --max-hold how long COMMAND may hold the
+# lock, --min-hold how long the lock stays after the grant (an hourly job
+# with --min-hold 50m --max-hold 30m), so a longer --min-hold is no
+# contradiction: COMMAND is stopped, and the lock rests.
+@test "--min-hold longer than --max-hold: COMMAND stopped (124), the lock rests to --min-hold" {
+	local t0 el
+	t0=$(now_ms)
+	run -124 --separate-stderr "$RLOCK" --min-hold 1m --max-hold 300ms \
+		--kill-after 0 -k mh -- sleep 30
+	el=$(( $(now_ms) - t0 ))
+	[ "$el" -lt "$(tf_ms 5000)" ] || fail "stopped after $el ms"
+	[ "$(rcli pttl 'rlock:{mh}')" -gt 50000 ] || fail "pttl $(rcli pttl 'rlock:{mh}')"
+	run -75 --separate-stderr "$RLOCK" -n -k mh -- echo must-not-run
+	[[ $stderr == *"--min-hold until"* ]] || fail "$stderr"
+	rcli del 'rlock:{mh}' >/dev/null
+}

@@ -170,7 +170,7 @@ hold_somekey() {
 
 @test "bash: subcommands first, and their own options" {
 	run bcomp "rlock "
-	assert_output "$(printf '%s\n' status list release)"
+	assert_output "$(printf '%s\n' status list release lock unlock)"
 	run bcomp "rlock st"
 	assert_output "status"
 	run bcomp "rlock -u unix:///x/y re"
@@ -355,6 +355,27 @@ three_masters() {
 	assert_output --partial "somekey"
 }
 
+@test "bash, zsh and fish: lock takes the run options and --pid, --export; unlock -k" {
+	run bcomp "rlock lock --exp"
+	assert_output "--export"
+	run bcomp "rlock lock -n --p"
+	assert_output "$(printf '%s\n' --pid --password-file --prefix)"
+	run bcomp "rlock lock -k x "
+	assert_output ""
+	run bcomp "rlock unlock --"
+	assert_output "$(printf '%s\n' --key --quiet --verbose --help)"
+	run zcomp "rlock " lock unlock
+	assert_output --partial "lock"
+	assert_output --partial "unlock"
+	run zcomp "rlock lock --exp" --export
+	assert_output --partial -- "--export"
+	run fcomp "rlock lock --exp"
+	assert_output "--export"
+	run fcomp "rlock unlock -"
+	assert_line -- "--key"
+	refute_line -- "--export"
+}
+
 # ---- fish -------------------------------------------------------------
 
 @test "fish: rlock.fish parses" {
@@ -369,7 +390,7 @@ three_masters() {
 	run fcomp "rlock --on-lost "
 	assert_output "$(printf '%s\n' ignore kill term)"
 	run fcomp "rlock "
-	assert_output "$(printf '%s\n' list release status)"
+	assert_output "$(printf '%s\n' list lock release status unlock)"
 	run fcomp "rlock status --j"
 	assert_output "--json"
 	run fcomp "rlock -k foo ech"

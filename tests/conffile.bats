@@ -383,6 +383,106 @@ config_error() {
 	rm -rf "$d"
 }
 
+# as_nobody ARGS...: rlock ARGS run as the user nobody (run sets status,
+# output and stderr), with no user file unless the caller's HOME has one.
+as_nobody() {
+	run --separate-stderr setpriv --reuid=nobody --regid=nogroup \
+		--clear-groups "$RLOCK" "$@"
+}
+
+# A system file written under umask 077 cannot be read by the users who
+# run rlock. Its settings (a prefix, a lease) are not to be missed
+# silently, -u or not: runs with and without them would not exclude each
+# other. So 78, and the line says how to fix it.
+@test "78: a default file that exists but cannot be read, -u or not; the line names the fix" {
+	[ "$(id -u)" = 0 ] || skip "setpriv needs root"
+	local d
+	d=$(mktemp -d /tmp/rlock-conf.XXXXXX)
+	chmod 755 "$d"
+	conf "$d/rlock.conf" "prefix = p:"
+	chmod 600 "$d/rlock.conf"
+	unset XDG_CONFIG_HOME
+	export HOME=/nonexistent RLOCK_SYSCONFDIR=$d
+	as_nobody -u "$CLOSED_URL" -k k -- echo must-not-run
+	[ "$status" -eq 78 ] || fail "status $status: $stderr"
+	[ -z "$output" ]
+	[ "${#stderr_lines[@]}" -eq 1 ] || fail "stderr: $stderr"
+	[ "$stderr" = "rlock: cannot read $d/rlock.conf: Permission denied; make it readable (chmod a+r $d/rlock.conf; it holds no secret), or read no configuration file (--config /dev/null, or RLOCK_CONFIG=/dev/null)" ] ||
+		fail "stderr: $stderr"
+	# Each cure the line names works (69: Redis was contacted).
+	RLOCK_CONFIG=/dev/null as_nobody -u "$CLOSED_URL" -k k -- true
+	[ "$status" -eq 69 ] || fail "status $status: $stderr"
+	as_nobody --config /dev/null -u "$CLOSED_URL" -k k -- true
+	[ "$status" -eq 69 ] || fail "status $status: $stderr"
+	chmod a+r "$d/rlock.conf"
+	as_nobody -u "$CLOSED_URL" -k k -- true
+	[ "$status" -eq 69 ] || fail "status $status: $stderr"
+	# The user's own file: u+r.
+	mkdir -p "$d/home/.config/rlock"
+	conf "$d/home/.config/rlock/rlock.conf" "prefix = p:"
+	chown -R nobody "$d/home"
+	chmod 200 "$d/home/.config/rlock/rlock.conf"
+	HOME=$d/home as_nobody -u "$CLOSED_URL" -k k -- true
+	[ "$status" -eq 78 ] || fail "status $status: $stderr"
+	[[ $stderr == "rlock: cannot read $d/home/.config/rlock/rlock.conf: Permission denied; make it readable (chmod u+r $d/home/.config/rlock/rlock.conf), or read no configuration file"* ]] ||
+		fail "stderr: $stderr"
+	rm -rf "$d"
+}
+
+# sudo without -H (and su without -) keeps the caller's HOME: root, or
+# another user, finds that user's file. It is theirs, not ours: its
+# settings (a password-file read with our rights, sent to a server it
+# names) are theirs to choose. Skipped with a warning, as ssh reads only
+# the running user's own ~/.ssh/config; never "chown it".
+@test "another user's HOME (sudo without -H): their file is skipped with a warning, not 78" {
+	[ "$(id -u)" = 0 ] || skip "chown needs root"
+	local d w
+	d=$(mktemp -d /tmp/rlock-conf.XXXXXX)
+	chmod 755 "$d"
+	mkdir -p "$d/alice/.config/rlock"
+	conf "$d/alice/.config/rlock/rlock.conf" "prefix = alice:"
+	chown -R nobody "$d/alice"
+	unset XDG_CONFIG_HOME
+	w="rlock: warning: skipping $d/alice/.config/rlock/rlock.conf: \$HOME is uid $(id -u nobody)'s, not yours (sudo without -H? su without -?); only your own file is read, or one given with --config FILE"
+	HOME=$d/alice run -0 --separate-stderr "$RLOCK" -u "$LIVE" -k k -- \
+		echo ran
+	[ "$output" = ran ]
+	[ "$stderr" = "$w" ] || fail "stderr: $stderr"
+	HOME=$d/alice held_under rlock: -- -q -u "$LIVE"
+	! HOME=$d/alice held_under alice: -- -q -u "$LIVE"
+	# -q silences the warning, as any.
+	HOME=$d/alice run -0 --separate-stderr "$RLOCK" -q -u "$LIVE" -k k -- \
+		true
+	[ -z "$stderr" ] || fail "stderr: $stderr"
+	# Found through XDG_CONFIG_HOME: the same.
+	XDG_CONFIG_HOME=$d/alice/.config run -0 --separate-stderr "$RLOCK" \
+		-u "$LIVE" -k k -- true
+	[[ $stderr == "rlock: warning: skipping $d/alice/.config/rlock/rlock.conf: \$XDG_CONFIG_HOME is uid "* ]] ||
+		fail "stderr: $stderr"
+	# Named on purpose, the file is used as the rule says: owned by
+	# neither us nor root, 78.
+	config_error "$d/alice/.config/rlock/rlock.conf: refused: owned by uid" \
+		--config "$d/alice/.config/rlock/rlock.conf" -k k -- true
+	# A user (nobody) under root's HOME that it cannot read (sudo -u
+	# without -H): skipped, saying why.
+	mkdir -p "$d/root/.config/rlock"
+	conf "$d/root/.config/rlock/rlock.conf" "lease = 5x"
+	chmod 700 "$d/root"
+	export RLOCK_SYSCONFDIR=$d/nothing
+	HOME=$d/root as_nobody -u "$CLOSED_URL" -k k -- true
+	[ "$status" -eq 69 ] || fail "status $status: $stderr"
+	[ "${stderr_lines[0]}" = "rlock: warning: skipping $d/root/.config/rlock/rlock.conf: Permission denied, and \$HOME is root's, not yours (sudo without -H? su without -?); only your own file is read, or one given with --config FILE" ] ||
+		fail "stderr: $stderr"
+	# A root-owned HOME it can read (a service user's) is read, as
+	# root's files are: its line is refused (78), so it was read.
+	chmod 755 "$d/root"
+	HOME=$d/root as_nobody -u "$CLOSED_URL" -k k -- true
+	[ "$status" -eq 78 ] || fail "status $status: $stderr"
+	[[ $stderr == "rlock: $d/root/.config/rlock/rlock.conf:1: --lease"* ]] ||
+		fail "stderr: $stderr"
+	rm -rf "$d"
+}
+
 @test "78 before Redis is contacted: no connection reaches the server" {
 	conf "$USR" "url = $LIVE" "lease = 5x"
 	local before after

@@ -14,6 +14,8 @@ teardown_file() {
 
 teardown() {
 	stop_holder
+	[ -z "${LINK:-}" ] || stop_bg "$LINK"
+	LINK=
 	rcli del 'rlock:{foreign}' >/dev/null	# ours, not rlock's
 	local left
 	left=$(keys_without_ttl)
@@ -79,6 +81,69 @@ stop_holder() {
 	[ "$el" -ge "$(tf_ms 450)" ] || fail "gave up after ${el}ms"
 	[ "$el" -lt "$(tf_ms 2500)" ] || fail "gave up after ${el}ms"
 	held busy
+}
+
+# slow_link DELAY_S: a proxy to the file's server that holds every chunk
+# DELAY_S in each direction, as a Redis a round trip of twice that away
+# does; LINK_URL is its URL, LINK its pid (stopped by teardown).
+slow_link() {
+	local port
+	cat > "$BATS_TEST_TMPDIR/link.py" <<-'EOF'
+	import socket, sys, threading, time
+	port, up, delay = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+	def pipe(a, b):
+	    try:
+	        while True:
+	            d = a.recv(65536)
+	            if not d:
+	                break
+	            time.sleep(delay)
+	            b.sendall(d)
+	    except OSError:
+	        pass
+	    for s in (a, b):
+	        try:
+	            s.shutdown(socket.SHUT_RDWR)
+	        except OSError:
+	            pass
+	ls = socket.socket()
+	ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+	ls.bind(('127.0.0.1', port))
+	ls.listen(16)
+	open(sys.argv[4], 'w').close()
+	while True:
+	    c, _ = ls.accept()
+	    u = socket.create_connection(('127.0.0.1', up))
+	    for a, b in ((c, u), (u, c)):
+	        threading.Thread(target=pipe, args=(a, b), daemon=True).start()
+	EOF
+	port=$(closed_port 20000 12000)
+	python3 "$BATS_TEST_TMPDIR/link.py" "$port" "$REDIS_PORT" "$1" \
+		"$BATS_TEST_TMPDIR/link.ready" 3>&- &
+	LINK=$!
+	wait_until 5 test -e "$BATS_TEST_TMPDIR/link.ready" ||
+		fail "the proxy does not listen on $port"
+	LINK_URL=redis://127.0.0.1:$port
+}
+
+# flock -w 0.001 on a free lock takes it: the wait is for a holder, not
+# for the way to the lock. So a -w shorter than the round trip to Redis
+# still makes its attempt and hears the answer (within -w's bound).
+@test "-w shorter than a round trip: a free lock is taken, a held one is 75" {
+	# The scripts cached, as on a server in use: one round trip.
+	run -0 "$RLOCK" -k far -- true
+	slow_link 0.04
+	run -0 --separate-stderr "$RLOCK" -u "$LINK_URL" -w 1ms -k far -- \
+		echo ran
+	[ "$output" = ran ]
+	[ -z "$stderr" ] || fail "stderr: $stderr"
+	start_holder far
+	run -75 --separate-stderr "$RLOCK" -u "$LINK_URL" -w 1ms -k far -- \
+		echo must-not-run
+	[ -z "$output" ]
+	[ "${#stderr_lines[@]}" -eq 1 ] || fail "stderr: $stderr"
+	[[ $stderr == "rlock: 'far' is still held by "*" after --timeout 1ms" ]] ||
+		fail "stderr: $stderr"
 }
 
 @test "a waiter wakes promptly when the holder releases, and gets it" {

@@ -101,8 +101,14 @@ evalshas_above() { [ "$(evalshas)" -gt "$1" ]; }
 	line=$(head -n 1 "$BATS_TEST_TMPDIR/holder.err")
 	[[ $line == "rlock: warning: cannot extend the lease: authentication failed: "*"WRONGPASS"*"; retrying" ]] ||
 		fail "holder said: $(cat "$BATS_TEST_TMPDIR/holder.err")"
-	# Refused credentials, not an unreachable server.
+	# Refused credentials, not an unreachable server: the lost lease
+	# says what Redis answered, in 77's words.
 	! grep -q "cannot reach" "$BATS_TEST_TMPDIR/holder.err"
+	! grep -q "unreachable" "$BATS_TEST_TMPDIR/holder.err" ||
+		fail "holder said: $(cat "$BATS_TEST_TMPDIR/holder.err")"
+	line=$(grep "lost the lock" "$BATS_TEST_TMPDIR/holder.err")
+	[[ $line == "rlock: lost the lock 'rot': the lease could not be extended in time: Redis refused the credentials (WRONGPASS "*"); sending SIGTERM to COMMAND (pid "*")" ]] ||
+		fail "holder said: $(cat "$BATS_TEST_TMPDIR/holder.err")"
 	# A new run reads the file anew: refused credentials, 77.
 	run -77 --separate-stderr "$RLOCK" -u "$U" --password-file "$PWF" \
 		-n -k other -- echo must-not-run

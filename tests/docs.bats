@@ -2,7 +2,8 @@
 # What the documents say about the protocol matches what the scripts do
 # (for other clients who follow them), and the documents that repeat a
 # table for different readers (README.md for users, rlock(7) for operators)
-# repeat it alike.
+# repeat it alike; the README's build line installs what the package's
+# build needs.
 
 load helper
 
@@ -73,4 +74,18 @@ for k in man:
 sys.exit(bad)
 PY
 	[ "$status" = 0 ] || fail "$output"
+}
+
+@test "the README's build line names every package of debian/control's Build-Depends" {
+	local line want p
+	line=$(grep -E '^    sudo apt install .*libhiredis-dev' "$TOP/README.md")
+	[ -n "$line" ] || fail "no apt line in the README"
+	want=$(sed -n '/^Build-Depends:/,/^[A-Z][A-Za-z-]*:/p' "$TOP/debian/control" |
+		sed '$d; s/^Build-Depends://' | tr ',' '\n' |
+		sed 's/([^)]*)//; s/[[:space:]]//g' | grep -v '^debhelper-compat$' |
+		grep .)
+	[ "$(printf '%s\n' "$want" | wc -l)" -ge 5 ] || fail "Build-Depends: $want"
+	for p in $want gcc make; do
+		[[ " $line " == *" $p "* ]] || fail "the README's apt line lacks $p"
+	done
 }

@@ -166,6 +166,14 @@ redis_stop() { redis_stop_dir "$BATS_FILE_TMPDIR/${1:-main}"; }
 
 rcli() { redis-cli -s "$REDIS_SOCK" "$@"; }
 
+# blocked [N]: at least N (default 1) waiters wait on the test's server:
+# blocked in a BLPOP on wake tokens, or subscribed (--fair), not counting
+# a holder's own listener (named rlock-holder).
+blocked() {
+	[ "$(rcli client list | grep -v ' name=rlock-holder ' |
+	    grep -cE ' flags=[a-zA-Z]*b| cmd=s?subscribe ')" -ge "${1:-1}" ]
+}
+
 # wait_until SECONDS COMMAND...: poll COMMAND every 20 ms until it succeeds;
 # fail after SECONDS (fraction allowed) times TIME_FACTOR. The only way
 # tests wait for something to happen.

@@ -70,7 +70,6 @@ teardown() {
 
 held() { [ "$(rcli exists "rlock:{$1}")" = 1 ]; }
 free() { [ "$(rcli exists "rlock:{$1}")" = 0 ]; }
-gone() { ! kill -0 "$1" 2>/dev/null; }
 
 # hold KEY: a holder through the proxy until $BATS_TEST_TMPDIR/go exists.
 hold() {
@@ -133,7 +132,7 @@ hold() {
 	# every closed BLPOP to show it (hundreds of times a second).
 	nap 1
 	touch "$BATS_TEST_TMPDIR/go"
-	wait_until 10 gone "$w"
+	wait_until 10 pid_gone "$w"
 	run -0 wait "$w"
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/out")" got
 	# Closed on twice in a row, then no more BLPOP: it looks instead.

@@ -63,11 +63,10 @@ teardown() {
 	[ -z "$left" ] || fail "keys without TTL: $left"
 }
 
-proc_gone() { ! proc_alive "$1"; }
 
 # reap PID MS: wait at most MS for PID to end; its status in $RC.
 reap() {
-	wait_ms "$2" proc_gone "$1" || fail "pid $1 still runs after $2 ms"
+	wait_ms "$2" pid_gone "$1" || fail "pid $1 still runs after $2 ms"
 	RC=0
 	wait "$1" || RC=$?
 }

@@ -33,12 +33,6 @@ teardown() {
 
 sem_count() { [ "$(rcli zcard "rlock:{$1}:sem")" = "$2" ]; }
 queued() { [ "$(rcli llen "rlock:{$1}:q")" = "$2" ]; }
-# A plain waiter is blocked (BLPOP on its wake tokens, or subscribed).
-blocked() {
-	rcli client list | grep ' flags=[a-zA-Z]*b' |
-	    grep -qv ' name=rlock-holder ' ||
-		[ "$(rcli pubsub numsub "rlock:{$1}:wake" | tail -1)" != 0 ]
-}
 listening() { [ "$(rcli pubsub numsub "$1" | tail -1)" = 1 ]; }
 not_listening() {
 	[ "$(rcli pubsub shardnumsub "$1" | tail -1)" = 0 ] &&
@@ -508,7 +502,7 @@ fake_slot_meta() {
 	wait_until 5 held rel-w
 	bg_rlock -w "$(tf 5)" -k rel-w -- touch "$BATS_TEST_TMPDIR/got"
 	waiter=$BG
-	wait_until 5 blocked rel-w
+	wait_until 5 blocked 1
 	t0=$(now_ms)
 	run -0 "$RLOCK" release --force rel-w
 	wait_until 5 test -e "$BATS_TEST_TMPDIR/got"

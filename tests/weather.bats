@@ -3,7 +3,8 @@
 # reached Redis rides out what production Redis does to it (a crash and
 # restart, max clients, BUSY, LOADING) and gets the lock, instead of
 # exiting 69; -w DUR, -n and a run without -w against a server that holds
-# writes back exit within the bound the contract states. Each test has a
+# writes back exit within the bound the contract states; a holder's
+# release rides out the same weather until its lease ends. Each test has a
 # server of its own (restarted, reconfigured or paused under it).
 
 load helper
@@ -53,12 +54,6 @@ ran() {
 		[ "$(cat "$T/$n.st")" = 0 ] && [ -e "$T/$n.ran" ] ||
 			fail "$n: exit $(cat "$T/$n.st"): $(cat "$T/$n.err")"
 	done
-}
-# The holder has KEY; N waiters are blocked (BLPOP, or --fair's SUBSCRIBE).
-# The holder's own BLPOP (its listener, named rlock-holder) is no waiter.
-blocked() {
-	[ "$(rcli client list | grep -v ' name=rlock-holder ' |
-	    grep -cE 'cmd=(blpop|subscribe|ssubscribe)')" -ge "$1" ]
 }
 
 @test "weather: kill -9 of Redis, restarted at once without its data: plain -w, plain and --fair -w waiters get the lock" {
@@ -218,4 +213,129 @@ bounded() {
 	RLOCK_URL=redis://127.0.0.1:$REDIS_PORT run -69 --separate-stderr \
 		timeout 5 "$RLOCK" -k "$K" -w 30 -- true
 	[[ $stderr =~ Connection\ refused ]] || fail "stderr: $stderr"
+}
+
+# redis_crash: SIGKILL the test's server and wait until it is gone (a
+# clean shutdown can take seconds to end the process).
+redis_crash() {
+	local pid
+	pid=$(cat "$REDIS_PIDFILE")
+	grep -q redis /proc/"$pid"/cmdline 2>/dev/null || return 1
+	kill -KILL "$pid"
+	wait_until 5 pid_gone "$pid"
+}
+
+# holder_until_go RLOCK-ARGS...: a holder of KEY in the background whose
+# COMMAND waits for $T/go, notes its end ($T/h.end) and exits 3; its
+# stderr in $T/h.err, its pid in $H.
+holder_until_go() {
+	"$RLOCK" -k "$K" "$@" -- sh -c 'while [ ! -e "$T/go" ]; do
+	    sleep 0.05; done; touch "$T/h.end"; exit 3' 2> "$T/h.err" &
+	H=$!
+	PIDS+=($H)
+	wait_until 5 held "$K"
+}
+
+# taker NAME RLOCK-ARGS...: a waiter (as waiter does) whose COMMAND
+# also saves `status --json KEY` as it holds KEY ($T/NAME.json): the
+# last run recorded is then the one before its own.
+taker() {
+	local name=$1
+	shift
+	( st=0; "$RLOCK" -k "$K" "$@" -- sh -c '"$1" status --json "$2" \
+		> "$T/$0.json" && touch "$T/$0.ran"' "$name" "$RLOCK" "$K" \
+		2> "$T/$name.err" || st=$?; echo "$st" > "$T/$name.st" ) &
+	PIDS+=($!)
+}
+
+# handed_on: the taker w got KEY from the holder's release, which
+# waited out the weather: the holder exits with COMMAND's status (3),
+# said once that it tries again and then that it released, and w saw
+# the holder's run recorded.
+handed_on() {
+	wait_until 10 done_all w
+	ran w
+	wait_until 5 pid_gone "$H" || fail "holder still runs: $(cat "$T/h.err")"
+	local rc=0
+	wait "$H" || rc=$?
+	[ "$rc" = 3 ] || fail "holder: exit $rc: $(cat "$T/h.err")"
+	[ "$(grep -c "cannot release '$K' yet" "$T/h.err")" = 1 ] ||
+		fail "holder: $(cat "$T/h.err")"
+	grep -q "^rlock: released '$K' after " "$T/h.err" ||
+		fail "holder: $(cat "$T/h.err")"
+	jq -e '.[0].last_run | .exit_status == 3 and .lease_lost == false' \
+		"$T/w.json" || fail "status: $(cat "$T/w.json")"
+}
+
+# The holder's lease is 15 s, renewed every 5 s: at COMMAND's end at
+# least 10 s of it are left. A taker with -w 5 s that starts once the
+# weather is over, 2 s later, gives up before that lease ends: it gets
+# KEY only if the release waited for the weather and went through.
+
+@test "release: COMMAND ends while Redis is down, back 2 s later with AOF: the lock passes on at once, the run is recorded" {
+	redis_restart "$SRV" --appendonly yes --appendfsync always
+	holder_until_go -l "$(tf 15)"
+	redis_crash
+	touch "$T/go"
+	wait_until 5 test -e "$T/h.end"
+	nap "$(tf 2)"
+	redis_restart "$SRV" --appendonly yes --appendfsync always
+	taker w -w "$(tf 5)"
+	handed_on
+}
+
+@test "release: COMMAND ends while a script runs BUSY: after SCRIPT KILL the lock passes on at once, the run is recorded" {
+	rcli config set busy-reply-threshold 50 > /dev/null
+	holder_until_go -l "$(tf 15)"
+	rcli eval 'while true do end' 0 > /dev/null 2>&1 &
+	PIDS+=($!)
+	wait_until 5 sh -c "redis-cli -s '$REDIS_SOCK' ping 2>&1 | grep -q BUSY"
+	touch "$T/go"
+	wait_until 5 test -e "$T/h.end"
+	nap "$(tf 2)"
+	rcli script kill > /dev/null
+	taker w -w "$(tf 5)"
+	handed_on
+}
+
+@test "release: --min-hold's release meets BUSY: after SCRIPT KILL it keeps KEY to the hold's end only, the run is recorded" {
+	rcli config set busy-reply-threshold 50 > /dev/null
+	holder_until_go -l "$(tf 15)" --min-hold "$(tf 4)"
+	rcli eval 'while true do end' 0 > /dev/null 2>&1 &
+	PIDS+=($!)
+	wait_until 5 sh -c "redis-cli -s '$REDIS_SOCK' ping 2>&1 | grep -q BUSY"
+	touch "$T/go"
+	wait_until 5 test -e "$T/h.end"
+	nap "$(tf 2)"
+	rcli script kill > /dev/null
+	# Released with the hold's end as KEY's expiry, not the lease's.
+	wait_until 5 pid_gone "$H" || fail "holder still runs: $(cat "$T/h.err")"
+	[ "$(rcli pttl "rlock:{$K}")" -le "$(tf_ms 4000)" ] ||
+		fail "PTTL $(rcli pttl "rlock:{$K}")"
+	taker w -w "$(tf 5)"
+	handed_on
+}
+
+@test "release: Redis never comes back: the release is retried until the lease's end, then rlock exits with COMMAND's status" {
+	local t0 dt
+	holder_until_go -l "$(tf 3)"
+	redis_crash
+	touch "$T/go"
+	wait_until 5 test -e "$T/h.end"
+	t0=$(now_ms)
+	wait_until 6 pid_gone "$H" || fail "holder still runs: $(cat "$T/h.err")"
+	dt=$(( $(now_ms) - t0 ))
+	local rc=0
+	wait "$H" || rc=$?
+	echo "# COMMAND's end to rlock's exit: ${dt}ms" >&3
+	[ "$rc" = 3 ] || fail "holder: exit $rc: $(cat "$T/h.err")"
+	# The last extend was at most a third of the lease old: tried on
+	# for 2/3 of the lease at least, and not past its end (plus the
+	# retries' spacing, for a loaded machine).
+	[ "$dt" -ge "$(tf_ms 1500)" ] && [ "$dt" -lt "$(tf_ms 4000)" ] ||
+		fail "exit after ${dt}ms: $(cat "$T/h.err")"
+	[ "$(grep -c "cannot release '$K' yet" "$T/h.err")" = 1 ] ||
+		fail "holder: $(cat "$T/h.err")"
+	grep -q "^rlock: warning: could not release '$K' in .* of trying: .*lease ends now" \
+		"$T/h.err" || fail "holder: $(cat "$T/h.err")"
 }

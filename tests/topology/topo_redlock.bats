@@ -251,7 +251,7 @@ grant() {
 # N clients are blocked (a waiter's BLPOP on KEY's wake tokens; not a
 # holder listening for release --force) on the masters of the set in
 # use, all of them together.
-blocked() {
+blocked_on_masters() {
 	local p n=0 b
 	for p in $MASTERS_PORTS; do
 		b=$(topo_cli "$p" client list 2>/dev/null |
@@ -272,7 +272,7 @@ handoff() {
 	wait_until 10 held_on_n wake "$(nmasters)" || fail "holder did not start"
 	bg rl -k wake -- sh -c 'echo "$RLOCK_FENCE" > "$1/waited"' sh "$T"
 	local waiter=$LAST
-	wait_until 10 blocked 1 || fail "the waiter does not wait"
+	wait_until 10 blocked_on_masters 1 || fail "the waiter does not wait"
 	for i in "$@"; do
 		masters_kill "$i"
 	done
@@ -333,7 +333,7 @@ waiting() {
 	local subs
 	subs=$(topo_cli "$(masters_port 0)" pubsub shardnumsub "rlock:{$1}:wake" |
 		sed -n 2p)
-	blocked $(($2 - ${subs:-0}))
+	blocked_on_masters $(($2 - ${subs:-0}))
 }
 
 in_sections() { ls "$T"/in.* 2>/dev/null | wc -l; }
@@ -397,7 +397,7 @@ monitor_has() { grep -qE -- "$2" "$T/mon.$1"; }
 	wait_until 10 held_on_n order 5 || fail "holder did not start"
 	bg rl -k order -- sh -c 'echo "$RLOCK_FENCE" > "$1/waited"' sh "$T"
 	waiter=$LAST
-	wait_until 10 blocked 1 || fail "the waiter does not wait"
+	wait_until 10 blocked_on_masters 1 || fail "the waiter does not wait"
 	for p in $MASTERS_PORTS; do
 		bg redis-cli -h 127.0.0.1 -p "$p" monitor > "$T/mon.$p"
 	done
@@ -467,7 +467,7 @@ $(grep -F -e "$att" -e "$del" "$T/mon.$p" | cut -c1-80)"
 	wait_until 10 held_on_n stall 5 || fail "holder did not start"
 	bg rl -l 3s -k stall -- sh -c 'echo "$RLOCK_FENCE" > "$1/waited"' sh "$T"
 	waiter=$LAST
-	wait_until 10 blocked 1 || fail "the waiter does not wait"
+	wait_until 10 blocked_on_masters 1 || fail "the waiter does not wait"
 	pid=$(topo_pid "$p2") || fail "no master on $p2"
 	kill -STOP "$pid"
 	t0=$(now_ms)
@@ -656,7 +656,7 @@ waiting_on() { # PORT: a waiter blocks there (BLPOP), not a holder
 	topo_cli "$p0" set 'rlock:{back}' someone-else px "$(tf_ms 120000)" > /dev/null
 	bg rl -k back -- sh -c 'echo "$RLOCK_FENCE" > "$1/waited"' sh "$T"
 	local waiter=$LAST
-	wait_until 10 blocked 1 || fail "the waiter does not wait"
+	wait_until 10 blocked_on_masters 1 || fail "the waiter does not wait"
 	[ ! -e "$T/waited" ]
 	touch "$T/go"
 	wait_until 10 test -s "$T/waited" ||
@@ -833,7 +833,7 @@ waiting_on() { # PORT: a waiter blocks there (BLPOP), not a holder
 	wait_until 10 test -e "$T/held"
 	bg rl -k idle -w "$(tf 3)" -- touch "$T/ran"
 	w=$LAST
-	wait_until 10 blocked 1 || fail "the waiter does not wait"
+	wait_until 10 blocked_on_masters 1 || fail "the waiter does not wait"
 	t0=$(now_ms)
 	masters_kill 2
 	masters_kill 3

@@ -148,7 +148,17 @@ proxy_stop() {
 #   SECTION_MS  "MIN MAX" for the section length
 #   LONG_PCT    percent of sections drawn from LONG_MS "MIN MAX" instead:
 #               long enough to be running when a fault costs the lease
+#   SECTIONS=1  the section is a script's: a sh takes the lock with
+#               `rlock lock --export`, runs it, and gives it back with
+#               `rlock unlock` (even sections) or by ending (odd ones)
 WORKERS=${WORKERS:-16}
+
+# The worker's sh under SECTIONS=1; "$@" are rlock's options.
+# shellcheck disable=SC2016
+SECTION_SH='v=$("$RLOCK" lock --export -u "$U" -k "$K" "$@") || exit
+eval "$v"
+"$STAMP" "$LOG" section "$MS" || exit
+[ $((MS % 2)) = 1 ] || "$RLOCK" unlock -k "$K"'
 
 worker() { # I
 	local i=$1 n=0 pid rc ms url args
@@ -166,8 +176,15 @@ worker() { # I
 		fi
 		[ "${LAUNCH_STAMP:-0}" = 1 ] &&
 			TORTURE_ID=w$i.$n "$STAMP" "$SC/log" launch
-		TORTURE_ID=w$i.$n "$RLOCK" -u "$url" -k "$KEY" "${args[@]}" \
-			-- "$STAMP" "$SC/log" section "$ms" 2>>"$SC/err/w$i" &
+		if [ "${SECTIONS:-0}" = 1 ]; then
+			TORTURE_ID=w$i.$n U=$url K=$KEY LOG=$SC/log MS=$ms \
+				sh -c "$SECTION_SH" sh "${args[@]}" \
+				2>>"$SC/err/w$i" &
+		else
+			TORTURE_ID=w$i.$n "$RLOCK" -u "$url" -k "$KEY" \
+				"${args[@]}" -- "$STAMP" "$SC/log" section "$ms" \
+				2>>"$SC/err/w$i" &
+		fi
 		pid=$!
 		echo "$pid" > "$SC/pids/w$i"
 		wait "$pid"

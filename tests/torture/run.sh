@@ -12,8 +12,8 @@
 #   TORTURE_VERBOSE=1  workers run rlock -v (their stderr is in the logs)
 #   TORTURE_STAMP    a built tests/torture/stamp.c (else built here with cc)
 #
-# Scenarios: a1 a2 a3 b1 b2 c1 c2 c3 c4 d1 d2 e1 e2 e3 f w rw x (default:
-# all).
+# Scenarios: a1 a2 a3 b1 b2 c1 c2 c3 c4 d1 d2 e1 e2 e3 f w rw s1 s2 x
+# (default: all).
 # c2 (a frozen supervisor) and d2 (Redis restarted without persistence)
 # are outside what rlock can guarantee: their overlaps are reported, not
 # failed; their fences still must increase.
@@ -77,6 +77,11 @@ begin() {
 	LONG_MS="300 1500"
 	NOTE=""
 	EXTRA_FAIL=0
+	SECTIONS=0
+	# Section holders (s1, s2) listen in here (section.c).
+	XDG_RUNTIME_DIR=$SC/rt
+	mkdir -m 700 "$XDG_RUNTIME_DIR"
+	export XDG_RUNTIME_DIR
 	T0=$(now_ms)
 	echo "== $1: $2"
 }
@@ -526,9 +531,47 @@ sc_x() {
 	run_for "$SECS"; finish x
 }
 
+# ---------------------------------------------------------------- s
+
+sc_s1() {
+	begin s1 "16 workers take the lock with rlock lock, give it back with rlock unlock or their end"
+	redis_start s1 || { nostart; return; }
+	URLS=("$(unix_url s1)"); SECTIONS=1
+	workers_start; run_for "$SECS"; finish s1
+}
+
+# kill_section GAP_MIN GAP_MAX: SIGKILL a section's holder (its watcher
+# stops the owner's sh and its section) or an rlock a worker's sh runs
+# (lock, waiting or about to leave its holder, or unlock).
+kill_section() {
+	local s p kid= kind cand=()
+	kind=$(pick holder rlock)
+	if [ "$kind" = holder ]; then
+		for s in "$XDG_RUNTIME_DIR"/rlock/*; do
+			[ -S "$s" ] && cand+=("${s##*.}")
+		done
+	else
+		for s in "$SC"/pids/w*; do
+			read -r p 2>/dev/null < "$s" || continue
+			read -r kid 2>/dev/null < /proc/"$p"/task/"$p"/children
+			is_rlock "${kid%% *}" && cand+=("${kid%% *}")
+		done
+	fi
+	p=$(pick "${cand[@]}") && is_rlock "$p" && kill -KILL "$p" 2>/dev/null &&
+		fault "SIGKILL section $kind $p"
+	msleep $(($1 + RANDOM % ($2 - $1 + 1)))
+}
+
+sc_s2() {
+	begin s2 "as s1, random SIGKILL of section holders and rlock lock every 0.1-0.3 s"
+	redis_start s2 || { nostart; return; }
+	URLS=("$(unix_url s2)"); SECTIONS=1; LONG_PCT=5
+	workers_start; sleep 0.5; until_done kill_section 100 300; finish s2
+}
+
 # ---------------------------------------------------------------- main
 
-ALL=(a1 a2 a3 b1 b2 c1 c2 c3 c4 d1 d2 e1 e2 e3 f w rw x)
+ALL=(a1 a2 a3 b1 b2 c1 c2 c3 c4 d1 d2 e1 e2 e3 f w rw s1 s2 x)
 [ $# -gt 0 ] && ALL=("$@")
 START=$(now_ms)
 echo "torture: $RLOCK, ${SECS}s of contention per scenario, logs in $TR_ROOT"

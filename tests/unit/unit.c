@@ -185,6 +185,34 @@ test_dur_format(void)
 
 /* -------------------------------------------------------------- LEASE */
 
+/* The holder's deadline (supervise.c, and the watcher's for its SIGKILL):
+ * the last extend plus the lease less the drift, or --max-hold's bound
+ * less the drift when that comes first. */
+static const struct {
+	int64_t last_ok, lease, hold_until, deadline;
+} HELD_ROWS[] = {
+	{ 0, 30000, INT64_MAX, 29698 },		/* 1% + 2 ms */
+	{ 1000, 3000, INT64_MAX, 3968 },
+	{ 0, 30000, 10000, 9698 },		/* --max-hold first */
+	{ 0, 30000, 40000, 29698 },		/* the lease first */
+};
+
+static void
+test_lease_held(void)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(HELD_ROWS) / sizeof(HELD_ROWS[0]); i++)
+		CHECK(lease_held_deadline(HELD_ROWS[i].last_ok,
+		    HELD_ROWS[i].lease, HELD_ROWS[i].hold_until) ==
+		    HELD_ROWS[i].deadline, "deadline of an extend at %lld, "
+		    "lease %lld, hold until %lld: %lld",
+		    (long long)HELD_ROWS[i].last_ok,
+		    (long long)HELD_ROWS[i].lease,
+		    (long long)HELD_ROWS[i].hold_until,
+		    (long long)HELD_ROWS[i].deadline);
+}
+
 /* A parked renewal thread (renew.c): how often it looks for its grant,
  * and which grants it must be woken for, the first extend being due a
  * third of the lease after the grant. */
@@ -2234,6 +2262,7 @@ main(void)
 	test_dur_parse();
 	test_dur_format();
 	test_lease_park();
+	test_lease_held();
 	test_int_parse();
 	test_url();
 	test_url_multi();
