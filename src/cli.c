@@ -21,6 +21,7 @@
 #include "exitcode.h"
 #include "keys.h"
 #include "lock.h"
+#include "mode.h"
 #include "url.h"
 #include "util.h"
 
@@ -30,7 +31,7 @@ enum {
 	OPT_TLS, OPT_TLS_CACERT, OPT_TLS_CACERTDIR, OPT_TLS_CERT, OPT_TLS_KEY,
 	OPT_TLS_SNI, OPT_TLS_INSECURE,
 	OPT_MIN_HOLD, OPT_MAX_HOLD, OPT_SYSLOG, OPT_PROMETHEUS, OPT_CONFIG,
-	OPT_PID, OPT_EXPORT, OPT_END
+	OPT_PID, OPT_EXPORT, OPT_REDISSON, OPT_END
 };
 
 /* Which options the command line gave: a file's setting does not
@@ -82,6 +83,7 @@ static const struct option RUN_LONG[] = {
 	{ "syslog", no_argument, NULL, OPT_SYSLOG },
 	{ "pid", required_argument, NULL, OPT_PID },
 	{ "export", no_argument, NULL, OPT_EXPORT },
+	{ "redisson", no_argument, NULL, OPT_REDISSON },
 	{ "url", required_argument, NULL, 'u' },
 	{ "redlock", no_argument, NULL, OPT_REDLOCK },
 	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
@@ -124,6 +126,7 @@ static const struct option SUB_LONG[] = {
 	{ "json", no_argument, NULL, OPT_JSON },
 	{ "prometheus", no_argument, NULL, OPT_PROMETHEUS },
 	{ "force", no_argument, NULL, OPT_FORCE },
+	{ "redisson", no_argument, NULL, OPT_REDISSON },
 	{ "help", no_argument, NULL, 'h' },
 	{ NULL, 0, NULL, 0 }
 };
@@ -160,6 +163,7 @@ cli_usage(void)
 "      --syslog              also log skips, runs and errors to syslog\n"
 "      --pid PID             lock: the owner of the lock (the caller's shell)\n"
 "      --export              lock: print export RLOCK_KEY=... for eval\n"
+"      --redisson            KEY is a lock of Redisson (Java): getLock(KEY)\n"
 "  -u, --url URL             redis://[user[:pass]@]host[:port][/db],\n"
 "                            unix:///path/to/socket[?db=N],\n"
 "                            redis+sentinel://host:port[,...]/NAME[/db] or\n"
@@ -188,9 +192,8 @@ cli_usage(void)
 "  RLOCK_SENTINEL_PASSWORD, RLOCK_TLS_CACERT, RLOCK_TLS_CERT, RLOCK_TLS_KEY,\n"
 "  RLOCK_CONFIG; USER (or LOGNAME) names the holder when HOME is that user's.\n"
 "Exit status: COMMAND's; 75 not obtained (-E); 64 usage; 69 unreachable;\n"
-"  70 lease lost; 71 system failure; 76 unusable answer; 77 credentials\n"
-"  or permission refused; 78 configuration file; 124 --max-hold stopped\n"
-"  COMMAND; 126/127 COMMAND not executable/not found; 128+N signal N.\n"
+"  70 lease lost; 71 system failure; 76 unusable answer; 77 access refused;\n"
+"  78 config file; 124 --max-hold; 126/127 not executable/found; 128+N signal N.\n"
 "See rlock(1) and rlock.conf(5).\n", stdout);
 }
 
@@ -532,6 +535,9 @@ run_opt(struct rlock_opts *o, int c, int *run_only)
 	case OPT_EXPORT:
 		o->export_env = 1;
 		return 0;
+	case OPT_REDISSON:
+		o->lmode = mode_by_name("redisson");
+		return 0;
 	case 'V':
 		*run_only = 0;
 		if (o->mode != MODE_HELP)
@@ -552,6 +558,7 @@ set_defaults(struct rlock_opts *o)
 	memset(&late, 0, sizeof(late));
 	conf_at = NULL;
 	o->mode = MODE_RUN;
+	o->lmode = &mode_rlock;
 	o->wait_ms = -1;
 	o->lease_ms = 30 * 1000;
 	o->conflict_exit = RL_EXIT_NOT_OBTAINED;
@@ -582,8 +589,10 @@ parse_subcommand(int argc, char **argv, struct rlock_opts *o)
 			o->prometheus = 1;
 		else if (c == OPT_FORCE && o->mode == MODE_RELEASE)
 			o->force = 1;
+		else if (c == OPT_REDISSON && o->mode != MODE_LIST)
+			o->lmode = mode_by_name("redisson");
 		else if (c == OPT_JSON || c == OPT_FORCE ||
-		    c == OPT_PROMETHEUS)
+		    c == OPT_PROMETHEUS || c == OPT_REDISSON)
 			return usage_error("%s is not an option of this "
 			    "subcommand", argv[optind - 1]);
 		else if (common_opt(o, c, &st) == 0 && st)
@@ -1170,6 +1179,27 @@ conf_opt(void *ctx, const char *name, char *value, const struct conf_at *in)
 	return st;
 }
 
+/* The run options the lock's mode (mode.h) does not take. */
+static int
+mode_check(const struct rlock_opts *o)
+{
+	const struct lock_mode *m = o->lmode;
+	const char *opt = NULL;
+
+	if ((m->refuses & MODE_NO_LIMIT) && given['N'])
+		opt = "--limit";
+	else if ((m->refuses & MODE_NO_SHARED) && o->shared)
+		opt = "--shared";
+	else if ((m->refuses & MODE_NO_MIN_HOLD) && given[OPT_MIN_HOLD])
+		opt = "--min-hold";
+	else if ((m->refuses & MODE_NO_REDLOCK) && o->redlock)
+		opt = "--redlock";
+	if (opt == NULL)
+		return 0;
+	return usage_error("%s does not go with --%s: %s", opt, m->name,
+	    m->refused_why);
+}
+
 /* The files, between the command line and the environment fallbacks. */
 static int
 load_conf(struct rlock_opts *o)
@@ -1214,6 +1244,8 @@ cli_parse(int argc, char **argv, struct rlock_opts *o)
 	if (o->mode == MODE_HELP || o->mode == MODE_UNLOCK)
 		return 0;	/* "status --help"; unlock asks no server */
 	if ((st = load_conf(o)) != 0)
+		return st;
+	if ((st = mode_check(o)) != 0)
 		return st;
 	if ((st = url_fallbacks(o)) != 0)
 		return st;

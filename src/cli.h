@@ -21,8 +21,12 @@ enum rl_mode { MODE_RUN, MODE_STATUS, MODE_LIST, MODE_RELEASE, MODE_HELP,
     MODE_VERSION, MODE_LOCK, MODE_UNLOCK };
 enum on_lost { LOST_TERM, LOST_KILL, LOST_IGNORE };
 
+struct lock_mode;	/* mode.h */
+
 struct rlock_opts {
 	enum rl_mode mode;
+	const struct lock_mode *lmode;	/* what the lock is: rlock's own,
+					 * or --redisson */
 	const char *key;		/* points into argv */
 	int64_t wait_ms;		/* -1: forever; 0: -n */
 	int64_t lease_ms;

@@ -95,6 +95,9 @@ static const struct {
 	{ "ERR DB index is out of range", "the server has fewer databases "
 	    "(its 'databases' setting); check the db in -u" },
 	{ "LOADING", "the server is loading its data; retry in a moment" },
+	{ "WRONGTYPE", "the lock's key holds another kind of value: a hash "
+	    "there is most likely a Redisson lock (a Java service's getLock); "
+	    "take that with --redisson, KEY its name" },
 };
 
 static const char *

@@ -18,6 +18,7 @@
 
 #include "keys.h"
 #include "lockres.h"
+#include "mode.h"
 #include "reply.h"
 #include "waker.h"
 

@@ -13,6 +13,7 @@
 
 #include "keys.h"
 #include "lockres.h"
+#include "mode.h"
 #include "reply.h"
 
 struct lock;

@@ -45,8 +45,8 @@ try_reenter(struct rlock_opts *o, const struct lock_cfg *cfg, struct lock *l,
 	    strlen(token) != 36) && (section_env(o->key) < 0 ||
 	    (token = getenv("RLOCK_TOKEN")) == NULL))
 		return 0;
-	lock_ctx_init(&ctx, o->prefix, o->key, o->lease_ms, o->limit, 0, token,
-	    xstrdup(""));
+	lock_ctx_init(&ctx, o->lmode, o->prefix, o->key, o->lease_ms, o->limit,
+	    0, token, xstrdup(""));
 	ctx.shared = o->shared;
 	ours = lock_is_ours(l, &ctx);
 	if (ours < 0 && guard_refused(g, lock_failure(l)) &&
@@ -190,8 +190,8 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 	enum wait_status ws;
 	int st, sig;
 
-	lock_ctx_init(&ctx, o->prefix, o->key, lease_for(o), o->limit, o->fair,
-	    NULL, cli_command_line(o));
+	lock_ctx_init(&ctx, o->lmode, o->prefix, o->key, lease_for(o), o->limit,
+	    o->fair, NULL, cli_command_line(o));
 	ctx.shared = o->shared;
 	/* A section's holder is forked after the grant: of what is made
 	 * ahead, only the watcher is a process it can take over. */

@@ -15,7 +15,7 @@
 -- INSPECT_R_NOW, INSPECT_HOLDERS_USER, ...):
 -- REPLY: now mode limit holders queued waiters last writers
 -- REPLY holders: lease_left user host pid cmd since lease fence ended exit
--- REPLY holders: hold_until
+-- REPLY holders: hold_until owner count
 -- REPLY waiters: user host pid cmd
 -- REPLY last: user host pid cmd started ended exit fence lost ok_ended
 -- REPLY last: skips skip_fence skip_user skip_host skip_pid skip_at
@@ -25,7 +25,9 @@
 --   holders  one array per holder: lease_left ms (-1: no expiry), then
 --            the strings of its meta ('' where rlock wrote nothing: the
 --            last three are set once the run ended and --min-hold keeps
---            KEY); semaphore holders and shares soonest-expiring first
+--            KEY; owner and count, a Redisson holder's ID:THREAD and
+--            re-entries, are redisson_inspect.lua's); semaphore holders
+--            and shares soonest-expiring first
 --   queued   live --fair waiters (entries past the first 1000 uncounted
 --            for liveness, counted as they are)
 --   waiters  the first waiters_shown live waiters

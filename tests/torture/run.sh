@@ -12,7 +12,7 @@
 #   TORTURE_VERBOSE=1  workers run rlock -v (their stderr is in the logs)
 #   TORTURE_STAMP    a built tests/torture/stamp.c (else built here with cc)
 #
-# Scenarios: a1 a2 a3 b1 b2 c1 c2 c3 c4 d1 d2 e1 e2 e3 f w wf rw s1 s2
+# Scenarios: a1 a2 a3 b1 b2 c1 c2 c3 c4 d1 d2 e1 e2 e3 f w wf rw s1 s2 x
 # (default: all).
 # c2 (a frozen supervisor) and d2 (Redis restarted without persistence)
 # are outside what rlock can guarantee: their overlaps are reported, not
@@ -71,6 +71,7 @@ begin() {
 	SECTION_MS="1 5"
 	LIMIT=1
 	CHECK_ARGS=()
+	UNFENCED=""
 	LAUNCH_STAMP=0
 	LONG_PCT=0
 	LONG_MS="300 1500"
@@ -100,7 +101,7 @@ finish() {
 	[ "$ORDER" = 1 ] && order=(--order)
 	line=$(python3 "$HERE/check.py" -N "$LIMIT" --label "$SCN" \
 		--json "$SC/result.json" "${CHECK_ARGS[@]}" "${order[@]}" \
-		"$SC/log") || ok=0
+		${UNFENCED:+--unfenced "$UNFENCED"} "$SC/log") || ok=0
 	lines=$(printf '%s\n' "$line" | sed 1d)
 	line=$(printf '%s\n' "$line" | sed -n 1p)
 	lost=$(cat "$SC"/err/* 2>/dev/null | grep -c 'lost the lock')
@@ -523,6 +524,33 @@ sc_w() {
 	finish w
 }
 
+# ---------------------------------------------------------------- x
+
+# Redisson's lock shared: half the workers are rlock --redisson, half are
+# node-redisson's lock() (tests/redisson.js; .ci/deps installs it), its
+# watchdog at the same 1 s lease. Their sections carry no fence.
+sc_x() {
+	local WORKERS=8 i d
+	begin x "8 rlock --redisson and 8 node-redisson workers, one KEY, -l 1s, sections 1-5 ms"
+	d=${RLOCK_NODE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/rlock/node}
+	if [ ! -f "$d/node_modules/node-redisson/package.json" ]; then
+		echo "  node-redisson is not in $d: run .ci/deps"
+		RESULTS+=("$SCN FAIL: no node-redisson"); FAILED+=("$SCN")
+		return
+	fi
+	redis_start x || { nostart; return; }
+	URLS=("$(unix_url x)"); WARGS+=(--redisson); UNFENCED=n
+	workers_start
+	for i in $(seq 0 7); do
+		NODE_PATH=$d/node_modules REDISSON_WATCHDOG_MS=1000 \
+		    node "$HERE/../redisson.js" "$(redis_sock x)" sections \
+		    "$KEY" "$SC/stop" "n$i" 1 5 "$STAMP" "$SC/log" section \
+		    2>>"$SC/err/n$i" &
+		echo $! >> "$SC/workers"
+	done
+	run_for "$SECS"; finish x
+}
+
 # ---------------------------------------------------------------- s
 
 sc_s1() {
@@ -587,7 +615,7 @@ sc_wf() {
 
 # ---------------------------------------------------------------- main
 
-ALL=(a1 a2 a3 b1 b2 c1 c2 c3 c4 d1 d2 e1 e2 e3 f w wf rw s1 s2)
+ALL=(a1 a2 a3 b1 b2 c1 c2 c3 c4 d1 d2 e1 e2 e3 f w wf rw s1 s2 x)
 [ $# -gt 0 ] && ALL=("$@")
 START=$(now_ms)
 echo "torture: $RLOCK, ${SECS}s of contention per scenario, logs in $TR_ROOT"

@@ -33,6 +33,7 @@
 #include "glob.h"
 #include "keys.h"
 #include "lease.h"
+#include "mode.h"
 #include "reply.h"
 #include "resolve.h"
 #include "retry.h"
@@ -1551,11 +1552,12 @@ test_keys_new_token(void)
 	struct lock_ctx ctx, fresh;
 	char old[37];
 
-	lock_ctx_init(&ctx, "rlock:", "}k", 30000, 1, 0, NULL, xstrdup(""));
+	lock_ctx_init(&ctx, &mode_rlock, "rlock:", "}k", 30000, 1, 0, NULL,
+	    xstrdup(""));
 	snprintf(old, sizeof(old), "%s", ctx.token);
 	lock_ctx_new_token(&ctx);
-	lock_ctx_init(&fresh, "rlock:", "}k", 30000, 1, 0, ctx.token,
-	    xstrdup(""));
+	lock_ctx_init(&fresh, &mode_rlock, "rlock:", "}k", 30000, 1, 0,
+	    ctx.token, xstrdup(""));
 	CHECK(strcmp(old, ctx.token) != 0 && strlen(ctx.token) == 36,
 	    "a new token differs from the old one");
 	CHECK(strcmp(ctx.k.my_wake, fresh.k.my_wake) == 0 &&
