@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * argv, the environment and rlock.conf to a struct rlock_opts: the getopt
- * tables, usage text, environment fallbacks, the configuration files'
+ * argv, the environment and rlock.conf to a struct rlock_opts: the option
+ * table, usage text, environment fallbacks, the configuration files'
  * settings, --password-file, and blanking a password from argv. No
  * network. Never exits: returns a status for main to use.
  */
@@ -38,11 +38,13 @@ struct rlock_opts {
 	int64_t kill_after_ms;
 	int64_t min_hold_ms;		/* --min-hold; 0: none */
 	int64_t max_hold_ms;		/* --max-hold; 0: none */
-	char *url;			/* owned copy; password still inside */
-	const char *url_from;		/* "-u", "RLOCK_URL", "REDIS_URL" or
-					 * NULL (the default URL) */
+	const char *url_from;		/* "-u", "RLOCK_URL", "REDIS_URL",
+					 * "url in FILE:LINE" or NULL (the
+					 * default URL) */
 	int redlock;			/* --redlock: every -u is a master */
-	char **urls;			/* with --redlock: all of them, owned */
+	char **urls;			/* owned, passwords still inside: the
+					 * last is the URL, or with --redlock
+					 * all of them */
 	int nurls;
 	struct endpoint *eps;		/* url, or urls with --redlock, as
 					 * parsed once; owned */

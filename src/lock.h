@@ -32,6 +32,7 @@ struct lock_cfg {
 	int redlock;
 	int64_t connect_timeout_ms;	/* the user's --connect-timeout */
 	int64_t master_timeout_ms;	/* --redlock: each master's cap */
+	const char *url_from;		/* for messages: rlock_opts' */
 };
 
 /* Free what a lock_cfg holds (its endpoints, the array). */

@@ -1350,7 +1350,8 @@ test_cli_password_blanked(void)
 		for (j = 0; j < argc; j++)
 			if (strstr(av[j], rows[i].secret))
 				leaked = 1;
-		kept = o.url && strstr(o.url, rows[i].secret) != NULL;
+		kept = o.nurls && strstr(o.urls[o.nurls - 1],
+		    rows[i].secret) != NULL;
 		CHECK(!leaked && kept && strstr(err, rows[i].secret) == NULL,
 		    "cli: password blanked from argv (%s), kept for use",
 		    rows[i].w[0]);
@@ -1418,7 +1419,8 @@ test_cli_env(void)
 			    strstr(err, e->msg), "cli env: %s", e->name);
 		else
 			CHECK(st == 0 && (e->url == NULL ||
-			    STREQ(o.url, e->url)) && STREQ(o.password, e->pw),
+			    STREQ(o.urls[o.nurls - 1], e->url)) &&
+			    STREQ(o.password, e->pw),
 			    "cli env: %s", e->name);
 		cli_free(&o);
 		free_argv(av);
