@@ -772,9 +772,10 @@ parse_opts(struct parse *p, int argc, char **argv, const char *word)
 			return getopt_error(p, c, argv, before, word);
 		if (word && o->mode != MODE_HELP && o->mode != MODE_LOCK &&
 		    !(option_of(c)->in & 1u << o->mode))
-			return o->mode == MODE_UNLOCK ? usage_error(p, "unlock "
-			    "takes only -k KEY") : usage_error(p, "%s is not an "
-			    "option of this subcommand", argv[optind - 1]);
+			return o->mode == MODE_UNLOCK ? usage_error(p,
+			    "unlock takes only -k KEY") : usage_error(p,
+			    "%s is not an option of this subcommand",
+			    argv[optind - 1]);
 		if ((st = set_opt(p, c, optarg)) != 0)
 			return st;
 	}

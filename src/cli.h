@@ -59,14 +59,17 @@ struct rlock_opts {
 	long owner;			/* rlock lock: the section's owner */
 	int export_env;			/* rlock lock --export */
 	/* TLS: tls.on when --tls or any URL is rediss*; the files from the
-	 * options or else $RLOCK_TLS_CACERT, $RLOCK_TLS_CERT, $RLOCK_TLS_KEY. */
+	 * options or else $RLOCK_TLS_CACERT, $RLOCK_TLS_CERT and
+	 * $RLOCK_TLS_KEY. */
 	struct tls_cfg tls;
 	int tls_forced;			/* --tls: TLS even for redis:// */
 	int json, prometheus, force;
-	char **args;			/* status keys, list pattern, release key */
+	/* status keys, list pattern, release key */
+	char **args;
 	int nargs;
 	const char *config;		/* --config FILE */
-	char **kept;			/* owned: what o holds from rlock.conf */
+	/* owned: what o holds from rlock.conf */
+	char **kept;
 	int nkept;
 };
 

@@ -74,8 +74,8 @@ config_lock(const struct rlock_opts *o, struct lock_cfg *cfg)
  * start of Redis's own text (the error code, and the words after an ERR).
  */
 #define NOPERM_TODO "give that user the permission Redis names (ACL " \
-	"SETUSER; rlock needs +@scripting, the commands its scripts call, and " \
-	"its --prefix keys and channels)"
+	"SETUSER; rlock needs +@scripting, the commands its scripts call, " \
+	"and its --prefix keys and channels)"
 
 static const struct {
 	const char *answer;

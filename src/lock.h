@@ -202,8 +202,8 @@ const struct failure *lock_node_failure(const struct lock_node *n);
 void lock_node_name(const struct lock_node *n, char *buf, size_t len);
 
 /* One command, or one script call (script_args.h; read-only: _ro), as
- * server_command and script_call: the reply (caller frees), or NULL with the failure
- * recorded in n. */
+ * server_command and script_call: the reply (caller frees), or NULL with
+ * the failure recorded in n. */
 struct reply *lock_node_command(struct lock_node *n, int argc,
     const char **argv, const size_t *lens);
 struct reply *lock_node_script(struct lock_node *n,

@@ -101,7 +101,8 @@
 /* Read every KEY of status into *out (the caller frees it with
  * report_view_free_all): 0 all held, 1 one free, -1 error (in node). */
 static int
-status_read(const struct rlock_opts *o, struct lock_node *node, struct view **out)
+status_read(const struct rlock_opts *o, struct lock_node *node,
+    struct view **out)
 {
 	struct view *v = xcalloc((size_t)o->nargs, sizeof(*v));
 	size_t i, n = (size_t)o->nargs;
@@ -323,7 +324,8 @@ list_main(const struct rlock_opts *o, struct lock_node *node)
 		    &f.v[i])) < 0 &&
 		    lock_node_is_open(node) &&
 		    strcmp(lock_node_failure(node)->code, "WRONGTYPE") == 0) {
-			msg_verbose("skipping: %s", lock_node_failure(node)->why);
+			msg_verbose("skipping: %s",
+			    lock_node_failure(node)->why);
 			st = 0;
 		}
 	}
