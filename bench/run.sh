@@ -679,7 +679,7 @@ for w in 10 100; do
 done
 trow "rlock lock + rlock unlock / a run of true" sec "<= 1.5x"
 trow "  the same, each from sh" sec-sh ""
-trow "round trips per uncontended run (seed: ${FIG[seed-rtt]:-?})" rtt "2"
+trow "round trips per uncontended run (seed: ${FIG[seed-rtt]:-?})" rtt "3"
 trow "Redis CPU per cycle / seed's (commandstats)" cpu "<= 1.5x"
 trow "  the same, Redis process CPU (rusage)" cpu-rusage ""
 trow "  Redis instructions: in commands; whole server" ir ""

@@ -52,15 +52,6 @@ struct lock *lock_new_like(const struct lock *l);
  */
 int lock_open(struct lock *l);
 
-/*
- * lock_open for a run's first question: on a plain server (one, or each
- * --redlock master) the login (AUTH or PING) is not waited for but rides
- * ahead of the first command (CONN_LOGIN_AHEAD), which takes its answer
- * first, and whose failure is then the login's (failure.again: do not
- * try again; quorum.c asks such a master no further acquire). A round
- * trip less.
- */
-int lock_open_first(struct lock *l);
 void lock_close(struct lock *l);
 int lock_is_open(const struct lock *l);
 

@@ -78,22 +78,3 @@ lock_ctx_set_pid(struct lock_ctx *ctx, long pid)
 	snprintf(ctx->waiter_info, n, "%s\x1f%s\x1f%s\x1f%s", ctx->user,
 	    ctx->host, ctx->pid, ctx->cmdline);
 }
-
-void
-lock_ctx_new_token(struct lock_ctx *ctx)
-{
-	struct lock_keys t;
-	uuid_t u;
-
-	uuid_generate_random(u);
-	uuid_unparse_lower(u, ctx->token);
-	/* Only the waiter's own channel is named after the token; the other
-	 * names stay where they are (a waker may point at them). */
-	ctx->mode->keys(&t, ctx->prefix, ctx->key, strlen(ctx->key),
-	    ctx->token);
-	free(ctx->k.my_wake);
-	ctx->k.my_wake = t.my_wake;
-	ctx->k.my_wake_len = t.my_wake_len;
-	t.my_wake = NULL;
-	lock_keys_free(&t);
-}

@@ -87,9 +87,6 @@ void lock_ctx_init(struct lock_ctx *ctx, const struct lock_mode *mode,
 /* The holder's pid as recorded (rlock lock: the section's owner). */
 void lock_ctx_set_pid(struct lock_ctx *ctx, long pid);
 
-/* A fresh random token for ctx, and the names made of it. */
-void lock_ctx_new_token(struct lock_ctx *ctx);
-
 /* "%lld" of v into c->num[i], returned. */
 const char *mode_num(struct mode_call *c, int i, long long v);
 

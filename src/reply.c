@@ -40,7 +40,6 @@ vmake(struct failure *f, enum fail_kind kind, int status, const char *fmt,
 {
 	f->status = status;
 	f->kind = kind;
-	f->again = AGAIN_MAY;
 	f->code[0] = '\0';
 	f->said[0] = '\0';
 	f->closed_on[0] = '\0';
@@ -141,11 +140,6 @@ failure_transient(int status)
 int
 failure_retry(const struct failure *f)
 {
-	/* A request behind a login that failed was never run: a new try
-	 * on a new connection is safe, unless the undo written behind it
-	 * may still reach the server and take the new try's grant back. */
-	if (f->again == AGAIN_NOT_THERE)
-		return 0;
 	/* Plain text against a TLS port, or the reverse, is the URL's
 	 * mistake, not the weather: no later try changes it. */
 	if (f->kind == FAIL_TLS_PLAIN)

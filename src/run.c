@@ -50,7 +50,7 @@ try_reenter(struct rlock_opts *o, const struct lock_cfg *cfg, struct lock *l,
 	ctx.shared = o->shared;
 	ours = lock_is_ours(l, &ctx);
 	if (ours < 0 && guard_refused(g, lock_failure(l)) &&
-	    lock_open_first(l) == 0)
+	    lock_open(l) == 0)
 		ours = lock_is_ours(l, &ctx);
 	lock_ctx_free(&ctx);
 	if (ours < 0) {
@@ -213,7 +213,7 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 	/* Closed on the eviction check ahead of the acquire (which the
 	 * server so never read): once more, without it. */
 	if (ws == WAIT_ERROR && guard_refused(g, &res.fail)) {
-		if (lock_open_first(l) == 0)
+		if (lock_open(l) == 0)
 			ws = wait_lock(l, &ctx, o->wait_ms, sigfd, &res,
 			    &hooks);
 		else
@@ -285,7 +285,9 @@ run_mode(struct rlock_opts *o, int sigfd)
 		t = wait_try_ms(o->wait_ms, o->connect_timeout_ms);
 		lock_set_timeouts(l, t, t);
 	}
-	if ((st = lock_open_first(l)) != 0) {
+	/* Weather met by the login under -w is the wait's to ride out. */
+	if ((st = lock_open(l)) != 0 &&
+	    !wait_first_weather(o->wait_ms, lock_failure(l))) {
 		report_bound(o, &cfg, lock_failure(l), 0);
 		goto out;
 	}

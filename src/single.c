@@ -280,29 +280,6 @@ yes_no(struct server *s, const char *what, struct reply *r)
 	return v == 1;
 }
 
-/*
- * Before an acquire, which may ride behind the login (CONN_LOGIN_AHEAD):
- * should the server never answer that, it may still read the acquire
- * when we are gone; the release then follows it (a release with no run
- * to record, as for an attempt whose reply was lost), and leaving the
- * --fair queue for an attempt that joins it (a run's first never does).
- */
-static void
-arm_undo(struct lock *l, const struct lock_ctx *ctx, int queue)
-{
-	struct lock_ctx bare = *ctx;
-	struct mode_call c;
-
-	bare.end = NULL;
-	ctx->mode->release(&c, &bare);
-	script_arm_undo(srv(l), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v,
-	    c.a.len);
-	if (!queue)
-		return;
-	ctx->mode->dequeue(&c, ctx);
-	script_arm_undo(srv(l), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v, c.a.len);
-}
-
 static int
 op_acquire_start(struct lock *l, const struct lock_ctx *ctx, int queue,
     int want_holder)
@@ -312,7 +289,6 @@ op_acquire_start(struct lock *l, const struct lock_ctx *ctx, int queue,
 	int64_t t = mono_ms();
 
 	(void)cmd_srv(l);
-	arm_undo(l, ctx, queue);
 	ctx->mode->acquire(&c, ctx, queue, want_holder);
 	if (script_send(srv(l), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v,
 	    c.a.len) < 0)
@@ -435,15 +411,8 @@ int
 single_send(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
     int want_holder)
 {
-	struct script_args u;
 	struct mode_call c;
 
-	/* A --redlock master's acquire behind its login: taken back as the
-	 * quorum takes back a grant it does not use, waking nobody. */
-	if (op == SINGLE_ACQUIRE) {
-		single_undo_args(&u, ctx);
-		script_arm_undo(srv(m), u.sc, u.nkeys, u.nargs, u.v, u.len);
-	}
 	call_build(&c, op, ctx, want_holder);
 	return script_send(srv(m), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v,
 	    c.a.len);

@@ -169,7 +169,7 @@ attempt_end(const struct waiter *w)
 
 /* One attempt; reconnects once on a connection that dropped at once
  * (acquire is idempotent per token, so repeating it is safe), except
- * under --nonblock, which never tries twice. */
+ * under --nonblock, which never tries twice, and at a run's first contact. */
 static enum lock_result
 attempt(struct waiter *w, int queue, struct wait_result *res,
     struct lock_busy *busy)
@@ -224,14 +224,16 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 		}
 		if (lr != LOCK_ERROR)
 			return lr;
-		/* An error reply, not I/O; or the login that rode ahead
-		 * failed: the server never took us, and trying again with
-		 * the same token could meet an undo sent behind this one. */
-		if (lock_is_open(w->l) ||
-		    lock_failure(w->l)->again != AGAIN_MAY)
+		/* An error reply, not I/O. */
+		if (lock_is_open(w->l))
 			return LOCK_ERROR;
 		w->uncertain = 1;
-		if (mono_ms() - w->tried_at > LAST_TRY_MS || sig_stopping())
+		/* Not at once on a run's first contact: a connection just
+		 * opened that drops most likely refused something asked
+		 * ahead of the acquire (a proxy: guard_refused), which the
+		 * caller tells apart; -w rides it out as weather. */
+		if (!w->reached || mono_ms() - w->tried_at > LAST_TRY_MS ||
+		    sig_stopping())
 			return LOCK_ERROR;
 	}
 	return LOCK_ERROR;
@@ -434,9 +436,6 @@ give_up(struct waiter *w, enum wait_status st)
 		w->uncertain = 1;
 	if (!w->queued && !w->writer && !w->uncertain)
 		goto out;
-	/* Keep the failure that made us give up for the caller's message. */
-	if (w->down_since == 0)
-		w->why = *lock_failure(w->l);
 	if (!bound_to(w, undo_end(w, st)))
 		goto out;
 	if (!lock_is_open(w->l) && lock_open(w->l) != 0)
@@ -601,28 +600,8 @@ weather(struct waiter *w, const struct failure *f, struct wait_result *res,
 	return 0;
 }
 
-/*
- * Before the first answer: a try whose login got no answer left behind
- * it an undo that may still reach the server, and would take back a
- * grant to the same token on a new connection (AGAIN_NOT_THERE). Under a
- * new token the next try is a stranger to it, and may be made as any
- * other: f as it would be without the undo, in *copy. Nothing of the new
- * token is anywhere yet (no wake channel, no queue place).
- */
-static const struct failure *
-new_token(struct lock_ctx *ctx, const struct failure *f,
-    struct failure *copy)
-{
-	if (f->again != AGAIN_NOT_THERE)
-		return f;
-	lock_ctx_new_token(ctx);
-	*copy = *f;
-	copy->again = AGAIN_NOT;
-	return copy;
-}
-
 enum wait_status
-wait_lock(struct lock *l, struct lock_ctx *ctx, int64_t wait_ms,
+wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
     int sigfd, struct wait_result *res, const struct wait_hooks *hooks)
 {
 	struct waiter w = { .l = l, .ctx = ctx, .sigfd = sigfd,
@@ -631,7 +610,6 @@ wait_lock(struct lock *l, struct lock_ctx *ctx, int64_t wait_ms,
 	struct lock_busy busy;
 	enum lock_result lr;
 	enum wait_status st;
-	struct failure fail;
 	int64_t start = mono_ms();
 	int why, was;
 
@@ -648,8 +626,7 @@ wait_lock(struct lock *l, struct lock_ctx *ctx, int64_t wait_ms,
 	w.line.on = w.line.on && wait_ms != 0;
 	/* Not queued yet: a --fair waiter joins once subscribed, below. */
 	while ((lr = attempt(&w, 0, res, &busy)) == LOCK_ERROR)
-		if (!weather(&w, new_token(ctx, lock_failure(l), &fail), res,
-		    &st))
+		if (!weather(&w, lock_failure(l), res, &st))
 			return st;
 	back_up(&w, lr == LOCK_BUSY ? &busy : NULL);
 	if (lr == LOCK_GRANTED) {
@@ -720,4 +697,11 @@ wait_try_ms(int64_t wait_ms, int64_t connect_ms)
 	int64_t t = wait_ms + LAST_TRY_MS;
 
 	return t < connect_ms ? t : connect_ms;
+}
+
+int
+wait_first_weather(int64_t wait_ms, const struct failure *f)
+{
+	return wait_ms > 0 && f->kind != FAIL_UNREACHABLE &&
+	    f->kind != FAIL_TLS && failure_retry(f);
 }

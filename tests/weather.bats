@@ -240,9 +240,8 @@ bounded() {
 }
 
 @test "weather: a first contact that gets no answer at all is tried again under -w, and gets the lock" {
-	# Every command held back, PING and the login's too: the first try
-	# times out with its undo written behind it. The next try, under a
-	# new token, is one the undo cannot take back.
+	# Every command held back, the login's PING too: the first contact
+	# times out, and the wait tries again until the pause ends.
 	rcli client pause "$(tf_ms 2000)" all > /dev/null
 	waiter f -w "$(tf 10)" --connect-timeout "$(tf 0.5)" -v
 	wait_until "$(tf 20)" done_all f || fail "still waiting: $(cat "$T/f.err")"
