@@ -226,9 +226,12 @@ sec_uncontended() {
 # ------------------------------------------------------------ --redisson
 # Redisson's lock (--redisson) against rlock's own, in the same rounds.
 sec_redisson() {
-	section "uncontended run: $PAIRS rounds of rlock, rlock --redisson${BASE:+, old --redisson}"
+	# An old rlock that predates --redisson has no column here.
+	local base=$BASE
+	[ -z "$base" ] || "$base" --help | grep -q -- --redisson || base=
+	section "uncontended run: $PAIRS rounds of rlock, rlock --redisson${base:+, old --redisson}"
 	cols=("$RLOCK" -k bench-u -- true ::: "$RLOCK" --redisson -k bench-r -- true)
-	[ -z "$BASE" ] || cols+=(::: "$BASE" --redisson -k bench-r -- true)
+	[ -z "$base" ] || cols+=(::: "$base" --redisson -k bench-r -- true)
 	"$B/rounds" "$PAIRS" "${cols[@]}" > "$D/rs.txt" || exit 1
 	mapfile -t vr < <(python3 "$top/bench/pairs.py" "$D/rs.txt" 0)
 	read -r _ p50 p90 _ <<< "${vr[0]}"
@@ -237,7 +240,7 @@ sec_redisson() {
 	row "rlock --redisson -k k -- true (median, p90)" \
 	    "$p50 us, $p90 us; $(x "$ratio") rlock's ($lo-$hi)"
 	fig redisson "$(x "$ratio")"
-	if [ -n "$BASE" ]; then
+	if [ -n "$base" ]; then
 		read -r _ p50 _ ratio _ <<< "${vr[2]}"
 		row "old rlock --redisson (median)" "$p50 us; $(x "$ratio")"
 		fig old:redisson "$(x "$ratio")"
