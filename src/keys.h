@@ -65,6 +65,10 @@ struct lock_ctx {
 	/* The fence acquire.lua is asked to draw (its fence_proposed), or
 	 * 0: none. */
 	int64_t fence_proposed;
+	/* A run that will not wait (-n): on one server, an acquire that
+	 * finds KEY held counts the run as skipped in P{KEY}:last in the
+	 * same call (lock_busy's skip_counted) and names the holder. */
+	int skip_count;
 };
 
 /*

@@ -64,6 +64,9 @@ struct lock_busy {
 	 * lock_dequeue takes that back when it gives up. */
 	int writer;
 	int64_t ended_ms;	/* its run ended (server clock); 0 runs */
+	/* The attempt counted this run as skipped (ctx->skip_count); with
+	 * user set or foreign, it names the one exclusive holder. */
+	int skip_counted;
 };
 
 /* What a lock can do beyond what every lock does (lock_caps). */

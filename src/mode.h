@@ -24,6 +24,10 @@ struct mode_call {
 	struct script_args a;
 	char num[8][24];
 	char field[48];			/* a mode's holder field */
+	/* Set by the acquire when it counts a busy answer as this run
+	 * skipped (ctx->skip_count, where the mode can); single.c zeroes
+	 * it first. */
+	int counts_skip;
 };
 
 /* Run options a mode refuses (64, with the mode's reason). */

@@ -50,6 +50,9 @@ acquire(struct mode_call *c, const struct lock_ctx *ctx, int queue,
 	script_arg_str(a, ACQUIRE_A_SHARED, ctx->shared ? "1" : "0");
 	script_arg_str(a, ACQUIRE_A_WRITER_TTL_MS, STR(WRITER_TTL_MS));
 	script_arg_str(a, ACQUIRE_A_WAKE_TTL_MS, STR(WAKE_TOKEN_TTL_MS));
+	c->counts_skip = ctx->skip_count;
+	script_arg_str(a, ACQUIRE_A_SKIP_TTL_MS,
+	    ctx->skip_count ? mode_num(c, 4, LAST_RUN_TTL_MS) : "");
 	if (ctx->fence_proposed > 0)
 		script_arg_str(a, ACQUIRE_A_FENCE_PROPOSED,
 		    mode_num(c, 3, ctx->fence_proposed));

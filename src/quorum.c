@@ -502,6 +502,9 @@ op_acquire_start(struct lock *l, const struct lock_ctx *ctx, int queue,
 	open_closed(q);
 	q->asked = *ctx;
 	q->asked.fence_proposed = wall_ms() + FENCE_AHEAD_MS;
+	/* A skip is recorded on every master that answers (lock_record),
+	 * not by the masters that happen to find KEY held. */
+	q->asked.skip_count = 0;
 	q->asked_want = want_holder;
 	for (i = 0; i < q->n; i++)
 		q->sent[i] = m_open(q->m[i]) && single_send(q->m[i],

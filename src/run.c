@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "config.h"
 #include "exitcode.h"
@@ -82,23 +83,55 @@ try_reenter(struct rlock_opts *o, const struct lock_cfg *cfg, struct lock *l,
 }
 
 /*
+ * The holder of b, a busy answer that counted our skip, as
+ * lock_describe_holder words it: 1, or 0 when b names no one exclusive
+ * holder (KEY shared, free for a --fair head; a meta without its user),
+ * whom that must find.
+ */
+static int
+busy_holder(const struct lock_busy *b, char *buf, size_t len)
+{
+	char pcmd[80], until[48] = "";
+	struct tm tm;
+	time_t t;
+
+	if (!b->skip_counted || (b->user[0] == '\0' && !b->foreign))
+		return 0;
+	if (b->user[0] == '\0') {
+		snprintf(buf, len, "another client");
+		return 1;
+	}
+	printable(b->cmd, strlen(b->cmd), pcmd, sizeof(pcmd));
+	/* A run that ended, whose KEY --min-hold keeps until it expires. */
+	if (b->ended_ms > 0 && b->lease_left_ms >= 0 &&
+	    (t = (time_t)((b->now_ms + b->lease_left_ms) / 1000)) > 0 &&
+	    localtime_r(&t, &tm) != NULL)
+		strftime(until, sizeof(until), "; run ended, --min-hold until "
+		    "%H:%M:%S", &tm);
+	snprintf(buf, len, "%s@%s (pid %s: %s%s)", b->user, b->host, b->pid,
+	    pcmd, until);
+	return 1;
+}
+
+/*
  * Not obtained: say by whom (stderr unless -q; syslog with --syslog), and
  * count the skipped run in P{KEY}:last, so `status` shows how many runs
- * the last one made skip. The count is best effort: it never changes the
- * exit status.
+ * the last one made skip: b, the -n attempt's busy answer, may have done
+ * both already (ctx->skip_count). The count is best effort: it never
+ * changes the exit status.
  */
 static int
 not_obtained(const struct rlock_opts *o, struct lock *l,
-    const struct lock_ctx *ctx)
+    const struct lock_ctx *ctx, const struct lock_busy *b)
 {
-	char who[256], wait[32], key[96];
+	char who[512], wait[32], key[96];
 
 	printable(o->key, strlen(o->key), key, sizeof(key));
 	if (msg_level >= MSG_NORMAL || msg_syslog_on()) {
 		if (o->limit > 1)
 			snprintf(who, sizeof(who), "all of its %ld holders "
 			    "(--limit %ld)", o->limit, o->limit);
-		else
+		else if (!busy_holder(b, who, sizeof(who)))
 			lock_describe_holder(l, ctx, who, sizeof(who));
 		if (o->wait_ms == 0) {
 			msg_notice("'%s' is held by %s; not waiting "
@@ -109,6 +142,8 @@ not_obtained(const struct rlock_opts *o, struct lock *l,
 			    "%s", key, who, wait);
 		}
 	}
+	if (b->skip_counted)
+		return o->conflict_exit;
 	if ((!lock_is_open(l) && lock_open(l) != 0) ||
 	    lock_record(l, ctx, NULL, 0) < 0)
 		msg_verbose("could not count the skipped run of '%s': %s",
@@ -203,6 +238,8 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 	 * the ACL allows it before taking the lock. */
 	if (o->wait_ms != 0)
 		ctx.acl_needs = o->fair ? "f" : "w";
+	else
+		ctx.skip_count = 1;
 	ahead.ctx = &ctx;
 	/* From the first acquire on, something of ours may be in Redis: a
 	 * signal no longer ends rlock where it stands, but ends the wait
@@ -226,7 +263,7 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 			    o->connect_timeout_ms);
 		break;
 	case WAIT_TIMEOUT:
-		st = not_obtained(o, l, &ctx);
+		st = not_obtained(o, l, &ctx, &res.busy);
 		/* A signal while the skip was counted: 128+N all the same. */
 		if ((sig = sig_take_stop(sigfd)) != 0)
 			st = RL_EXIT_SIGNAL_BASE + sig;

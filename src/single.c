@@ -187,6 +187,7 @@ parse_busy(const struct reply *r, struct lock_busy *b)
 	copy_str(e[ACQUIRE_BUSY_ENDED], num, sizeof(num));
 	b->ended_ms = strtoll(num, NULL, 10);
 	b->writer = (int)e[ACQUIRE_BUSY_WRITER]->integer;
+	b->skip_counted = 0;
 	return 0;
 }
 
@@ -207,6 +208,16 @@ single_parse_acquire(const struct reply *r, int64_t *fence,
 	return LOCK_ERROR;
 }
 
+/* The mode's acquire call; c->counts_skip says whether it counts a busy
+ * answer as this run skipped. */
+static void
+acquire_call(struct mode_call *c, const struct lock_ctx *ctx, int queue,
+    int want_holder)
+{
+	c->counts_skip = 0;
+	ctx->mode->acquire(c, ctx, queue, want_holder);
+}
+
 static void
 call_build(struct mode_call *c, enum single_op op, const struct lock_ctx *ctx,
     int want_holder)
@@ -215,7 +226,7 @@ call_build(struct mode_call *c, enum single_op op, const struct lock_ctx *ctx,
 
 	switch (op) {
 	case SINGLE_ACQUIRE:
-		m->acquire(c, ctx, 0, want_holder);
+		acquire_call(c, ctx, 0, want_holder);
 		break;
 	case SINGLE_EXTEND:
 		m->extend(c, ctx);
@@ -239,10 +250,10 @@ single_undo_args(struct script_args *a, const struct lock_ctx *ctx)
 	script_args_done(a);
 }
 
-/* acquire.lua's reply r (freed here) as a lock_result. */
+/* acquire.lua's reply r (freed here) to the call c as a lock_result. */
 static enum lock_result
-acquire_result(struct server *s, struct reply *r, int64_t *fence,
-    struct lock_busy *busy)
+acquire_result(struct server *s, const struct mode_call *c, struct reply *r,
+    int64_t *fence, struct lock_busy *busy)
 {
 	enum lock_result res;
 
@@ -250,6 +261,8 @@ acquire_result(struct server *s, struct reply *r, int64_t *fence,
 		return LOCK_ERROR;
 	if ((res = single_parse_acquire(r, fence, busy)) == LOCK_ERROR)
 		server_fail_reply(s, "acquire", r);
+	else if (res == LOCK_BUSY)
+		busy->skip_counted = c->counts_skip;
 	reply_free(r);
 	return res;
 }
@@ -289,7 +302,7 @@ op_acquire_start(struct lock *l, const struct lock_ctx *ctx, int queue,
 	int64_t t = mono_ms();
 
 	(void)cmd_srv(l);
-	ctx->mode->acquire(&c, ctx, queue, want_holder);
+	acquire_call(&c, ctx, queue, want_holder);
 	if (script_send(srv(l), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v,
 	    c.a.len) < 0)
 		return -1;
@@ -316,11 +329,11 @@ op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
 		return LOCK_ERROR;
 	}
 	s->started_at = 0;
-	ctx->mode->acquire(&c, ctx, s->started_queue, s->started_want);
+	acquire_call(&c, ctx, s->started_queue, s->started_want);
 	by = mono_ms() + server_cmd_timeout(srv(l));
 	r = script_recv(srv(l), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v,
 	    c.a.len, by);
-	return acquire_result(srv(l), r, fence, busy);
+	return acquire_result(srv(l), &c, r, fence, busy);
 }
 
 static int
@@ -436,7 +449,7 @@ single_recv_acquire(struct lock *m, const struct lock_ctx *ctx,
 	struct reply *r = call_recv(m, SINGLE_ACQUIRE, ctx, want_holder,
 	    deadline, &c);
 
-	return acquire_result(srv(m), r, fence, busy);
+	return acquire_result(srv(m), &c, r, fence, busy);
 }
 
 int

@@ -607,7 +607,7 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 	struct waiter w = { .l = l, .ctx = ctx, .sigfd = sigfd,
 	    .no_ttl_backoff = 100, .res = res };
 	int idle_done = 0;
-	struct lock_busy busy;
+	struct lock_busy busy = { 0 };
 	enum lock_result lr;
 	enum wait_status st;
 	int64_t start = mono_ms();
@@ -621,6 +621,7 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 	w.caps = lock_caps(l);
 	res->signo = 0;
 	res->answered = 0;
+	memset(&res->busy, 0, sizeof(res->busy));
 	failure_clear(&res->fail);
 	waitline_init(&w.line, ctx->key, ctx->limit, start);
 	w.line.on = w.line.on && wait_ms != 0;
@@ -634,8 +635,10 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 		lock_set_timeouts(l, w.con0, w.cmd0);
 		return WAIT_GRANTED;
 	}
-	if (wait_ms == 0)
+	if (wait_ms == 0) {
+		res->busy = busy;
 		return give_up(&w, WAIT_TIMEOUT);
+	}
 	w.wk = lock_waker(l, ctx, waitline_on(&w.line) ||
 	    msg_level >= MSG_VERBOSE);
 	for (;;) {

@@ -32,6 +32,9 @@ struct wait_result {
 	int signo;
 	struct failure fail;	/* WAIT_ERROR: why */
 	int answered;		/* an attempt was answered before fail */
+	/* WAIT_TIMEOUT of -n: the busy answer (skip_counted, its holder);
+	 * else zeroed. */
+	struct lock_busy busy;
 };
 
 /*

@@ -427,6 +427,25 @@ json_of() { "$RLOCK" status --json "$1" | jq ".[0].last_run$2"; }
 	done
 }
 
+# A cron fleet's minute: every host but one finds KEY held. Each such run
+# costs Redis one script call, which counts the skip and names the holder
+# (no HGETALL, no record.lua after it).
+@test "a run skipped with -n is one script call: the count and the holder come with its answer" {
+	local calls me
+	me=$(id -un)
+	"$RLOCK" --min-hold 1m -k "$K" -- true
+	rcli config resetstat > /dev/null
+	run -75 --separate-stderr "$RLOCK" -n -k "$K" -- true
+	[[ $stderr =~ ^"rlock: '$K' is held by $me@"[^\ ]+" (pid "[0-9]+": true; run ended, --min-hold until "[0-9]{2}:[0-9]{2}:[0-9]{2}"); not waiting (--nonblock)"$ ]] ||
+		fail "$stderr"
+	calls=$(rcli info commandstats | sed -n 's/^cmdstat_\([^:]*\):calls=\([0-9]*\),.*/\1 \2/p')
+	echo "$calls" | sed 's/^/# /' >&3
+	[ "$(echo "$calls" | awk '$1 == "evalsha" || $1 == "eval" { n += $2 } END { print n }')" = 1 ]
+	echo "$calls" | grep -q '^hgetall ' && fail "HGETALL: $calls"
+	run -0 "$RLOCK" status "$K"
+	assert_line --regexp "^  skipped     1 run, the last by $me@"
+}
+
 @test "status --prometheus: valid for promtool, one series per KEY, exit as status" {
 	local weird=$'we"ird\\key\nwith\xff'
 	"$RLOCK" -k "$K-done" -- true

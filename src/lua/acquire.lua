@@ -5,7 +5,7 @@
 -- KEYS: shares writers wtokens
 -- ARGV: token lease_ms host pid user cmd fence_ttl_ms limit join
 -- ARGV: wake_prefix waiter_ttl_ms want_holder look_ms needs turn_ms wake
--- ARGV: shared writer_ttl_ms wake_ttl_ms fence_proposed?
+-- ARGV: shared writer_ttl_ms wake_ttl_ms skip_ttl_ms fence_proposed?
 -- meta: a mutex holder's, metas: the -N holders' (lib/meta.lua); queue
 -- and waiters: the --fair queue (lib/queue.lua); turn: P{K}:turn, "TOKEN
 -- DUE", the queue head whose turn runs out at DUE; last: P{K}:last, where
@@ -24,10 +24,17 @@
 -- requests readers wait for, each there writer_ttl_ms from its last
 -- attempt; wtokens, the wake tokens only those BLPOP. wake_ttl_ms: how
 -- long a wake token a grant leaves for the next plain waiter lasts.
+-- skip_ttl_ms: '' for a caller that may wait; else the caller will not
+-- (-n), and a busy KEY counts its run as skipped in last (lib/skip.lua,
+-- as record.lua would), last then expiring in skip_ttl_ms, with the
+-- holder in the busy reply when it is one exclusive holder.
 -- What it runs, and what the holder and waiter will run later (the
 -- scripts named with @, and the commands rlock sends itself), asked
 -- before any write (lua-text.sh): refused with RLOCK_NOPERM, writing
--- nothing, when the caller's ACL lacks one, not at the release.
+-- nothing, when the caller's ACL lacks one, not at the release; but
+-- the head below, for a caller that will not wait, asks only what it
+-- writes.
+-- PRECHECK: called
 -- RUNS: EVALSHA x 0; EVAL x 0; TIME; GET fence; SET fence 1 PX 1
 -- RUNS: GET turn; SET turn x PX 1; DEL turn; HDEL waiters x; @record
 -- RUNS: LINDEX queue 0; LPOP queue; HGET waiters x; INFO? server
@@ -81,6 +88,47 @@
 -- that waits (writers, or an exclusive request ahead in the queue);
 -- fence = max(last + 1, server ms, the fence proposed but at most 1 s
 -- past server ms), one counter for every mode.
+
+-- The head (lua-text.sh: made before most libraries and the pre-check):
+-- KEY held by another mutex holder, what a run that will not wait finds
+-- most (a cron fleet's minute: every host but one). Nothing the rest
+-- does could change the answer: KEY is not free, so nobody takes it, a
+-- --fair head's turn starts only at a free KEY, and this caller joins
+-- no queue and no writers; which mode KEY is in need not be asked
+-- either (a semaphore is refused while KEY is set, and KEY while it has
+-- slots). The skip counts against the holder's grant (its meta's fence;
+-- the counter's when there is none). Asked of the ACL: only the count's
+-- writes. A refusal, or any error, before them ends the head and the
+-- rest, pre-check first, answers as it would without one.
+if a_skip_ttl_ms ~= '' and a_limit == '1' and a_shared ~= '1' then
+  local function look()
+    local cur = redis.call('GET', k_lock)
+    if not cur or cur == a_token or cur == 'shared' then return nil end
+    local can = redis.acl_check_cmd
+    if can and not (can('HSET', k_last, 'f', 'v') and
+        can('PEXPIRE', k_last, '1')) then
+      return nil
+    end
+    local m = redis.call('HMGET', k_meta, 'user', 'host', 'pid', 'cmd',
+      'since', 'ended', 'fence')
+    local foreign = not m[1] and redis.call('EXISTS', k_meta) == 0
+    return m, redis.call('PTTL', k_lock), server_ms(), foreign,
+      m[7] or redis.call('GET', k_fence) or '',
+      redis.call('HMGET', k_last, 'skip_fence', 'skips')
+  end
+  local ok, m, wait, now, foreign, fence, counted = pcall(look)
+  if ok and m then
+    local nows = string.format('%d', now)
+    record_skip(k_last, counted, fence, a_user, a_host, a_pid, nows,
+      a_skip_ttl_ms)
+    return reply_busy({got = 0, wait = wait, position = -1,
+      user = m[1] or '', host = m[2] or '', pid = m[3] or '',
+      cmd = m[4] or '', since = m[5] or '', now = nows, lease_left = wait,
+      foreign = foreign and 1 or 0, ended = m[6] or '', writer = 0})
+  end
+end
+-- HEAD ENDS
+
 local token, lease, n = a_token, tonumber(a_lease_ms), tonumber(a_limit)
 local shared = a_shared == '1'
 local plain_waiter = string.find(a_needs, 'w', 1, true) ~= nil
@@ -96,6 +144,9 @@ local turn = k_turn
 local mkey, mtok = k_meta, nil
 if n > 1 or shared then mkey, mtok = k_metas, token end
 
+local skip = a_skip_ttl_ms ~= ''
+local refused = acl_precheck()
+if refused then return refused end
 local now = server_ms()
 local nows = string.format('%d', now)
 
@@ -379,16 +430,23 @@ if not shared and n == 1 and plain_waiter and not join and
 end
 
 local m = {}
-if a_want_holder == '1' and n == 1 and cur ~= 'shared' then
+-- A skip's answer names a holder only when it is the one exclusive
+-- holder (run.c words the others itself).
+if (a_want_holder == '1' or skip) and n == 1 and cur ~= 'shared' then
   m = redis.call('HMGET', k_meta, 'user', 'host', 'pid', 'cmd', 'since',
     'ended')
-elseif a_want_holder == '1' and cur == 'shared' then
+elseif a_want_holder == '1' and not skip and cur == 'shared' then
   -- The share that ends last, as the lease left is its.
   local last = redis.call('ZRANGE', k_shares, -1, -1)
   if last[1] then
     m = redis.call('HMGET', k_metas, unpack(meta_names(last[1], 'user',
       'host', 'pid', 'cmd', 'since', 'ended')))
   end
+end
+if skip then
+  record_skip(k_last, redis.call('HMGET', k_last, 'skip_fence', 'skips'),
+    redis.call('GET', k_fence) or '', a_user, a_host, a_pid, nows,
+    a_skip_ttl_ms)
 end
 return reply_busy({got = 0, wait = wait, position = pos, user = m[1] or '',
   host = m[2] or '', pid = m[3] or '', cmd = m[4] or '', since = m[5] or '',
