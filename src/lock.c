@@ -102,13 +102,6 @@ lock_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
 	return l->ops->acquire_finish(l, ctx, fence, busy);
 }
 
-int
-lock_acquire_start(struct lock *l, const struct lock_ctx *ctx, int queue,
-    int want_holder)
-{
-	return l->ops->acquire_start(l, ctx, queue, want_holder);
-}
-
 enum lock_result
 lock_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
     struct lock_busy *busy)

@@ -78,15 +78,11 @@ enum lock_result lock_acquire(struct lock *l, const struct lock_ctx *ctx,
     int queue, int want_holder, int64_t *fence, struct lock_busy *busy);
 
 /*
- * The two halves lock_acquire is made of, the one way an attempt goes:
- * lock_acquire_start sends it (0, or -1 with the failure recorded),
- * lock_acquire_finish reads its answer within the command timeout, given
- * the same ctx, and answers as lock_acquire. A lock may also start one on
- * its own, right behind a wake-up (lock_waker), to be finished by the
- * waiter.
+ * lock_acquire is the lock's start of an attempt (the ops' acquire_start)
+ * and then this: its answer read within the command timeout, given the
+ * same ctx, answered as lock_acquire. A lock also starts one on its own,
+ * right behind a wake-up (lock_waker), for the waiter to finish here.
  */
-int lock_acquire_start(struct lock *l, const struct lock_ctx *ctx, int queue,
-    int want_holder);
 enum lock_result lock_acquire_finish(struct lock *l,
     const struct lock_ctx *ctx, int64_t *fence, struct lock_busy *busy);
 
