@@ -10,8 +10,18 @@ SECONDS (then it is killed).
 import os
 import pty
 import select
+import signal
 import sys
 import time
+
+
+def execed(pid, me):
+    """Is pid no longer the copy of us it was forked as (its exec done,
+    so the terminal is its own)?"""
+    try:
+        return os.readlink("/proc/%d/exe" % pid) != me
+    except OSError:
+        return False
 
 
 def state(pid):
@@ -26,13 +36,21 @@ def state(pid):
 def main():
     limit, keys, argv = float(sys.argv[1]), sys.argv[2], sys.argv[3:]
     keys = keys.encode().decode("unicode_escape").encode("latin-1")
+    # A key typed before the child has made the terminal its own (forkpty
+    # returns to us first) is lost: wait for COMMAND itself to sleep.
+    me = os.path.realpath("/proc/self/exe")
     pid, fd = pty.fork()
     if pid == 0:
+        # A job started with & by a shell without job control (make
+        # check runs the bats files so) inherits INT and QUIT ignored:
+        # on a terminal of its own, the foreground job hears them.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        signal.signal(signal.SIGQUIT, signal.SIG_DFL)
         os.execvp(argv[0], argv)
     end = time.monotonic() + limit
     typed, out = False, b""
     while True:
-        if not typed and state(pid) == "S":
+        if not typed and execed(pid, me) and state(pid) == "S":
             os.write(fd, keys)
             typed = True
         if select.select([fd], [], [], 0.02)[0]:
