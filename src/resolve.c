@@ -88,6 +88,11 @@ resolve(const char *host, const char *port, const struct addrinfo *hints,
 		return 0;
 	if (sig_listening())
 		return getaddrinfo(host, port, hints, out);
+	/* No time left: no lookup, whatever a thread might answer first. */
+	if (mono_ms() >= deadline) {
+		errno = ETIMEDOUT;
+		return EAI_AGAIN;
+	}
 	k = xcalloc(1, sizeof(*k));
 	if (pipe2(k->done, O_CLOEXEC) < 0) {
 		free(k);
