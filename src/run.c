@@ -211,16 +211,16 @@ get_ahead(void *arg)
 	sup_ahead(x->a, x->l, x->ctx);
 }
 
+/* start: mono ms when the run began; --timeout counts from there. */
 static int
 acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
-    struct lock *l, struct guard *g, int sigfd)
+    struct lock *l, struct guard *g, int sigfd, int64_t start)
 {
 	struct sup_ahead a = { 0 };
 	struct ahead_arg ahead = { .a = &a, .l = l };
 	struct wait_hooks hooks = { get_ahead, &ahead };
 	struct wait_result res;
 	struct lock_ctx ctx;
-	int64_t start = mono_ms();
 	char name[96], waited[32];
 	enum wait_status ws;
 	int st, sig;
@@ -246,13 +246,13 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 	 * (wait.c undoes what it may have started). */
 	sig_hold();
 	(void)sig_stop_watch(1);
-	ws = wait_lock(l, &ctx, o->wait_ms, sigfd, &res, &hooks);
+	ws = wait_lock(l, &ctx, o->wait_ms, start, sigfd, &res, &hooks);
 	/* Closed on the eviction check ahead of the acquire (which the
 	 * server so never read): once more, without it. */
 	if (ws == WAIT_ERROR && guard_refused(g, &res.fail)) {
 		if (lock_open(l) == 0)
-			ws = wait_lock(l, &ctx, o->wait_ms, sigfd, &res,
-			    &hooks);
+			ws = wait_lock(l, &ctx, o->wait_ms, start, sigfd,
+			    &res, &hooks);
 		else
 			res.fail = *lock_failure(l);
 	}
@@ -311,7 +311,7 @@ run_mode(struct rlock_opts *o, int sigfd)
 	struct guard g = { 0 };
 	struct lock_cfg cfg;
 	struct lock *l;
-	int64_t t;
+	int64_t t, start = mono_ms();
 	int st;
 
 	if (o->mode == MODE_LOCK && (st = section_owner(o)) != 0)
@@ -330,7 +330,7 @@ run_mode(struct rlock_opts *o, int sigfd)
 	}
 	guard_eviction(&g, l);
 	if (!try_reenter(o, &cfg, l, &g, &st))
-		st = acquire_and_run(o, &cfg, l, &g, sigfd);
+		st = acquire_and_run(o, &cfg, l, &g, sigfd, start);
 out:
 	lock_free(l);
 	lock_cfg_free(&cfg);

@@ -602,7 +602,8 @@ weather(struct waiter *w, const struct failure *f, struct wait_result *res,
 
 enum wait_status
 wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
-    int sigfd, struct wait_result *res, const struct wait_hooks *hooks)
+    int64_t since, int sigfd, struct wait_result *res,
+    const struct wait_hooks *hooks)
 {
 	struct waiter w = { .l = l, .ctx = ctx, .sigfd = sigfd,
 	    .no_ttl_backoff = 100, .res = res };
@@ -610,7 +611,7 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 	struct lock_busy busy = { 0 };
 	enum lock_result lr;
 	enum wait_status st;
-	int64_t start = mono_ms();
+	int64_t start = since;
 	int why, was;
 
 	w.deadline = wait_ms < 0 ? INT64_MAX : start + wait_ms;
@@ -625,6 +626,13 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 	failure_clear(&res->fail);
 	waitline_init(&w.line, ctx->key, ctx->limit, start);
 	w.line.on = w.line.on && wait_ms != 0;
+	/* The run's first connect met weather: that was the first try. */
+	if (!lock_is_open(l) && lock_failure(l)->status != 0) {
+		w.tried_at = start;
+		w.tried_wall = wall_ms() - (mono_ms() - start);
+		if (!weather(&w, lock_failure(l), res, &st))
+			return st;
+	}
 	/* Not queued yet: a --fair waiter joins once subscribed, below. */
 	while ((lr = attempt(&w, 0, res, &busy)) == LOCK_ERROR)
 		if (!weather(&w, lock_failure(l), res, &st))

@@ -49,11 +49,13 @@ struct wait_hooks {
 
 /*
  * Acquire ctx's lock on l, waiting at most wait_ms (-1: forever; 0: one
- * attempt). sigfd's signals interrupt the wait. On any outcome but
- * WAIT_GRANTED nothing of ours is left in Redis.
+ * attempt) from `since` (mono ms: the run's start, so that its first
+ * connect counts; a first connect that failed with weather, l closed, is
+ * the wait's first attempt). sigfd's signals interrupt the wait. On any
+ * outcome but WAIT_GRANTED nothing of ours is left in Redis.
  */
 enum wait_status wait_lock(struct lock *l, const struct lock_ctx *ctx,
-    int64_t wait_ms, int sigfd, struct wait_result *res,
+    int64_t wait_ms, int64_t since, int sigfd, struct wait_result *res,
     const struct wait_hooks *hooks);
 
 /*

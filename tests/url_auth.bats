@@ -382,6 +382,22 @@ silent() {
 		-u "redis://127.0.0.1:$SILENT_PORT" -k silent -- true
 }
 
+@test "-w counts from the run's start: a first connect met by silence is the wait's first try" {
+	# The first connect under -w gets --connect-timeout, and meets weather
+	# the wait rides out: what it spent comes off the -w, so the run ends
+	# within -w + 1 s (the contract's Bounds), not a --connect-timeout more.
+	local t0 el
+	kill -STOP "$(cat "$SILENT_PIDFILE")"
+	t0=$(now_ms)
+	run -69 --separate-stderr timeout "$(tf 30)" "$RLOCK" \
+		--connect-timeout "$(tf 1.6)" -w "$(tf 3)" \
+		-u "redis://127.0.0.1:$SILENT_PORT" -k silent -- echo must-not-run
+	el=$(( $(now_ms) - t0 ))
+	kill -CONT "$(cat "$SILENT_PIDFILE")"
+	[ -z "$output" ] || fail "COMMAND ran"
+	[ "$el" -lt "$(tf_ms 4000)" ] || fail "took ${el}ms for -w $(tf 3)"
+}
+
 @test "-w bounds connecting too: a silent server costs the -w, not --connect-timeout" {
 	local t0 el w
 	w=$(tf_ms 1000)
