@@ -38,6 +38,7 @@ teardown() {
 # rot's connections, as the server counts them.
 rot_conns() { rcli client list | grep -c ' user=rot ' || true; }
 has_rot_conn() { [ "$(rot_conns)" -ge 1 ]; }
+lock_held() { [ "$(rcli exists "rlock:{$1}")" = 1 ]; }
 # EVALSHA calls so far: the holder's extends, when nothing else runs.
 evalshas() {
 	rcli info commandstats | sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),.*/\1/p'
@@ -90,7 +91,10 @@ evalshas_above() { [ "$(evalshas)" -gt "$1" ]; }
 	"$RLOCK" -u "$U" --password-file "$PWF" -l "$(tf 2)s" -k rot -- \
 		sleep 60 2>"$BATS_TEST_TMPDIR/holder.err" &
 	BG=$!
+	# Held, not only connected: a run still on its way to the lock
+	# (slow under valgrind) would be refused before holding it (77).
 	wait_until 10 has_rot_conn
+	wait_until 10 lock_held rot
 	rcli acl setuser rot '>pw2' '<pw1' >/dev/null
 	rcli client kill user rot >/dev/null
 	# Refused at every reconnect until the lease runs out: lost, 70.
