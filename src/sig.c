@@ -76,13 +76,14 @@ struct ksigaction {
 
 static unsigned long reserved_ignored;	/* bit n: signal 32 + n */
 static int pipe_ignored;		/* our caller ignored SIGPIPE */
+static int chld_ignored;		/* and SIGCHLD */
 
 /*
  * Heard by the exit handler while listening: every signal of SIGNALS
  * but SIGCHLD and those a fault raises (a real fault must still dump its
  * core; as sent by kill(2) they wait on the signalfd, as the real-time
- * signals do). One our caller ignored stays ignored and blocked, as it
- * is while holding: what it does then is what it always did.
+ * signals do). One our caller ignored stays ignored, and unblocked, as
+ * it is while holding: what it does then is what it always did.
  */
 static const int HEARD[] = {
 	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM,
@@ -96,6 +97,20 @@ static sigset_t heard;			/* HEARD, less the ignored ones */
 static atomic_int listening;		/* between sig_setup and sig_hold */
 static int stop_sigfd = -1;		/* SIGNALS but SIGCHLD */
 static _Thread_local int stop_watched;	/* this thread's waits poll it */
+
+/*
+ * One our caller ignored (nohup's SIGHUP) is left out: blocked, the
+ * kernel would queue it for the signalfd, and a wait would end on it.
+ * Unblocked and ignored, the kernel drops it, as it would for COMMAND.
+ */
+static void
+add_unless_ignored(sigset_t *set, int sig)
+{
+	struct sigaction was;
+
+	if (sigaction(sig, NULL, &was) < 0 || was.sa_handler != SIG_IGN)
+		sigaddset(set, sig);
+}
 
 /* Async-signal-safe, and all it does: nothing of ours is in Redis yet. */
 static void
@@ -149,11 +164,17 @@ sig_setup(void)
 	sigemptyset(&ign.sa_mask);
 	if (sigaction(SIGPIPE, &ign, &was) == 0)
 		pipe_ignored = was.sa_handler == SIG_IGN;
+	/* An ignored SIGCHLD reaps COMMAND for the kernel: rlock would
+	 * never hear it end. COMMAND gets it back ignored (sig_restore). */
+	if (sigaction(SIGCHLD, NULL, &was) == 0 && was.sa_handler == SIG_IGN) {
+		chld_ignored = 1;
+		signal(SIGCHLD, SIG_DFL);
+	}
 	sigemptyset(&set);
 	for (i = 0; i < sizeof(SIGNALS) / sizeof(SIGNALS[0]); i++)
-		sigaddset(&set, SIGNALS[i]);
+		add_unless_ignored(&set, SIGNALS[i]);
 	for (rt = SIGRTMIN; rt <= SIGRTMAX; rt++)
-		sigaddset(&set, rt);
+		add_unless_ignored(&set, rt);
 	if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0 ||
 	    (fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
 		return -1;
@@ -280,6 +301,8 @@ sig_restore(void)
 
 	if (!pipe_ignored)
 		signal(SIGPIPE, SIG_DFL);
+	if (chld_ignored)
+		signal(SIGCHLD, SIG_IGN);
 	for (n = 0; n < 64; n++)
 		if (reserved_ignored & 1UL << n)
 			(void)syscall(SYS_rt_sigaction, FIRST_RT_SIGNAL + n,
