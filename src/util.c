@@ -183,26 +183,20 @@ msg_syslog_on(void)
 	return to_syslog;
 }
 
-/* The attribute lets clang check the callers' formats, not only gcc. */
-static void vmsg(int prio, int show, const char *prefix, const char *fmt,
-    va_list ap) __attribute__((format(printf, 4, 0)));
-
-/*
- * One line: on stderr if show (prefix after "rlock: "), and to syslog at
- * prio with --syslog (prio < 0: never). -q and -v decide `show` only, so
- * a quiet cron job still leaves its trace in the log.
- */
-static void
-vmsg(int prio, int show, const char *prefix, const char *fmt, va_list ap)
+void
+msg_line(int prio, int level, const char *prefix, const char *fmt, ...)
 {
 	char line[2048];
-	int n;
+	va_list ap;
+	int n, show = msg_level >= level;
 
 	if (!show && (prio < 0 || !to_syslog))
 		return;
 	/* One write(2)-sized line so parallel rlocks do not interleave. */
 	n = snprintf(line, sizeof(line), "rlock: %s", prefix);
+	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
 	if (prio >= 0 && to_syslog)
 		syslog(prio, "%s%s", prefix, line + n);
 	if (!show)
@@ -210,66 +204,6 @@ vmsg(int prio, int show, const char *prefix, const char *fmt, va_list ap)
 	strcat(line, "\n");
 	fputs(line, stderr);
 	fflush(stderr);
-}
-
-void
-msg_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vmsg(LOG_ERR, 1, "", fmt, ap);
-	va_end(ap);
-}
-
-void
-msg_warn(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vmsg(LOG_WARNING, msg_level >= MSG_NORMAL, "warning: ", fmt, ap);
-	va_end(ap);
-}
-
-void
-msg_hazard(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vmsg(LOG_WARNING, 1, "warning: ", fmt, ap);
-	va_end(ap);
-}
-
-void
-msg_verbose(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vmsg(-1, msg_level >= MSG_VERBOSE, "", fmt, ap);
-	va_end(ap);
-}
-
-void
-msg_event(int prio, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vmsg(prio, msg_level >= MSG_VERBOSE, "", fmt, ap);
-	va_end(ap);
-}
-
-void
-msg_notice(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vmsg(LOG_NOTICE, msg_level >= MSG_NORMAL, "", fmt, ap);
-	va_end(ap);
 }
 
 static void (*oom_hook)(void);
