@@ -66,8 +66,9 @@ bad:
 	return NULL;
 }
 
+/* The decimal number of n bytes at s, in [min, max]: a port, a db. */
 static int
-parse_db(const char *s, size_t n, int *db)
+parse_num(const char *s, size_t n, int min, int max, int *out)
 {
 	char buf[16];
 	long long v;
@@ -76,9 +77,9 @@ parse_db(const char *s, size_t n, int *db)
 		return -1;
 	memcpy(buf, s, n);
 	buf[n] = '\0';
-	if (int_parse(buf, 0, 1000000, &v) < 0)
+	if (int_parse(buf, min, max, &v) < 0)
 		return -1;
-	*db = (int)v;
+	*out = (int)v;
 	return 0;
 }
 
@@ -93,7 +94,7 @@ parse_query(const char *q, const char *end, struct endpoint *ep,
 		*why = "unknown query parameter (only ?db=N is understood)";
 		return -1;
 	}
-	if (parse_db(q + 4, (size_t)(end - q - 4), &ep->db) < 0) {
+	if (parse_num(q + 4, (size_t)(end - q - 4), 0, 1000000, &ep->db) < 0) {
 		*why = "bad database number";
 		return -1;
 	}
@@ -110,7 +111,8 @@ parse_db_query(const char *slash, const char *q, const char *end,
     struct endpoint *ep, const char **why)
 {
 	if (slash < q && slash + 1 < q) {
-		if (parse_db(slash + 1, (size_t)(q - slash - 1), &ep->db) < 0) {
+		if (parse_num(slash + 1, (size_t)(q - slash - 1), 0, 1000000,
+		    &ep->db) < 0) {
 			*why = "bad database number";
 			return -1;
 		}
@@ -142,57 +144,41 @@ bad:
 	return -1;
 }
 
+/*
+ * "host[:port]" or "[ipv6][:port]" of n bytes into *host (allocated as
+ * soon as it is cut, so the caller frees it on an error too) and *port.
+ */
 static int
-parse_hostport(const char *s, size_t n, struct endpoint *ep, int dflt_port,
-    const char **why)
+parse_hostport(const char *s, size_t n, char **host, int *port,
+    int dflt_port, const char **why)
 {
-	const char *port = NULL, *hend;
-	long long v;
-	char buf[8];
+	const char *end = s + n, *p;
 
 	if (n > 0 && s[0] == '[') {
-		const char *rb = memchr(s, ']', n);
-
-		if (rb == NULL) {
+		if ((p = memchr(s, ']', n)) == NULL) {
 			*why = "unclosed '[' in host";
 			return -1;
 		}
-		ep->host = xstrndup(s + 1, (size_t)(rb - s - 1));
-		hend = rb + 1;
-		if (hend < s + n) {
-			if (*hend != ':') {
-				*why = "junk after ']' in host";
-				return -1;
-			}
-			port = hend + 1;
+		*host = xstrndup(s + 1, (size_t)(p - s - 1));
+		if (++p < end && *p != ':') {
+			*why = "junk after ']' in host";
+			return -1;
 		}
 	} else {
-		const char *colon = memchr(s, ':', n);
-
-		hend = colon ? colon : s + n;
-		ep->host = xstrndup(s, (size_t)(hend - s));
-		if (colon)
-			port = colon + 1;
+		if ((p = memchr(s, ':', n)) == NULL)
+			p = end;
+		*host = xstrndup(s, (size_t)(p - s));
 	}
-	if (ep->host[0] == '\0') {
+	if (**host == '\0') {
 		*why = "no host";
 		return -1;
 	}
-	ep->port = dflt_port;
-	if (port) {
-		size_t plen = (size_t)(s + n - port);
-
-		if (plen == 0 || plen >= sizeof(buf)) {
-			*why = "bad port";
-			return -1;
-		}
-		memcpy(buf, port, plen);
-		buf[plen] = '\0';
-		if (int_parse(buf, 1, 65535, &v) < 0 || buf[0] == '-') {
-			*why = "bad port (1-65535)";
-			return -1;
-		}
-		ep->port = (int)v;
+	/* p: the ':' before the port, or the end. */
+	*port = dflt_port;
+	if (p < end && parse_num(p + 1, (size_t)(end - p - 1), 1, 65535,
+	    port) < 0) {
+		*why = "bad port (1-65535)";
+		return -1;
 	}
 	return 0;
 }
@@ -216,29 +202,6 @@ userinfo_end(const char *rest, int is_unix)
 		if (*p == '@' && (!is_unix || p[1] == '/'))
 			at = p;
 	return at;
-}
-
-static int
-parse_tcp(const char *rest, struct endpoint *ep, const char **why)
-{
-	const char *auth_end = userinfo_end(rest, 0);
-	const char *hp = auth_end ? auth_end + 1 : rest;
-	const char *end = hp + strlen(hp);
-	const char *q = memchr(hp, '?', (size_t)(end - hp));
-	const char *slash;
-
-	if (auth_end && parse_userinfo(rest, (size_t)(auth_end - rest), ep,
-	    why) < 0)
-		return -1;
-	if (q == NULL)
-		q = end;
-	slash = memchr(hp, '/', (size_t)(q - hp));
-	if (slash == NULL)
-		slash = q;
-	ep->kind = EP_TCP;
-	if (parse_hostport(hp, (size_t)(slash - hp), ep, 6379, why) < 0)
-		return -1;
-	return parse_db_query(slash, q, end, ep, why);
 }
 
 static int
@@ -274,37 +237,32 @@ parse_seeds(const char *s, size_t n, struct endpoint *ep, int dflt_port,
     const char **why)
 {
 	const char *end = s + n, *comma;
-	struct endpoint one;
-	int cap = 0;
+	struct hostport *h;
 
 	do {
 		comma = memchr(s, ',', (size_t)(end - s));
 		if (comma == NULL)
 			comma = end;
-		memset(&one, 0, sizeof(one));
-		if (parse_hostport(s, (size_t)(comma - s), &one, dflt_port,
-		    why) < 0) {
-			free(one.host);
+		ep->seeds = xrealloc(ep->seeds, (size_t)(ep->nseeds + 1) *
+		    sizeof(*ep->seeds));
+		/* Counted before it is parsed: url_free frees its host. */
+		h = &ep->seeds[ep->nseeds++];
+		h->host = NULL;
+		if (parse_hostport(s, (size_t)(comma - s), &h->host, &h->port,
+		    dflt_port, why) < 0)
 			return -1;
-		}
-		if (ep->nseeds == cap) {
-			cap = cap ? cap * 2 : 4;
-			ep->seeds = xrealloc(ep->seeds, (size_t)cap *
-			    sizeof(*ep->seeds));
-		}
-		ep->seeds[ep->nseeds].host = one.host;
-		ep->seeds[ep->nseeds++].port = one.port;
 		s = comma + 1;
 	} while (comma < end);
 	return 0;
 }
 
 /*
- * redis+sentinel:// (the sentinels, then /NAME of the master set) and
- * redis+cluster:// (any nodes of the cluster: the seeds).
+ * redis:// (host, port, db), redis+sentinel:// (the sentinels, then /NAME
+ * of the master set) and redis+cluster:// (any nodes of the cluster: the
+ * seeds).
  */
 static int
-parse_multi(const char *rest, struct endpoint *ep, enum endpoint_kind kind,
+parse_net(const char *rest, struct endpoint *ep, enum endpoint_kind kind,
     const char **why)
 {
 	const char *auth_end = userinfo_end(rest, 0);
@@ -320,6 +278,12 @@ parse_multi(const char *rest, struct endpoint *ep, enum endpoint_kind kind,
 		q = end;
 	if ((slash = memchr(hp, '/', (size_t)(q - hp))) == NULL)
 		slash = q;
+	if (kind == EP_TCP) {
+		if (parse_hostport(hp, (size_t)(slash - hp), &ep->host,
+		    &ep->port, 6379, why) < 0)
+			return -1;
+		return parse_db_query(slash, q, end, ep, why);
+	}
 	if (parse_seeds(hp, (size_t)(slash - hp), ep, kind == EP_SENTINEL ?
 	    26379 : 6379, why) < 0)
 		return -1;
@@ -396,15 +360,9 @@ url_parse(const char *url, struct endpoint *ep, const char **why)
 		return -1;
 	}
 	ep->tls = tls;
-	switch (kind) {
-	case EP_SENTINEL:
-	case EP_CLUSTER:
-		return parse_multi(rest, ep, kind, why);
-	case EP_UNIX:
+	if (kind == EP_UNIX)
 		return parse_unix(rest, ep, why);
-	default:
-		return parse_tcp(rest, ep, why);
-	}
+	return parse_net(rest, ep, kind, why);
 }
 
 void
