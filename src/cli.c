@@ -929,7 +929,46 @@ parse_subcommand(struct parse *p, int argc, char **argv)
 	return 0;
 }
 
-static int finish_run(struct parse *p, int argc, char **argv);
+static int
+finish_run(struct parse *p, int argc, char **argv)
+{
+	struct rlock_opts *o = p->o;
+	size_t klen = o->key ? strlen(o->key) : 1;	/* unlock: none */
+
+	if (klen == 0)
+		return usage_error(p, "the key is empty");
+	if (klen > KEY_MAX_LEN)
+		return usage_error(p, "the key is longer than 512 bytes");
+	o->cmd = argv + optind;
+	if (o->mode != MODE_RUN && (o->shell_cmd || optind < argc))
+		return usage_error(p, "%s takes no command (found '%s')",
+		    argv[0], o->shell_cmd ? "-c" : argv[optind]);
+	if (o->mode == MODE_RUN && (given(p, OPT_PID) ||
+	    given(p, OPT_EXPORT)))
+		return usage_error(p, "--pid and --export go with 'rlock "
+		    "lock'");
+	if (o->shell_cmd && optind < argc)
+		return usage_error(p, "-c takes the whole shell command; "
+		    "nothing may follow it (found '%s')", argv[optind]);
+	if (!o->shell_cmd && optind >= argc && o->mode == MODE_RUN)
+		return usage_error(p, "missing command to run under the lock");
+	/* Shared holders are not counted: -N would mean a semaphore of
+	 * readers, which is a semaphore. */
+	if (o->shared && given(p, 'N'))
+		return usage_error(p, "--shared does not go with --limit: "
+		    "shared holders are not counted (use one or the other)");
+	/* As in flock(1): --nonblock wins over --timeout, whichever came
+	 * first; the order of two options must not decide whether a cron
+	 * line waits. */
+	if (given(p, 'n')) {
+		if (given(p, 'w'))
+			msg_verbose("--timeout has no effect with --nonblock");
+		o->wait_ms = 0;
+	}
+	if (o->fair && o->wait_ms == 0)
+		msg_verbose("--fair has no effect with --nonblock");
+	return 0;
+}
 
 /* lock: the run mode's options, without COMMAND; unlock: -k only. */
 static int
@@ -973,47 +1012,6 @@ select_mode(struct parse *p, int argc, char **argv)
 			return usage_error(p, "options of the run mode do not "
 			    "go with '%s'", word);
 	return parse_subcommand(p, argc - optind, argv + optind);
-}
-
-static int
-finish_run(struct parse *p, int argc, char **argv)
-{
-	struct rlock_opts *o = p->o;
-	size_t klen = o->key ? strlen(o->key) : 1;	/* unlock: none */
-
-	if (klen == 0)
-		return usage_error(p, "the key is empty");
-	if (klen > KEY_MAX_LEN)
-		return usage_error(p, "the key is longer than 512 bytes");
-	o->cmd = argv + optind;
-	if (o->mode != MODE_RUN && (o->shell_cmd || optind < argc))
-		return usage_error(p, "%s takes no command (found '%s')",
-		    argv[0], o->shell_cmd ? "-c" : argv[optind]);
-	if (o->mode == MODE_RUN && (given(p, OPT_PID) ||
-	    given(p, OPT_EXPORT)))
-		return usage_error(p, "--pid and --export go with 'rlock "
-		    "lock'");
-	if (o->shell_cmd && optind < argc)
-		return usage_error(p, "-c takes the whole shell command; "
-		    "nothing may follow it (found '%s')", argv[optind]);
-	if (!o->shell_cmd && optind >= argc && o->mode == MODE_RUN)
-		return usage_error(p, "missing command to run under the lock");
-	/* Shared holders are not counted: -N would mean a semaphore of
-	 * readers, which is a semaphore. */
-	if (o->shared && given(p, 'N'))
-		return usage_error(p, "--shared does not go with --limit: "
-		    "shared holders are not counted (use one or the other)");
-	/* As in flock(1): --nonblock wins over --timeout, whichever came
-	 * first; the order of two options must not decide whether a cron
-	 * line waits. */
-	if (given(p, 'n')) {
-		if (given(p, 'w'))
-			msg_verbose("--timeout has no effect with --nonblock");
-		o->wait_ms = 0;
-	}
-	if (o->fair && o->wait_ms == 0)
-		msg_verbose("--fair has no effect with --nonblock");
-	return 0;
 }
 
 /*

@@ -279,15 +279,13 @@ user_file(struct conf_base *b)
 
 	/* The XDG spec: a relative value is invalid and to be ignored. */
 	if (x && x[0] == '/') {
-		b->var = "XDG_CONFIG_HOME";
-		b->dir = x;
+		*b = (struct conf_base){ "XDG_CONFIG_HOME", x };
 		p = xmalloc(strlen(x) + sizeof("/rlock/rlock.conf"));
 		return strcat(strcpy(p, x), "/rlock/rlock.conf");
 	}
 	if (h == NULL || h[0] == '\0')
 		return NULL;
-	b->var = "HOME";
-	b->dir = h;
+	*b = (struct conf_base){ "HOME", h };
 	p = xmalloc(strlen(h) + sizeof("/.config/rlock/rlock.conf"));
 	return strcat(strcpy(p, h), "/.config/rlock/rlock.conf");
 }
