@@ -412,57 +412,45 @@ url_copy(struct endpoint *dst, const struct endpoint *src)
 	}
 }
 
-static void
-redacted_multi(const struct endpoint *ep, const char *user,
-    const char *stars, const char *at, char *buf, size_t len)
-{
-	size_t off;
-	char one[300];
-	int i;
-
-	off = (size_t)snprintf(buf, len, "%s+%s://%s%s%s", ep->tls ? "rediss" :
-	    "redis", ep->kind == EP_SENTINEL ? "sentinel" : "cluster", user,
-	    stars, at);
-	for (i = 0; i < ep->nseeds && off < len; i++) {
-		printable(ep->seeds[i].host, strlen(ep->seeds[i].host), one,
-		    sizeof(one));
-		off += (size_t)snprintf(buf + off, len - off, "%s%s%s%s:%d",
-		    i ? "," : "", strchr(one, ':') ? "[" : "", one,
-		    strchr(one, ':') ? "]" : "", ep->seeds[i].port);
-	}
-	if (ep->kind == EP_SENTINEL && off < len) {
-		printable(ep->master_name, strlen(ep->master_name), one,
-		    sizeof(one));
-		snprintf(buf + off, len - off, "/%s/%d", one, ep->db);
-	}
-}
-
 void
 url_redacted(const struct endpoint *ep, char *buf, size_t len)
 {
-	const char *at = (ep->user || ep->pass) ? "@" : "";
-	const char *stars = ep->pass ? ":***" : "";
-	const char *where = ep->kind == EP_UNIX ? ep->path : ep->host ?
-	    ep->host : "";
-	char user[128], place[512];
+	static const char *const suffix[] = { [EP_SENTINEL] = "+sentinel",
+	    [EP_CLUSTER] = "+cluster" };
+	/* TCP: its one host, written as a seed is. */
+	struct hostport tcp = { ep->host, ep->port };
+	const struct hostport *hp = ep->kind == EP_TCP ? &tcp : ep->seeds;
+	int i, n = ep->kind == EP_TCP ? 1 : ep->nseeds;
+	char user[128], one[512];
+	size_t off;
 
 	/* A decoded %0A must not split the one-line message. */
 	printable(ep->user ? ep->user : "", ep->user ? strlen(ep->user) : 0,
 	    user, sizeof(user));
-	if (ep->kind == EP_SENTINEL || ep->kind == EP_CLUSTER) {
-		redacted_multi(ep, user, stars, at, buf, len);
+	off = (size_t)snprintf(buf, len, "%s%s://%s%s%s", ep->kind == EP_UNIX ?
+	    "unix" : ep->tls ? "rediss" : "redis", suffix[ep->kind] ?
+	    suffix[ep->kind] : "", user, ep->pass ? ":***" : "", ep->user ||
+	    ep->pass ? "@" : "");
+	if (ep->kind == EP_UNIX) {
+		printable(ep->path, strlen(ep->path), one, sizeof(one));
+		if (off < len)
+			snprintf(buf + off, len - off, "%s?db=%d", one, ep->db);
 		return;
 	}
-	printable(where, strlen(where), place, sizeof(place));
-	if (ep->kind == EP_UNIX) {
-		snprintf(buf, len, "unix://%s%s%s%s?db=%d", user, stars, at,
-		    place, ep->db);
+	for (i = 0; i < n && off < len; i++) {
+		printable(hp[i].host, strlen(hp[i].host), one, sizeof(one));
+		off += (size_t)snprintf(buf + off, len - off, "%s%s%s%s:%d",
+		    i ? "," : "", strchr(one, ':') ? "[" : "", one,
+		    strchr(one, ':') ? "]" : "", hp[i].port);
+	}
+	if (ep->kind == EP_CLUSTER || off >= len)
+		return;
+	if (ep->kind == EP_SENTINEL) {
+		printable(ep->master_name, strlen(ep->master_name), one,
+		    sizeof(one));
+		snprintf(buf + off, len - off, "/%s/%d", one, ep->db);
 	} else {
-		int v6 = strchr(ep->host, ':') != NULL;
-
-		snprintf(buf, len, "%s://%s%s%s%s%s%s:%d/%d", ep->tls ?
-		    "rediss" : "redis", user, stars, at, v6 ? "[" : "", place,
-		    v6 ? "]" : "", ep->port, ep->db);
+		snprintf(buf + off, len - off, "/%d", ep->db);
 	}
 }
 
