@@ -341,7 +341,10 @@ utf8_len(const unsigned char *s, size_t left, uint32_t *code)
 void
 json_string(FILE *f, const char *s, size_t len)
 {
+	/* The escapes JSON has a letter for, and those letters. */
+	static const char named[] = "\"\\\n\t\r", letter[] = "\"\\ntr";
 	const unsigned char *u = (const unsigned char *)s;
+	const char *e;
 	size_t i = 0, n;
 	uint32_t cp;
 
@@ -349,18 +352,10 @@ json_string(FILE *f, const char *s, size_t len)
 	while (i < len) {
 		unsigned char c = u[i];
 
-		if (c == '"' || c == '\\') {
-			fputc('\\', f);
-			fputc(c, f);
-		} else if (c == '\n') {
-			fputs("\\n", f);
-		} else if (c == '\t') {
-			fputs("\\t", f);
-		} else if (c == '\r') {
-			fputs("\\r", f);
-		} else if (c < 0x20 || c == 0x7f) {
-			fprintf(f, "\\u%04x", c);
-		} else if ((n = utf8_len(u + i, len - i, &cp)) == 0) {
+		if (c != '\0' && (e = strchr(named, c)) != NULL) {
+			fprintf(f, "\\%c", letter[e - named]);
+		} else if (c < 0x20 || c == 0x7f ||
+		    (n = utf8_len(u + i, len - i, &cp)) == 0) {
 			fprintf(f, "\\u%04x", c);
 		} else {
 			fwrite(u + i, 1, n, f);
