@@ -83,46 +83,34 @@ parse_num(const char *s, size_t n, int min, int max, int *out)
 	return 0;
 }
 
-/* "?db=N" (the only query parameter we know); end is the URL's end. */
+/*
+ * What follows the host: "/N" (slash up to q; none when the N is empty),
+ * then "?db=N", the only query parameter we know, from q to the URL's
+ * end. "/0?db=2": neither may silently win over the other.
+ */
 static int
-parse_query(const char *q, const char *end, struct endpoint *ep,
-    const char **why)
+parse_db_query(const char *slash, const char *q, const char *end,
+    struct endpoint *ep, const char **why)
 {
+	if (slash + 1 < q && parse_num(slash + 1, (size_t)(q - slash - 1), 0,
+	    1000000, &ep->db) < 0)
+		goto bad_db;
+	if (slash + 1 < q && q < end) {
+		*why = "the database is given twice (/N and ?db=N); "
+		    "give it once";
+		return -1;
+	}
 	if (q == end)
 		return 0;
 	if (end - q < 4 || strncmp(q, "?db=", 4) != 0) {
 		*why = "unknown query parameter (only ?db=N is understood)";
 		return -1;
 	}
-	if (parse_num(q + 4, (size_t)(end - q - 4), 0, 1000000, &ep->db) < 0) {
-		*why = "bad database number";
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * What follows the host: "/N" (slash up to q; none when slash == q or the
- * N is empty), then the query from q to the URL's end. "/0?db=2": neither
- * may silently win over the other.
- */
-static int
-parse_db_query(const char *slash, const char *q, const char *end,
-    struct endpoint *ep, const char **why)
-{
-	if (slash < q && slash + 1 < q) {
-		if (parse_num(slash + 1, (size_t)(q - slash - 1), 0, 1000000,
-		    &ep->db) < 0) {
-			*why = "bad database number";
-			return -1;
-		}
-		if (q < end) {
-			*why = "the database is given twice (/N and ?db=N); "
-			    "give it once";
-			return -1;
-		}
-	}
-	return parse_query(q, end, ep, why);
+	if (parse_num(q + 4, (size_t)(end - q - 4), 0, 1000000, &ep->db) == 0)
+		return 0;
+bad_db:
+	*why = "bad database number";
+	return -1;
 }
 
 /* userinfo is "user", "user:pass" or ":pass". */
@@ -228,7 +216,7 @@ parse_unix(const char *rest, struct endpoint *ep, const char **why)
 	}
 	ep->kind = EP_UNIX;
 	ep->path = xstrndup(path, (size_t)(q - path));
-	return parse_query(q, end, ep, why);
+	return parse_db_query(q, q, end, ep, why);	/* no /N */
 }
 
 /* "host[:port],host[:port]..." of n bytes into ep->seeds. */
