@@ -385,17 +385,15 @@ printable(const char *s, size_t len, char *buf, size_t buflen)
 		room = room >= 3 ? room - 3 : room;
 	for (i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
+		size_t w = c >= 0x20 && c < 0x7f ? 1 : 4;
 
-		if (c >= 0x20 && c < 0x7f) {
-			if (o + 1 > room)
-				break;
-			buf[o++] = (char)c;
-		} else {
-			if (o + 4 > room)
-				break;
+		if (o + w > room)
+			break;
+		if (w == 1)
+			buf[o] = (char)c;
+		else
 			snprintf(buf + o, buflen - o, "\\x%02x", c);
-			o += 4;
-		}
+		o += w;
 	}
 	if (i < len && o + 3 < buflen) {
 		memcpy(buf + o, "...", 3);
