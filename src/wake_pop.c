@@ -39,18 +39,6 @@ struct pop_waker {
 	size_t also_len;
 };
 
-static struct pop_waker *
-pw(struct waker *w)
-{
-	return (struct pop_waker *)w;
-}
-
-static const struct pop_waker *
-cpw(const struct waker *w)
-{
-	return (const struct pop_waker *)w;
-}
-
 /* How many of the BLPOP servers are connected. */
 static int
 pop_open(const struct pop_waker *w)
@@ -65,7 +53,7 @@ pop_open(const struct pop_waker *w)
 static int
 pop_listen(struct waker *wk)
 {
-	struct pop_waker *w = pw(wk);
+	struct pop_waker *w = (struct pop_waker *)wk;
 
 	return w->n == 1 ? 1 : pop_open(w);
 }
@@ -74,7 +62,7 @@ pop_listen(struct waker *wk)
 static int
 pop_listening(const struct waker *wk)
 {
-	const struct pop_waker *w = cpw(wk);
+	const struct pop_waker *w = (const struct pop_waker *)wk;
 
 	return w->n == 1 || pop_open(w) >= w->need;
 }
@@ -82,7 +70,7 @@ pop_listening(const struct waker *wk)
 static void
 pop_cancel(struct waker *wk)
 {
-	struct pop_waker *w = pw(wk);
+	struct pop_waker *w = (struct pop_waker *)wk;
 
 	if (w->armed)
 		server_close(w->pop[w->at]);
@@ -223,8 +211,7 @@ await(struct pop_waker *w, int64_t hard, int sigfd, struct reply **r,
 		if (!server_pending(w->pop[w->at])) {
 			if (w->sharp && mono_ms() >= hard) {
 				/* The next attempt reconnects. */
-				w->armed = 0;
-				server_close(w->pop[w->at]);
+				pop_cancel(&w->base);
 				*why = WOKE_TIMEOUT;
 				return -1;
 			}
@@ -253,8 +240,7 @@ await(struct pop_waker *w, int64_t hard, int sigfd, struct reply **r,
 				if (pop_open(w) < w->need) {
 					w->base.fail = *server_failure(
 					    w->pop[i]);
-					w->armed = 0;
-					server_close(w->pop[w->at]);
+					pop_cancel(&w->base);
 					*why = WOKE_LOST;
 					return -1;
 				}
@@ -304,7 +290,7 @@ look_later(int64_t until, int sigfd)
 static enum woke
 pop_wait(struct waker *wk, int64_t until, int sigfd, int sharp)
 {
-	struct pop_waker *w = pw(wk);
+	struct pop_waker *w = (struct pop_waker *)wk;
 	struct reply *r = NULL;
 	enum woke why;
 	int64_t hard;
@@ -338,7 +324,7 @@ pop_wait(struct waker *wk, int64_t until, int sigfd, int sharp)
 static void
 pop_free(struct waker *wk)
 {
-	struct pop_waker *w = pw(wk);
+	struct pop_waker *w = (struct pop_waker *)wk;
 
 	free(w->pop);
 	free(w->p);
@@ -360,13 +346,11 @@ wake_pop_any(struct server *const *s, int n, int need, const char *list,
     size_t len)
 {
 	struct pop_waker *w = xcalloc(1, sizeof(*w));
-	int i;
 
 	w->base.ops = &POP_OPS;
 	w->pop = xcalloc((size_t)n, sizeof(*w->pop));
 	w->p = xcalloc((size_t)n + 1, sizeof(*w->p));
-	for (i = 0; i < n; i++)
-		w->pop[i] = s[i];
+	memcpy(w->pop, s, (size_t)n * sizeof(*w->pop));
 	w->n = n;
 	w->need = need;
 	w->list = xstrndup(list, len);
@@ -381,14 +365,14 @@ wake_pop(struct server *s, const char *list, size_t len,
 	struct waker *wk = wake_pop_any(&s, 1, 1, list, len);
 
 	if (behind != NULL)
-		pw(wk)->behind = *behind;
+		((struct pop_waker *)wk)->behind = *behind;
 	return wk;
 }
 
 void
 wake_pop_also(struct waker *wk, const char *list, size_t len)
 {
-	struct pop_waker *w = pw(wk);
+	struct pop_waker *w = (struct pop_waker *)wk;
 
 	free(w->also);
 	w->also = xstrndup(list, len);

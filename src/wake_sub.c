@@ -31,25 +31,6 @@ struct sub_waker {
 	size_t ch_len;
 };
 
-static struct sub_waker *
-sw(struct waker *w)
-{
-	return (struct sub_waker *)w;
-}
-
-static const struct sub_waker *
-csw(const struct waker *w)
-{
-	return (const struct sub_waker *)w;
-}
-
-static void
-lost(struct sub_waker *w, struct server *s)
-{
-	w->base.fail = *server_failure(s);
-	server_close(s);
-}
-
 /* A (S)SUBSCRIBE's reply r (NULL: none came), freed here: 0, or -1
  * with the failure kept (and the connection closed on a wrong one). */
 static int
@@ -63,7 +44,8 @@ confirmed(struct sub_waker *w, struct server *s, struct reply *r)
 	}
 	if (!(ok = wake_parse_subscribe(r))) {
 		server_fail_reply(s, "subscribe", r);
-		lost(w, s);
+		w->base.fail = *server_failure(s);
+		server_close(s);
 	}
 	reply_free(r);
 	return ok ? 0 : -1;
@@ -114,7 +96,7 @@ subscribe(struct sub_waker *w, int i)
 static int
 sub_listen(struct waker *wk)
 {
-	struct sub_waker *w = sw(wk);
+	struct sub_waker *w = (struct sub_waker *)wk;
 	int i, up = 0;
 
 	for (i = 0; i < w->n; i++) {
@@ -128,7 +110,7 @@ sub_listen(struct waker *wk)
 static int
 sub_listening(const struct waker *wk)
 {
-	const struct sub_waker *w = csw(wk);
+	const struct sub_waker *w = (const struct sub_waker *)wk;
 	int i, up = 0;
 
 	for (i = 0; i < w->n; i++)
@@ -139,7 +121,7 @@ sub_listening(const struct waker *wk)
 static void
 sub_cancel(struct waker *wk)
 {
-	struct sub_waker *w = sw(wk);
+	struct sub_waker *w = (struct sub_waker *)wk;
 	int i;
 
 	for (i = 0; i < w->n; i++) {
@@ -207,7 +189,7 @@ drain(struct sub_waker *w, int i)
 static enum woke
 sub_wait(struct waker *wk, int64_t until, int sigfd, int sharp)
 {
-	struct sub_waker *w = sw(wk);
+	struct sub_waker *w = (struct sub_waker *)wk;
 	struct pollfd *p = w->p;
 	int i, r, d, got = 0, alive;
 
@@ -249,7 +231,7 @@ sub_wait(struct waker *wk, int64_t until, int sigfd, int sharp)
 static void
 sub_free(struct waker *wk)
 {
-	struct sub_waker *w = sw(wk);
+	struct sub_waker *w = (struct sub_waker *)wk;
 	int i;
 
 	for (i = 0; i < w->n; i++)
