@@ -76,14 +76,6 @@ seconds(long long ms)
 	printf("%lld.%03lld\n", ms / 1000, ms % 1000);
 }
 
-static long long
-field(const struct view *v, int i)
-{
-	long long n;
-
-	return view_num(v->last->element[i], &n) ? n : -1;
-}
-
 /* The soonest lease end among the holders: -1 none, -2 never. */
 static long long
 lease_left(const struct view *v)
@@ -116,6 +108,7 @@ skips(const struct view *v)
 static int
 sample(enum family f, const char *master, const struct view *v)
 {
+	struct reply *const *l = v->last->element;
 	long long a, b;
 
 	switch (f) {
@@ -147,8 +140,8 @@ sample(enum family f, const char *master, const struct view *v)
 	}
 	if (!view_has_run(v))
 		return 0;
-	a = field(v, INSPECT_LAST_STARTED);
-	b = field(v, INSPECT_LAST_ENDED);
+	a = view_num(l[INSPECT_LAST_STARTED]);
+	b = view_num(l[INSPECT_LAST_ENDED]);
 	switch (f) {
 	case F_START:
 	case F_END:
@@ -164,18 +157,17 @@ sample(enum family f, const char *master, const struct view *v)
 		seconds(b > a ? b - a : 0);
 		return 1;
 	case F_EXIT:
-		if ((a = field(v, INSPECT_LAST_EXIT)) < 0)
+		if ((a = view_num(l[INSPECT_LAST_EXIT])) < 0)
 			return 0;
 		series(f, master, v);
 		printf("%lld\n", a);
 		return 1;
 	case F_LOST:
 		series(f, master, v);
-		printf("%d\n", strcmp(v->last->element[
-		    INSPECT_LAST_LOST]->str, "1") == 0);
+		printf("%d\n", strcmp(l[INSPECT_LAST_LOST]->str, "1") == 0);
 		return 1;
 	case F_OK:
-		if ((a = field(v, INSPECT_LAST_OK_ENDED)) < 0)
+		if ((a = view_num(l[INSPECT_LAST_OK_ENDED])) < 0)
 			return 0;
 		series(f, master, v);
 		seconds(a);

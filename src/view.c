@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * One KEY as status shows it, below the reading and printing of
- * report_view.c and report_run.c: the checked reply's accessors, and the
+ * report_view.c and report_prom.c: the checked reply's accessors, and the
  * few ways a field is written out (terminal text, JSON, dates). Prints on
  * stdout only.
  */
@@ -13,12 +13,6 @@
 #include <time.h>
 
 #include "util.h"
-
-static void
-put_reply(const struct reply *s)
-{
-	view_put_text(s->str, s->len);
-}
 
 /*
  * The length of a UTF-8 sequence at u safe on a terminal, or 0: not for
@@ -66,10 +60,18 @@ view_put_text(const char *s, size_t len)
 	view_put_escaped(s, len, "\\", "\\");
 }
 
-int
-view_num(const struct reply *s, long long *v)
+void
+view_put_reply(const struct reply *s)
 {
-	return s->len > 0 && int_parse(s->str, 0, INT64_MAX, v) == 0;
+	view_put_text(s->str, s->len);
+}
+
+long long
+view_num(const struct reply *s)
+{
+	long long v;
+
+	return s->len > 0 && int_parse(s->str, 0, INT64_MAX, &v) == 0 ? v : -1;
 }
 
 int
@@ -93,8 +95,8 @@ view_hold_until(const struct view *v)
 	size_t i;
 
 	for (i = 0; i < v->holders->elements; i++)
-		if (view_num(v->holders->element[i]->element[
-		    INSPECT_HOLDERS_HOLD_UNTIL], &t) && t > until)
+		if ((t = view_num(v->holders->element[i]->element[
+		    INSPECT_HOLDERS_HOLD_UNTIL])) > until)
 			until = t;
 	return until;
 }
@@ -117,7 +119,7 @@ view_skips(const struct view *v, const struct reply *f)
 	sf = v->last->element[INSPECT_LAST_SKIP_FENCE];
 	if (sf->len == 0 || sf->len != f->len ||
 	    memcmp(sf->str, f->str, f->len) != 0 ||
-	    !view_num(v->last->element[INSPECT_LAST_SKIPS], &n))
+	    (n = view_num(v->last->element[INSPECT_LAST_SKIPS])) < 0)
 		return 0;
 	return n;
 }
@@ -143,8 +145,9 @@ view_held(const struct view *v)
 }
 
 void
-view_json_str(const struct reply *s)
+view_json_str(const char *pre, const struct reply *s)
 {
+	fputs(pre, stdout);
 	if (s->len == 0)
 		fputs("null", stdout);
 	else
@@ -152,28 +155,28 @@ view_json_str(const struct reply *s)
 }
 
 void
-view_json_num(const struct reply *s)
+view_json_ll(const char *pre, long long v)
 {
-	long long v;
-
-	if (view_num(s, &v))
-		printf("%lld", v);
+	if (v >= 0)
+		printf("%s%lld", pre, v);
 	else
-		fputs("null", stdout);
+		printf("%snull", pre);
+}
+
+void
+view_json_num(const char *pre, const struct reply *s)
+{
+	view_json_ll(pre, view_num(s));
 }
 
 /* "user", "host", "pid", "command" from four strings in that order. */
 void
 view_json_who(struct reply **e)
 {
-	fputs("\"user\":", stdout);
-	view_json_str(e[0]);
-	fputs(",\"host\":", stdout);
-	view_json_str(e[1]);
-	fputs(",\"pid\":", stdout);
-	view_json_num(e[2]);
-	fputs(",\"command\":", stdout);
-	view_json_str(e[3]);
+	view_json_str("\"user\":", e[0]);
+	view_json_str(",\"host\":", e[1]);
+	view_json_num(",\"pid\":", e[2]);
+	view_json_str(",\"command\":", e[3]);
 }
 
 /* "user@host, pid N" (and ": cmd") from four strings in that order. */
@@ -184,16 +187,16 @@ view_put_who(struct reply **e, int with_cmd)
 		fputs("unknown (not written by rlock)", stdout);
 		return;
 	}
-	put_reply(e[0]);
+	view_put_reply(e[0]);
 	putchar('@');
-	put_reply(e[1]);
+	view_put_reply(e[1]);
 	if (e[2]->len > 0) {
 		fputs(", pid ", stdout);
-		put_reply(e[2]);
+		view_put_reply(e[2]);
 	}
 	if (with_cmd && e[3]->len > 0) {
 		fputs(": ", stdout);
-		put_reply(e[3]);
+		view_put_reply(e[3]);
 	}
 }
 
