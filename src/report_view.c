@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "lua_scripts.h"
 #include "mode.h"
@@ -101,34 +102,72 @@ report_view_inspect(struct lock_node *node, const struct lock_mode *mode,
 	return 0;
 }
 
+/* The text pre (a member's name), then the JSON of a string rlock wrote
+ * (null when empty), of a decimal field (null when absent) or of a number
+ * (null when negative). */
+static void
+json_str(const char *pre, const struct reply *s)
+{
+	fputs(pre, stdout);
+	if (s->len == 0)
+		fputs("null", stdout);
+	else
+		json_string(stdout, s->str, s->len);
+}
+
+static void
+json_ll(const char *pre, long long v)
+{
+	if (v >= 0)
+		printf("%s%lld", pre, v);
+	else
+		printf("%snull", pre);
+}
+
+static void
+json_num(const char *pre, const struct reply *s)
+{
+	json_ll(pre, view_num(s));
+}
+
+/* "user", "host", "pid", "command" from four strings in that order. */
+static void
+json_who(struct reply **e)
+{
+	json_str("\"user\":", e[0]);
+	json_str(",\"host\":", e[1]);
+	json_num(",\"pid\":", e[2]);
+	json_str(",\"command\":", e[3]);
+}
+
 static void
 json_holder(const struct view *v, const struct reply *h)
 {
 	long long since = view_num(h->element[INSPECT_HOLDERS_SINCE]);
 
 	putchar('{');
-	view_json_who(h->element + INSPECT_HOLDERS_USER);
-	view_json_num(",\"since_ms\":", h->element[INSPECT_HOLDERS_SINCE]);
-	view_json_ll(",\"held_ms\":", since < 0 ? -1 :
+	json_who(h->element + INSPECT_HOLDERS_USER);
+	json_num(",\"since_ms\":", h->element[INSPECT_HOLDERS_SINCE]);
+	json_ll(",\"held_ms\":", since < 0 ? -1 :
 	    v->now > since ? v->now - since : 0);
-	view_json_num(",\"lease_ms\":", h->element[INSPECT_HOLDERS_LEASE]);
-	view_json_ll(",\"lease_left_ms\":",
+	json_num(",\"lease_ms\":", h->element[INSPECT_HOLDERS_LEASE]);
+	json_ll(",\"lease_left_ms\":",
 	    h->element[INSPECT_HOLDERS_LEASE_LEFT]->integer);
-	view_json_num(",\"fence\":", h->element[INSPECT_HOLDERS_FENCE]);
+	json_num(",\"fence\":", h->element[INSPECT_HOLDERS_FENCE]);
 	if (h->element[INSPECT_HOLDERS_OWNER]->len > 0) {
-		view_json_str(",\"redisson_owner\":",
+		json_str(",\"redisson_owner\":",
 		    h->element[INSPECT_HOLDERS_OWNER]);
-		view_json_num(",\"reentries\":",
+		json_num(",\"reentries\":",
 		    h->element[INSPECT_HOLDERS_COUNT]);
 	}
 	if (h->element[INSPECT_HOLDERS_ENDED]->len == 0) {
 		fputs(",\"finished\":null", stdout);
 	} else {
-		view_json_num(",\"finished\":{\"ended_ms\":",
+		json_num(",\"finished\":{\"ended_ms\":",
 		    h->element[INSPECT_HOLDERS_ENDED]);
-		view_json_num(",\"exit_status\":",
+		json_num(",\"exit_status\":",
 		    h->element[INSPECT_HOLDERS_EXIT]);
-		view_json_num(",\"hold_until_ms\":",
+		json_num(",\"hold_until_ms\":",
 		    h->element[INSPECT_HOLDERS_HOLD_UNTIL]);
 		putchar('}');
 	}
@@ -148,27 +187,27 @@ json_last(const struct view *v)
 		return;
 	}
 	fputs(",\"last_run\":{", stdout);
-	view_json_who((struct reply **)l + INSPECT_LAST_USER);
-	view_json_num(",\"started_ms\":", l[INSPECT_LAST_STARTED]);
-	view_json_num(",\"ended_ms\":", l[INSPECT_LAST_ENDED]);
+	json_who((struct reply **)l + INSPECT_LAST_USER);
+	json_num(",\"started_ms\":", l[INSPECT_LAST_STARTED]);
+	json_num(",\"ended_ms\":", l[INSPECT_LAST_ENDED]);
 	start = view_num(l[INSPECT_LAST_STARTED]);
 	end = view_num(l[INSPECT_LAST_ENDED]);
-	view_json_ll(",\"duration_ms\":", start < 0 || end < 0 ? -1 :
+	json_ll(",\"duration_ms\":", start < 0 || end < 0 ? -1 :
 	    end > start ? end - start : 0);
-	view_json_num(",\"exit_status\":", l[INSPECT_LAST_EXIT]);
-	view_json_num(",\"fence\":", l[INSPECT_LAST_FENCE]);
+	json_num(",\"exit_status\":", l[INSPECT_LAST_EXIT]);
+	json_num(",\"fence\":", l[INSPECT_LAST_FENCE]);
 	printf(",\"lease_lost\":%s",
 	    strcmp(l[INSPECT_LAST_LOST]->str, "1") == 0 ? "true" : "false");
-	view_json_num(",\"last_success_ms\":", l[INSPECT_LAST_OK_ENDED]);
+	json_num(",\"last_success_ms\":", l[INSPECT_LAST_OK_ENDED]);
 	printf(",\"skips\":%lld", view_skips(v, l[INSPECT_LAST_FENCE]));
 	if (l[INSPECT_LAST_SKIP_AT]->len == 0) {
 		fputs(",\"last_skip\":null}", stdout);
 		return;
 	}
-	view_json_str(",\"last_skip\":{\"user\":", l[INSPECT_LAST_SKIP_USER]);
-	view_json_str(",\"host\":", l[INSPECT_LAST_SKIP_HOST]);
-	view_json_num(",\"pid\":", l[INSPECT_LAST_SKIP_PID]);
-	view_json_num(",\"at_ms\":", l[INSPECT_LAST_SKIP_AT]);
+	json_str(",\"last_skip\":{\"user\":", l[INSPECT_LAST_SKIP_USER]);
+	json_str(",\"host\":", l[INSPECT_LAST_SKIP_HOST]);
+	json_num(",\"pid\":", l[INSPECT_LAST_SKIP_PID]);
+	json_num(",\"at_ms\":", l[INSPECT_LAST_SKIP_AT]);
 	fputs("}}", stdout);
 }
 
@@ -184,7 +223,7 @@ json_view(const struct view *v)
 	else
 		fputs(",\"held\":false,\"mode\":null", stdout);
 	printf(",\"resting\":%s", view_resting(v) ? "true" : "false");
-	view_json_ll(",\"limit\":", view_held(v) && v->limit > 0 ?
+	json_ll(",\"limit\":", view_held(v) && v->limit > 0 ?
 	    v->limit : -1);
 	printf(",\"server_time_ms\":%lld,\"holders\":[", v->now);
 	for (i = 0; i < v->holders->elements; i++) {
@@ -195,7 +234,7 @@ json_view(const struct view *v)
 	printf("],\"queue\":{\"length\":%lld,\"waiters\":[", v->queued);
 	for (i = 0; i < v->waiters->elements; i++) {
 		fputs(i > 0 ? ",{" : "{", stdout);
-		view_json_who(v->waiters->element[i]->element);
+		json_who(v->waiters->element[i]->element);
 		putchar('}');
 	}
 	fputs("]}", stdout);
@@ -222,6 +261,25 @@ report_view_print_json(const struct view *v, size_t n)
 	fputs("\n]\n", stdout);
 }
 
+/* The label column of status's text. */
+static void
+label(const char *l)
+{
+	printf("  %-12s", l);
+}
+
+/* Server ms since the epoch as local "YYYY-MM-DD HH:MM:SS ZONE". */
+static void
+local_time(long long ms, char *buf, size_t len)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+
+	if (localtime_r(&t, &tm) == NULL ||
+	    strftime(buf, len, "%Y-%m-%d %H:%M:%S %Z", &tm) == 0)
+		snprintf(buf, len, "%lld ms after the epoch", ms);
+}
+
 /* "2026-11-21 02:00:01 UTC (3h05m ago)", or "(in 40s)" for the future. */
 static void
 when_rel(long long ms, long long now)
@@ -232,7 +290,7 @@ when_rel(long long ms, long long now)
 	 * overflow the subtraction. */
 	if (now < 0)
 		now = 0;
-	view_when(ms, when, sizeof(when));
+	local_time(ms, when, sizeof(when));
 	dur_format(now > ms ? now - ms : ms - now, d, sizeof(d));
 	printf("%s (%s%s%s)", when, now >= ms ? "" : "in ", d,
 	    now >= ms ? " ago" : "");
@@ -273,7 +331,7 @@ text_ended(const struct view *v, const struct reply *h)
 
 	if (ended < 0)
 		return 0;
-	view_label("run ended");
+	label("run ended");
 	when_rel(ended, v->now);
 	if (h->element[INSPECT_HOLDERS_EXIT]->len > 0) {
 		fputs(", exit ", stdout);
@@ -282,7 +340,7 @@ text_ended(const struct view *v, const struct reply *h)
 	after(view_num(h->element[INSPECT_HOLDERS_SINCE]), ended);
 	putchar('\n');
 	if (hold >= 0) {
-		view_label("held until");
+		label("held until");
 		when_rel(hold, v->now);
 		fputs(" by --min-hold\n", stdout);
 	}
@@ -299,17 +357,11 @@ text_skips(const struct view *v, const struct reply *f)
 
 	if (n <= 0)
 		return;
-	view_label("skipped");
+	label("skipped");
 	printf("%lld run%s, the last by ", n, n == 1 ? "" : "s");
-	view_put_reply(l[INSPECT_LAST_SKIP_USER]);
-	putchar('@');
-	view_put_reply(l[INSPECT_LAST_SKIP_HOST]);
-	if (l[INSPECT_LAST_SKIP_PID]->len > 0) {
-		fputs(", pid ", stdout);
-		view_put_reply(l[INSPECT_LAST_SKIP_PID]);
-	}
+	view_put_who((struct reply **)l + INSPECT_LAST_SKIP_USER, 0);
 	if ((at = view_num(l[INSPECT_LAST_SKIP_AT])) >= 0) {
-		view_when(at, when, sizeof(when));
+		local_time(at, when, sizeof(when));
 		printf(", at %s", when);
 	}
 	putchar('\n');
@@ -322,7 +374,7 @@ text_holder(const struct view *v, const struct reply *h)
 	long long n;
 	char buf[32];
 
-	view_label("holder");
+	label("holder");
 	if (h->element[INSPECT_HOLDERS_USER]->len == 0 &&
 	    h->element[INSPECT_HOLDERS_OWNER]->len > 0)
 		fputs("a Redisson client", stdout);
@@ -330,24 +382,24 @@ text_holder(const struct view *v, const struct reply *h)
 		view_put_who(h->element + INSPECT_HOLDERS_USER, 0);
 	putchar('\n');
 	if (h->element[INSPECT_HOLDERS_OWNER]->len > 0) {
-		view_label("owner");
+		label("owner");
 		view_put_reply(h->element[INSPECT_HOLDERS_OWNER]);
 		fputs(" (Redisson's ID:THREAD), held ", stdout);
 		view_put_reply(h->element[INSPECT_HOLDERS_COUNT]);
 		fputs(" time(s)\n", stdout);
 	}
 	if (h->element[INSPECT_HOLDERS_CMD]->len > 0) {
-		view_label("command");
+		label("command");
 		view_put_reply(h->element[INSPECT_HOLDERS_CMD]);
 		putchar('\n');
 	}
 	if ((n = view_num(h->element[INSPECT_HOLDERS_SINCE])) >= 0) {
-		view_label("since");
+		label("since");
 		when_rel(n, v->now);
 		putchar('\n');
 	}
 	if (!text_ended(v, h)) {
-		view_label("lease left");
+		label("lease left");
 		lease_text(h->element[INSPECT_HOLDERS_LEASE_LEFT]->integer,
 		    buf, sizeof(buf));
 		fputs(buf, stdout);
@@ -358,7 +410,7 @@ text_holder(const struct view *v, const struct reply *h)
 		putchar('\n');
 	}
 	if ((n = view_num(f)) >= 0) {
-		view_label("fence");
+		label("fence");
 		printf("%lld\n", n);
 	}
 	/* The skips of the last run's grant are shown with the last run. */
@@ -373,10 +425,10 @@ text_queue(const struct view *v)
 {
 	size_t i;
 
-	view_label("waiting");
+	label("waiting");
 	printf("%lld (--fair)\n", v->queued);
 	for (i = 0; i < v->waiters->elements; i++) {
-		view_label(i == 0 ? "next" : "then");
+		label(i == 0 ? "next" : "then");
 		view_put_who(v->waiters->element[i]->element, 1);
 		putchar('\n');
 	}
@@ -386,14 +438,20 @@ text_queue(const struct view *v)
 static void
 text_resting(const struct view *v)
 {
+	long long t, until = -1;
 	char when[64];
-	long long until = view_hold_until(v);
+	size_t i;
 
 	if (!view_resting(v))
 		return;
+	/* When the last of its ended runs stops holding KEY. */
+	for (i = 0; i < v->holders->elements; i++)
+		if ((t = view_num(v->holders->element[i]->element[
+		    INSPECT_HOLDERS_HOLD_UNTIL])) > until)
+			until = t;
 	fputs(", resting: the run ended", stdout);
 	if (until >= 0) {
-		view_when(until, when, sizeof(when));
+		local_time(until, when, sizeof(when));
 		printf("; --min-hold holds it until %s", when);
 	}
 }
@@ -407,27 +465,27 @@ text_last(const struct view *v)
 
 	if (!view_has_run(v))
 		return;
-	view_label("last run");
+	label("last run");
 	view_put_who((struct reply **)l + INSPECT_LAST_USER, 1);
 	putchar('\n');
 	start = view_num(l[INSPECT_LAST_STARTED]);
 	end = view_num(l[INSPECT_LAST_ENDED]);
 	if (start >= 0) {
-		view_label("started");
+		label("started");
 		when_rel(start, v->now);
 		putchar('\n');
 	}
-	view_label("ended");
+	label("ended");
 	when_rel(end, v->now);
 	after(start, end);
 	putchar('\n');
-	view_label("exit");
+	label("exit");
 	view_put_reply(l[INSPECT_LAST_EXIT]);
 	if (strcmp(l[INSPECT_LAST_LOST]->str, "1") == 0)
 		fputs(" (the lease was lost)", stdout);
 	putchar('\n');
 	if (l[INSPECT_LAST_FENCE]->len > 0) {
-		view_label("fence");
+		label("fence");
 		view_put_reply(l[INSPECT_LAST_FENCE]);
 		putchar('\n');
 	}
@@ -435,7 +493,7 @@ text_last(const struct view *v)
 	/* The alert question: when did KEY last run to success? */
 	ok = view_num(l[INSPECT_LAST_OK_ENDED]);
 	if (ok != end) {
-		view_label("last ok");
+		label("last ok");
 		if (ok >= 0)
 			when_rel(ok, v->now);
 		else
@@ -470,7 +528,7 @@ report_view_print_text(const struct view *v)
 	for (i = 0; i < v->holders->elements; i++)
 		text_holder(v, v->holders->element[i]);
 	if (v->writers > 0) {
-		view_label("writers");
+		label("writers");
 		printf("%lld waiting; no new reader gets in\n", v->writers);
 	}
 	if (v->queued > 0)

@@ -1,16 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
  * One KEY as status shows it, below the reading and printing of
- * report_view.c and report_prom.c: the checked reply's accessors, and the
- * few ways a field is written out (terminal text, JSON, dates). Prints on
- * stdout only.
+ * report_view.c and report_prom.c: the checked reply's accessors, and
+ * bytes from Redis written out safely (for a terminal, or as a label
+ * value). Prints on stdout only.
  */
 #include "view.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "util.h"
 
@@ -88,19 +87,6 @@ view_resting(const struct view *v)
 	return 1;
 }
 
-long long
-view_hold_until(const struct view *v)
-{
-	long long t, until = -1;
-	size_t i;
-
-	for (i = 0; i < v->holders->elements; i++)
-		if ((t = view_num(v->holders->element[i]->element[
-		    INSPECT_HOLDERS_HOLD_UNTIL])) > until)
-			until = t;
-	return until;
-}
-
 int
 view_has_run(const struct view *v)
 {
@@ -144,41 +130,6 @@ view_held(const struct view *v)
 	return v->mode[0] != 'f';
 }
 
-void
-view_json_str(const char *pre, const struct reply *s)
-{
-	fputs(pre, stdout);
-	if (s->len == 0)
-		fputs("null", stdout);
-	else
-		json_string(stdout, s->str, s->len);
-}
-
-void
-view_json_ll(const char *pre, long long v)
-{
-	if (v >= 0)
-		printf("%s%lld", pre, v);
-	else
-		printf("%snull", pre);
-}
-
-void
-view_json_num(const char *pre, const struct reply *s)
-{
-	view_json_ll(pre, view_num(s));
-}
-
-/* "user", "host", "pid", "command" from four strings in that order. */
-void
-view_json_who(struct reply **e)
-{
-	view_json_str("\"user\":", e[0]);
-	view_json_str(",\"host\":", e[1]);
-	view_json_num(",\"pid\":", e[2]);
-	view_json_str(",\"command\":", e[3]);
-}
-
 /* "user@host, pid N" (and ": cmd") from four strings in that order. */
 void
 view_put_who(struct reply **e, int with_cmd)
@@ -198,21 +149,4 @@ view_put_who(struct reply **e, int with_cmd)
 		fputs(": ", stdout);
 		view_put_reply(e[3]);
 	}
-}
-
-void
-view_label(const char *l)
-{
-	printf("  %-12s", l);
-}
-
-void
-view_when(long long ms, char *buf, size_t len)
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-
-	if (localtime_r(&t, &tm) == NULL ||
-	    strftime(buf, len, "%Y-%m-%d %H:%M:%S %Z", &tm) == 0)
-		snprintf(buf, len, "%lld ms after the epoch", ms);
 }

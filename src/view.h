@@ -39,9 +39,6 @@ int view_held(const struct view *v);
  */
 int view_resting(const struct view *v);
 
-/* When the last of v's ended runs stops holding KEY (server ms), or -1. */
-long long view_hold_until(const struct view *v);
-
 /* Has v a recorded last run (not only skips)? */
 int view_has_run(const struct view *v);
 
@@ -73,20 +70,5 @@ void view_put_escaped(const char *s, size_t len, const char *quoted,
 
 /* "user@host, pid N" (with_cmd: and ": cmd") from VIEW_WHO_N strings. */
 void view_put_who(struct reply **e, int with_cmd);
-
-/* The label column of status's text. */
-void view_label(const char *l);
-
-/* Server ms since the epoch as local "YYYY-MM-DD HH:MM:SS ZONE". */
-void view_when(long long ms, char *buf, size_t len);
-
-/* The text pre (a member's name), then the JSON of a string rlock wrote
- * (null when empty), of a decimal field (null when absent) or of a number
- * (null when negative); and "user", "host", "pid", "command" from four
- * strings. */
-void view_json_str(const char *pre, const struct reply *s);
-void view_json_num(const char *pre, const struct reply *s);
-void view_json_ll(const char *pre, long long v);
-void view_json_who(struct reply **e);
 
 #endif
