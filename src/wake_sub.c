@@ -77,16 +77,13 @@ subscribe(struct sub_waker *w, int i)
 	    failure_refused(f, argv[0]))
 		snprintf(f->why + strlen(f->why), sizeof(f->why) -
 		    strlen(f->why), "; --fair needs it");
+	/* No sharded pub/sub here: SUBSCRIBE alone; with `both`, after. */
 	if (r != NULL && r->type == REPLY_ERROR &&
-	    strstr(r->str, "unknown command") != NULL) {
+	    strstr(r->str, "unknown command") != NULL)
 		reply_free(r);
-		argv[0] = "SUBSCRIBE";
-		lens[0] = 9;
-		r = server_command(s, 2, argv, lens);
-	}
-	if (confirmed(w, s, r) < 0)
+	else if (confirmed(w, s, r) < 0)
 		return -1;
-	if (!w->both || lens[0] == 9)
+	else if (!w->both)
 		return 0;
 	argv[0] = "SUBSCRIBE";
 	lens[0] = 9;
@@ -195,9 +192,12 @@ sub_wait(struct waker *wk, int64_t until, int sigfd, int sharp)
 
 	(void)sharp;
 	p[0] = (struct pollfd){ .fd = sigfd, .events = POLLIN };
+	memset(p + 1, 0, (size_t)w->n * sizeof(*p));
 	for (;;) {
+		/* What poll saw, or what the transport has buffered. */
 		for (i = 0, alive = 0; i < w->n; i++) {
-			if (w->listening[i] && server_pending(w->sub[i]) &&
+			if (w->listening[i] && (p[1 + i].revents ||
+			    server_pending(w->sub[i])) &&
 			    (d = drain(w, i)) > 0 && got != 1)
 				got = d;
 			alive += w->listening[i];
@@ -217,14 +217,8 @@ sub_wait(struct waker *wk, int64_t until, int sigfd, int sharp)
 			    strerror(errno));
 			return WOKE_LOST;
 		}
-		if (r <= 0)
-			continue;
-		if (p[0].revents & POLLIN)
+		if (r > 0 && (p[0].revents & POLLIN))
 			return WOKE_SIGFD;
-		for (i = 0; i < w->n; i++)
-			if (p[1 + i].revents && (d = drain(w, i)) > 0 &&
-			    got != 1)
-				got = d;
 	}
 }
 
