@@ -89,7 +89,6 @@
 #include "glob.h"
 #include "keys.h"
 #include "lock.h"
-#include "lua_scripts.h"
 #include "mode.h"
 #include "report_prom.h"
 #include "report_view.h"
@@ -284,8 +283,7 @@ keep_held(struct found *f)
 			f->v[n++] = f->v[i];
 			continue;
 		}
-		if (f->v[i].r != NULL)
-			reply_free(f->v[i].r);
+		reply_free(f->v[i].r);
 		free(f->v[i].key);
 	}
 	f->n = n;
@@ -417,15 +415,10 @@ static int
 close_stdout(int st)
 {
 	errno = 0;
-	if (fflush(stdout) == 0 && !ferror(stdout))
+	if ((fflush(stdout) == 0 && !ferror(stdout)) || errno == EPIPE)
 		return st;
-	if (errno == EPIPE)
-		return st;
-	if (errno != 0)
-		msg_err("write error on standard output: %s",
-		    strerror(errno));
-	else
-		msg_err("write error on standard output");
+	msg_err("write error on standard output%s%s", errno ? ": " : "",
+	    errno ? strerror(errno) : "");
 	return RL_EXIT_IOERR;
 }
 

@@ -81,16 +81,6 @@ lease_left(const struct view *v)
 	return left < 0 ? 0 : left;
 }
 
-static long long
-skips(const struct view *v)
-{
-	if (view_held(v))
-		return view_skips(v, v->holders->element[0]->element[
-		    INSPECT_HOLDERS_FENCE]);
-	return view_has_run(v) ?
-	    view_skips(v, v->last->element[INSPECT_LAST_FENCE]) : 0;
-}
-
 /* One family's value for v: -1 if v has none (the last-run families of a
  * KEY with no recorded run, a field rlock did not write), or NEVER. */
 static long long
@@ -111,7 +101,10 @@ value(enum family f, const struct view *v)
 	case F_WAITERS:
 		return v->queued > 0 ? v->queued : 0;
 	case F_SKIPS:
-		return skips(v);
+		if (view_held(v))
+			return view_skips(v, v->holders->element[0]->element[
+			    INSPECT_HOLDERS_FENCE]);
+		return run ? view_skips(v, l[INSPECT_LAST_FENCE]) : 0;
 	case F_START:
 		return a;
 	case F_END:

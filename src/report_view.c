@@ -542,8 +542,7 @@ report_view_free_all(struct view *v, size_t n, int own_keys)
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		if (v[i].r)
-			reply_free(v[i].r);
+		reply_free(v[i].r);
 		if (own_keys)
 			free(v[i].key);
 	}
