@@ -333,15 +333,13 @@ release_report(const struct rlock_opts *o, struct lock_node *node,
 {
 	size_t i;
 
-	if (r->type != REPLY_ARRAY) {
+	for (i = 0; r->type == REPLY_ARRAY && i < r->elements; i++)
+		if (!view_strings(r->element[i], VIEW_WHO_N, 0))
+			break;
+	if (r->type != REPLY_ARRAY || i < r->elements) {
 		lock_node_fail_reply(node, "release --force", r);
 		return -1;
 	}
-	for (i = 0; i < r->elements; i++)
-		if (!view_strings(r->element[i], VIEW_WHO_N, 0)) {
-			lock_node_fail_reply(node, "release --force", r);
-			return -1;
-		}
 	if (r->elements == 0) {
 		msg_warn("'%s' is not held; nothing to release", o->args[0]);
 		return RL_EXIT_FALSE;
