@@ -493,153 +493,89 @@ op_record(struct lock *l, const struct lock_ctx *ctx,
 	return int_reply(s, "record", script_call(s, &a), &v);
 }
 
-static const char *
-field(const struct reply *r, const char *name)
+/* inspect's holder h: "user@host" into at, "pid P: cmd" into run; 0, or
+ * -1 when h is not one inspect gives or rlock recorded no holder. */
+static int
+holder_words(const struct reply *h, char *at, size_t alen, char *run,
+    size_t rlen)
 {
-	size_t i;
-
-	for (i = 0; i + 1 < r->elements; i += 2)
-		if (r->element[i]->type == REPLY_STRING &&
-		    strcmp(r->element[i]->str, name) == 0 &&
-		    r->element[i + 1]->type == REPLY_STRING)
-			return r->element[i + 1]->str;
-	return NULL;
-}
-
-/* One command's reply, with arguments a (n of them, NUL-terminated but
- * the keys, whose lengths come in kl, 0 for the others). */
-static struct reply *
-cmd(struct server *cn, int n, const char **a, const size_t *kl)
-{
-	size_t lens[6];
+	struct reply *const *e = h->element;
+	char pcmd[80], until[48] = "";
+	struct tm tm;
+	time_t t;
 	int i;
 
-	for (i = 0; i < n; i++)
-		lens[i] = kl[i] ? kl[i] : strlen(a[i]);
-	return server_command(cn, n, a, lens);
-}
-
-/* "N shared holders (user@host, pid P: cmd, and M more)". */
-static void
-describe_shares(struct server *cn, const struct lock_keys *k, char *buf,
-    size_t len)
-{
-	const char *a[6] = { "ZRANGE", k->shares, "0", "-1" };
-	size_t kl[6] = { 0, k->shares_len, 0, 0 };
-	char f[4][48], pcmd[80], more[32] = "";
-	struct reply *r, *m;
-	size_t n, i;
-
-	if ((r = cmd(cn, 4, a, kl)) == NULL || r->type != REPLY_ARRAY ||
-	    r->elements == 0 || r->element[0]->type != REPLY_STRING) {
-		reply_free(r);
-		return;
-	}
-	n = r->elements;
-	snprintf(buf, len, "%zu shared holder%s", n, n == 1 ? "" : "s");
-	for (i = 0; i < 4; i++)
-		snprintf(f[i], sizeof(f[i]), "%.36s:%s", r->element[0]->str,
-		    (const char *[]){ "user", "host", "pid", "cmd" }[i]);
-	reply_free(r);
-	a[0] = "HMGET", a[1] = k->metas, kl[1] = k->metas_len;
-	for (i = 0; i < 4; i++)
-		a[2 + i] = f[i], kl[2 + i] = 0;
-	if ((m = cmd(cn, 6, a, kl)) == NULL)
-		return;
-	if (m->type == REPLY_ARRAY && m->elements == 4) {
-		for (i = 0; i < 4; i++)
-			if (m->element[i]->type != REPLY_STRING)
-				break;
-		if (i == 4) {
-			printable(m->element[3]->str, m->element[3]->len, pcmd,
-			    sizeof(pcmd));
-			if (n > 1)
-				snprintf(more, sizeof(more), ", and %zu more",
-				    n - 1);
-			snprintf(buf, len, "%zu shared holder%s (%s@%s, pid "
-			    "%s: %s%s)", n, n == 1 ? "" : "s",
-			    m->element[0]->str, m->element[1]->str,
-			    m->element[2]->str, pcmd, more);
-		}
-	}
-	reply_free(m);
+	if (h->type != REPLY_ARRAY || h->elements != INSPECT_HOLDERS_N)
+		return -1;
+	for (i = INSPECT_HOLDERS_USER; i <= INSPECT_HOLDERS_HOLD_UNTIL; i++)
+		if (e[i]->type != REPLY_STRING)
+			return -1;
+	if (e[INSPECT_HOLDERS_USER]->len == 0)
+		return -1;
+	printable(e[INSPECT_HOLDERS_CMD]->str, e[INSPECT_HOLDERS_CMD]->len,
+	    pcmd, sizeof(pcmd));
+	/* A run that ended, whose KEY --min-hold keeps: say so. */
+	if ((t = (time_t)(strtoll(e[INSPECT_HOLDERS_HOLD_UNTIL]->str, NULL,
+	    10) / 1000)) > 0 && localtime_r(&t, &tm) != NULL)
+		strftime(until, sizeof(until), "; run ended, --min-hold until "
+		    "%H:%M:%S", &tm);
+	snprintf(at, alen, "%s@%s", e[INSPECT_HOLDERS_USER]->str,
+	    e[INSPECT_HOLDERS_HOST]->str);
+	snprintf(run, rlen, "pid %s: %s%s", e[INSPECT_HOLDERS_PID]->str, pcmd,
+	    until);
+	return 0;
 }
 
 /*
- * No holder's meta: a shared KEY, a --fair head taking its turn, or (for
- * a reader) an exclusive request that readers wait for.
+ * Whom a waiter waits for, from the mode's inspect call (status's reply):
+ * the holder rlock recorded; else, in rlock's own layout, the shared
+ * holders (the first of them named), an exclusive request that readers
+ * wait for, or a free KEY's --fair head taking its turn.
  */
-static void
-describe_other(struct server *cn, const struct lock_ctx *ctx, char *buf,
-    size_t len)
-{
-	const struct lock_keys *k = &ctx->k;
-	const char *a[2] = { "GET", k->lock };
-	size_t kl[2] = { 0, k->lock_len }, n;
-	struct reply *r;
-	int shared, free, writers = 0;
-
-	if ((r = cmd(cn, 2, a, kl)) == NULL)
-		return;
-	shared = r->type == REPLY_STRING && r->len == 6 &&
-	    memcmp(r->str, "shared", 6) == 0;
-	free = r->type == REPLY_NIL;
-	reply_free(r);
-	if (ctx->shared) {
-		a[0] = "ZCARD", a[1] = k->writers, kl[1] = k->writers_len;
-		if ((r = cmd(cn, 2, a, kl)) == NULL)
-			return;
-		writers = r->type == REPLY_INTEGER && r->integer > 0;
-		reply_free(r);
-	}
-	if (shared)
-		describe_shares(cn, k, buf, len);
-	else if (free && writers)
-		snprintf(buf, len, "nobody, but an exclusive request is "
-		    "waiting");
-	else if (free)
-		snprintf(buf, len, "nobody, but it is the turn of the next "
-		    "--fair waiter,");
-	n = strlen(buf);
-	if (shared && writers)
-		snprintf(buf + n, len - n, "; an exclusive request is waiting");
-}
-
 static void
 op_describe_holder(struct lock *l, const struct lock_ctx *ctx, char *buf,
     size_t len)
 {
 	struct server *s = cmd_srv(l);
-	const struct lock_keys *k = &ctx->k;
-	const char *argv[2] = { "HGETALL", k->meta };
-	size_t lens[2] = { 7, k->meta_len };
-	const char *user, *host, *pid, *cmd, *hold;
-	char pcmd[80], until[48] = "";
+	const struct reply *hs, *mode, *wr;
+	struct mode_call c;
 	struct reply *r;
-	struct tm tm;
-	time_t t;
+	char at[330], run[200], named[600] = "", more[32] = "";
+	int shared, writers, known;
+	size_t n;
 
 	snprintf(buf, len, "%s", ctx->mode->stranger);
-	if ((r = server_command(s, 2, argv, lens)) == NULL)
+	ctx->mode->inspect(&c, &ctx->k);
+	if ((r = script_call_ro(s, &c.a)) == NULL)
 		return;
-	if (r->type == REPLY_ARRAY && r->elements == 0) {
+	if (r->type != REPLY_ARRAY || r->elements != INSPECT_R_N ||
+	    (mode = r->element[INSPECT_R_MODE])->type != REPLY_STRING ||
+	    (hs = r->element[INSPECT_R_HOLDERS])->type != REPLY_ARRAY ||
+	    (wr = r->element[INSPECT_R_WRITERS])->type != REPLY_INTEGER) {
+		server_fail_reply(s, c.what, r);
 		reply_free(r);
-		if (ctx->mode->own_layout)
-			describe_other(s, ctx, buf, len);
 		return;
 	}
-	if (r->type == REPLY_ARRAY && (user = field(r, "user")) &&
-	    (host = field(r, "host")) && (pid = field(r, "pid")) &&
-	    (cmd = field(r, "cmd"))) {
-		printable(cmd, strlen(cmd), pcmd, sizeof(pcmd));
-		/* A run that ended, whose KEY --min-hold keeps: say so. */
-		if ((hold = field(r, "hold_until")) != NULL &&
-		    (t = (time_t)(strtoll(hold, NULL, 10) / 1000)) > 0 &&
-		    localtime_r(&t, &tm) != NULL)
-			strftime(until, sizeof(until), "; run ended, --min-hold "
-			    "until %H:%M:%S", &tm);
-		snprintf(buf, len, "%s@%s (pid %s: %s%s)", user, host, pid,
-		    pcmd, until);
+	n = hs->elements;
+	shared = strcmp(mode->str, "shared") == 0;
+	writers = ctx->shared && wr->integer > 0;
+	known = n > 0 && holder_words(hs->element[0], at, sizeof(at), run,
+	    sizeof(run)) == 0;
+	if (known && !shared) {
+		snprintf(buf, len, "%s (%s)", at, run);
+	} else if (shared && ctx->mode->own_layout) {
+		if (n > 1)
+			snprintf(more, sizeof(more), ", and %zu more", n - 1);
+		if (known)
+			snprintf(named, sizeof(named), " (%s, %s%s)", at, run,
+			    more);
+		snprintf(buf, len, "%zu shared holder%s%s%s", n,
+		    n == 1 ? "" : "s", named,
+		    writers ? "; an exclusive request is waiting" : "");
+	} else if (n == 0 && ctx->mode->own_layout) {
+		snprintf(buf, len, "nobody, but %s", writers ? "an exclusive "
+		    "request is waiting" : "it is the turn of the next --fair "
+		    "waiter,");
 	}
 	reply_free(r);
 }
