@@ -777,15 +777,6 @@ op_is_ours(struct lock *l, const struct lock_ctx *ctx)
 	return -1;
 }
 
-/* --fair is refused with --redlock (cli.c): no queue to keep. */
-static int
-op_no_queue(struct lock *l, const struct lock_ctx *ctx)
-{
-	(void)l;
-	(void)ctx;
-	return 0;
-}
-
 /* Who holds it, by the first master that answers. */
 static void
 op_describe_holder(struct lock *l, const struct lock_ctx *ctx, char *buf,
@@ -828,42 +819,11 @@ op_waker(struct lock *l, const struct lock_ctx *ctx, int want_holder)
 	    ctx->k.tokens_len);
 }
 
-/* A quorum tries where one server's waiters look (its busy replies
- * already come from every master), and watches no sentinels. */
-static int
-op_caps(const struct lock *l)
-{
-	(void)l;
-	return 0;
-}
-
-static int
-op_look_foreign(struct lock *l, const struct lock_ctx *ctx)
-{
-	(void)l;
-	(void)ctx;
-	return 0;
-}
-
 static void
 op_timeouts(const struct lock *l, int64_t *connect_ms, int64_t *cmd_ms)
 {
 	*connect_ms = l->connect_ms;
 	*cmd_ms = cq_of(l)->cmd_ms;
-}
-
-static int
-op_recheck(struct lock *l)
-{
-	(void)l;
-	return 0;
-}
-
-static int
-op_watch_fd(const struct lock *l)
-{
-	(void)l;
-	return -1;
 }
 
 static int
@@ -909,15 +869,13 @@ static const struct lock_ops QUORUM_OPS = {
 	.release = op_release,
 	.record = op_record,
 	.is_ours = op_is_ours,
-	.heartbeat = op_no_queue,
-	.dequeue = op_no_queue,
+	/* No heartbeat, dequeue: --fair is refused with --redlock (cli.c).
+	 * No caps, look_foreign, recheck, watch_fd: a quorum tries where one
+	 * server's waiters look (its busy replies already come from every
+	 * master), and watches no sentinel and no one connection. */
 	.describe_holder = op_describe_holder,
 	.waker = op_waker,
-	.caps = op_caps,
-	.look_foreign = op_look_foreign,
 	.timeouts = op_timeouts,
-	.recheck = op_recheck,
-	.watch_fd = op_watch_fd,
 	.nodes = op_nodes,
 	.node = op_node,
 	.failure = op_failure,
