@@ -29,6 +29,15 @@ mode_by_name(const char *name)
 	return NULL;
 }
 
+struct script_args *
+mode_start(struct mode_call *c, const char *what, const struct lua_script *sc)
+{
+	c->what = what;
+	c->counts_skip = 0;
+	script_args_init(&c->a, sc);
+	return &c->a;
+}
+
 const char *
 mode_num(struct mode_call *c, int i, long long v)
 {

@@ -24,9 +24,8 @@ struct mode_call {
 	struct script_args a;
 	char num[8][24];
 	char field[48];			/* a mode's holder field */
-	/* Set by the acquire when it counts a busy answer as this run
-	 * skipped (ctx->skip_count, where the mode can); single.c zeroes
-	 * it first. */
+	/* Does the acquire count a busy answer as this run skipped
+	 * (ctx->skip_count, where the mode can)? mode_start: no. */
 	int counts_skip;
 };
 
@@ -90,6 +89,10 @@ void lock_ctx_init(struct lock_ctx *ctx, const struct lock_mode *mode,
 
 /* The holder's pid as recorded (rlock lock: the section's owner). */
 void lock_ctx_set_pid(struct lock_ctx *ctx, long pid);
+
+/* Start c, the call of script sc (`what` in messages); its args. */
+struct script_args *mode_start(struct mode_call *c, const char *what,
+    const struct lua_script *sc);
 
 /* "%lld" of v into c->num[i], returned. */
 const char *mode_num(struct mode_call *c, int i, long long v);

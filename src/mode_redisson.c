@@ -118,11 +118,9 @@ acquire(struct mode_call *c, const struct lock_ctx *ctx, int queue,
     int want_holder)
 {
 	const struct lock_keys *k = &ctx->k;
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "acquire", &lua_redisson_acquire);
 
 	(void)want_holder;
-	c->what = "acquire";
-	script_args_init(a, &lua_redisson_acquire);
 	REDISSON_ACQUIRE_KEYS(a, k);
 	script_arg_str(a, REDISSON_ACQUIRE_A_FIELD, field(c, ctx));
 	script_arg_str(a, REDISSON_ACQUIRE_A_LEASE_MS,
@@ -153,10 +151,8 @@ acquire(struct mode_call *c, const struct lock_ctx *ctx, int queue,
 static void
 extend(struct mode_call *c, const struct lock_ctx *ctx)
 {
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "extend", &lua_redisson_extend);
 
-	c->what = "extend";
-	script_args_init(a, &lua_redisson_extend);
 	REDISSON_EXTEND_KEYS(a, &ctx->k);
 	script_arg_str(a, REDISSON_EXTEND_A_FIELD, field(c, ctx));
 	script_arg_str(a, REDISSON_EXTEND_A_LEASE_MS,
@@ -169,10 +165,8 @@ release(struct mode_call *c, const struct lock_ctx *ctx)
 {
 	const struct lock_keys *k = &ctx->k;
 	const struct run_end *e = ctx->end;
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "release", &lua_redisson_release);
 
-	c->what = "release";
-	script_args_init(a, &lua_redisson_release);
 	REDISSON_RELEASE_KEYS(a, k);
 	script_arg_str(a, REDISSON_RELEASE_A_FIELD, field(c, ctx));
 	script_arg_str(a, REDISSON_RELEASE_A_LEASE_MS,
@@ -197,10 +191,9 @@ release(struct mode_call *c, const struct lock_ctx *ctx)
 static void
 is_ours(struct mode_call *c, const struct lock_ctx *ctx)
 {
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "re-entry check",
+	    &lua_redisson_is_ours);
 
-	c->what = "re-entry check";
-	script_args_init(a, &lua_redisson_is_ours);
 	REDISSON_IS_OURS_KEYS(a, &ctx->k);
 	script_arg_str(a, REDISSON_IS_OURS_A_FIELD, field(c, ctx));
 	script_args_done(a);
@@ -210,10 +203,8 @@ static void
 dequeue(struct mode_call *c, const struct lock_ctx *ctx)
 {
 	const struct lock_keys *k = &ctx->k;
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "dequeue", &lua_redisson_dequeue);
 
-	c->what = "dequeue";
-	script_args_init(a, &lua_redisson_dequeue);
 	REDISSON_DEQUEUE_KEYS(a, k);
 	script_arg_str(a, REDISSON_DEQUEUE_A_FIELD, field(c, ctx));
 	script_arg_str(a, REDISSON_DEQUEUE_A_ALLOWANCE_MS,
@@ -226,10 +217,8 @@ dequeue(struct mode_call *c, const struct lock_ctx *ctx)
 static void
 inspect(struct mode_call *c, const struct lock_keys *k)
 {
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "inspect", &lua_redisson_inspect);
 
-	c->what = "inspect";
-	script_args_init(a, &lua_redisson_inspect);
 	REDISSON_INSPECT_KEYS(a, k);
 	script_arg_str(a, REDISSON_INSPECT_A_WAITERS_SHOWN, WAITERS_SHOWN);
 	script_args_done(a);
@@ -238,10 +227,9 @@ inspect(struct mode_call *c, const struct lock_keys *k)
 static void
 force(struct mode_call *c, const struct lock_keys *k)
 {
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "force release",
+	    &lua_redisson_force);
 
-	c->what = "force release";
-	script_args_init(a, &lua_redisson_force);
 	REDISSON_FORCE_KEYS(a, k);
 	script_arg(a, REDISSON_FORCE_A_WAKE, k->wake, k->wake_len);
 	script_arg(a, REDISSON_FORCE_A_WAKE_PREFIX, k->wake_prefix,

@@ -23,10 +23,8 @@ acquire(struct mode_call *c, const struct lock_ctx *ctx, int queue,
     int want_holder)
 {
 	const struct lock_keys *k = &ctx->k;
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "acquire", &lua_acquire);
 
-	c->what = "acquire";
-	script_args_init(a, &lua_acquire);
 	ACQUIRE_KEYS(a, k);
 	script_arg_str(a, ACQUIRE_A_TOKEN, ctx->token);
 	script_arg_str(a, ACQUIRE_A_LEASE_MS, mode_num(c, 0, ctx->lease_ms));
@@ -62,10 +60,8 @@ acquire(struct mode_call *c, const struct lock_ctx *ctx, int queue,
 static void
 is_ours(struct mode_call *c, const struct lock_ctx *ctx)
 {
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "re-entry check", &lua_is_ours);
 
-	c->what = "re-entry check";
-	script_args_init(a, &lua_is_ours);
 	IS_OURS_KEYS(a, &ctx->k);
 	script_arg_str(a, IS_OURS_A_TOKEN, ctx->token);
 	script_arg_str(a, IS_OURS_A_LIMIT, mode_num(c, 0, ctx->limit));
@@ -76,10 +72,8 @@ is_ours(struct mode_call *c, const struct lock_ctx *ctx)
 static void
 extend(struct mode_call *c, const struct lock_ctx *ctx)
 {
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "extend", &lua_extend);
 
-	c->what = "extend";
-	script_args_init(a, &lua_extend);
 	EXTEND_KEYS(a, &ctx->k);
 	script_arg_str(a, EXTEND_A_TOKEN, ctx->token);
 	script_arg_str(a, EXTEND_A_LEASE_MS, mode_num(c, 0, ctx->lease_ms));
@@ -94,10 +88,8 @@ release(struct mode_call *c, const struct lock_ctx *ctx)
 {
 	const struct lock_keys *k = &ctx->k;
 	const struct run_end *e = ctx->end;
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "release", &lua_release);
 
-	c->what = "release";
-	script_args_init(a, &lua_release);
 	RELEASE_KEYS(a, k);
 	script_arg_str(a, RELEASE_A_TOKEN, ctx->token);
 	script_arg_str(a, RELEASE_A_LIMIT, mode_num(c, 0, ctx->limit));
@@ -124,10 +116,8 @@ static void
 dequeue(struct mode_call *c, const struct lock_ctx *ctx)
 {
 	const struct lock_keys *k = &ctx->k;
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "dequeue", &lua_dequeue);
 
-	c->what = "dequeue";
-	script_args_init(a, &lua_dequeue);
 	DEQUEUE_KEYS(a, k);
 	script_arg_str(a, DEQUEUE_A_TOKEN, ctx->token);
 	script_arg(a, DEQUEUE_A_WAKE_PREFIX, k->wake_prefix,
@@ -139,10 +129,8 @@ dequeue(struct mode_call *c, const struct lock_ctx *ctx)
 static void
 heartbeat(struct mode_call *c, const struct lock_ctx *ctx)
 {
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "heartbeat", &lua_heartbeat);
 
-	c->what = "heartbeat";
-	script_args_init(a, &lua_heartbeat);
 	HEARTBEAT_KEYS(a, &ctx->k);
 	script_arg_str(a, HEARTBEAT_A_TOKEN, ctx->token);
 	script_arg_str(a, HEARTBEAT_A_INFO, ctx->waiter_info);
@@ -154,10 +142,8 @@ heartbeat(struct mode_call *c, const struct lock_ctx *ctx)
 static void
 inspect(struct mode_call *c, const struct lock_keys *k)
 {
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "inspect", &lua_inspect);
 
-	c->what = "inspect";
-	script_args_init(a, &lua_inspect);
 	INSPECT_KEYS(a, k);
 	script_arg(a, INSPECT_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
@@ -168,10 +154,9 @@ inspect(struct mode_call *c, const struct lock_keys *k)
 static void
 force(struct mode_call *c, const struct lock_keys *k)
 {
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "force release",
+	    &lua_force_release);
 
-	c->what = "force release";
-	script_args_init(a, &lua_force_release);
 	FORCE_RELEASE_KEYS(a, k);
 	script_arg(a, FORCE_RELEASE_A_WAKE, k->wake, k->wake_len);
 	script_arg(a, FORCE_RELEASE_A_WAKE_PREFIX, k->wake_prefix,
