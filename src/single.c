@@ -208,48 +208,6 @@ single_parse_acquire(const struct reply *r, int64_t *fence,
 	return LOCK_ERROR;
 }
 
-/* The mode's acquire call; c->counts_skip says whether it counts a busy
- * answer as this run skipped. */
-static void
-acquire_call(struct mode_call *c, const struct lock_ctx *ctx, int queue,
-    int want_holder)
-{
-	c->counts_skip = 0;
-	ctx->mode->acquire(c, ctx, queue, want_holder);
-}
-
-static void
-call_build(struct mode_call *c, enum single_op op, const struct lock_ctx *ctx,
-    int want_holder)
-{
-	const struct lock_mode *m = ctx->mode;
-
-	switch (op) {
-	case SINGLE_ACQUIRE:
-		acquire_call(c, ctx, 0, want_holder);
-		break;
-	case SINGLE_EXTEND:
-		m->extend(c, ctx);
-		break;
-	case SINGLE_RELEASE:
-		m->release(c, ctx);
-		break;
-	case SINGLE_IS_OURS:
-		m->is_ours(c, ctx);
-		break;
-	}
-}
-
-/* undo.lua's call for ctx (quorum.c takes back a grant with it). */
-void
-single_undo_args(struct script_args *a, const struct lock_ctx *ctx)
-{
-	script_args_init(a, &lua_undo);
-	UNDO_KEYS(a, &ctx->k);
-	script_arg_str(a, UNDO_A_TOKEN, ctx->token);
-	script_args_done(a);
-}
-
 /* acquire.lua's reply r (freed here) to the call c as a lock_result. */
 static enum lock_result
 acquire_result(struct server *s, const struct mode_call *c, struct reply *r,
@@ -302,9 +260,8 @@ op_acquire_start(struct lock *l, const struct lock_ctx *ctx, int queue,
 	int64_t t = mono_ms();
 
 	(void)cmd_srv(l);
-	acquire_call(&c, ctx, queue, want_holder);
-	if (script_send(srv(l), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v,
-	    c.a.len) < 0)
+	ctx->mode->acquire(&c, ctx, queue, want_holder);
+	if (single_send(l, &c) < 0)
 		return -1;
 	s->started_at = t;
 	s->started_queue = queue;
@@ -319,8 +276,6 @@ op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
 {
 	struct single *s = sg(l);
 	struct mode_call c;
-	struct reply *r;
-	int64_t by;
 
 	settle(s);
 	if (s->started_at == 0) {
@@ -329,11 +284,9 @@ op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
 		return LOCK_ERROR;
 	}
 	s->started_at = 0;
-	acquire_call(&c, ctx, s->started_queue, s->started_want);
-	by = mono_ms() + server_cmd_timeout(srv(l));
-	r = script_recv(srv(l), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v,
-	    c.a.len, by);
-	return acquire_result(srv(l), &c, r, fence, busy);
+	ctx->mode->acquire(&c, ctx, s->started_queue, s->started_want);
+	return single_recv_acquire(l, &c, mono_ms() +
+	    server_cmd_timeout(srv(l)), fence, busy);
 }
 
 static int
@@ -367,30 +320,37 @@ op_is_ours(struct lock *l, const struct lock_ctx *ctx)
 	return v == 1 || v == 2 ? (int)v : 0;
 }
 
+/* Run c, a call of another op than the acquire (cmd_srv), answered
+ * with an integer: 0, or -1 (failure recorded). */
+static int
+run_int(struct lock *l, const struct mode_call *c)
+{
+	struct server *s = cmd_srv(l);
+	long long v;
+
+	return int_reply(s, c->what, script_call(s, &c->a), &v);
+}
+
 /* A --fair waiter still in the queue, its entry refreshed
  * (heartbeat.lua); a mode without one keeps its place by its attempts. */
 static int
 op_heartbeat(struct lock *l, const struct lock_ctx *ctx)
 {
-	struct server *s = cmd_srv(l);
 	struct mode_call c;
-	long long v;
 
 	if (ctx->mode->heartbeat == NULL)
 		return 0;
 	ctx->mode->heartbeat(&c, ctx);
-	return int_reply(s, c.what, script_call(s, &c.a), &v);
+	return run_int(l, &c);
 }
 
 static int
 op_dequeue(struct lock *l, const struct lock_ctx *ctx)
 {
-	struct server *s = cmd_srv(l);
 	struct mode_call c;
-	long long v;
 
 	ctx->mode->dequeue(&c, ctx);
-	return int_reply(s, c.what, script_call(s, &c.a), &v);
+	return run_int(l, &c);
 }
 
 /* Run c, a call of another op than the acquire (cmd_srv); yes_no. */
@@ -421,76 +381,57 @@ op_release(struct lock *l, const struct lock_ctx *ctx)
 }
 
 int
-single_send(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
-    int want_holder)
+single_send(struct lock *m, const struct mode_call *c)
 {
-	struct mode_call c;
-
-	call_build(&c, op, ctx, want_holder);
-	return script_send(srv(m), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v,
-	    c.a.len);
+	return script_send(srv(m), c->a.sc, c->a.nkeys, c->a.nargs, c->a.v,
+	    c->a.len);
 }
 
 static struct reply *
-call_recv(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
-    int want_holder, int64_t deadline, struct mode_call *c)
+call_recv(struct lock *m, const struct mode_call *c, int64_t deadline)
 {
-	call_build(c, op, ctx, want_holder);
 	return script_recv(srv(m), c->a.sc, c->a.nkeys, c->a.nargs, c->a.v,
 	    c->a.len, deadline);
 }
 
 enum lock_result
-single_recv_acquire(struct lock *m, const struct lock_ctx *ctx,
-    int want_holder, int64_t deadline, int64_t *fence,
-    struct lock_busy *busy)
+single_recv_acquire(struct lock *m, const struct mode_call *c,
+    int64_t deadline, int64_t *fence, struct lock_busy *busy)
 {
-	struct mode_call c;
-	struct reply *r = call_recv(m, SINGLE_ACQUIRE, ctx, want_holder,
-	    deadline, &c);
-
-	return acquire_result(srv(m), &c, r, fence, busy);
+	return acquire_result(srv(m), c, call_recv(m, c, deadline), fence,
+	    busy);
 }
 
 int
-single_recv(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
-    int64_t deadline)
+single_recv(struct lock *m, const struct mode_call *c, int64_t deadline)
 {
-	struct mode_call c;
-	struct reply *r = call_recv(m, op, ctx, 0, deadline, &c);
-
-	return yes_no(srv(m), c.what, r);
+	return yes_no(srv(m), c->what, call_recv(m, c, deadline));
 }
 
 static int
 op_record(struct lock *l, const struct lock_ctx *ctx,
     const struct run_end *end, int64_t fence)
 {
-	struct server *s = cmd_srv(l);
-	const struct lock_keys *k = &ctx->k;
-	struct script_args a;
-	char ttl[24], f[24], ran[24], st[24];
-	long long v;
+	struct mode_call c;
+	struct script_args *a = mode_start(&c, "record", &lua_record);
 
-	snprintf(ttl, sizeof(ttl), "%lld", (long long)LAST_RUN_TTL_MS);
-	script_args_init(&a, &lua_record);
-	RECORD_KEYS(&a, k);
-	script_arg_str(&a, RECORD_A_WHAT, end ? "lost" : "skip");
-	script_arg_str(&a, RECORD_A_USER, ctx->user);
-	script_arg_str(&a, RECORD_A_HOST, ctx->host);
-	script_arg_str(&a, RECORD_A_PID, ctx->pid);
-	script_arg_str(&a, RECORD_A_CMD, ctx->cmdline);
-	script_arg_str(&a, RECORD_A_LAST_TTL_MS, ttl);
+	RECORD_KEYS(a, &ctx->k);
+	script_arg_str(a, RECORD_A_WHAT, end ? "lost" : "skip");
+	script_arg_str(a, RECORD_A_USER, ctx->user);
+	script_arg_str(a, RECORD_A_HOST, ctx->host);
+	script_arg_str(a, RECORD_A_PID, ctx->pid);
+	script_arg_str(a, RECORD_A_CMD, ctx->cmdline);
+	script_arg_str(a, RECORD_A_LAST_TTL_MS,
+	    mode_num(&c, 0, LAST_RUN_TTL_MS));
 	if (end) {
-		snprintf(f, sizeof(f), "%lld", (long long)fence);
-		snprintf(ran, sizeof(ran), "%lld", (long long)end->ran_ms);
-		snprintf(st, sizeof(st), "%d", end->exit_status);
-		script_arg_str(&a, RECORD_A_FENCE, f);
-		script_arg_str(&a, RECORD_A_RAN_MS, ran);
-		script_arg_str(&a, RECORD_A_EXIT, st);
+		script_arg_str(a, RECORD_A_FENCE, mode_num(&c, 1, fence));
+		script_arg_str(a, RECORD_A_RAN_MS,
+		    mode_num(&c, 2, end->ran_ms));
+		script_arg_str(a, RECORD_A_EXIT,
+		    mode_num(&c, 3, end->exit_status));
 	}
-	script_args_done(&a);
-	return int_reply(s, "record", script_call(s, &a), &v);
+	script_args_done(a);
+	return run_int(l, &c);
 }
 
 /* inspect's holder h: "user@host" into at, "pid P: cmd" into run; 0, or
