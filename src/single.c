@@ -63,7 +63,6 @@
 #include <time.h>
 
 #include "exitcode.h"
-#include "foreign.h"
 #include "lua_scripts.h"
 #include "mode.h"
 #include "script.h"
@@ -206,23 +205,6 @@ single_parse_acquire(const struct reply *r, int64_t *fence,
 	if (r->element[0]->integer == 0 && parse_busy(r, busy) == 0)
 		return LOCK_BUSY;
 	return LOCK_ERROR;
-}
-
-/* acquire.lua's reply r (freed here) to the call c as a lock_result. */
-static enum lock_result
-acquire_result(struct server *s, const struct mode_call *c, struct reply *r,
-    int64_t *fence, struct lock_busy *busy)
-{
-	enum lock_result res;
-
-	if (r == NULL)
-		return LOCK_ERROR;
-	if ((res = single_parse_acquire(r, fence, busy)) == LOCK_ERROR)
-		server_fail_reply(s, "acquire", r);
-	else if (res == LOCK_BUSY)
-		busy->skip_counted = c->counts_skip;
-	reply_free(r);
-	return res;
 }
 
 /* An extend, release or re-entry check's reply r (freed here): 1, 0, or
@@ -398,8 +380,17 @@ enum lock_result
 single_recv_acquire(struct lock *m, const struct mode_call *c,
     int64_t deadline, int64_t *fence, struct lock_busy *busy)
 {
-	return acquire_result(srv(m), c, call_recv(m, c, deadline), fence,
-	    busy);
+	struct reply *r = call_recv(m, c, deadline);
+	enum lock_result res;
+
+	if (r == NULL)
+		return LOCK_ERROR;
+	if ((res = single_parse_acquire(r, fence, busy)) == LOCK_ERROR)
+		server_fail_reply(srv(m), "acquire", r);
+	else if (res == LOCK_BUSY)
+		busy->skip_counted = c->counts_skip;
+	reply_free(r);
+	return res;
 }
 
 int
@@ -612,10 +603,25 @@ op_caps(const struct lock *l)
 	    LOCK_FAILOVER : 0);
 }
 
+/*
+ * A holder that is not rlock (a redis-py or node-redlock lock on P{KEY},
+ * without :meta) wakes nobody at its release, so its waiters look every
+ * FOREIGN_LOOK_MS whether it is gone: one EXISTS, the cheapest command
+ * that tells "gone" and "rlock's now" from "still foreign".
+ */
 static int
 op_look_foreign(struct lock *l, const struct lock_ctx *ctx)
 {
-	return foreign_look(cmd_srv(l), &ctx->k);
+	struct server *s = cmd_srv(l);
+	const char *argv[3] = { "EXISTS", ctx->k.lock, ctx->k.meta };
+	size_t lens[3] = { 6, ctx->k.lock_len, ctx->k.meta_len };
+	long long n;
+
+	if (int_reply(s, "EXISTS", server_command(s, 3, argv, lens), &n) < 0)
+		return -1;
+	/* 2: rlock's holder now, 0: gone. 1 is the lock alone (a meta left
+	 * without its lock cannot outlive the lease it shares). */
+	return n == 1;
 }
 
 static int
