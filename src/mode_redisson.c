@@ -123,28 +123,23 @@ acquire(struct mode_call *c, const struct lock_ctx *ctx, int queue,
 	(void)want_holder;
 	REDISSON_ACQUIRE_KEYS(a, k);
 	script_arg_str(a, REDISSON_ACQUIRE_A_FIELD, field(c, ctx));
-	script_arg_str(a, REDISSON_ACQUIRE_A_LEASE_MS,
-	    mode_num(c, 0, ctx->lease_ms));
-	script_arg_str(a, REDISSON_ACQUIRE_A_FENCE_TTL_MS,
-	    mode_num(c, 1, FENCE_TTL_MS));
+	mode_arg_num(c, REDISSON_ACQUIRE_A_LEASE_MS, ctx->lease_ms);
+	mode_arg_num(c, REDISSON_ACQUIRE_A_FENCE_TTL_MS, FENCE_TTL_MS);
 	script_arg_str(a, REDISSON_ACQUIRE_A_HOST, ctx->host);
 	script_arg_str(a, REDISSON_ACQUIRE_A_PID, ctx->pid);
 	script_arg_str(a, REDISSON_ACQUIRE_A_USER, ctx->user);
 	script_arg_str(a, REDISSON_ACQUIRE_A_CMD, ctx->cmdline);
 	script_arg_str(a, REDISSON_ACQUIRE_A_FAIR, ctx->fair ? "1" : "0");
 	script_arg_str(a, REDISSON_ACQUIRE_A_JOIN, queue ? "1" : "0");
-	script_arg_str(a, REDISSON_ACQUIRE_A_ALLOWANCE_MS,
-	    mode_num(c, 2, FAIR_WAIT_MS));
-	script_arg_str(a, REDISSON_ACQUIRE_A_LOOK_MS,
-	    mode_num(c, 3, HANDOFF_LOOK_MS));
+	mode_arg_num(c, REDISSON_ACQUIRE_A_ALLOWANCE_MS, FAIR_WAIT_MS);
+	mode_arg_num(c, REDISSON_ACQUIRE_A_LOOK_MS, HANDOFF_LOOK_MS);
 	script_arg(a, REDISSON_ACQUIRE_A_WAKE, k->wake, k->wake_len);
 	script_arg(a, REDISSON_ACQUIRE_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
 	script_arg_str(a, REDISSON_ACQUIRE_A_NEEDS,
 	    ctx->acl_needs ? ctx->acl_needs : "");
 	script_arg_str(a, REDISSON_ACQUIRE_A_INFO, ctx->waiter_info);
-	script_arg_str(a, REDISSON_ACQUIRE_A_WAITER_TTL_MS,
-	    mode_num(c, 4, WAITER_TTL_MS));
+	mode_arg_num(c, REDISSON_ACQUIRE_A_WAITER_TTL_MS, WAITER_TTL_MS);
 	script_args_done(a);
 }
 
@@ -155,8 +150,7 @@ extend(struct mode_call *c, const struct lock_ctx *ctx)
 
 	REDISSON_EXTEND_KEYS(a, &ctx->k);
 	script_arg_str(a, REDISSON_EXTEND_A_FIELD, field(c, ctx));
-	script_arg_str(a, REDISSON_EXTEND_A_LEASE_MS,
-	    mode_num(c, 0, ctx->lease_ms));
+	mode_arg_num(c, REDISSON_EXTEND_A_LEASE_MS, ctx->lease_ms);
 	script_args_done(a);
 }
 
@@ -169,21 +163,18 @@ release(struct mode_call *c, const struct lock_ctx *ctx)
 
 	REDISSON_RELEASE_KEYS(a, k);
 	script_arg_str(a, REDISSON_RELEASE_A_FIELD, field(c, ctx));
-	script_arg_str(a, REDISSON_RELEASE_A_LEASE_MS,
-	    mode_num(c, 0, ctx->lease_ms));
+	mode_arg_num(c, REDISSON_RELEASE_A_LEASE_MS, ctx->lease_ms);
 	script_arg(a, REDISSON_RELEASE_A_WAKE, k->wake, k->wake_len);
 	script_arg(a, REDISSON_RELEASE_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
 	if (e) {
 		script_key(a, REDISSON_RELEASE_K_LAST, k->last, k->last_len);
-		script_arg_str(a, REDISSON_RELEASE_A_EXIT,
-		    mode_num(c, 1, e->exit_status));
+		mode_arg_num(c, REDISSON_RELEASE_A_EXIT, e->exit_status);
 		script_arg_str(a, REDISSON_RELEASE_A_LOST,
 		    e->lease_lost ? "1" : "0");
-		script_arg_str(a, REDISSON_RELEASE_A_LAST_TTL_MS,
-		    mode_num(c, 2, LAST_RUN_TTL_MS));
-		script_arg_str(a, REDISSON_RELEASE_A_RAN_MS,
-		    mode_num(c, 3, e->ran_ms));
+		mode_arg_num(c, REDISSON_RELEASE_A_LAST_TTL_MS,
+		    LAST_RUN_TTL_MS);
+		mode_arg_num(c, REDISSON_RELEASE_A_RAN_MS, e->ran_ms);
 	}
 	script_args_done(a);
 }
@@ -207,8 +198,7 @@ dequeue(struct mode_call *c, const struct lock_ctx *ctx)
 
 	REDISSON_DEQUEUE_KEYS(a, k);
 	script_arg_str(a, REDISSON_DEQUEUE_A_FIELD, field(c, ctx));
-	script_arg_str(a, REDISSON_DEQUEUE_A_ALLOWANCE_MS,
-	    mode_num(c, 0, FAIR_WAIT_MS));
+	mode_arg_num(c, REDISSON_DEQUEUE_A_ALLOWANCE_MS, FAIR_WAIT_MS);
 	script_arg(a, REDISSON_DEQUEUE_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
 	script_args_done(a);
@@ -234,8 +224,7 @@ force(struct mode_call *c, const struct lock_keys *k)
 	script_arg(a, REDISSON_FORCE_A_WAKE, k->wake, k->wake_len);
 	script_arg(a, REDISSON_FORCE_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
-	script_arg_str(a, REDISSON_FORCE_A_WAKE_TTL_MS,
-	    mode_num(c, 0, WAKE_TOKEN_TTL_MS));
+	mode_arg_num(c, REDISSON_FORCE_A_WAKE_TTL_MS, WAKE_TOKEN_TTL_MS);
 	script_args_done(a);
 }
 

@@ -338,9 +338,8 @@ fence_raise(struct quorum *q, const struct lock_ctx *ctx, int64_t fence,
 	mode_start(&c, "fence_raise", &lua_fence_raise);
 	FENCE_RAISE_KEYS(&c.a, &ctx->k);
 	script_arg_str(&c.a, FENCE_RAISE_A_TOKEN, ctx->token);
-	script_arg_str(&c.a, FENCE_RAISE_A_FENCE, mode_num(&c, 0, fence));
-	script_arg_str(&c.a, FENCE_RAISE_A_FENCE_TTL_MS,
-	    mode_num(&c, 1, FENCE_TTL_MS));
+	mode_arg_num(&c, FENCE_RAISE_A_FENCE, fence);
+	mode_arg_num(&c, FENCE_RAISE_A_FENCE_TTL_MS, FENCE_TTL_MS);
 	script_args_done(&c.a);
 	ask_all(q, &c, to, said);
 	for (i = 0; i < q->n; i++)
@@ -606,9 +605,8 @@ wake_where_lost(struct quorum *q, const struct lock_ctx *ctx, const int *said)
 
 	mode_start(&c, "wake", &lua_wake);
 	WAKE_KEYS(&c.a, &ctx->k);
-	script_arg_str(&c.a, WAKE_A_LIMIT, mode_num(&c, 0, ctx->limit));
-	script_arg_str(&c.a, WAKE_A_WAKE_TTL_MS,
-	    mode_num(&c, 1, WAKE_TOKEN_TTL_MS));
+	mode_arg_num(&c, WAKE_A_LIMIT, ctx->limit);
+	mode_arg_num(&c, WAKE_A_WAKE_TTL_MS, WAKE_TOKEN_TTL_MS);
 	script_args_done(&c.a);
 	for (i = 0; i < q->n; i++)
 		to[i] = said[i] == 0;

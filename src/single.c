@@ -412,14 +412,11 @@ op_record(struct lock *l, const struct lock_ctx *ctx,
 	script_arg_str(a, RECORD_A_HOST, ctx->host);
 	script_arg_str(a, RECORD_A_PID, ctx->pid);
 	script_arg_str(a, RECORD_A_CMD, ctx->cmdline);
-	script_arg_str(a, RECORD_A_LAST_TTL_MS,
-	    mode_num(&c, 0, LAST_RUN_TTL_MS));
+	mode_arg_num(&c, RECORD_A_LAST_TTL_MS, LAST_RUN_TTL_MS);
 	if (end) {
-		script_arg_str(a, RECORD_A_FENCE, mode_num(&c, 1, fence));
-		script_arg_str(a, RECORD_A_RAN_MS,
-		    mode_num(&c, 2, end->ran_ms));
-		script_arg_str(a, RECORD_A_EXIT,
-		    mode_num(&c, 3, end->exit_status));
+		mode_arg_num(&c, RECORD_A_FENCE, fence);
+		mode_arg_num(&c, RECORD_A_RAN_MS, end->ran_ms);
+		mode_arg_num(&c, RECORD_A_EXIT, end->exit_status);
 	}
 	script_args_done(a);
 	return run_int(l, &c);
