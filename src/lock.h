@@ -153,8 +153,9 @@ int lock_caps(const struct lock *l);
 
 /*
  * With LOCK_CAN_LOOK: is KEY still held by a client other than rlock
- * (foreign.h)? 1 yes, 0 no (free, or rlock's now: an attempt tells), -1
- * a failure (recorded), for which an attempt is as good a next step.
+ * (P{KEY} without :meta)? 1 yes, 0 no (free, or rlock's now: an attempt
+ * tells), -1 a failure (recorded), for which an attempt is as good a
+ * next step.
  */
 int lock_look_foreign(struct lock *l, const struct lock_ctx *ctx);
 

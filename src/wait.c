@@ -22,7 +22,7 @@
  * (HANDOFF_LOOK_MS). A holder that is
  * not rlock wakes nobody when it lets go: its plain waiters sleep without
  * BLPOP and, like the head of a --fair queue, look once a second whether
- * it is gone (foreign.h).
+ * it is gone (lock_look_foreign).
  */
 #include "wait.h"
 
@@ -71,7 +71,7 @@ struct waiter {
 	int expiry;			/* the retry is the holder's expiry */
 	int uncertain;			/* an attempt's outcome is unknown */
 	int caps;			/* lock_caps */
-	/* --- a foreign holder (foreign.h): look, not BLPOP --- */
+	/* --- a foreign holder (lock_look_foreign): look, not BLPOP --- */
 	int look;
 	int64_t busy_at;		/* when the last busy reply came */
 	struct failure why;		/* why we give up, on WAIT_ERROR */
