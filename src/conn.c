@@ -58,7 +58,7 @@
 struct req {
 	conn_done_fn done;		/* takes the reply */
 	void *ctx;
-	char name[24];			/* its command */
+	enum peer_cmd cmd;		/* its command */
 };
 
 #define QUEUE_MAX 8
@@ -84,9 +84,9 @@ struct conn {
 	struct req q[QUEUE_MAX];	/* replies owed, oldest first */
 	int nq;
 	/* The caller's own commands written, replies owed, and the
-	 * command of the oldest ("" once that is not known). */
+	 * command of the oldest (CMD_NONE once that is not known). */
 	int owed;
-	char sent[24];
+	enum peer_cmd sent;
 };
 
 struct conn *
@@ -177,7 +177,7 @@ drop(struct conn *cn, int reset)
 	 * not yet written, unsent. */
 	cn->nq = 0;
 	cn->owed = 0;
-	cn->sent[0] = '\0';
+	cn->sent = CMD_NONE;
 	free(cn->out);
 	cn->out = NULL;
 	cn->out_len = 0;
@@ -328,23 +328,6 @@ last_words(struct conn *cn, const char *what)
 	return 0;
 }
 
-/*
- * The peer closed or reset the connection with replies owed: the command
- * it closed on (struct failure's closed_on), as far as the order tells.
- * A proxy that does not take a command closes on it unanswered, and with
- * it goes any answer still owed to what was written ahead of it in the
- * same write: so the guess is the first owed request, the queued ones (a
- * check sent ahead) before the caller's own.
- */
-static void
-name_closed_on(struct conn *cn)
-{
-	const char *name = cn->nq > 0 ? cn->q[0].name : cn->owed > 0 ?
-	    cn->sent : "";
-
-	snprintf(cn->fail.closed_on, sizeof(cn->fail.closed_on), "%s", name);
-}
-
 /* The I/O of `what` failed with errno e (0: the peer closed). */
 static void
 io_failed(struct conn *cn, const char *what, int e)
@@ -375,8 +358,17 @@ io_failed(struct conn *cn, const char *what, int e)
 	else
 		failure_make(&cn->fail, FAIL_DROPPED, RL_EXIT_UNAVAILABLE,
 		    "%s: %s", what, strerror(e));
+	/*
+	 * The peer closed or reset the connection with replies owed: the
+	 * command it closed on, as far as the order tells. A proxy that
+	 * does not take a command closes on it unanswered, and with it goes
+	 * any answer still owed to what was written ahead of it in the same
+	 * write: so the guess is the first owed request, the queued ones (a
+	 * check sent ahead) before the caller's own.
+	 */
 	if (e == 0 || e == ECONNRESET || e == EPIPE)
-		name_closed_on(cn);
+		cn->fail.closed_on = cn->nq > 0 ? cn->q[0].cmd :
+		    cn->owed > 0 ? cn->sent : CMD_NONE;
 	drop(cn, 1);
 }
 
@@ -556,8 +548,7 @@ send_by(struct conn *cn, int argc, const char **argv, const size_t *lens,
 	}
 	failure_clear(&cn->fail);
 	if (cn->owed++ == 0)
-		snprintf(cn->sent, sizeof(cn->sent), "%.*s",
-		    (int)(lens[0] < sizeof(cn->sent) ? lens[0] : 0), argv[0]);
+		cn->sent = peer_cmd(argv[0], lens[0]);
 	if (cn->out_len > 0)
 		return flush(cn, argc, argv, lens, deadline, argv[0]);
 	len = conn_format_len(argc, lens);
@@ -586,8 +577,7 @@ conn_queue(struct conn *cn, const struct conn_req *rq)
 	memset(e, 0, sizeof(*e));
 	e->done = rq->done;
 	e->ctx = rq->ctx;
-	snprintf(e->name, sizeof(e->name), "%.*s", (int)(rq->lens[0] <
-	    sizeof(e->name) ? rq->lens[0] : 0), rq->argv[0]);
+	e->cmd = peer_cmd(rq->argv[0], rq->lens[0]);
 	append_cmd(&cn->out, &cn->out_len, rq->argc, rq->argv, rq->lens);
 	return 0;
 }
@@ -717,7 +707,7 @@ recv_by(struct conn *cn, int64_t deadline, struct reply **out,
 	}
 	if ((st = recv_one(cn, deadline, out, what, timeout_fails)) > 0 &&
 	    cn->owed > 0 && --cn->owed > 0)
-		cn->sent[0] = '\0';
+		cn->sent = CMD_NONE;
 	return st;
 }
 
@@ -1265,8 +1255,7 @@ conn_connect(struct conn *cn, const char *host, int port, int64_t deadline)
 	 * (twemproxy), or a restart. A connection without it tells them
 	 * apart: one whose login is answered refused SELECT.
 	 */
-	if (st == 0 || cn->fail.kind != FAIL_DROPPED ||
-	    strcmp(cn->fail.closed_on, "SELECT") != 0)
+	if (st == 0 || !failure_closed_on(&cn->fail, CMD_SELECT))
 		return st;
 	closed = cn->fail;
 	if (connect_db(cn, host, port, deadline, 0) != 0) {
@@ -1274,7 +1263,7 @@ conn_connect(struct conn *cn, const char *host, int port, int64_t deadline)
 		return st;
 	}
 	cn->fail = closed;
-	(void)failure_refused(&cn->fail, "SELECT");
+	(void)failure_refused(&cn->fail, CMD_SELECT);
 	conn_close(cn);
 	return cn->fail.status;
 }

@@ -123,9 +123,9 @@ script_run_ro(struct server *s, const struct lua_script *sc, int nkeys,
 	/* A proxy that does not take them (twemproxy) closes the
 	 * connection on them: a new one, without (a restart would have
 	 * closed it as well; the script only reads, either way). */
-	if (r == NULL && server_failure(s)->kind == FAIL_DROPPED &&
-	    (strcmp(server_failure(s)->closed_on, "EVALSHA_RO") == 0 ||
-	    strcmp(server_failure(s)->closed_on, "EVAL_RO") == 0))
+	if (r == NULL && (failure_closed_on(server_failure(s),
+	    CMD_EVALSHA_RO) || failure_closed_on(server_failure(s),
+	    CMD_EVAL_RO)))
 		return script_run(s, sc, nkeys, nargs, argv, lens);
 	/* Redis 6 has no _RO forms (an ACL may also leave them out). */
 	if (r != NULL && (error_has(r, "unknown command") ||
