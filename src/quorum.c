@@ -301,16 +301,14 @@ script_all(struct quorum *q, const struct script_args *a,
 	for (i = 0; i < q->n; i++) {
 		said[i] = -1;
 		sent[i] = (to == NULL || to[i]) && m_open(q->m[i]) &&
-		    script_send(m_server(q->m[i]), sc, a->nkeys, a->nargs,
-		    a->v, a->len) == 0;
+		    script_send(m_server(q->m[i]), a) == 0;
 	}
 	by = answers_by(q);
 	for (i = 0; i < q->n; i++) {
 		if (!sent[i])
 			continue;
 		s = m_server(q->m[i]);
-		if ((r = script_recv(s, sc, a->nkeys, a->nargs, a->v, a->len,
-		    by)) == NULL)
+		if ((r = script_recv(s, a, by)) == NULL)
 			continue;
 		if (reply_int(r, &said[i]) < 0) {
 			server_fail_reply(s, sc->name, r);

@@ -303,8 +303,7 @@ op_acquire_start(struct lock *l, const struct lock_ctx *ctx, int queue,
 
 	(void)cmd_srv(l);
 	acquire_call(&c, ctx, queue, want_holder);
-	if (script_send(srv(l), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v,
-	    c.a.len) < 0)
+	if (script_send(srv(l), &c.a) < 0)
 		return -1;
 	s->started_at = t;
 	s->started_queue = queue;
@@ -331,8 +330,7 @@ op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
 	s->started_at = 0;
 	acquire_call(&c, ctx, s->started_queue, s->started_want);
 	by = mono_ms() + server_cmd_timeout(srv(l));
-	r = script_recv(srv(l), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v,
-	    c.a.len, by);
+	r = script_recv(srv(l), &c.a, by);
 	return acquire_result(srv(l), &c, r, fence, busy);
 }
 
@@ -427,8 +425,7 @@ single_send(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
 	struct mode_call c;
 
 	call_build(&c, op, ctx, want_holder);
-	return script_send(srv(m), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v,
-	    c.a.len);
+	return script_send(srv(m), &c.a);
 }
 
 static struct reply *
@@ -436,8 +433,7 @@ call_recv(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
     int want_holder, int64_t deadline, struct mode_call *c)
 {
 	call_build(c, op, ctx, want_holder);
-	return script_recv(srv(m), c->a.sc, c->a.nkeys, c->a.nargs, c->a.v,
-	    c->a.len, deadline);
+	return script_recv(srv(m), &c->a, deadline);
 }
 
 enum lock_result
