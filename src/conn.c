@@ -598,8 +598,6 @@ conn_pending(struct conn *cn)
 	return take(cn->reader, &cn->stash) != 0;
 }
 
-static void interrupted(struct conn *cn, const char *what);
-
 static int
 recv_one(struct conn *cn, int64_t deadline, struct reply **out,
     const char *what, int timeout_fails)
@@ -646,11 +644,11 @@ recv_one(struct conn *cn, int64_t deadline, struct reply **out,
 			io_failed(cn, what, errno);
 			return -1;
 		}
+		/* ECANCELED: a stop signal came while we waited (sig.h):
+		 * given up as on a timeout, now. The waiting loop above
+		 * reads the signal and undoes what may have been granted. */
 		if ((w = wait_fd(cn->fd, want, deadline)) < 0) {
-			if (errno == ECANCELED)
-				interrupted(cn, what);
-			else
-				io_failed(cn, what, errno);
+			io_failed(cn, what, errno);
 			return -1;
 		}
 		if (w == 0 && !timeout_fails)
@@ -665,24 +663,9 @@ recv_one(struct conn *cn, int64_t deadline, struct reply **out,
 void
 conn_give_up(struct conn *cn, const char *what)
 {
-	failure_make(&cn->fail, FAIL_TIMEOUT, RL_EXIT_UNAVAILABLE, "%s: no "
-	    "answer within %lldms", what, (long long)cn->cmd_timeout_ms);
 	/* A late reply is still possible: the reset drops it, and the
 	 * command with it should the kernel still hold it. */
-	drop(cn, 1);
-}
-
-/*
- * A stop signal came while we waited for `what` (sig.h): given up as on
- * a timeout, now. The waiting loop above reads the signal and undoes what
- * may have been granted.
- */
-static void
-interrupted(struct conn *cn, const char *what)
-{
-	drop(cn, 1);
-	failure_make(&cn->fail, FAIL_INTERRUPTED, RL_EXIT_UNAVAILABLE,
-	    "%s: %s", what, INTERRUPTED);
+	io_failed(cn, what, ETIMEDOUT);
 }
 
 /* The next reply; those owed to queued requests go to them first. */
@@ -847,6 +830,16 @@ conn_connect_start(struct conn *cn, int64_t deadline)
 	return cn->connecting >= 0;
 }
 
+/* No connection: the failure, as "where: why" (where NULL: why alone);
+ * -1. */
+static int
+unreachable(struct conn *cn, const char *where, const char *why)
+{
+	failure_make(&cn->fail, FAIL_UNREACHABLE, RL_EXIT_UNAVAILABLE,
+	    "%s%s%s", where ? where : "", where ? ": " : "", why);
+	return -1;
+}
+
 /*
  * conn_connect_start's connect, waited for by its own deadline (those
  * started together end together, however many are stalled) if sooner:
@@ -860,11 +853,8 @@ connected(struct conn *cn, int64_t deadline)
 
 	cn->connecting = -1;
 	if (connect_wait(fd, cn->connecting_by < deadline ?
-	    cn->connecting_by : deadline) < 0) {
-		failure_make(&cn->fail, FAIL_UNREACHABLE, RL_EXIT_UNAVAILABLE,
-		    "%s", strerror(errno));
-		return -1;
-	}
+	    cn->connecting_by : deadline) < 0)
+		return unreachable(cn, NULL, strerror(errno));
 	cn->peer_len = sizeof(cn->peer);
 	if (getpeername(fd, (struct sockaddr *)&cn->peer, &cn->peer_len) < 0)
 		cn->peer_len = 0;
@@ -877,18 +867,12 @@ open_unix(struct conn *cn, const char *path, int64_t deadline)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		failure_make(&cn->fail, FAIL_UNREACHABLE, RL_EXIT_UNAVAILABLE,
-		    "socket path too long");
-		return -1;
-	}
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return unreachable(cn, NULL, "socket path too long");
 	memcpy(sun.sun_path, path, strlen(path) + 1);
 	if ((cn->fd = connect_one(AF_UNIX, (struct sockaddr *)&sun,
-	    sizeof(sun), deadline)) < 0) {
-		failure_make(&cn->fail, FAIL_UNREACHABLE, RL_EXIT_UNAVAILABLE,
-		    "%s", strerror(errno));
-		return -1;
-	}
+	    sizeof(sun), deadline)) < 0)
+		return unreachable(cn, NULL, strerror(errno));
 	return 0;
 }
 
@@ -899,7 +883,7 @@ open_tcp(struct conn *cn, const char *host, int port, int64_t deadline,
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC,
 	    .ai_socktype = SOCK_STREAM }, *ai, *a;
-	char ps[16];
+	char ps[16], where[300];
 	int g, e = ETIMEDOUT;
 
 	if (!say_where && cn->connecting >= 0) {
@@ -909,12 +893,9 @@ open_tcp(struct conn *cn, const char *host, int port, int64_t deadline,
 		return 0;
 	}
 	snprintf(ps, sizeof(ps), "%d", port);
-	if ((g = resolve(host, ps, &hints, deadline, &ai)) != 0) {
-		failure_make(&cn->fail, FAIL_UNREACHABLE, RL_EXIT_UNAVAILABLE,
-		    "%s%s%s", say_where ? host : "", say_where ? ": " : "",
+	if ((g = resolve(host, ps, &hints, deadline, &ai)) != 0)
+		return unreachable(cn, say_where ? host : NULL,
 		    g == EAI_SYSTEM ? strerror(errno) : gai_strerror(g));
-		return -1;
-	}
 	for (a = ai; a != NULL && mono_ms() < deadline; a = a->ai_next) {
 		cn->fd = connect_one(a->ai_family, a->ai_addr, a->ai_addrlen,
 		    deadline);
@@ -926,16 +907,9 @@ open_tcp(struct conn *cn, const char *host, int port, int64_t deadline,
 		e = errno;
 	}
 	freeaddrinfo(ai);
-	if (cn->fd < 0) {
-		if (say_where)
-			failure_make(&cn->fail, FAIL_UNREACHABLE,
-			    RL_EXIT_UNAVAILABLE, "%s:%d: %s", host, port,
-			    strerror(e));
-		else
-			failure_make(&cn->fail, FAIL_UNREACHABLE,
-			    RL_EXIT_UNAVAILABLE, "%s", strerror(e));
-		return -1;
-	}
+	snprintf(where, sizeof(where), "%s:%d", host, port);
+	if (cn->fd < 0)
+		return unreachable(cn, say_where ? where : NULL, strerror(e));
 	tune_tcp(cn->fd);
 	return 0;
 }

@@ -85,21 +85,17 @@ static int
 check_file(const char *path, const char *what, char *err, size_t errlen)
 {
 	struct stat st;
-	int fd;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), e = errno;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		snprintf(err, errlen, "cannot read %s %s: %s", what, path,
-		    strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+	if (fd >= 0) {
+		e = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) ? EISDIR : 0;
 		close(fd);
-		snprintf(err, errlen, "cannot read %s %s: %s", what, path,
-		    strerror(EISDIR));
-		return -1;
 	}
-	close(fd);
-	return 0;
+	if (e == 0)
+		return 0;
+	snprintf(err, errlen, "cannot read %s %s: %s", what, path,
+	    strerror(e));
+	return -1;
 }
 
 /* 64 with "what: OpenSSL's reason" (or what alone); the half-built
@@ -480,13 +476,12 @@ fail:
 static ssize_t
 io_failed(struct tls_session *s, int rc, short *want)
 {
-	switch (SSL_get_error(s->ssl, rc)) {
+	int e = SSL_get_error(s->ssl, rc);
+
+	switch (e) {
 	case SSL_ERROR_WANT_READ:
-		*want = POLLIN;
-		errno = EAGAIN;
-		return -1;
 	case SSL_ERROR_WANT_WRITE:
-		*want = POLLOUT;
+		*want = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
 		errno = EAGAIN;
 		return -1;
 	case SSL_ERROR_ZERO_RETURN:

@@ -144,21 +144,13 @@ tls_wait_fd(int fd, short want, int64_t start, int64_t deadline,
 	return 0;
 }
 
-/* Wait for one event on fd by deadline: 1 ready, 0 not. */
+/* Wait for one event on fd by deadline, with no probe: 1 ready, 0 not. */
 static int
 wait_one(int fd, short events, int64_t deadline)
 {
-	struct pollfd p[2] = { { .fd = fd, .events = events } };
-	int n;
+	struct tls_probe_state none = { .fd = -1, .started = 1 };
 
-	while (deadline - mono_ms() > 0) {
-		n = sig_poll(p, 1, deadline_poll_ms(deadline));
-		if (n > 0)
-			return 1;
-		if (n < 0 && errno != EINTR)
-			return 0;
-	}
-	return 0;
+	return tls_wait_fd(fd, events, 0, deadline, &none, 1) == 1;
 }
 
 int
