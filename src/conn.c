@@ -536,10 +536,6 @@ static int
 send_by(struct conn *cn, int argc, const char **argv, const size_t *lens,
     int64_t deadline)
 {
-	char small[512], *cmd;
-	size_t len;
-	int st;
-
 	if (cn->fd < 0) {
 		if (cn->fail.status == 0)
 			failure_make(&cn->fail, FAIL_DROPPED,
@@ -549,15 +545,7 @@ send_by(struct conn *cn, int argc, const char **argv, const size_t *lens,
 	failure_clear(&cn->fail);
 	if (cn->owed++ == 0)
 		cn->sent = peer_cmd(argv[0], lens[0]);
-	if (cn->out_len > 0)
-		return flush(cn, argc, argv, lens, deadline, argv[0]);
-	len = conn_format_len(argc, lens);
-	cmd = len <= sizeof(small) ? small : xmalloc(len);
-	conn_format(cmd, argc, argv, lens);
-	st = write_all(cn, cmd, len, deadline, argv[0]);
-	if (cmd != small)
-		free(cmd);
-	return st;
+	return flush(cn, argc, argv, lens, deadline, argv[0]);
 }
 
 int
@@ -914,25 +902,6 @@ open_tcp(struct conn *cn, const char *host, int port, int64_t deadline,
 	return 0;
 }
 
-/* One handshake command by the deadline; 0, or its exit status. */
-static int
-ask(struct conn *cn, const char *what, int argc, const char **argv,
-    int64_t deadline)
-{
-	size_t lens[3];
-	struct reply *r;
-	int i;
-
-	for (i = 0; i < argc; i++)
-		lens[i] = strlen(argv[i]);
-	if ((r = command_by(cn, argc, argv, lens, deadline)) == NULL)
-		return cn->fail.status;
-	if (r->type == REPLY_ERROR)
-		failure_from_reply(&cn->fail, what, r);
-	reply_free(r);
-	return cn->fail.status;
-}
-
 /*
  * What fd offers of its first line, into buf (NUL-terminated): its
  * length, or -1. A regular file is read; anything else (a FIFO, a
@@ -1058,8 +1027,10 @@ login_answer(struct conn *cn, int64_t deadline)
 static int
 handshake(struct conn *cn, int64_t deadline, int db)
 {
-	const char *argv[2];
 	char dbs[16];
+	const char *argv[2] = { "SELECT", dbs };
+	size_t lens[2] = { 6, 0 };
+	struct reply *r;
 	int st;
 
 	if ((cn->cfg->password || db == 0) &&
@@ -1068,10 +1039,13 @@ handshake(struct conn *cn, int64_t deadline, int db)
 		return st;
 	if (db == 0)
 		return 0;
-	snprintf(dbs, sizeof(dbs), "%d", db);
-	argv[0] = "SELECT";
-	argv[1] = dbs;
-	return ask(cn, "cannot select the database", 2, argv, deadline);
+	lens[1] = (size_t)snprintf(dbs, sizeof(dbs), "%d", db);
+	if ((r = command_by(cn, 2, argv, lens, deadline)) == NULL)
+		return cn->fail.status;
+	if (r->type == REPLY_ERROR)
+		failure_from_reply(&cn->fail, "cannot select the database", r);
+	reply_free(r);
+	return cn->fail.status;
 }
 
 /*

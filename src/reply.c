@@ -80,7 +80,8 @@ starts(const char *s, const char *prefix)
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-enum fail_kind
+/* The kind of an error reply, from Redis's code and text. */
+static enum fail_kind
 reply_kind(const struct reply *r)
 {
 	const char *s = r->str ? r->str : "";

@@ -38,7 +38,7 @@ int reply_int(const struct reply *r, long long *out);
 /*
  * What kind of thing failed: the data a layer decides on (retry or not,
  * which cure to print), never the words. Status classes follow from it
- * (reply_kind, fail_status) except where a caller knows better.
+ * (reply_status) except where a caller knows better.
  */
 enum fail_kind {
 	FAIL_NONE = 0,
@@ -116,9 +116,6 @@ void failure_clear(struct failure *f);
  * script ("... can't run this command", "... access at least one of the
  * keys", "... publish to the channel"): NOPERM in all but name. */
 #define SCRIPT_ACL_DENIED "ERR The user executing the script can't"
-
-/* The kind of an error reply, from Redis's code and text. */
-enum fail_kind reply_kind(const struct reply *r);
 
 /*
  * Exit status for an error reply: 77 for NOAUTH/WRONGPASS/NOPERM, 69 for
