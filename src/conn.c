@@ -328,8 +328,8 @@ last_words(struct conn *cn, const char *what)
 	return 0;
 }
 
-/* The I/O of `what` failed with errno e (0: the peer closed). */
-static void
+/* The I/O of `what` failed with errno e (0: the peer closed): -1. */
+static int
 io_failed(struct conn *cn, const char *what, int e)
 {
 	char why[256];
@@ -338,7 +338,7 @@ io_failed(struct conn *cn, const char *what, int e)
 	cn->last_errno = e;
 	if ((e == EPIPE || e == ECONNRESET) && last_words(cn, what) == 0) {
 		drop(cn, 1);
-		return;
+		return -1;
 	}
 	if (e == EPROTO && cn->tls) {
 		/* Under TLS 1.3 the server's verdict on our client certificate
@@ -370,26 +370,26 @@ io_failed(struct conn *cn, const char *what, int e)
 		cn->fail.closed_on = cn->nq > 0 ? cn->q[0].cmd :
 		    cn->owed > 0 ? cn->sent : CMD_NONE;
 	drop(cn, 1);
+	return -1;
 }
 
 /* Something answered, so it is reachable; but it is not Redis (an HTTP
- * server, a wrong port): 76, not 69. */
-static void
+ * server, a wrong port): 76, not 69. -1. */
+static int
 not_redis(struct conn *cn, const char *what)
 {
 	/* A TLS port may answer plain text with an alert record. */
 	if (cn->tls == NULL && cn->reader && tls_looks_like_tls(
-	    (const unsigned char *)cn->reader->buf, cn->reader->len)) {
+	    (const unsigned char *)cn->reader->buf, cn->reader->len))
 		failure_make(&cn->fail, FAIL_TLS_PLAIN, RL_EXIT_UNAVAILABLE,
 		    "%s", TLS_PLAIN_TO_TLS);
-		drop(cn, 1);
-		return;
-	}
-	failure_make(&cn->fail, FAIL_NOT_REDIS, RL_EXIT_PROTOCOL,
-	    "%s: the answer is not in the Redis protocol (%s)", what,
-	    cn->reader && cn->reader->errstr[0] ?
-	    cn->reader->errstr : "unreadable reply");
+	else
+		failure_make(&cn->fail, FAIL_NOT_REDIS, RL_EXIT_PROTOCOL,
+		    "%s: the answer is not in the Redis protocol (%s)", what,
+		    cn->reader && cn->reader->errstr[0] ?
+		    cn->reader->errstr : "unreadable reply");
 	drop(cn, 1);
+	return -1;
 }
 
 /* Wait for ev on the socket until deadline: 1 ready, 0 time is up, -1
@@ -428,14 +428,10 @@ write_all(struct conn *cn, const char *buf, size_t len, int64_t deadline,
 		}
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-			io_failed(cn, what, errno);
-			return -1;
-		}
-		if ((w = wait_fd(cn->fd, want, deadline)) <= 0) {
-			io_failed(cn, what, w == 0 ? ETIMEDOUT : errno);
-			return -1;
-		}
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			return io_failed(cn, what, errno);
+		if ((w = wait_fd(cn->fd, want, deadline)) <= 0)
+			return io_failed(cn, what, w == 0 ? ETIMEDOUT : errno);
 	}
 	return 0;
 }
@@ -612,8 +608,7 @@ recv_one(struct conn *cn, int64_t deadline, struct reply **out,
 		case 1:
 			return 1;
 		case -1:
-			not_redis(cn, what);
-			return -1;
+			return not_redis(cn, what);
 		}
 		n = sock_read(cn, buf, sizeof(buf), &want);
 		if (n > 0) {
@@ -622,29 +617,20 @@ recv_one(struct conn *cn, int64_t deadline, struct reply **out,
 				oom();
 			continue;
 		}
-		if (n == 0) {
-			io_failed(cn, what, 0);
-			return -1;
-		}
+		if (n == 0)
+			return io_failed(cn, what, 0);
 		if (errno == EINTR)
 			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK) {
-			io_failed(cn, what, errno);
-			return -1;
-		}
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return io_failed(cn, what, errno);
 		/* ECANCELED: a stop signal came while we waited (sig.h):
 		 * given up as on a timeout, now. The waiting loop above
 		 * reads the signal and undoes what may have been granted. */
-		if ((w = wait_fd(cn->fd, want, deadline)) < 0) {
-			io_failed(cn, what, errno);
-			return -1;
-		}
-		if (w == 0 && !timeout_fails)
+		if ((w = wait_fd(cn->fd, want, deadline)) < 0 ||
+		    (w == 0 && timeout_fails))
+			return io_failed(cn, what, w == 0 ? ETIMEDOUT : errno);
+		if (w == 0)
 			return 0;
-		if (w == 0) {
-			io_failed(cn, what, ETIMEDOUT);
-			return -1;
-		}
 	}
 }
 
@@ -653,7 +639,7 @@ conn_give_up(struct conn *cn, const char *what)
 {
 	/* A late reply is still possible: the reset drops it, and the
 	 * command with it should the kernel still hold it. */
-	io_failed(cn, what, ETIMEDOUT);
+	(void)io_failed(cn, what, ETIMEDOUT);
 }
 
 /* The next reply; those owed to queued requests go to them first. */
