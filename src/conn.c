@@ -817,7 +817,7 @@ unreachable(struct conn *cn, const char *where, const char *why)
 /*
  * conn_connect_start's connect, waited for by its own deadline (those
  * started together end together, however many are stalled) if sooner:
- * 0 with cn->fd and cn->peer set, or -1 with the failure recorded (an
+ * 0 with cn->fd (tuned) and cn->peer set, or -1 with the failure recorded (an
  * address has no other to try).
  */
 static int
@@ -833,6 +833,7 @@ connected(struct conn *cn, int64_t deadline)
 	if (getpeername(fd, (struct sockaddr *)&cn->peer, &cn->peer_len) < 0)
 		cn->peer_len = 0;
 	cn->fd = fd;
+	tune_tcp(fd);
 	return 0;
 }
 
@@ -860,12 +861,8 @@ open_tcp(struct conn *cn, const char *host, int port, int64_t deadline,
 	char ps[16], where[300];
 	int g, e = ETIMEDOUT;
 
-	if (!say_where && cn->connecting >= 0) {
-		if (connected(cn, deadline) < 0)
-			return -1;
-		tune_tcp(cn->fd);
-		return 0;
-	}
+	if (!say_where && cn->connecting >= 0)
+		return connected(cn, deadline);
 	snprintf(ps, sizeof(ps), "%d", port);
 	if ((g = resolve(host, ps, &hints, deadline, &ai)) != 0)
 		return unreachable(cn, say_where ? host : NULL,

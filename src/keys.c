@@ -70,22 +70,11 @@ keys_bad_prefix(const char *prefix)
 	return b != NULL && b[1] == '}';
 }
 
-/* keys_name with suffix ":what:" + token (or ":what:" alone). */
-static char *
-token_key(const char *prefix, const char *key, size_t keylen,
-    const char *what, const char *token, size_t *len)
-{
-	char suffix[64];
-
-	snprintf(suffix, sizeof(suffix), ":%s:%s", what, token ? token : "");
-	return keys_name(prefix, key, keylen, suffix, len);
-}
-
 void
 lock_keys_init(struct lock_keys *k, const char *prefix, const char *key,
     size_t keylen, const char *token)
 {
-	const char *tok = token ? token : "";
+	char my_wake[64];
 
 	memset(k, 0, sizeof(*k));
 	k->lock = keys_name(prefix, key, keylen, "", &k->lock_len);
@@ -104,10 +93,10 @@ lock_keys_init(struct lock_keys *k, const char *prefix, const char *key,
 	k->shares = keys_name(prefix, key, keylen, ":sh", &k->shares_len);
 	k->writers = keys_name(prefix, key, keylen, ":xw", &k->writers_len);
 	k->wtokens = keys_name(prefix, key, keylen, ":xtok", &k->wtokens_len);
-	k->wake_prefix = token_key(prefix, key, keylen, "wake", NULL,
+	k->wake_prefix = keys_name(prefix, key, keylen, ":wake:",
 	    &k->wake_prefix_len);
-	k->my_wake = token_key(prefix, key, keylen, "wake", tok,
-	    &k->my_wake_len);
+	snprintf(my_wake, sizeof(my_wake), ":wake:%s", token ? token : "");
+	k->my_wake = keys_name(prefix, key, keylen, my_wake, &k->my_wake_len);
 }
 
 void
