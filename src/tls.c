@@ -339,9 +339,6 @@ set_names(struct tls_session *s, const char *name)
 	return X509_VERIFY_PARAM_set1_host(vp, name, 0) == 1 ? 0 : -1;
 }
 
-/* How a wait in the handshake ended: go on, or why it stopped. */
-enum hs_wait { HS_GO, HS_PLAIN, HS_TIMEOUT, HS_ERRNO };
-
 /*
  * Wait for the fd as SSL_connect wants (e), probing for a plain port
  * meanwhile; the first bytes the server sends are peeked before OpenSSL
@@ -352,20 +349,16 @@ hs_wait(struct tls_session *s, int e, int64_t start, int64_t deadline,
     struct tls_probe_state *pr, int *heard)
 {
 	short want = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
-	int w;
+	enum hs_wait w = tls_wait_fd(s->fd, want, start, deadline, pr,
+	    *heard);
+	int plain;
 
-	switch (tls_wait_fd(s->fd, want, start, deadline, pr, *heard)) {
-	case 2:
-		return HS_PLAIN;
-	case 0:
-		return HS_TIMEOUT;
-	case -1:
-		return HS_ERRNO;
-	}
+	if (w != HS_GO)
+		return w;
 	if (!*heard && want == POLLIN) {
-		if ((w = tls_peek_plain(s->fd)) > 0)
+		if ((plain = tls_peek_plain(s->fd)) > 0)
 			return HS_PLAIN;
-		if (w < 0)
+		if (plain < 0)
 			return HS_ERRNO;
 		*heard = 1;
 	}
