@@ -514,13 +514,6 @@ server_open(struct server *s)
 }
 
 int
-server_reopen(struct server *s)
-{
-	conn_close(s->cn);
-	return server_open(s);
-}
-
-int
 server_open_node(struct server *s, const char *host, int port)
 {
 	set_node(s, host, port);

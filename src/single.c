@@ -644,7 +644,7 @@ static int
 op_open(struct lock *l)
 {
 	settle(sg(l));
-	return server_is_open(srv(l)) ? 0 : server_reopen(srv(l));
+	return server_is_open(srv(l)) ? 0 : server_open(srv(l));
 }
 
 static void
