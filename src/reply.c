@@ -117,6 +117,7 @@ reply_status(const struct reply *r)
 	}
 }
 
+/* enum peer_cmd's commands as sent. */
 static const char *const CMD_NAMES[] = {
 	[CMD_SELECT] = "SELECT",
 	[CMD_CONFIG] = "CONFIG",
