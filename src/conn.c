@@ -141,16 +141,6 @@ conn_timeout(const struct conn *cn)
 	return cn->cmd_timeout_ms;
 }
 
-/* The oldest owed request, taken off the queue. */
-static struct req
-dequeue(struct conn *cn)
-{
-	struct req e = cn->q[0];
-
-	memmove(cn->q, cn->q + 1, (size_t)--cn->nq * sizeof(cn->q[0]));
-	return e;
-}
-
 static void
 drop(struct conn *cn, int reset)
 {
@@ -657,7 +647,8 @@ recv_by(struct conn *cn, int64_t deadline, struct reply **out,
 		if ((st = recv_one(cn, deadline, out, what,
 		    timeout_fails)) <= 0)
 			return st;
-		e = dequeue(cn);
+		e = cn->q[0];
+		memmove(cn->q, cn->q + 1, (size_t)--cn->nq * sizeof(cn->q[0]));
 		e.done(e.ctx, *out);
 		reply_free(*out);
 		*out = NULL;
