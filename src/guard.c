@@ -67,8 +67,7 @@ guard_eviction(struct guard *g, struct lock *l)
 int
 guard_refused(struct guard *g, const struct failure *f)
 {
-	if (!g->asked || g->refused || f->kind != FAIL_DROPPED ||
-	    strcmp(f->closed_on, "CONFIG") != 0)
+	if (!g->asked || g->refused || !failure_closed_on(f, CMD_CONFIG))
 		return 0;
 	g->refused = 1;
 	msg_verbose("cannot check the server's maxmemory-policy: the server "

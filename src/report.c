@@ -214,8 +214,7 @@ scan_all(struct lock_node *node, void *arg)
 		 * or a restart. Once more, on a new connection that answers
 		 * its login first, tells them apart (report_main). */
 		if (r == NULL && again-- > 0 &&
-		    lock_node_failure(node)->kind == FAIL_DROPPED &&
-		    strcmp(lock_node_failure(node)->closed_on, "SCAN") == 0)
+		    failure_closed_on(lock_node_failure(node), CMD_SCAN))
 			r = lock_node_command(node, 6, argv, lens);
 		if (r == NULL)
 			break;
@@ -564,7 +563,7 @@ report_main(const struct rlock_opts *o)
 		st = one_server(o, lock_node(l, 0));
 		fail = *lock_node_failure(lock_node(l, 0));
 		/* Closed on SCAN twice (scan_all): it is not taken there. */
-		if (failure_refused(&fail, "SCAN"))
+		if (failure_refused(&fail, CMD_SCAN))
 			snprintf(fail.why + strlen(fail.why), sizeof(fail.why) -
 			    strlen(fail.why), "; rlock list needs it (rlock "
 			    "status KEY does not)");

@@ -365,15 +365,13 @@ op_release(struct lock *l, const struct lock_ctx *ctx)
 int
 single_send(struct lock *m, const struct mode_call *c)
 {
-	return script_send(srv(m), c->a.sc, c->a.nkeys, c->a.nargs, c->a.v,
-	    c->a.len);
+	return script_send(srv(m), &c->a);
 }
 
 static struct reply *
 call_recv(struct lock *m, const struct mode_call *c, int64_t deadline)
 {
-	return script_recv(srv(m), c->a.sc, c->a.nkeys, c->a.nargs, c->a.v,
-	    c->a.len, deadline);
+	return script_recv(srv(m), &c->a, deadline);
 }
 
 enum lock_result
@@ -513,7 +511,7 @@ static int
 op_open(struct lock *l)
 {
 	settle(sg(l));
-	return server_is_open(srv(l)) ? 0 : server_reopen(srv(l));
+	return server_is_open(srv(l)) ? 0 : server_open(srv(l));
 }
 
 static void

@@ -98,8 +98,8 @@ pop_lost(struct pop_waker *w, const char *why)
 	 * wait goes on without BLPOP, looking at the lock now and then:
 	 * a wrong guess costs only the wake-up's speed.
 	 */
-	if (why == NULL && f->kind == FAIL_DROPPED &&
-	    strcmp(f->closed_on, "BLPOP") == 0 && ++w->closed_on == 2) {
+	if (why == NULL && failure_closed_on(f, CMD_BLPOP) &&
+	    ++w->closed_on == 2) {
 		w->no_pop = 1;
 		failure_set(&w->base.fail, RL_EXIT_UNAVAILABLE, "the server "
 		    "or a proxy in front of it refused BLPOP (it closed the "

@@ -71,10 +71,9 @@ subscribe(struct sub_waker *w, int i)
 	 * restart. Once more on a new connection, which answers its login
 	 * first: closed on again, it is not taken there, and --fair cannot
 	 * wait without it. */
-	if (r == NULL && f->kind == FAIL_DROPPED &&
-	    strcmp(f->closed_on, argv[0]) == 0 &&
+	if (r == NULL && failure_closed_on(f, CMD_SSUBSCRIBE) &&
 	    (r = server_command(s, 2, argv, lens)) == NULL &&
-	    failure_refused(f, argv[0]))
+	    failure_refused(f, CMD_SSUBSCRIBE))
 		snprintf(f->why + strlen(f->why), sizeof(f->why) -
 		    strlen(f->why), "; --fair needs it");
 	/* No sharded pub/sub here: SUBSCRIBE alone; with `both`, after. */
