@@ -69,20 +69,15 @@ config_lock(const struct rlock_opts *o, struct lock_cfg *cfg)
 
 /*
  * What to do about the answers whose cure is not where the status class
- * points: a NOPERM user got in, so its password is fine; a full, read-only
- * or out-of-memory server is not fixed by checking -u. Matched on the
- * start of Redis's own text (the error code, and the words after an ERR).
+ * points: a full, read-only or out-of-memory server is not fixed by
+ * checking -u. Matched on the start of Redis's own text (the error code,
+ * and the words after an ERR). A refused permission (NOPERM, Redis 7's
+ * script refusal) is FAIL_NOPERM, whose cure is acl_cure's.
  */
-#define NOPERM_TODO "give that user the permission Redis names (ACL " \
-	"SETUSER; rlock needs +@scripting, the commands its scripts call, " \
-	"and its --prefix keys and channels)"
-
 static const struct {
 	const char *answer;
 	const char *todo;
 } HINTS[] = {
-	{ "NOPERM", NOPERM_TODO },
-	{ SCRIPT_ACL_DENIED, NOPERM_TODO },
 	{ "READONLY", "that server is a read-only replica; point -u at the "
 	    "primary" },
 	{ "OOM", "the server is out of memory; free some, or raise its "
