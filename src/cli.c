@@ -546,13 +546,34 @@ set_password(struct parse *p, struct rlock_opts *o, char *arg)
 	return 0;
 }
 
-/* --tls and its files. -1: c is not one of them. */
+/*
+ * The connection's and TLS's options, which every mode that asks Redis
+ * takes and a file may set. -1: c is not one of them.
+ */
 static int
-tls_opt(struct parse *p, struct rlock_opts *o, int c, char *arg)
+conn_opt(struct parse *p, struct rlock_opts *o, int c, char *arg)
 {
 	struct tls_cfg *t = &o->tls;
 
 	switch (c) {
+	case OPT_REDLOCK:
+		o->redlock = arg == NULL;
+		return 0;
+	case OPT_PASSWORD_FILE:
+		return set_password(p, o, arg);
+	case OPT_CONFIG:
+		o->config = arg;
+		return 0;
+	case OPT_CONNECT_TIMEOUT:
+		return parse_dur_opt(p, "--connect-timeout", arg, 1,
+		    &o->connect_timeout_ms);
+	case OPT_PREFIX:
+		o->prefix = arg;
+		if (keys_bad_prefix(arg))
+			return usage_error(p, "--prefix '%s': a '{}' there "
+			    "would leave every key an empty Cluster hash tag",
+			    arg);
+		return 0;
 	case OPT_TLS:
 		o->tls_forced = arg == NULL;
 		return 0;
@@ -581,66 +602,9 @@ tls_opt(struct parse *p, struct rlock_opts *o, int c, char *arg)
 	return -1;
 }
 
-/*
- * The options of every mode but a holder's own (the connection's, the
- * messages', the subcommands'). -1: c is not one of them.
- */
-static int
-common_opt(struct parse *p, struct rlock_opts *o, int c, char *arg)
-{
-	switch (c) {
-	case OPT_REDLOCK:
-		o->redlock = arg == NULL;
-		return 0;
-	case OPT_PASSWORD_FILE:
-		return set_password(p, o, arg);
-	case OPT_CONFIG:
-		o->config = arg;
-		return 0;
-	case OPT_CONNECT_TIMEOUT:
-		return parse_dur_opt(p, "--connect-timeout", arg, 1,
-		    &o->connect_timeout_ms);
-	case OPT_PREFIX:
-		o->prefix = arg;
-		if (keys_bad_prefix(arg))
-			return usage_error(p, "--prefix '%s': a '{}' there "
-			    "would leave every key an empty Cluster hash tag",
-			    arg);
-		return 0;
-	case 'q':
-	case 'v':
-		msg_level = c == 'q' ? MSG_QUIET : MSG_VERBOSE;
-		return 0;
-	case OPT_JSON:
-		o->json = 1;
-		return 0;
-	case OPT_PROMETHEUS:
-		o->prometheus = 1;
-		return 0;
-	case OPT_FORCE:
-		o->force = 1;
-		return 0;
-	case 'h':
-		o->mode = MODE_HELP;
-		return 0;
-	}
-	return tls_opt(p, o, c, arg);
-}
-
-static int
-parse_on_lost(const struct parse *p, struct rlock_opts *o, const char *arg)
-{
-	if (strcmp(arg, "term") == 0)
-		o->on_lost = LOST_TERM;
-	else if (strcmp(arg, "kill") == 0)
-		o->on_lost = LOST_KILL;
-	else if (strcmp(arg, "ignore") == 0)
-		o->on_lost = LOST_IGNORE;
-	else
-		return usage_error(p, "--on-lost: unknown action '%s' (use "
-		    "term, kill or ignore)", arg);
-	return 0;
-}
+/* --on-lost's actions, by enum on_lost. */
+static const char *const LOST_ACTIONS[] = { [LOST_TERM] = "term",
+    [LOST_KILL] = "kill", [LOST_IGNORE] = "ignore" };
 
 /* A holder's options (a run, rlock lock). -1: c is not one of them. */
 static int
@@ -683,7 +647,14 @@ hold_opt(struct parse *p, struct rlock_opts *o, int c, char *arg)
 		o->fair = 1;
 		return 0;
 	case OPT_ON_LOST:
-		return parse_on_lost(p, o, arg);
+		for (v = LOST_TERM; v <= LOST_IGNORE; v++)
+			if (strcmp(arg, LOST_ACTIONS[v]) == 0)
+				break;
+		if (v > LOST_IGNORE)
+			return usage_error(p, "--on-lost: unknown action '%s' "
+			    "(use term, kill or ignore)", arg);
+		o->on_lost = (enum on_lost)v;
+		return 0;
 	case OPT_KILL_AFTER:
 		return parse_dur_opt(p, "--kill-after", arg, 0,
 		    &o->kill_after_ms);
@@ -700,6 +671,31 @@ hold_opt(struct parse *p, struct rlock_opts *o, int c, char *arg)
 		else
 			p->syslog = arg == NULL;
 		return 0;
+	}
+	return -1;
+}
+
+/*
+ * One option's value from the source being read (a flag's arg is NULL,
+ * or a file's "no"): checked, and set in o if takes() says so, else
+ * checked on a copy and dropped. Here: -u, then rlock lock's, the
+ * messages' and the subcommands'. Returns 0, or the status after the
+ * message.
+ */
+static int
+set_opt(struct parse *p, int c, char *arg)
+{
+	struct rlock_opts *o = p->o, dropped;
+	int fresh = p->from[c] < p->now, st;
+	long long v;
+
+	if (!takes(p, c)) {
+		dropped = *o;
+		o = &dropped;
+	}
+	switch (c) {
+	case 'u':
+		return set_url(p, o == p->o, fresh, arg);
 	case OPT_PID:
 		if (int_parse(arg, 1, INT32_MAX, &v) < 0)
 			return usage_error(p, "--pid: '%s' is not a process id",
@@ -712,33 +708,28 @@ hold_opt(struct parse *p, struct rlock_opts *o, int c, char *arg)
 	case OPT_REDISSON:
 		o->lmode = mode_by_name("redisson");
 		return 0;
+	case 'q':
+	case 'v':
+		msg_level = c == 'q' ? MSG_QUIET : MSG_VERBOSE;
+		return 0;
+	case OPT_JSON:
+		o->json = 1;
+		return 0;
+	case OPT_PROMETHEUS:
+		o->prometheus = 1;
+		return 0;
+	case OPT_FORCE:
+		o->force = 1;
+		return 0;
+	case 'h':
+		o->mode = MODE_HELP;
+		return 0;
 	case 'V':
 		if (o->mode != MODE_HELP)
 			o->mode = MODE_VERSION;
 		return 0;
 	}
-	return -1;
-}
-
-/*
- * One option's value from the source being read (a flag's arg is NULL,
- * or a file's "no"): checked, and set in o if takes() says so, else
- * checked on a copy and dropped. Returns 0, or the status after the
- * message.
- */
-static int
-set_opt(struct parse *p, int c, char *arg)
-{
-	struct rlock_opts *o = p->o, dropped;
-	int fresh = p->from[c] < p->now, st;
-
-	if (!takes(p, c)) {
-		dropped = *o;
-		o = &dropped;
-	}
-	if (c == 'u')
-		return set_url(p, o == p->o, fresh, arg);
-	if ((st = common_opt(p, o, c, arg)) >= 0 ||
+	if ((st = conn_opt(p, o, c, arg)) >= 0 ||
 	    (st = hold_opt(p, o, c, arg)) >= 0)
 		return st;
 	return usage_error(p, "unexpected option");
@@ -1275,19 +1266,13 @@ cli_free(struct rlock_opts *o)
 
 	drop_urls(o);
 	free(o->urls);
-	o->urls = NULL;
 	for (i = 0; i < o->neps; i++)
 		url_free(&o->eps[i]);
 	free(o->eps);
-	o->eps = NULL;
-	o->neps = 0;
 	scrub_free(o->password);
-	o->password = NULL;
 	for (i = 0; i < o->nkept; i++)
 		free(o->kept[i]);
 	free(o->kept);
-	o->kept = NULL;
-	o->nkept = 0;
 }
 
 /*

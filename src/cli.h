@@ -81,6 +81,8 @@ struct rlock_opts {
  */
 int cli_parse(int argc, char **argv, struct rlock_opts *o);
 
+/* Free what cli_parse allocated; o then holds stale pointers until the
+ * next cli_parse. */
 void cli_free(struct rlock_opts *o);
 
 /* --help text on stdout. */
