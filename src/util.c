@@ -260,11 +260,7 @@ oom(void)
 void *
 xmalloc(size_t n)
 {
-	void *p = malloc(n ? n : 1);
-
-	if (p == NULL)
-		oom();
-	return p;
+	return xrealloc(NULL, n);
 }
 
 void *
@@ -288,11 +284,7 @@ xrealloc(void *p, size_t n)
 char *
 xstrdup(const char *s)
 {
-	char *p = strdup(s);
-
-	if (p == NULL)
-		oom();
-	return p;
+	return xstrndup(s, strlen(s));
 }
 
 char *

@@ -43,7 +43,6 @@ int64_t wall_ms(void);
 /* Sleep ms milliseconds, through EINTR. */
 void nap_ms(int64_t ms);
 
-
 enum msg_level { MSG_QUIET = -1, MSG_NORMAL = 0, MSG_VERBOSE = 1 };
 extern int msg_level;
 
@@ -119,9 +118,6 @@ void thread_pipes_close(int stop[2], int event[2]);
 
 /* Copy s into buf as printable text: control and non-ASCII bytes as \xHH. */
 void printable(const char *s, size_t len, char *buf, size_t buflen);
-
-
-
 
 /*
  * If $RLOCK_TRACE names a file, append "EVENT MONO_NS PID" to it: the
