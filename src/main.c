@@ -58,14 +58,6 @@ main(int argc, char **argv)
 		cli_free(&o);
 		return st;
 	}
-	/* Before any connection and any thread: a certificate or key that
-	 * cannot be used is the user's to fix, like a bad option. */
-	if (o.mode != MODE_HELP && o.mode != MODE_VERSION && o.mode !=
-	    MODE_UNLOCK && (st = config_start(&o, err, sizeof(err))) != 0) {
-		msg_err("%s", err);
-		cli_free(&o);
-		return st;
-	}
 	switch (o.mode) {
 	case MODE_HELP:
 		cli_usage();
@@ -74,15 +66,19 @@ main(int argc, char **argv)
 		printf("rlock %s (%s, %s)\n", RLOCK_VERSION,
 		    lock_protocol_library(), config_tls_library());
 		break;
-	case MODE_RUN:
-	case MODE_LOCK:
-		st = run_mode(&o, sigfd);
-		break;
 	case MODE_UNLOCK:
 		st = section_unlock(&o);
 		break;
 	default:
-		st = report_main(&o);
+		/* Before any connection and any thread: a certificate or key
+		 * that cannot be used is the user's to fix, like a bad
+		 * option. */
+		if ((st = config_start(&o, err, sizeof(err))) != 0)
+			msg_err("%s", err);
+		else if (o.mode == MODE_RUN || o.mode == MODE_LOCK)
+			st = run_mode(&o, sigfd);
+		else
+			st = report_main(&o);
 		break;
 	}
 	config_end();
