@@ -23,12 +23,6 @@
 #include "exitcode.h"
 #include "util.h"
 
-static void
-show(const char *s, char *buf, size_t len)
-{
-	printable(s, strlen(s), buf, len);
-}
-
 int
 conf_error(const struct conf_at *at, const char *fmt, ...)
 {
@@ -39,8 +33,8 @@ conf_error(const struct conf_at *at, const char *fmt, ...)
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	/* A value may hold an escape sequence; the terminal gets none. */
-	show(text, shown, sizeof(shown));
-	show(at->file, file, sizeof(file));
+	printable(text, strlen(text), shown, sizeof(shown));
+	printable(at->file, strlen(at->file), file, sizeof(file));
 	if (at->line > 0)
 		msg_err("%s:%d: %s", file, at->line, shown);
 	else
@@ -88,7 +82,7 @@ parse_line(char *line, const struct conf_at *at, conf_fn *fn, void *ctx)
 		while (p > value && blank(p[-1]))
 			*--p = '\0';
 	} else if (*p != '\0' && *p != '#') {
-		show(p, found, sizeof(found));
+		printable(p, strlen(p), found, sizeof(found));
 		*e = '\0';
 		return conf_error(at, "expected '%s = VALUE' or '%s' alone, "
 		    "found '%s' after it", name, name, found);
@@ -130,7 +124,7 @@ trusted(const char *path, const struct stat *st, const struct conf_at *at)
 		strcpy(dir, ".");
 	else
 		slash[slash == dir] = '\0';
-	show(dir, shown, sizeof(shown));
+	printable(dir, strlen(dir), shown, sizeof(shown));
 	if (stat(dir, &d) < 0)
 		st_ok = conf_error(at, "cannot check its directory %s: %s",
 		    shown, strerror(errno));
@@ -172,15 +166,15 @@ base_owner(const struct conf_base *b)
 	return (long)st.st_uid;
 }
 
-/* Not reading the user's file under another user's base (why: "", or
- * why it could not be read). Returns 0: the run goes on without it. */
+/* Not reading the user's file (shown: its path, printable) under another
+ * user's base (why: "", or why it could not be read). Returns 0: the run
+ * goes on without it. */
 static int
-skip_theirs(const char *path, const struct conf_base *b, long owner,
+skip_theirs(const char *shown, const struct conf_base *b, long owner,
     const char *why)
 {
-	char shown[512], who[32];
+	char who[32];
 
-	show(path, shown, sizeof(shown));
 	if (owner == 0)
 		snprintf(who, sizeof(who), "root");
 	else
@@ -196,12 +190,9 @@ skip_theirs(const char *path, const struct conf_base *b, long owner,
  * are not to be missed silently: runs with and without them would not
  * exclude each other). */
 static int
-unreadable(const char *path, const char *by, int e,
+unreadable(const char *shown, const char *by, int e,
     const struct conf_base *b)
 {
-	char shown[512];
-
-	show(path, shown, sizeof(shown));
 	if (by != NULL || e != EACCES) {
 		msg_err("cannot read %s%s%s: %s", by ? by : "", by ? " " : "",
 		    shown, strerror(e));
@@ -232,17 +223,18 @@ read_file(const char *path, const char *by, const struct conf_base *b,
 	FILE *f;
 	int r = 0;
 
+	printable(path, strlen(path), shown, sizeof(shown));
 	if ((f = fopen(path, "re")) == NULL) {
 		if (by == NULL && (errno == ENOENT || errno == ENOTDIR))
 			return 0;
 		if (errno == EACCES && owner >= 0)
-			return skip_theirs(path, b, owner, strerror(errno));
-		return unreadable(path, by, errno, b);
+			return skip_theirs(shown, b, owner, strerror(errno));
+		return unreadable(shown, by, errno, b);
 	}
 	/* Root's files pass the checks below, as the system file does. */
 	if (owner > 0) {
 		fclose(f);
-		return skip_theirs(path, b, owner, "");
+		return skip_theirs(shown, b, owner, "");
 	}
 	if (fstat(fileno(f), &st) < 0)
 		r = conf_error(&at, "%s", strerror(errno));
@@ -261,10 +253,8 @@ read_file(const char *path, const char *by, const struct conf_base *b,
 		r = conf_error(&at, "%s", strerror(errno));
 	free(line);
 	fclose(f);
-	if (r == 0) {
-		show(path, shown, sizeof(shown));
+	if (r == 0)
 		msg_verbose("read the configuration file %s", shown);
-	}
 	return r;
 }
 
