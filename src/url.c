@@ -16,46 +16,32 @@
  */
 #include "url.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util.h"
 
-static int
-hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Decode %XX; NUL bytes cannot go into AUTH, so they are refused. */
 static char *
 pct_decode(const char *s, size_t n)
 {
-	char *out = xmalloc(n + 1), *o = out;
+	char *out = xmalloc(n + 1), *o = out, hex[3] = "";
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		if (s[i] == '%') {
-			int hi, lo;
-
-			if (i + 2 >= n)
-				goto bad;
-			hi = hexval((unsigned char)s[i + 1]);
-			lo = hexval((unsigned char)s[i + 2]);
-			if (hi < 0 || lo < 0 || (hi | lo) == 0)
-				goto bad;
-			*o++ = (char)(hi << 4 | lo);
-			i += 2;
-		} else {
+		if (s[i] != '%') {
 			*o++ = s[i];
+			continue;
 		}
+		if (i + 2 >= n || !isxdigit((unsigned char)s[i + 1]) ||
+		    !isxdigit((unsigned char)s[i + 2]))
+			goto bad;
+		memcpy(hex, s + i + 1, 2);
+		if ((*o++ = (char)strtol(hex, NULL, 16)) == '\0')
+			goto bad;
+		i += 2;
 	}
 	*o = '\0';
 	return out;
