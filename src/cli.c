@@ -1151,14 +1151,13 @@ static int
 password_fallbacks(struct parse *p)
 {
 	struct rlock_opts *o = p->o;
-	size_t off, len;
 	int i, st;
 
 	if (!from_file(p->from[OPT_PASSWORD_FILE]))
 		return 0;
-	/* The URL in use (with --redlock, any): its password beats it. */
-	for (i = o->redlock ? 0 : o->nurls - 1; i < o->nurls; i++)
-		if (url_password_span(o->urls[i], &off, &len) == 0)
+	/* The URLs in use (with --redlock, any): a password beats it. */
+	for (i = 0; i < o->neps; i++)
+		if (o->eps[i].pass && *o->eps[i].pass)
 			return 0;
 	if ((st = conf_readable("password-file", o->password_file,
 	    &p->at[OPT_PASSWORD_FILE], 0)) != 0)
