@@ -1176,7 +1176,6 @@ url_fallbacks(struct parse *p)
 {
 	struct rlock_opts *o = p->o;
 	const struct conf_at *at = NULL;
-	const char *u;
 	int i, st = 0;
 
 	if (o->redlock && p->from['u'] == FROM_DEFAULT)
@@ -1191,12 +1190,11 @@ url_fallbacks(struct parse *p)
 	if (o->redlock && (st = redlock_rules(p, at)) != 0)
 		return st;
 	p->conf = at;
+	/* With --redlock, check_url parses o->urls[i] into o->eps[i]. */
 	for (i = o->redlock ? 0 : o->nurls - 1; i < o->nurls && !st; i++) {
-		u = o->urls[i];
-		st = check_url(p, u, o->url_from ? o->url_from : "-u");
-		if (!st && o->redlock && strncmp(u, "redis://", 8) != 0 &&
-		    strncmp(u, "rediss://", 9) != 0 &&
-		    strncmp(u, "unix://", 7) != 0)
+		st = check_url(p, o->urls[i], o->url_from ? o->url_from : "-u");
+		if (!st && o->redlock && o->eps[i].kind != EP_TCP &&
+		    o->eps[i].kind != EP_UNIX)
 			st = usage_error(p, "--redlock takes one redis://, "
 			    "rediss:// or unix:// URL per master (URL %d is "
 			    "not)", i + 1);
