@@ -286,7 +286,7 @@ parse_net(const char *rest, struct endpoint *ep, enum endpoint_kind kind,
 }
 
 /* The schemes, longest first where one is a prefix of another. */
-static const struct {
+static const struct scheme {
 	const char *name;
 	enum endpoint_kind kind;
 	int tls;
@@ -300,43 +300,36 @@ static const struct {
 	{ "unix://", EP_UNIX, 0 },
 };
 
-/* The scheme of url, or NULL; *rest is what follows "://". */
-static const char *
-scheme_of(const char *url, const char **rest, enum endpoint_kind *kind,
-    int *tls)
+/* The scheme url starts with, or NULL. */
+static const struct scheme *
+scheme_of(const char *url)
 {
-	size_t i, n;
+	size_t i;
 
-	for (i = 0; i < sizeof(SCHEMES) / sizeof(SCHEMES[0]); i++) {
-		n = strlen(SCHEMES[i].name);
-		if (strncmp(url, SCHEMES[i].name, n) == 0) {
-			*rest = url + n;
-			*kind = SCHEMES[i].kind;
-			*tls = SCHEMES[i].tls;
-			return SCHEMES[i].name;
-		}
-	}
+	for (i = 0; i < sizeof(SCHEMES) / sizeof(SCHEMES[0]); i++)
+		if (strncmp(url, SCHEMES[i].name, strlen(SCHEMES[i].name)) == 0)
+			return &SCHEMES[i];
 	return NULL;
 }
 
 int
 url_parse(const char *url, struct endpoint *ep, const char **why)
 {
-	enum endpoint_kind kind;
+	const struct scheme *s = scheme_of(url);
 	const char *rest;
-	int tls;
 
-	if (scheme_of(url, &rest, &kind, &tls) == NULL) {
+	if (s == NULL) {
 		*why = "unknown scheme (use redis://host:port/db, "
 		    "rediss://host:port/db (TLS), unix:///path/to/socket, "
 		    "redis+sentinel://host:port/NAME or "
 		    "redis+cluster://host:port)";
 		return -1;
 	}
-	ep->tls = tls;
-	if (kind == EP_UNIX)
+	ep->tls = s->tls;
+	rest = url + strlen(s->name);
+	if (s->kind == EP_UNIX)
 		return parse_unix(rest, ep, why);
-	return parse_net(rest, ep, kind, why);
+	return parse_net(rest, ep, s->kind, why);
 }
 
 void
@@ -431,13 +424,10 @@ url_redacted(const struct endpoint *ep, char *buf, size_t len)
 int
 url_password_span(const char *url, size_t *off, size_t *len)
 {
-	enum endpoint_kind kind;
-	const char *rest, *at, *colon;
-	int tls;
+	const struct scheme *s = scheme_of(url);
+	const char *rest = s ? url + strlen(s->name) : NULL, *at, *colon;
 
-	if (scheme_of(url, &rest, &kind, &tls) == NULL)
-		return -1;
-	if ((at = userinfo_end(rest, kind == EP_UNIX)) == NULL)
+	if (s == NULL || (at = userinfo_end(rest, s->kind == EP_UNIX)) == NULL)
 		return -1;
 	colon = memchr(rest, ':', (size_t)(at - rest));
 	if (colon == NULL || colon + 1 == at)
