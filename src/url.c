@@ -193,9 +193,7 @@ parse_unix(const char *rest, struct endpoint *ep, const char **why)
 			return -1;
 		path = at + 1;
 	}
-	q = strchr(path, '?');
-	if (q == NULL)
-		q = end;
+	q = path + strcspn(path, "?");
 	if (q - path < 2) {
 		*why = "no socket path";
 		return -1;
@@ -248,10 +246,9 @@ parse_net(const char *rest, struct endpoint *ep, enum endpoint_kind kind,
 	    why) < 0)
 		return -1;
 	ep->kind = kind;
-	if ((q = memchr(hp, '?', (size_t)(end - hp))) == NULL)
-		q = end;
-	if ((slash = memchr(hp, '/', (size_t)(q - hp))) == NULL)
-		slash = q;
+	/* The query, and the path before it (or the query, or the end). */
+	q = hp + strcspn(hp, "?");
+	slash = hp + strcspn(hp, "/?");
 	if (kind == EP_TCP) {
 		if (parse_hostport(hp, (size_t)(slash - hp), &ep->host,
 		    &ep->port, 6379, why) < 0)
@@ -274,9 +271,7 @@ parse_net(const char *rest, struct endpoint *ep, enum endpoint_kind kind,
 		}
 		return 0;
 	}
-	slash = memchr(path, '/', plen);
-	if (slash == NULL)
-		slash = q;
+	slash = path + strcspn(path, "/?");
 	if (slash == path) {
 		*why = "no master name (redis+sentinel://host:port/NAME)";
 		return -1;
