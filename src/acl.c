@@ -58,13 +58,14 @@ named_command(const char *err, char *cmd, size_t len)
 	return 0;
 }
 
+/* s into buf through f: toupper or tolower. */
 static void
-upper(const char *s, char *buf, size_t len)
+fold(const char *s, int (*f)(int), char *buf, size_t len)
 {
 	size_t i;
 
 	for (i = 0; s[i] && i + 1 < len; i++)
-		buf[i] = (char)toupper((unsigned char)s[i]);
+		buf[i] = (char)f((unsigned char)s[i]);
 	buf[i] = '\0';
 }
 
@@ -73,13 +74,11 @@ static void
 explain_ours(const char *what, char *buf, size_t len, char *rule,
     size_t rlen)
 {
-	char name[300], cmd[64], low[64], shown[300];
+	char cmd[64], low[64], shown[300];
 	const char *sp;
-	size_t i;
 
 	if (what[0] == '+') {
-		snprintf(name, sizeof(name), "%s", what + 1);
-		upper(name, cmd, sizeof(cmd));
+		fold(what + 1, toupper, cmd, sizeof(cmd));
 		if ((sp = strchr(cmd, '|')) != NULL)
 			cmd[sp - cmd] = ' ';
 		printable(what, strlen(what), shown, sizeof(shown));
@@ -97,9 +96,7 @@ explain_ours(const char *what, char *buf, size_t len, char *rule,
 	}
 	printable(what + 2, (size_t)(sp - what - 2), shown, sizeof(shown));
 	snprintf(cmd, sizeof(cmd), "%s", sp + 1);
-	for (i = 0; cmd[i]; i++)
-		low[i] = (char)tolower((unsigned char)cmd[i]);
-	low[i] = '\0';
+	fold(cmd, tolower, low, sizeof(low));
 	/* A channel refused to a user who may run no pub/sub command at
 	 * all: Redis cannot be asked which of the two it lacks. */
 	if (what[0] == '&') {
@@ -122,7 +119,7 @@ acl_explain(const char *err, char *buf, size_t len, char *rule, size_t rlen)
 	if (strncmp(err, "RLOCK_NOPERM ", 13) == 0) {
 		explain_ours(err + 13, buf, len, rule, rlen);
 	} else if (named_command(err, cmd, sizeof(cmd)) == 0) {
-		upper(cmd, up, sizeof(up));
+		fold(cmd, toupper, up, sizeof(up));
 		snprintf(rule, rlen, "+%s", cmd);
 		snprintf(buf, len, ACL_LACKS "+%s, for %s", cmd, up);
 	} else if (strstr(err, "one of the keys") || strstr(err, SCRIPT_KEY)) {
