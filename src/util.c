@@ -76,15 +76,14 @@ dur_parse(const char *s, int64_t *ms)
 	}
 	if (nw + nf == 0)
 		return -1;
-	if (*p == '\0' || strcmp(p, "s") == 0)
-		scale = 1000;
-	else if (strcmp(p, "ms") == 0)
+	/* No unit: seconds, scale's first value. */
+	if (strcmp(p, "ms") == 0)
 		scale = 1;
 	else if (strcmp(p, "m") == 0)
 		scale = 60 * 1000;
 	else if (strcmp(p, "h") == 0)
 		scale = 3600 * 1000;
-	else
+	else if (*p != '\0' && strcmp(p, "s") != 0)
 		return -1;
 	if (big || whole > (uint64_t)(DUR_MAX_MS / scale))
 		return DUR_TOO_LONG;
