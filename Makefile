@@ -70,7 +70,7 @@ LIB_SRC = src/acl.c src/cli.c src/conffile.c src/config.c src/conn.c \
 	src/server.c src/sig.c src/single.c src/supervise.c src/tls.c \
 	src/tls_lib.c src/tls_why.c src/tls_wire.c src/url.c src/user.c \
 	src/util.c src/view.c src/wait.c src/waitline.c src/wake.c \
-	src/wake_pop.c src/wake_sub.c src/deadline.c src/watch.c src/forced.c \
+	src/wake_pop.c src/wake_sub.c src/deadline.c src/watch.c \
 	src/section.c
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
 BIN = rlock

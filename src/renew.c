@@ -1,47 +1,47 @@
 // SPDX-License-Identifier: MIT
 /*
- * The renewal loop. It also watches its idle socket: a connection the
- * server dropped (restart, failover, CLIENT KILL) is reconnected and the
- * lock verified at once, so a restart that lost the key is noticed in one
- * round trip instead of at the next tick. Retries are spaced so an outage
- * costs Redis a handful of commands, not a storm.
+ * The renewal loop, which also hears a release --force: between extends
+ * it blocks in BLPOP on P{KEY}:broken (lock_listener, where force_release
+ * pushes one element for each holder it broke) on the lock's own
+ * connection, so a holder is one thread and one connection. An element
+ * is only a hint (one may be left from a release that broke an earlier
+ * holder): what counts is Redis's answer to "is it ours?". A connection
+ * the server dropped (restart, failover, CLIENT KILL, a Cluster slot that
+ * moved), the BLPOP's or the idle one's, is reconnected and the lock
+ * verified at once, so a restart that lost the key is noticed in one
+ * round trip instead of at the next tick. Retries are spaced so an
+ * outage costs Redis a handful of commands, not a storm.
  */
 #include "renew.h"
 
 #include <errno.h>
 #include <poll.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "lease.h"
 #include "util.h"
 
-/* Sleep until `until`, the stop pipe, or traffic on our idle socket fd.
- * Returns 1 a byte on the stop pipe (a stop, or renew_start's wake), 2
- * socket event, 0 time is up. */
-static int
-nap(struct renewer *rw, int fd, int64_t until)
-{
-	struct pollfd p[2] = {
-		{ .fd = rw->stop_pipe[0], .events = POLLIN },
-		{ .fd = fd, .events = POLLIN },
-	};
-	int64_t left;
-	int n;
-
-	while ((left = until - mono_ms()) > 0) {
-		n = poll(p, 2, (int)(left > 60000 ? 60000 : left));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return 0;
-		if (p[0].revents)
-			return 1;
-		if (p[1].revents)
-			return 2;
-	}
-	return 0;
-}
+/* COMMAND runs this long before we listen: a run that ends sooner has
+ * no BLPOP in flight when its release needs the connection (abandoning
+ * one costs the release a reconnect), and one broken meanwhile is still
+ * told (force_release's element waits 5 s). */
+#define LISTEN_AFTER_MS 250
+/* Each BLPOP lasts this long at most, short of the idle timeouts proxies
+ * keep, so a quiet holding is not taken for a dead connection. */
+#define LISTEN_SPAN_MS 10000
+/* Redis times a BLPOP out on its own clock tick, up to 1000/hz ms (100 ms
+ * by default) late, and the extend waits behind it: a BLPOP asks for
+ * this much less than what is left until the extend, and none is sent
+ * when that is less than twice this. */
+#define LISTEN_LATE_MS 100
+/* After a BLPOP that failed (refused: a user made without +blpop, a
+ * proxy without blocking commands; or its connection went), we listen
+ * again after a pause that doubles up to LISTEN_RETRY_MAX_MS, so a
+ * refusal costs Redis a few commands in that long. */
+#define LISTEN_RETRY_MS 100
+#define LISTEN_RETRY_MAX_MS 30000
 
 static void
 notify(struct renewer *rw)
@@ -71,6 +71,98 @@ renew_failure(struct renewer *rw, struct failure *f)
 	pthread_mutex_unlock(&rw->fail_mu);
 }
 
+/* Redis says the lock is not ours: tell the main thread. */
+static void
+not_ours(struct renewer *rw)
+{
+	atomic_store(&rw->not_ours, 1);
+	notify(rw);
+}
+
+/*
+ * Sleep until `until`, the stop pipe, or traffic on l's idle socket,
+ * with mu released meanwhile. Returns 1 stop (a byte, or `stopping`), 2
+ * the server closed the idle connection or sent something unasked (it
+ * is closed now: start afresh), 0 time is up. The socket is polled by
+ * its number, read under mu: should the main thread close or reuse that
+ * number meanwhile, the worst is a nap ended early, and `stopping` is
+ * set by then.
+ */
+static int
+nap(struct renewer *rw, int64_t until)
+{
+	struct pollfd p[2] = {
+		{ .fd = rw->stop_pipe[0], .events = POLLIN },
+		{ .fd = lock_watch_fd(rw->l), .events = POLLIN },
+	};
+	int64_t left;
+	int n, r = 0;
+
+	pthread_mutex_unlock(&rw->mu);
+	while (r == 0 && (left = until - mono_ms()) > 0) {
+		n = poll(p, 2, (int)(left > 60000 ? 60000 : left));
+		if (n < 0 && errno != EINTR)
+			break;
+		r = n <= 0 ? 0 : p[0].revents ? 1 : p[1].revents ? 2 : 0;
+	}
+	pthread_mutex_lock(&rw->mu);
+	if (r == 1 || atomic_load(&rw->stopping))
+		return 1;
+	if (r == 2) {
+		lock_close(rw->l);
+		msg_verbose("renewal connection dropped; reconnecting");
+	}
+	return r;
+}
+
+/*
+ * Listen for a release --force until a little before `until` (the next
+ * extend), mu held: renew_take_conn ends the BLPOP with a byte on the
+ * stop pipe (its connection goes with it). Returns as nap does: 1 stop
+ * (or Redis says the lock is not ours), 2 renew now (the BLPOP failed),
+ * 0 nothing came.
+ */
+static int
+hear(struct renewer *rw, int64_t until)
+{
+	int64_t end = until - LISTEN_LATE_MS, now = mono_ms();
+	enum woke r = WOKE_SIGFD;
+	int ours;
+
+	if (end > now + LISTEN_SPAN_MS)
+		end = now + LISTEN_SPAN_MS;
+	if (rw->w == NULL)
+		rw->w = lock_listener(rw->l, rw->ctx);
+	/* Either the main thread sees this and writes the byte, or we see
+	 * `stopping` here. */
+	atomic_store(&rw->popping, 1);
+	if (!atomic_load(&rw->stopping))
+		r = waker_wait(rw->w, end, rw->stop_pipe[0]);
+	atomic_store(&rw->popping, 0);
+	if (r == WOKE_SIGFD) {
+		waker_cancel(rw->w);
+		return 1;
+	}
+	if (r == WOKE_LOST) {
+		msg_verbose("listening for release --force: %s; reconnecting",
+		    waker_failure(rw->w)->why);
+		rw->listen_at = mono_ms() + rw->listen_retry;
+		rw->listen_retry = lease_clamp(rw->listen_retry * 2, 0,
+		    LISTEN_RETRY_MAX_MS);
+		return 2;
+	}
+	rw->listen_retry = LISTEN_RETRY_MS;
+	if (r != WOKE_MESSAGE || atomic_load(&rw->stopping))
+		return 0;
+	if ((ours = lock_is_ours(rw->l, rw->ctx)) == 0) {
+		msg_verbose("Redis says the lock is no longer ours "
+		    "(release --force?)");
+		not_ours(rw);
+		return 1;
+	}
+	return ours < 0 ? 2 : 0;
+}
+
 /*
  * Extend, but never past rw->hold_until (--max-hold): 1 extended, 0 not
  * ours, -1 error, 2 nothing left to extend.
@@ -89,22 +181,15 @@ extend_until(struct renewer *rw, int64_t t0)
 	return lock_extend(rw->l, &capped);
 }
 
-/* One renewal after a nap that ended with `why` (nap's 0 or 2); returns
- * when the next is due, or -1 once Redis says the lock is not ours (or
- * --max-hold leaves nothing to extend). */
+/* One renewal; returns when the next is due, or -1 once Redis says the
+ * lock is not ours (or --max-hold leaves nothing to extend). */
 static int64_t
-renew_once(struct renewer *rw, int why, int *failing)
+renew_once(struct renewer *rw, int *failing)
 {
 	int64_t lease = rw->ctx->lease_ms, t0;
 	int64_t retry = lease_retry_ms(lease);
 	int r;
 
-	if (why == 2) {
-		/* The server closed our idle connection, or sent something
-		 * unasked: either way, start afresh. */
-		lock_close(rw->l);
-		msg_verbose("renewal connection dropped; reconnecting");
-	}
 	/* Behind Sentinel, extend where the master is now: the old one may
 	 * stay writable for seconds after a failover, and extending there
 	 * would keep a lock the new one lets go. */
@@ -132,8 +217,7 @@ renew_once(struct renewer *rw, int why, int *failing)
 		return t0 + lease_renew_interval_ms(lease);
 	}
 	if (r == 0) {
-		atomic_store(&rw->not_ours, 1);
-		notify(rw);
+		not_ours(rw);
 		return -1;
 	}
 	keep_failure(rw, lock_failure(rw->l));
@@ -147,68 +231,60 @@ renew_once(struct renewer *rw, int why, int *failing)
 }
 
 /*
- * A parked thread's sleep until renew_start arms it; 0 if it is stopped
- * first. It looks every lease_park_look_ms, with no word from the main
- * thread (lease.h), so it sees a fresh grant before its first extend is
- * due even with rlock itself suspended in the vfork of an exec that
- * hangs; armed by an older one, renew_start writes it a byte. A byte seen
- * armed is drained and taken for that one (as is one the loop finds
- * later): a stop byte always follows `stopping`, which the loop checks
- * under mu before anything else.
+ * A parked thread's sleep until renew_start arms it, mu held; 0 if it is
+ * stopped first. It looks every lease_park_look_ms, with no word from
+ * the main thread (lease.h), so it sees a fresh grant before its first
+ * extend is due even with rlock itself suspended in the vfork of an exec
+ * that hangs; armed by an older one, renew_start signals it.
  */
 static int
 parked(struct renewer *rw)
 {
-	struct pollfd p = { .fd = rw->stop_pipe[0], .events = POLLIN };
-	int every = (int)lease_park_look_ms(rw->ctx->lease_ms), n;
-	char b;
+	int64_t every = lease_park_look_ms(rw->ctx->lease_ms) * 1000000, ns;
+	struct timespec at;
 
-	while (!atomic_load(&rw->armed)) {
-		n = poll(&p, 1, every);
-		if (n > 0 && !atomic_load(&rw->armed))
-			return 0;
-		if (n > 0)
-			(void)!read(rw->stop_pipe[0], &b, 1);
-		else if (n < 0 && errno != EINTR)
-			nap_ms(10);
+	while (!rw->armed && !atomic_load(&rw->stopping)) {
+		clock_gettime(CLOCK_MONOTONIC, &at);
+		ns = at.tv_nsec + every;
+		at.tv_sec += ns / 1000000000;
+		at.tv_nsec = ns % 1000000000;
+		(void)pthread_cond_timedwait(&rw->park, &rw->mu, &at);
 	}
-	return 1;
+	return !atomic_load(&rw->stopping);
 }
 
 /*
- * l is touched only once armed, with mu held, and never once `stopping`
+ * l is touched only with mu held, once armed, and never once `stopping`
  * is set: the main thread may then release (or reopen) on it while we
- * still sleep. The nap polls the socket by its number, read under mu:
- * should the main thread close or reuse that number meanwhile, the worst
- * is a nap ended early, and `stopping` is set by then.
+ * still sleep. Between extends the thread listens (hear) on a connection
+ * that is open, and otherwise naps watching the idle socket.
  */
 static void *
 renew_loop(void *arg)
 {
 	struct renewer *rw = arg;
-	int64_t next;
-	int failing = 0, fd, r;
-	char b;
+	int64_t next, now;
+	int failing = 0, r;
 
-	if (!parked(rw))
-		return NULL;
-	next = atomic_load(&rw->last_ok) +
-	    lease_renew_interval_ms(rw->ctx->lease_ms);
 	pthread_mutex_lock(&rw->mu);
-	while (!rw->stopping && next >= 0) {
-		fd = lock_watch_fd(rw->l);
-		pthread_mutex_unlock(&rw->mu);
-		r = nap(rw, fd, next);
-		pthread_mutex_lock(&rw->mu);
-		if (rw->stopping)
+	next = !parked(rw) ? -1 : atomic_load(&rw->last_ok) +
+	    lease_renew_interval_ms(rw->ctx->lease_ms);
+	while (next >= 0 && !atomic_load(&rw->stopping)) {
+		now = mono_ms();
+		if (now < rw->listen_at || !lock_is_open(rw->l) ||
+		    next - now < 2 * LISTEN_LATE_MS)
+			r = nap(rw, now < rw->listen_at && rw->listen_at < next ?
+			    rw->listen_at : next);
+		else
+			r = hear(rw, next);
+		if (r == 1)
 			break;
-		/* Not a stop: renew_start's wake, seen after the thread
-		 * found itself armed by a look. */
-		if (r == 1) {
-			(void)!read(rw->stop_pipe[0], &b, 1);
+		if (r == 0 && mono_ms() < next)
 			continue;
-		}
-		next = renew_once(rw, r, &failing);
+		next = renew_once(rw, &failing);
+		/* A new listener names what the extend may have opened. */
+		waker_free(rw->w);
+		rw->w = NULL;
 	}
 	pthread_mutex_unlock(&rw->mu);
 	return NULL;
@@ -232,13 +308,18 @@ renew_init(struct renewer *rw, struct lock *l, const struct lock_ctx *ctx,
 static int
 make_thread(struct renewer *rw)
 {
+	pthread_condattr_t a;
 	int e;
 
-	/* Non-blocking: the thread drains it holding mu, which a read that
-	 * blocked would keep from renew_take_conn. */
 	if (thread_pipes_open(rw->stop_pipe, rw->event_pipe) < 0)
 		return -1;
+	/* A parked thread's looks are timed by the monotonic clock. */
+	(void)pthread_condattr_init(&a);
+	(void)pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	(void)pthread_cond_init(&rw->park, &a);
+	(void)pthread_condattr_destroy(&a);
 	if ((e = pthread_create(&rw->thread, NULL, renew_loop, rw)) != 0) {
+		pthread_cond_destroy(&rw->park);
 		thread_pipes_close(rw->stop_pipe, rw->event_pipe);
 		errno = e;
 		return -1;
@@ -265,25 +346,26 @@ renew_start(struct renewer *rw)
 {
 	int64_t t;
 
-	if (atomic_load(&rw->armed))
+	if (rw->armed)
 		return 0;
 	/* l is still ours: a parked thread does not touch it. */
 	t = lease_try_timeout_ms(rw->ctx->lease_ms,
 	    lock_connect_timeout(rw->l));
 	lock_set_timeouts(rw->l, t, t);
+	rw->listen_at = mono_ms() + LISTEN_AFTER_MS;
+	rw->listen_retry = LISTEN_RETRY_MS;
+	if (!rw->running) {
+		rw->armed = 1;
+		return make_thread(rw);
+	}
 	/* Everything set above, hold_until included, is the thread's to
 	 * read once it sees this. */
-	atomic_store(&rw->armed, 1);
-	if (rw->running) {
-		if (lease_park_wake(mono_ms(), atomic_load(&rw->last_ok),
-		    rw->ctx->lease_ms))
-			(void)!write(rw->stop_pipe[1], "", 1);
-		return 0;
-	}
-	if (make_thread(rw) < 0) {
-		atomic_store(&rw->armed, 0);
-		return -1;
-	}
+	pthread_mutex_lock(&rw->mu);
+	rw->armed = 1;
+	if (lease_park_wake(mono_ms(), atomic_load(&rw->last_ok),
+	    rw->ctx->lease_ms))
+		pthread_cond_signal(&rw->park);
+	pthread_mutex_unlock(&rw->mu);
 	return 0;
 }
 
@@ -299,18 +381,21 @@ tell_stop(struct renewer *rw)
 }
 
 /*
- * The thread is not woken here: the caller's next request is the release
- * a waiter waits for, and the wake-up would go first. It wakes on that
- * request's answer (on the socket it watches), or on renew_stop's stop
- * byte, sees `stopping` and ends.
+ * Unless a BLPOP holds the connection, the thread is not woken here: the
+ * caller's next request is the release a waiter waits for, and the
+ * wake-up would go first. It wakes on that request's answer (on the
+ * socket it watches), or on renew_stop's word (a parked one too), sees
+ * `stopping` and ends.
  */
 void
 renew_take_conn(struct renewer *rw)
 {
-	if (!rw->running || rw->stopping)
+	if (!rw->running || atomic_load(&rw->stopping))
 		return;
+	atomic_store(&rw->stopping, 1);
+	if (atomic_load(&rw->popping))
+		tell_stop(rw);
 	pthread_mutex_lock(&rw->mu);
-	rw->stopping = 1;
 	pthread_mutex_unlock(&rw->mu);
 }
 
@@ -321,8 +406,14 @@ renew_stop(struct renewer *rw)
 		return;
 	renew_take_conn(rw);
 	tell_stop(rw);
+	pthread_mutex_lock(&rw->mu);
+	pthread_cond_signal(&rw->park);
+	pthread_mutex_unlock(&rw->mu);
 	pthread_join(rw->thread, NULL);
 	rw->running = 0;
+	waker_free(rw->w);
+	rw->w = NULL;
+	pthread_cond_destroy(&rw->park);
 	thread_pipes_close(rw->stop_pipe, rw->event_pipe);
 }
 

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The renewal thread: extends the lease every lease/3 on the holder's
- * connection, reconnecting and retrying on errors, and tells the main
- * thread through a pipe when Redis says the lock is no longer ours. It
- * never exits the process and never decides what to do about a loss.
+ * connection, reconnecting and retrying on errors, and between extends
+ * listens there for a release --force; it tells the main thread through
+ * a pipe when Redis says the lock is no longer ours. It never exits the
+ * process and never decides what to do about a loss.
  */
 #ifndef RLOCK_RENEW_H
 #define RLOCK_RENEW_H
@@ -29,10 +30,13 @@ struct renewer {
 	 * it, the main thread reads it with renew_failure. */
 	pthread_mutex_t fail_mu;
 	struct failure fail;
-	/* renew_start was called: until then a parked thread must not
-	 * touch l, which the waiter still uses. */
-	_Atomic int armed;
-	int stopping;			/* under mu: l is the caller's again */
+	/* Under mu: renew_start was called; until then a parked thread
+	 * must not touch l, which the waiter still uses. It waits on
+	 * `park`, which a stop signals too. */
+	int armed;
+	pthread_cond_t park;
+	_Atomic int stopping;		/* l is the caller's again */
+	_Atomic int popping;		/* a BLPOP of the thread's holds l */
 	int told;			/* the stop byte is written */
 	int running;			/* started, not yet joined */
 	/* --max-hold: mono ms no extend may reach past (a last one gets a
@@ -42,6 +46,10 @@ struct renewer {
 	/* Where last_ok is stored too (the watcher's page, watch.h), or
 	 * NULL. Set before renew_start. */
 	_Atomic int64_t *last_ok_too;
+	/* The thread's own: its listener (lock_listener), when it listens
+	 * again after a failed BLPOP, and that pause. */
+	struct waker *w;
+	int64_t listen_at, listen_retry;
 };
 
 /*
@@ -55,10 +63,10 @@ void renew_init(struct renewer *rw, struct lock *l,
 /*
  * Make the thread ahead of the grant, while waiting for the lock, so a
  * hand-off does not wait for pthread_create (and the vfork right behind
- * a new thread is slower too): it sleeps, touching nothing
- * of l, until renew_start, and renew_stop ends it if the lock never comes.
- * The grant is given with renew_granted before renew_start. Returns 0 or
- * -1 (errno), as renew_start.
+ * a new thread is slower too): it sleeps, touching nothing of l, until
+ * renew_start, and renew_stop ends it if the lock never comes. The grant
+ * is given with renew_granted before renew_start. Returns 0 or -1
+ * (errno), as renew_start.
  */
 int renew_park(struct renewer *rw, struct lock *l,
     const struct lock_ctx *ctx);
@@ -74,11 +82,13 @@ void renew_granted(struct renewer *rw, int64_t granted_at);
 int renew_start(struct renewer *rw);
 
 /*
- * Make l the caller's again at once: waits only for an extend in flight,
- * and the thread never touches l (nor extends) after this returns. The
- * thread is not woken (the release goes first): it ends when it next
- * wakes, on the release's answer or renew_stop's word, which also joins
- * it. Idempotent.
+ * Make l the caller's again at once: waits only for an extend in flight
+ * (a BLPOP in flight is abandoned with its connection, which the
+ * caller's next request opens again), and the thread never touches l
+ * (nor extends) after this returns. Unless it was in a BLPOP, the thread
+ * is not woken (the release goes first): it ends when it next wakes, on
+ * the release's answer or renew_stop's word, which also joins it.
+ * Idempotent.
  */
 void renew_take_conn(struct renewer *rw);
 

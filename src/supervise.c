@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * The supervisor. The main thread sleeps in one poll() on the signalfd,
- * the renewal thread's event pipe (when that thread could be started) and
- * that of the thread that listens for a release --force (forced.h), with a
- * timeout that is the next lease decision.
+ * The supervisor. The main thread sleeps in one poll() on the signalfd
+ * and the renewal thread's event pipe (when that thread could be
+ * started), with a timeout that is the next lease decision.
  * The lease rule (contract, "Guarantees"): Redis may expire the lock at
  * last_ok + lease, where last_ok is when our last successful extend was
  * *sent*; minus a drift margin that is our deadline. --on-lost term sends
@@ -30,7 +29,6 @@
 #include <unistd.h>
 
 #include "exitcode.h"
-#include "forced.h"
 #include "lease.h"
 #include "renew.h"
 #include "retry.h"
@@ -42,11 +40,6 @@ enum lost_how { HELD, LOST_NOT_OURS, LOST_UNRENEWED };
 
 /* After a failed poll() (ENOMEM), the next try: short against any lease. */
 #define POLL_RETRY_MS 10
-
-/* How long COMMAND runs before we listen for a release --force (forced.h):
- * a run that ends sooner costs Redis no connection for it, and one broken
- * meanwhile is still told (force_release's element waits 5 s). */
-#define LISTEN_AFTER_MS 250
 
 struct sup {
 	const struct rlock_opts *o;
@@ -63,8 +56,6 @@ struct sup {
 	int wstatus;
 	struct renewer *rw;		/* own_rw, or a parked one */
 	struct renewer own_rw;
-	struct forced heed;		/* hears a release --force */
-	int64_t listen_at;		/* mono ms to start it; 0 started */
 	enum lost_how lost;
 	int64_t term_at;		/* when SIGTERM went out; 0 not yet */
 	int kill_sent;
@@ -410,8 +401,7 @@ check_lease(struct sup *s)
 {
 	int64_t now = mono_ms(), dl = deadline_of(s), at, next = -1;
 
-	if (s->lost == HELD && (atomic_load(&s->rw->not_ours) ||
-	    forced_heard(&s->heed)))
+	if (s->lost == HELD && atomic_load(&s->rw->not_ours))
 		declare_lost(s, LOST_NOT_OURS);
 	if (s->lost == HELD) {
 		if (now < (at = lost_at(s, dl)))
@@ -476,33 +466,15 @@ on_signal(struct sup *s, const struct signalfd_siginfo *si)
 	return 0;
 }
 
-/* Start listening for a release --force once it is time; ms until then,
- * or -1. */
-static int64_t
-check_listen(struct sup *s)
-{
-	int64_t now = mono_ms();
-
-	if (s->listen_at == 0)
-		return -1;
-	if (now < s->listen_at)
-		return s->listen_at - now;
-	s->listen_at = 0;
-	if (s->lost == HELD && forced_start(&s->heed, s->l, s->ctx) < 0)
-		msg_verbose("cannot listen for release --force: %s; a broken "
-		    "lock is found at the next extend", strerror(errno));
-	return -1;
-}
-
 /*
- * One poll() on the signalfd, the renewal thread's event pipe and the
- * listener's, with the next lease decision as its timeout.
+ * One poll() on the signalfd and the renewal thread's event pipe (and a
+ * section's owner), with the next lease decision as its timeout.
  */
 static void
 supervise(struct sup *s)
 {
 	struct signalfd_siginfo si;
-	struct pollfd p[5];
+	struct pollfd p[4];
 	int64_t next, t0;
 	int poll_failed = 0, tmo;
 	char drain[64];
@@ -510,21 +482,18 @@ supervise(struct sup *s)
 	p[0] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
 	p[1] = (struct pollfd){ .fd = s->rw->running ?
 	    renew_event_fd(s->rw) : -1, .events = POLLIN };
-	p[3] = (struct pollfd){ .fd = s->owner ? s->owner->fds[0] : -1,
+	p[2] = (struct pollfd){ .fd = s->owner ? s->owner->fds[0] : -1,
 	    .events = POLLIN };
-	p[4] = (struct pollfd){ .fd = s->owner ? s->owner->fds[1] : -1,
+	p[3] = (struct pollfd){ .fd = s->owner ? s->owner->fds[1] : -1,
 	    .events = POLLIN };
 	for (;;) {
-		next = check_listen(s);
-		p[2] = (struct pollfd){ .fd = forced_fd(&s->heed),
-		    .events = POLLIN };
-		next = sooner(next, check_max_hold(s));
+		next = check_max_hold(s);
 		next = sooner(next, check_lease(s));
 		tmo = next < 0 || next > 60000 ? 60000 : (int)next;
 		if (s->owner != NULL && tmo > 1000)
 			tmo = 1000;
 		t0 = mono_ms();
-		if (poll(p, 5, tmo) < 0 && errno != EINTR) {
+		if (poll(p, 4, tmo) < 0 && errno != EINTR) {
 			/* ENOMEM: the kernel could not track the fds this
 			 * once. Leaving the loop would drop the deadline and
 			 * the forwarding; try again shortly instead. */
@@ -536,9 +505,6 @@ supervise(struct sup *s)
 		stalled(s, tmo, mono_ms() - t0);
 		if (p[1].revents & POLLIN)
 			while (read(p[1].fd, drain, sizeof(drain)) > 0)
-				;
-		if (p[2].revents & POLLIN)
-			while (read(p[2].fd, drain, sizeof(drain)) > 0)
 				;
 		while (sig_take(s->sigfd, &si) != 0)
 			if (on_signal(s, &si))
@@ -881,7 +847,6 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	if (st == 0) {
 		msg_verbose("running COMMAND (pid %ld) with fence %lld",
 		    (long)s.child, (long long)res->fence);
-		s.listen_at = mono_ms() + LISTEN_AFTER_MS;
 		supervise(&s);
 		if ((e = exec_settle(&s)) != 0)
 			st = exec_failed(o, e);
@@ -895,7 +860,6 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	watch_stop(&s.watch);
 	renew_take_conn(s.rw);
 	st = finish(&s, st);
-	forced_stop(&s.heed);
 	renew_stop(s.rw);
 	oom_on(NULL);
 	oom_sup = NULL;

@@ -71,6 +71,27 @@ broken_heard() {
 	broken_heard
 }
 
+# holder_conns N: the file's server has N clients besides this redis-cli.
+holder_conns() {
+	[ "$(rcli client list | grep -cv ' cmd=client')" = "$1" ]
+}
+
+@test "a holder while COMMAND runs is two threads and one connection" {
+	local threads
+	holder
+	wait_ms 5000 listening || fail "the holder does not listen"
+	# Renewing and listening share one thread and one connection.
+	threads=$(sed -n 's/^Threads:[[:space:]]*//p' "/proc/$BG/status")
+	[ "$threads" -le 2 ] || fail "$threads threads"
+	wait_ms 3000 holder_conns 1 ||
+		fail "not one connection: $(rcli client list)"
+	touch "$T/go"
+	RC=0
+	wait "$BG" || RC=$?
+	[ "$RC" = 0 ] || fail "status $RC: $(cat "$T/err")"
+	[ ! -s "$T/err" ] || fail "stderr: $(cat "$T/err")"
+}
+
 @test "release --force as COMMAND starts, before the holder listens: heard all the same" {
 	holder
 	broken_heard
