@@ -66,12 +66,12 @@ LIB_SRC = src/acl.c src/cli.c src/conffile.c src/config.c src/conn.c \
 	src/fanout.c \
 	src/foreign.c src/glob.c src/guard.c src/keys.c src/lock.c \
 	src/quorum.c src/renew.c src/reply.c src/retry.c src/report.c src/report_prom.c \
-	src/report_run.c src/report_view.c src/run.c src/script.c src/script_args.c \
+	src/report_run.c src/report_view.c src/resolve.c src/run.c src/script.c src/script_args.c \
 	src/server.c src/sig.c src/single.c src/supervise.c src/tls.c \
 	src/tls_lib.c src/tls_why.c src/tls_wire.c src/url.c src/user.c \
 	src/util.c src/view.c src/wait.c src/waitline.c src/wake.c \
 	src/wake_pop.c src/wake_sub.c src/deadline.c src/watch.c \
-	src/section.c
+	src/section.c src/mode.c src/mode_rlock.c src/mode_redisson.c
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
 BIN = rlock
 
@@ -183,15 +183,17 @@ asan: deps
 
 # valgrind memcheck under the whole suite: $RLOCK becomes a wrapper, an
 # error or a leak turns rlock's status into 99, and every report is kept.
-# The log is opened by the wrapper on fd 9 (named after its PID, which
-# valgrind keeps): --log-file would leave it on the lowest free fd, a
-# standard fd the test closed, which rlock would then find open.
+# The log is opened by the wrapper on fd 9, named after its uid and PID
+# (which valgrind keeps): another user's run must not meet a root-owned
+# log of a recycled PID in the sticky directory. --log-file would leave
+# it on the lowest free fd, a standard fd the test closed, which rlock
+# would then find open.
 # The tests scale their timings by TIME_FACTOR (5 under valgrind). The
 # log directory is sticky and open to all: a test runs rlock as nobody.
 VG_DIR = $(CURDIR)/build/valgrind
 valgrind: deps all $(BUILD)/unit
 	rm -rf $(VG_DIR) && mkdir -p $(VG_DIR)/logs && chmod 1777 $(VG_DIR)/logs
-	printf '#!/bin/sh\nexec 9>>$(VG_DIR)/logs/$$$$.log\nexec valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --log-fd=9 $(CURDIR)/$(BIN) "$$@"\n' > $(VG_DIR)/rlock
+	printf '#!/bin/sh\nexec 9>>$(VG_DIR)/logs/$$(id -u).$$$$.log\nexec valgrind -q --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect --errors-for-leak-kinds=definite,indirect --log-fd=9 $(CURDIR)/$(BIN) "$$@"\n' > $(VG_DIR)/rlock
 	printf '#!/bin/sh\nexec valgrind -q --error-exitcode=99 --leak-check=full --log-file=$(VG_DIR)/logs/unit.log $(CURDIR)/$(BUILD)/unit "$$@"\n' > $(VG_DIR)/unit
 	chmod +x $(VG_DIR)/rlock $(VG_DIR)/unit
 	RLOCK_UNDER_VALGRIND=1 sh tests/run-all $(VG_DIR)/rlock $(VG_DIR)/unit

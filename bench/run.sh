@@ -223,6 +223,30 @@ sec_uncontended() {
 	fi
 }
 
+# ------------------------------------------------------------ --redisson
+# Redisson's lock (--redisson) against rlock's own, in the same rounds.
+sec_redisson() {
+	# An old rlock that predates --redisson has no column here.
+	local base=$BASE
+	[ -z "$base" ] || "$base" --help | grep -q -- --redisson || base=
+	section "uncontended run: $PAIRS rounds of rlock, rlock --redisson${base:+, old --redisson}"
+	cols=("$RLOCK" -k bench-u -- true ::: "$RLOCK" --redisson -k bench-r -- true)
+	[ -z "$base" ] || cols+=(::: "$base" --redisson -k bench-r -- true)
+	"$B/rounds" "$PAIRS" "${cols[@]}" > "$D/rs.txt" || exit 1
+	mapfile -t vr < <(python3 "$top/bench/pairs.py" "$D/rs.txt" 0)
+	read -r _ p50 p90 _ <<< "${vr[0]}"
+	row "rlock -k k -- true (median, p90)" "$p50 us, $p90 us"
+	read -r _ p50 p90 ratio lo hi _ <<< "${vr[1]}"
+	row "rlock --redisson -k k -- true (median, p90)" \
+	    "$p50 us, $p90 us; $(x "$ratio") rlock's ($lo-$hi)"
+	fig redisson "$(x "$ratio")"
+	if [ -n "$base" ]; then
+		read -r _ p50 _ ratio _ <<< "${vr[2]}"
+		row "old rlock --redisson (median)" "$p50 us; $(x "$ratio")"
+		fig old:redisson "$(x "$ratio")"
+	fi
+}
+
 # ------------------------------------------------------------ sections
 # A script section, `rlock lock` then `rlock unlock` run by a shell (their
 # owner), against a run of true, both uncontended. In the same rounds:
@@ -634,7 +658,7 @@ sec_ir() {
 ratio() { python3 -c "print('%.2f' % ($1 / $2))"; }
 
 # ------------------------------------------------------------ summary
-for sec in ${ONLY:-uncontended sections roundtrips cpu ir throughput handoff idle rss redlock many herd}; do
+for sec in ${ONLY:-uncontended redisson sections roundtrips cpu ir throughput handoff idle rss redlock many herd}; do
 	"sec_$sec"
 done
 # Issue 13's table: each figure as measured, BASE's beside it.
@@ -651,13 +675,14 @@ printf ' %s\n' target
 trow "uncontended run / flock's (${PAIRS_N:-?} pairs)" unc "<= 1.10x"
 trow "  the same, CPU time" unc-cpu ""
 trow "  seed protocol around true / flock's" seed-unc ""
+trow "--redisson uncontended run / rlock's" redisson "<= 1.10x"
 for w in 10 100; do
 	trow "command-level hand-off / flock's, $w waiters" "ho-$w-plain" "<= 1.10x"
 	trow "  the same, --fair" "ho-$w-fair" "<= 1.10x"
 done
 trow "rlock lock + rlock unlock / a run of true" sec "<= 1.5x"
 trow "  the same, each from sh" sec-sh ""
-trow "round trips per uncontended run (seed: ${FIG[seed-rtt]:-?})" rtt "2"
+trow "round trips per uncontended run (seed: ${FIG[seed-rtt]:-?})" rtt "3"
 trow "Redis CPU per cycle / seed's (commandstats)" cpu "<= 1.5x"
 trow "  the same, Redis process CPU (rusage)" cpu-rusage ""
 trow "  Redis instructions: in commands; whole server" ir ""

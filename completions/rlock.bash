@@ -220,7 +220,7 @@ _rlock_module()
 	status)
 		case $cur in
 		-*)
-			_rlock_reply -W "--json --prometheus $opts" -- "$cur"
+			_rlock_reply -W "--json --prometheus --redisson $opts" -- "$cur"
 			;;
 		*)
 			_rlock_reply_keys
@@ -242,7 +242,7 @@ _rlock_module()
 	release)
 		case $cur in
 		-*)
-			_rlock_reply -W "--force $opts" -- "$cur"
+			_rlock_reply -W "--force --redisson $opts" -- "$cur"
 			;;
 		*)
 			_rlock_reply_keys
@@ -279,6 +279,7 @@ _rlock_module()
 			--min-hold
 			--max-hold
 			--syslog
+			--redisson
 			--pid
 			--export
 			--url

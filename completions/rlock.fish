@@ -134,6 +134,7 @@ complete -c rlock -n $__rlock_run -l kill-after -x -a '5s 10s 30s' -d 'SIGTERM t
 complete -c rlock -n $__rlock_run -l min-hold -x -a '30s 1m 5m' -d 'Keep the lock until DUR after it was acquired'
 complete -c rlock -n $__rlock_run -l max-hold -x -a '10m 1h 2h' -d 'Stop COMMAND once it held the lock for DUR'
 complete -c rlock -n $__rlock_run -l syslog -d 'Also log skips, runs and errors to syslog'
+complete -c rlock -n $__rlock_run -l redisson -d 'KEY is a lock of Redisson (Java): getLock(KEY)'
 complete -c rlock -n '__rlock_in_sub lock' -l pid -x -a '(__fish_complete_pids)' -d 'The owner of the lock (default: this shell)'
 complete -c rlock -n '__rlock_in_sub lock' -l export -d 'Print export RLOCK_KEY=... for eval'
 complete -c rlock -n '__rlock_in_sub unlock' -s k -l key -x -a '(__rlock_keys)' -d 'Lock name'
@@ -162,6 +163,7 @@ complete -c rlock -n $__rlock_conn -s h -l help -d 'Show the help'
 complete -c rlock -n '__rlock_in_sub status list' -l json -d 'Print JSON'
 complete -c rlock -n '__rlock_in_sub status' -l prometheus -d 'Print the Prometheus text format'
 complete -c rlock -n '__rlock_in_sub release' -l force -d 'Break the lock'
+complete -c rlock -n '__rlock_in_sub status release' -l redisson -d 'KEY is a lock of Redisson'
 complete -c rlock -n '__rlock_in_sub status list release' -x -a '(__rlock_keys)'
 
 # COMMAND after -k KEY (or --), then its own arguments.

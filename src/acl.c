@@ -68,9 +68,10 @@ upper(const char *s, char *buf, size_t len)
 	buf[i] = '\0';
 }
 
-/* Our scripts' "RLOCK_NOPERM ..." into words. */
+/* Our scripts' "RLOCK_NOPERM ..." into words, and the rule it lacks. */
 static void
-explain_ours(const char *what, char *buf, size_t len)
+explain_ours(const char *what, char *buf, size_t len, char *rule,
+    size_t rlen)
 {
 	char name[300], cmd[64], low[64], shown[300];
 	const char *sp;
@@ -83,6 +84,7 @@ explain_ours(const char *what, char *buf, size_t len)
 			cmd[sp - cmd] = ' ';
 		printable(what, strlen(what), shown, sizeof(shown));
 		snprintf(buf, len, ACL_LACKS "%s, for %s", shown, cmd);
+		snprintf(rule, rlen, "%s", shown);
 		return;
 	}
 	/* "~ KEY CMD" or "& CHANNEL CMD"; KEY may hold blanks. */
@@ -100,29 +102,36 @@ explain_ours(const char *what, char *buf, size_t len)
 	low[i] = '\0';
 	/* A channel refused to a user who may run no pub/sub command at
 	 * all: Redis cannot be asked which of the two it lacks. */
-	if (what[0] == '&')
+	if (what[0] == '&') {
+		snprintf(rule, rlen, "&%s* +%s", acl_prefix, low);
 		snprintf(buf, len, ACL_LACKS "&%s* or +%s, for %s on channel "
 		    "%s", acl_prefix, low, cmd, shown);
-	else
+	} else {
+		snprintf(rule, rlen, "~%s*", acl_prefix);
 		snprintf(buf, len, ACL_LACKS "~%s*, for %s on key %s",
 		    acl_prefix, cmd, shown);
+	}
 }
 
 void
-acl_explain(const char *err, char *buf, size_t len)
+acl_explain(const char *err, char *buf, size_t len, char *rule, size_t rlen)
 {
 	char cmd[64], up[64];
 
+	rule[0] = '\0';
 	if (strncmp(err, "RLOCK_NOPERM ", 13) == 0) {
-		explain_ours(err + 13, buf, len);
+		explain_ours(err + 13, buf, len, rule, rlen);
 	} else if (named_command(err, cmd, sizeof(cmd)) == 0) {
 		upper(cmd, up, sizeof(up));
+		snprintf(rule, rlen, "+%s", cmd);
 		snprintf(buf, len, ACL_LACKS "+%s, for %s", cmd, up);
 	} else if (strstr(err, "one of the keys") || strstr(err, SCRIPT_KEY)) {
+		snprintf(rule, rlen, "~%s*", acl_prefix);
 		snprintf(buf, len, ACL_LACKS "~%s*, for rlock's keys",
 		    acl_prefix);
 	} else if (strstr(err, "one of the channels") ||
 	    strstr(err, SCRIPT_CHAN)) {
+		snprintf(rule, rlen, "&%s*", acl_prefix);
 		snprintf(buf, len, ACL_LACKS "&%s*, for rlock's channels",
 		    acl_prefix);
 	} else {
@@ -133,29 +142,20 @@ acl_explain(const char *err, char *buf, size_t len)
 }
 
 const char *
-acl_cure(const char *err, const char *user)
+acl_cure(const char *rule, const char *user)
 {
 	static char cure[768];
-	const char *p = strstr(err, ACL_LACKS);
-	char rule[300], who[128], *or;
-	size_t n;
+	char who[128];
 
-	if (p == NULL)
-		return NULL;
-	p += strlen(ACL_LACKS);
-	n = strcspn(p, ",");
-	if (*p != '+' && *p != '~' && *p != '&') {
+	if (rule == NULL || (*rule != '+' && *rule != '~' && *rule != '&')) {
 		snprintf(cure, sizeof(cure), "see \"A Redis user for rlock\" "
 		    "in rlock(1) for every permission it needs");
 		return cure;
 	}
-	snprintf(rule, sizeof(rule), "%.*s", (int)n, p);
-	if ((or = strstr(rule, " or ")) != NULL)
-		memmove(or + 1, or + 4, strlen(or + 4) + 1);
 	printable(user ? user : "default", strlen(user ? user : "default"),
 	    who, sizeof(who));
 	snprintf(cure, sizeof(cure), "add %s: ACL SETUSER %s %s (every "
 	    "permission rlock needs: \"A Redis user for rlock\" in rlock(1))",
-	    or ? "them" : "it", who, rule);
+	    strchr(rule, ' ') ? "them" : "it", who, rule);
 	return cure;
 }

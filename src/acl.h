@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-/* What every acl_explain text says, so the reporter can tell it. */
+/* How every acl_explain text starts. */
 #define ACL_LACKS "the ACL user lacks "
 
 /* --prefix, for the key and channel rules (~PREFIX*, &PREFIX*). */
@@ -22,16 +22,18 @@ int acl_is_refusal(const char *err);
 
 /*
  * "the ACL user lacks +blpop, for BLPOP" (or ~P*, &P* with the key or
- * channel) into buf, from a refusal; the reply's own text when it does
- * not say which permission.
+ * channel) into buf, from a refusal, and the rule to add into rule
+ * ("+blpop", "~P*", "&P* +subscribe"; "" when Redis does not say which).
  */
-void acl_explain(const char *err, char *buf, size_t len);
+void acl_explain(const char *err, char *buf, size_t len, char *rule,
+    size_t rlen);
 
 /*
- * The cure for an explained refusal err of user (NULL: the default
- * user): "add it: ACL SETUSER app +blpop (...)", or NULL when err is not
- * one. Points at the man page's whole list. Static storage.
+ * The cure for a refusal whose missing rule is `rule` (acl_explain's),
+ * for user (NULL: the default user): "add it: ACL SETUSER app +blpop
+ * (...)"; with no rule, a pointer to the man page's whole list. Static
+ * storage.
  */
-const char *acl_cure(const char *err, const char *user);
+const char *acl_cure(const char *rule, const char *user);
 
 #endif

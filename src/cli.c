@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * Command-line and environment parsing. The first getopt pass stops at the
- * first non-option ("+"): before -k that word may be a subcommand, after
- * -k it is COMMAND, passed on untouched. Usage errors are reported here,
- * before anything contacts Redis.
+ * Command-line, environment and configuration-file parsing around one
+ * table of options (cli_options): getopt's tables are made from it, and
+ * argv, the variables and the files' settings all go through set_opt,
+ * which keeps a value only where no higher source gave one. The first
+ * getopt pass stops at the first non-option ("+"): before -k that word
+ * may be a subcommand, after -k it is COMMAND, passed on untouched. Usage
+ * errors are reported here, before anything contacts Redis.
  */
 #include "cli.h"
 
@@ -20,7 +23,8 @@
 #include "conffile.h"
 #include "exitcode.h"
 #include "keys.h"
-#include "lockops.h"
+#include "lock.h"
+#include "mode.h"
 #include "url.h"
 #include "util.h"
 
@@ -30,103 +34,172 @@ enum {
 	OPT_TLS, OPT_TLS_CACERT, OPT_TLS_CACERTDIR, OPT_TLS_CERT, OPT_TLS_KEY,
 	OPT_TLS_SNI, OPT_TLS_INSECURE,
 	OPT_MIN_HOLD, OPT_MAX_HOLD, OPT_SYSLOG, OPT_PROMETHEUS, OPT_CONFIG,
-	OPT_PID, OPT_EXPORT, OPT_END
+	OPT_PID, OPT_EXPORT, OPT_REDISSON, OPT_END
 };
 
-/* Which options the command line gave: a file's setting does not
- * override them. */
-static unsigned char given[OPT_END];
+/* Where an option applies: the modes whose command line takes it. */
+#define IN(mode)	(1u << MODE_##mode)
+#define IN_HOLD		(IN(RUN) | IN(LOCK))	/* a holder's */
+#define IN_SUBS		(IN(STATUS) | IN(LIST) | IN(RELEASE))
+#define IN_REDIS	(IN_HOLD | IN_SUBS)	/* every mode that asks Redis */
 
-/* While a file's setting is checked: where it was read. usage_error then
- * names FILE:LINE and returns 78. */
-static const struct conf_at *conf_at;
+#define VALUE	required_argument	/* an option that takes a value */
+#define FLAG	no_argument		/* one that takes none */
+#define NO_ENV	""			/* no variable sets it */
+#define CONF_OK	""			/* a configuration file may set it */
+
+/* The job's own options, which a file shared by every job may not set. */
+#define JOBS " in a configuration file (only the connection, TLS and " \
+	"lease options are; see rlock.conf(5))"
 
 /*
- * The files' settings that the environment beats (RLOCK_URL, REDIS_URL,
- * RLOCK_PASSWORD, RLOCK_TLS_*): held here until the environment has had
- * its turn. The strings are in o->kept.
+ * One option of rlock: where it applies, which variables set it and
+ * whether a file may. tests/check-options fails on a row that does not
+ * say all three, and holds --help, rlock(1), rlock.conf(5), README.md and
+ * the completions to the table.
  */
-static struct {
-	char **urls;		/* the last file's url lines */
-	int nurls;
-	struct conf_at url_at;	/* the last url line */
-	const char *password_file, *cacert, *cacertdir, *cert, *key;
-	struct conf_at pf_at, cacert_at, cacertdir_at, cert_at, key_at;
-	struct conf_at redlock_at;
-	int syslog;
-	const char *file;	/* the file being read, kept */
-} late;
-
+struct cli_option {
+	const char *name;	/* --name, and a file's name for it */
+	int val;		/* its letter (-k), or OPT_* */
+	int arg;		/* VALUE or FLAG */
+	unsigned in;		/* IN(): the command lines that take it */
+	const char *env;	/* the variables that set it, blank-separated,
+				 * the first one set wins; or NO_ENV */
+	const char *conf;	/* CONF_OK, or why a file may not hold it:
+				 * the words after "'NAME' is not allowed" */
+};
 
 /*
+ * Every option once: the connection's (every mode that asks Redis), a
+ * holder's (a run, rlock lock), then the messages' and the subcommands'.
+ * A file may set the connection, TLS and lease options, what a host or a
+ * user sets once; not the job's own options, and not tls-insecure: no
+ * job should stop checking its server unasked.
+ */
+static const struct cli_option cli_options[] = {
+	{ "url", 'u', VALUE, IN_REDIS, "RLOCK_URL REDIS_URL", CONF_OK },
+	{ "redlock", OPT_REDLOCK, FLAG, IN_REDIS, NO_ENV, CONF_OK },
+	{ "password-file", OPT_PASSWORD_FILE, VALUE, IN_REDIS,
+	    "RLOCK_PASSWORD REDISCLI_AUTH", CONF_OK },
+	{ "config", OPT_CONFIG, VALUE, IN_REDIS, "RLOCK_CONFIG",
+	    ": a file does not name another" },
+	{ "connect-timeout", OPT_CONNECT_TIMEOUT, VALUE, IN_REDIS, NO_ENV,
+	    CONF_OK },
+	{ "prefix", OPT_PREFIX, VALUE, IN_REDIS, NO_ENV, CONF_OK },
+	{ "tls", OPT_TLS, FLAG, IN_REDIS, NO_ENV, CONF_OK },
+	{ "tls-cacert", OPT_TLS_CACERT, VALUE, IN_REDIS, "RLOCK_TLS_CACERT",
+	    CONF_OK },
+	{ "tls-cacertdir", OPT_TLS_CACERTDIR, VALUE, IN_REDIS, NO_ENV,
+	    CONF_OK },
+	{ "tls-cert", OPT_TLS_CERT, VALUE, IN_REDIS, "RLOCK_TLS_CERT",
+	    CONF_OK },
+	{ "tls-key", OPT_TLS_KEY, VALUE, IN_REDIS, "RLOCK_TLS_KEY", CONF_OK },
+	{ "tls-sni", OPT_TLS_SNI, VALUE, IN_REDIS, NO_ENV, CONF_OK },
+	{ "tls-insecure", OPT_TLS_INSECURE, FLAG, IN_REDIS, NO_ENV,
+	    ": a file would turn off the server's check for every job; give "
+	    "--tls-insecure where it is meant" },
+	{ "key", 'k', VALUE, IN_HOLD | IN(UNLOCK), NO_ENV,
+	    ": a configuration file is shared by every job; give each its "
+	    "-k KEY" },
+	{ "nonblock", 'n', FLAG, IN_HOLD, NO_ENV, JOBS },
+	{ "timeout", 'w', VALUE, IN_HOLD, NO_ENV, JOBS },
+	{ "lease", 'l', VALUE, IN_HOLD, NO_ENV, CONF_OK },
+	{ "conflict-exit-code", 'E', VALUE, IN_HOLD, NO_ENV, JOBS },
+	{ "limit", 'N', VALUE, IN_HOLD, NO_ENV, JOBS },
+	{ "shared", 's', FLAG, IN_HOLD, NO_ENV, JOBS },
+	{ "exclusive", 'x', FLAG, IN_HOLD, NO_ENV, JOBS },
+	{ "command", 'c', VALUE, IN(RUN), NO_ENV,
+	    ": COMMAND goes on the command line" },
+	{ "fair", OPT_FAIR, FLAG, IN_HOLD, NO_ENV, JOBS },
+	{ "on-lost", OPT_ON_LOST, VALUE, IN_HOLD, NO_ENV, CONF_OK },
+	{ "kill-after", OPT_KILL_AFTER, VALUE, IN_HOLD, NO_ENV, CONF_OK },
+	{ "min-hold", OPT_MIN_HOLD, VALUE, IN_HOLD, NO_ENV, JOBS },
+	{ "max-hold", OPT_MAX_HOLD, VALUE, IN_HOLD, NO_ENV, JOBS },
+	{ "syslog", OPT_SYSLOG, FLAG, IN_HOLD, NO_ENV, CONF_OK },
+	{ "pid", OPT_PID, VALUE, IN(LOCK), NO_ENV, JOBS },
+	{ "export", OPT_EXPORT, FLAG, IN(LOCK), NO_ENV, JOBS },
+	/* A key's protocol is the key's, not the host's. */
+	{ "redisson", OPT_REDISSON, FLAG, IN_HOLD | IN(STATUS) | IN(RELEASE),
+	    NO_ENV, JOBS },
+	{ "quiet", 'q', FLAG, IN_REDIS | IN(UNLOCK), NO_ENV, JOBS },
+	{ "verbose", 'v', FLAG, IN_REDIS | IN(UNLOCK), NO_ENV, JOBS },
+	{ "json", OPT_JSON, FLAG, IN(STATUS) | IN(LIST), NO_ENV, JOBS },
+	{ "prometheus", OPT_PROMETHEUS, FLAG, IN(STATUS), NO_ENV, JOBS },
+	{ "force", OPT_FORCE, FLAG, IN(RELEASE), NO_ENV, JOBS },
+	{ "help", 'h', FLAG, IN_REDIS | IN(UNLOCK), NO_ENV, JOBS },
+	{ "version", 'V', FLAG, IN_HOLD, NO_ENV, JOBS },
+	{ NULL, 0, 0, 0, NULL, NULL }
+};
+
+#define NOPT (sizeof(cli_options) / sizeof(cli_options[0]) - 1)
+
+/* Where a value came from, lowest first: rlock.conf(5)'s precedence. */
+enum from { FROM_DEFAULT, FROM_SYSTEM, FROM_USER, FROM_ENV, FROM_ARGV };
+
+/*
+ * One parse. The sources are read from the highest down (the command
+ * line, the environment, the files), so set_opt keeps a value unless a
+ * higher source gave one; the files come system file first, and the
+ * user's beats it.
+ */
+struct parse {
+	struct rlock_opts *o;
+	enum from now;			/* the source being read */
+	struct conf_at where;		/* a file's: the line being read;
+					 * the environment's: the variable */
+	const struct conf_at *conf;	/* set: usage_error blames this file
+					 * line, with 78 */
+	unsigned char from[OPT_END];	/* by option: its value's source */
+	struct conf_at at[OPT_END];	/* by option: the files' last line
+					 * that set it, used or not */
+	int syslog;			/* the files' syslog */
+	struct option longs[NOPT + 1];	/* getopt's tables for the command */
+	char shorts[2 * NOPT + 3];	/* line being read */
+};
+
+static const struct cli_option *
+option_of(int val)
+{
+	const struct cli_option *r;
+
+	for (r = cli_options; r->name && r->val != val; r++)
+		continue;
+	return r;
+}
+
+/*
+ * getopt's tables for one command line: the options of the modes in. lead
  * "+": stop at COMMAND. ":": getopt stays silent and returns ':' for a
  * missing value, so every message is ours, one line, "rlock: " first.
  */
-static const char RUN_SHORT[] = "+:k:nw:l:E:N:sxc:u:qvhV";
+static void
+getopt_tables(struct parse *p, const char *lead, unsigned in)
+{
+	const struct cli_option *r;
+	struct option *lo = p->longs;
+	char *s = stpcpy(p->shorts, lead);
 
-static const struct option RUN_LONG[] = {
-	{ "key", required_argument, NULL, 'k' },
-	{ "nonblock", no_argument, NULL, 'n' },
-	{ "timeout", required_argument, NULL, 'w' },
-	{ "lease", required_argument, NULL, 'l' },
-	{ "conflict-exit-code", required_argument, NULL, 'E' },
-	{ "limit", required_argument, NULL, 'N' },
-	{ "shared", no_argument, NULL, 's' },
-	{ "exclusive", no_argument, NULL, 'x' },
-	{ "command", required_argument, NULL, 'c' },
-	{ "fair", no_argument, NULL, OPT_FAIR },
-	{ "on-lost", required_argument, NULL, OPT_ON_LOST },
-	{ "kill-after", required_argument, NULL, OPT_KILL_AFTER },
-	{ "min-hold", required_argument, NULL, OPT_MIN_HOLD },
-	{ "max-hold", required_argument, NULL, OPT_MAX_HOLD },
-	{ "syslog", no_argument, NULL, OPT_SYSLOG },
-	{ "pid", required_argument, NULL, OPT_PID },
-	{ "export", no_argument, NULL, OPT_EXPORT },
-	{ "url", required_argument, NULL, 'u' },
-	{ "redlock", no_argument, NULL, OPT_REDLOCK },
-	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
-	{ "config", required_argument, NULL, OPT_CONFIG },
-	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
-	{ "prefix", required_argument, NULL, OPT_PREFIX },
-	{ "tls", no_argument, NULL, OPT_TLS },
-	{ "tls-cacert", required_argument, NULL, OPT_TLS_CACERT },
-	{ "tls-cacertdir", required_argument, NULL, OPT_TLS_CACERTDIR },
-	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
-	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
-	{ "tls-sni", required_argument, NULL, OPT_TLS_SNI },
-	{ "tls-insecure", no_argument, NULL, OPT_TLS_INSECURE },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
-	{ NULL, 0, NULL, 0 }
-};
+	for (r = cli_options; r->name; r++) {
+		if (!(r->in & in))
+			continue;
+		*lo++ = (struct option){ r->name, r->arg, NULL, r->val };
+		if (r->val < 256)
+			s += sprintf(s, "%c%s", r->val, r->arg ? ":" : "");
+	}
+	*lo = (struct option){ NULL, 0, NULL, 0 };
+}
 
-/* After a subcommand word: connection options plus --json / --force. */
-static const char SUB_SHORT[] = ":u:qvh";
+static int
+given(const struct parse *p, int c)
+{
+	return p->from[c] == FROM_ARGV;
+}
 
-static const struct option SUB_LONG[] = {
-	{ "url", required_argument, NULL, 'u' },
-	{ "redlock", no_argument, NULL, OPT_REDLOCK },
-	{ "password-file", required_argument, NULL, OPT_PASSWORD_FILE },
-	{ "config", required_argument, NULL, OPT_CONFIG },
-	{ "connect-timeout", required_argument, NULL, OPT_CONNECT_TIMEOUT },
-	{ "prefix", required_argument, NULL, OPT_PREFIX },
-	{ "tls", no_argument, NULL, OPT_TLS },
-	{ "tls-cacert", required_argument, NULL, OPT_TLS_CACERT },
-	{ "tls-cacertdir", required_argument, NULL, OPT_TLS_CACERTDIR },
-	{ "tls-cert", required_argument, NULL, OPT_TLS_CERT },
-	{ "tls-key", required_argument, NULL, OPT_TLS_KEY },
-	{ "tls-sni", required_argument, NULL, OPT_TLS_SNI },
-	{ "tls-insecure", no_argument, NULL, OPT_TLS_INSECURE },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "prometheus", no_argument, NULL, OPT_PROMETHEUS },
-	{ "force", no_argument, NULL, OPT_FORCE },
-	{ "help", no_argument, NULL, 'h' },
-	{ NULL, 0, NULL, 0 }
-};
+static int
+from_file(enum from f)
+{
+	return f == FROM_SYSTEM || f == FROM_USER;
+}
 
 void
 cli_usage(void)
@@ -160,6 +233,7 @@ cli_usage(void)
 "      --syslog              also log skips, runs and errors to syslog\n"
 "      --pid PID             lock: the owner of the lock (the caller's shell)\n"
 "      --export              lock: print export RLOCK_KEY=... for eval\n"
+"      --redisson            KEY is a lock of Redisson (Java): getLock(KEY)\n"
 "  -u, --url URL             redis://[user[:pass]@]host[:port][/db],\n"
 "                            unix:///path/to/socket[?db=N],\n"
 "                            redis+sentinel://host:port[,...]/NAME[/db] or\n"
@@ -188,17 +262,16 @@ cli_usage(void)
 "  RLOCK_SENTINEL_PASSWORD, RLOCK_TLS_CACERT, RLOCK_TLS_CERT, RLOCK_TLS_KEY,\n"
 "  RLOCK_CONFIG; USER (or LOGNAME) names the holder when HOME is that user's.\n"
 "Exit status: COMMAND's; 75 not obtained (-E); 64 usage; 69 unreachable;\n"
-"  70 lease lost; 71 system failure; 76 unusable answer; 77 credentials\n"
-"  or permission refused; 78 configuration file; 124 --max-hold stopped\n"
-"  COMMAND; 126/127 COMMAND not executable/not found; 128+N signal N.\n"
+"  70 lease lost; 71 system failure; 76 unusable answer; 77 access refused;\n"
+"  78 config file; 124 --max-hold; 126/127 not executable/found; 128+N signal N.\n"
 "See rlock(1) and rlock.conf(5).\n", stdout);
 }
 
-static int usage_error(const char *fmt, ...)
-    __attribute__((format(printf, 1, 2)));
+static int usage_error(const struct parse *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 static int
-usage_error(const char *fmt, ...)
+usage_error(const struct parse *p, const char *fmt, ...)
 {
 	char line[1024], shown[1024];
 	va_list ap;
@@ -208,25 +281,26 @@ usage_error(const char *fmt, ...)
 	va_end(ap);
 	/* Words from argv may hold a newline or an escape sequence. */
 	printable(line, strlen(line), shown, sizeof(shown));
-	if (conf_at)
-		return conf_error(conf_at, "%s", shown);
+	if (p->conf)
+		return conf_error(p->conf, "%s", shown);
 	msg_err("%s", shown);
 	fputs("Try 'rlock --help' for more information.\n", stderr);
 	return RL_EXIT_USAGE;
 }
 
 static int
-parse_dur_opt(const char *name, const char *arg, int64_t *out)
+parse_dur_opt(const struct parse *p, const char *name, const char *arg,
+    int64_t *out)
 {
 	int r = dur_parse(arg, out);
 
 	if (r == 0)
 		return 0;
 	if (r == DUR_TOO_LONG)
-		return usage_error("%s: '%s' is too long (at most %s, about ten "
-		    "years)", name, arg, DUR_MAX_TEXT);
-	return usage_error("%s: invalid duration '%s' (use e.g. 500ms, 1.5, "
-	    "30s, 5m, 2h)", name, arg);
+		return usage_error(p, "%s: '%s' is too long (at most %s, about "
+		    "ten years)", name, arg, DUR_MAX_TEXT);
+	return usage_error(p, "%s: invalid duration '%s' (use e.g. 500ms, "
+	    "1.5, 30s, 5m, 2h)", name, arg);
 }
 
 /*
@@ -239,7 +313,7 @@ parse_dur_opt(const char *name, const char *arg, int64_t *out)
  * cluster like -nZ the word is not the culprit.
  */
 static int
-getopt_error(int c, char **argv, int before, const struct option *longopts,
+getopt_error(const struct parse *p, int c, char **argv, int before,
     const char *mode)
 {
 	const char *word = optind > before ? argv[optind - 1] : "";
@@ -248,46 +322,25 @@ getopt_error(int c, char **argv, int before, const struct option *longopts,
 
 	if (strncmp(word, "--", 2) != 0) {
 		if (c == ':')
-			return usage_error("option '-%c' needs a value", optopt);
-		return usage_error("unknown option '-%c'%s%s",
+			return usage_error(p, "option '-%c' needs a value",
+			    optopt);
+		return usage_error(p, "unknown option '-%c'%s%s",
 		    optopt ? optopt : '?', mode ? " for " : "",
 		    mode ? mode : "");
 	}
 	len = (int)strcspn(word, "=");
 	if (c == ':')
-		return usage_error("option '%.*s' needs a value", len, word);
+		return usage_error(p, "option '%.*s' needs a value", len, word);
 	if (optopt != 0)
-		return usage_error("option '%.*s' takes no value", len, word);
-	for (lo = longopts; lo->name; lo++)
+		return usage_error(p, "option '%.*s' takes no value", len,
+		    word);
+	for (lo = p->longs; lo->name; lo++)
 		if (strncmp(lo->name, word + 2, (size_t)len - 2) == 0)
 			matches++;
 	if (matches > 1)
-		return usage_error("ambiguous option '%.*s'", len, word);
-	return usage_error("unknown option '%.*s'%s%s", len, word,
+		return usage_error(p, "ambiguous option '%.*s'", len, word);
+	return usage_error(p, "unknown option '%.*s'%s%s", len, word,
 	    mode ? " for " : "", mode ? mode : "");
-}
-
-/*
- * The next option of argv from getopt_long, marked given; -1 at the end,
- * and -1 with *status set after a usage error (said here). mode: the
- * subcommand, for the message.
- */
-static int
-next_opt(int argc, char **argv, const char *shortopts,
-    const struct option *longopts, const char *mode, int *status)
-{
-	/* 0 makes glibc start at 1: a cluster there has not moved. */
-	int before = optind > 0 ? optind : 1;
-	int c = getopt_long(argc, argv, shortopts, longopts, NULL);
-
-	*status = 0;
-	if (c == '?' || c == ':') {
-		*status = getopt_error(c, argv, before, longopts, mode);
-		return -1;
-	}
-	if (c > 0 && c < OPT_END)
-		given[c] = 1;
-	return c;
 }
 
 /*
@@ -304,24 +357,121 @@ scrub_free(char *s)
 	free(s);
 }
 
+/* One more URL of o's; past --redlock's most, the last is replaced. */
+static void
+add_url(struct rlock_opts *o, const char *url)
+{
+	if (o->nurls == REDLOCK_MAX + 1)
+		scrub_free(o->urls[--o->nurls]);
+	o->urls = xrealloc(o->urls, (size_t)(o->nurls + 1) * sizeof(*o->urls));
+	o->urls[o->nurls++] = xstrdup(url);
+}
+
+static void
+drop_urls(struct rlock_opts *o)
+{
+	while (o->nurls > 0)
+		scrub_free(o->urls[--o->nurls]);
+}
+
 /*
- * Keep a copy of URL for ourselves and overwrite the password in argv, so
+ * A copy of s that lives as long as o: a file's strings, which o's
+ * pointers (prefix, TLS files) may hold.
+ */
+static char *
+keep(struct rlock_opts *o, const char *s)
+{
+	o->kept = xrealloc(o->kept, (size_t)(o->nkept + 1) * sizeof(*o->kept));
+	return o->kept[o->nkept++] = xstrdup(s);
+}
+
+/*
+ * Where the value being read comes from, for tls.c's messages: NULL for
+ * the command line, the variable, or "name (FILE:LINE)", kept.
+ */
+static const char *
+source(struct parse *p, const char *name)
+{
+	char buf[600];
+
+	if (p->now == FROM_ARGV)
+		return NULL;
+	if (p->now == FROM_ENV)
+		return p->where.file;
+	snprintf(buf, sizeof(buf), "%s (%s:%d)", name, p->where.file,
+	    p->where.line);
+	return keep(p->o, buf);
+}
+
+/*
+ * Does the value being read replace the one o holds? Not over a higher
+ * source's. The CA is one setting, tls-cacert or tls-cacertdir (or both,
+ * from one source); a key goes with its certificate: none from below the
+ * certificate's source, and the environment's only with the
+ * environment's certificate.
+ */
+static int
+takes(struct parse *p, int c)
+{
+	unsigned char *f = p->from;
+
+	if (c == OPT_TLS_CACERT || c == OPT_TLS_CACERTDIR) {
+		if (p->now < f[OPT_TLS_CACERT] || p->now < f[OPT_TLS_CACERTDIR])
+			return 0;
+		f[OPT_TLS_CACERT] = f[OPT_TLS_CACERTDIR] = p->now;
+		return 1;
+	}
+	if (c == OPT_TLS_KEY && (p->now < f[OPT_TLS_CERT] ||
+	    (p->now == FROM_ENV && f[OPT_TLS_CERT] != FROM_ENV)))
+		return 0;
+	if (p->now < f[c])
+		return 0;
+	f[c] = p->now;
+	return 1;
+}
+
+/*
+ * -u, a file's url line or $RLOCK_URL: o->urls holds the URLs of the
+ * highest source, in order (every -u, every url line of the last file:
+ * --redlock's masters). A file's must parse and hold no password (others
+ * may read the file), used or not. -u's password is blanked in argv, so
  * ps(1) and /proc/PID/cmdline no longer show it.
  */
-static void
-take_url(struct rlock_opts *o, char *arg)
+static int
+set_url(struct parse *p, int take, int fresh, char *arg)
 {
+	struct rlock_opts *o = p->o;
+	struct endpoint ep;
+	const char *why = "";
+	char from[600];
 	size_t off, len;
+	int pw = url_password_span(arg, &off, &len) == 0, bad = 0;
 
-	scrub_free(o->url);
-	o->url = xstrdup(arg);
-	if (o->nurls < REDLOCK_MAX + 1) {
-		o->urls = xrealloc(o->urls, (size_t)(o->nurls + 1) *
-		    sizeof(*o->urls));
-		o->urls[o->nurls++] = xstrdup(arg);
+	if (p->conf && pw)
+		return conf_error(p->conf, "url holds a password: it stays out "
+		    "of a configuration file; put it in a file of its own and "
+		    "name that with password-file");
+	if (p->conf) {
+		memset(&ep, 0, sizeof(ep));
+		bad = url_parse(arg, &ep, &why) < 0;
+		url_free(&ep);
 	}
-	if (url_password_span(arg, &off, &len) == 0)
+	if (bad)
+		return conf_error(p->conf, "bad Redis URL '%s': %s", arg, why);
+	if (!take)
+		return 0;
+	if (fresh)
+		drop_urls(o);
+	add_url(o, arg);
+	o->url_from = p->now == FROM_ENV ? p->where.file : "-u";
+	if (p->conf) {
+		snprintf(from, sizeof(from), "url in %s:%d", p->where.file,
+		    p->where.line);
+		o->url_from = keep(o, from);
+	}
+	if (pw && p->now == FROM_ARGV)
 		memset(arg + off, '*', len);
+	return 0;
 }
 
 static int
@@ -369,84 +519,115 @@ read_password_file(struct rlock_opts *o, const char *path)
 	return 0;
 }
 
-/* --tls and its files. Returns 1 if c was not one of them. */
+/*
+ * --password-file reads its file at once; the files' password-file is
+ * read once the URL is known (password_fallbacks), if no password beats
+ * it; $RLOCK_PASSWORD and $REDISCLI_AUTH are the password itself.
+ */
 static int
-tls_opt(struct rlock_opts *o, int c)
+set_password(struct parse *p, struct rlock_opts *o, char *arg)
 {
-	switch (c) {
-	case OPT_TLS:
-		o->tls_forced = 1;
-		return 0;
-	case OPT_TLS_CACERT:
-		o->tls.cacert = optarg;
-		return 0;
-	case OPT_TLS_CACERTDIR:
-		o->tls.cacertdir = optarg;
-		return 0;
-	case OPT_TLS_CERT:
-		o->tls.cert = optarg;
-		return 0;
-	case OPT_TLS_KEY:
-		o->tls.key = optarg;
-		return 0;
-	case OPT_TLS_SNI:
-		o->tls.sni = optarg;
-		return 0;
-	case OPT_TLS_INSECURE:
-		o->tls.insecure = 1;
-		return 0;
+	if (p->now == FROM_ARGV)
+		return read_password_file(o, arg);
+	if (p->now == FROM_ENV) {
+		scrub_free(o->password);
+		o->password = xstrdup(arg);
+	} else {
+		o->password_file = arg;
 	}
-	return 1;
+	return 0;
 }
 
-/* Options common to every mode. Returns 1 if c was not one of them. */
+/* --tls and its files. -1: c is not one of them. */
 static int
-common_opt(struct rlock_opts *o, int c, int *status)
+tls_opt(struct parse *p, struct rlock_opts *o, int c, char *arg)
 {
-	*status = 0;
-	if (tls_opt(o, c) == 0)
-		return 0;
+	struct tls_cfg *t = &o->tls;
+
 	switch (c) {
-	case 'u':
-		take_url(o, optarg);
+	case OPT_TLS:
+		o->tls_forced = arg == NULL;
 		return 0;
+	case OPT_TLS_CACERT:
+		t->cacert = arg;
+		t->cacert_src = source(p, "tls-cacert");
+		return 0;
+	case OPT_TLS_CACERTDIR:
+		t->cacertdir = arg;
+		return 0;
+	case OPT_TLS_CERT:
+		t->cert = arg;
+		t->cert_src = source(p, "tls-cert");
+		return 0;
+	case OPT_TLS_KEY:
+		t->key = arg;
+		t->key_src = source(p, "tls-key");
+		return 0;
+	case OPT_TLS_SNI:
+		t->sni = arg;
+		return 0;
+	case OPT_TLS_INSECURE:
+		t->insecure = 1;
+		return 0;
+	}
+	return -1;
+}
+
+/*
+ * The options of every mode but a holder's own (the connection's, the
+ * messages', the subcommands'). -1: c is not one of them.
+ */
+static int
+common_opt(struct parse *p, struct rlock_opts *o, int c, char *arg)
+{
+	int st;
+
+	switch (c) {
 	case OPT_REDLOCK:
-		o->redlock = 1;
+		o->redlock = arg == NULL;
 		return 0;
 	case OPT_PASSWORD_FILE:
-		*status = read_password_file(o, optarg);
-		return 0;
+		return set_password(p, o, arg);
 	case OPT_CONFIG:
-		o->config = optarg;
+		o->config = arg;
 		return 0;
 	case OPT_CONNECT_TIMEOUT:
-		*status = parse_dur_opt("--connect-timeout", optarg,
-		    &o->connect_timeout_ms);
-		if (*status == 0 && o->connect_timeout_ms == 0)
-			*status = usage_error("--connect-timeout must be more "
+		if ((st = parse_dur_opt(p, "--connect-timeout", arg,
+		    &o->connect_timeout_ms)) != 0)
+			return st;
+		if (o->connect_timeout_ms == 0)
+			return usage_error(p, "--connect-timeout must be more "
 			    "than 0");
 		return 0;
 	case OPT_PREFIX:
-		o->prefix = optarg;
-		if (keys_bad_prefix(optarg))
-			*status = usage_error("--prefix '%s': a '{}' there would "
-			    "leave every key an empty Cluster hash tag", optarg);
+		o->prefix = arg;
+		if (keys_bad_prefix(arg))
+			return usage_error(p, "--prefix '%s': a '{}' there "
+			    "would leave every key an empty Cluster hash tag",
+			    arg);
 		return 0;
 	case 'q':
-		msg_level = MSG_QUIET;
-		return 0;
 	case 'v':
-		msg_level = MSG_VERBOSE;
+		msg_level = c == 'q' ? MSG_QUIET : MSG_VERBOSE;
+		return 0;
+	case OPT_JSON:
+		o->json = 1;
+		return 0;
+	case OPT_PROMETHEUS:
+		o->prometheus = 1;
+		return 0;
+	case OPT_FORCE:
+		o->force = 1;
 		return 0;
 	case 'h':
 		o->mode = MODE_HELP;
 		return 0;
 	}
-	return 1;
+	return tls_opt(p, o, c, arg);
 }
 
 static int
-parse_on_lost(struct rlock_opts *o, const char *arg)
+parse_on_lost(const struct parse *p, struct rlock_opts *o, const char *arg)
 {
 	if (strcmp(arg, "term") == 0)
 		o->on_lost = LOST_TERM;
@@ -455,45 +636,44 @@ parse_on_lost(struct rlock_opts *o, const char *arg)
 	else if (strcmp(arg, "ignore") == 0)
 		o->on_lost = LOST_IGNORE;
 	else
-		return usage_error("--on-lost: unknown action '%s' (use term, "
-		    "kill or ignore)", arg);
+		return usage_error(p, "--on-lost: unknown action '%s' (use "
+		    "term, kill or ignore)", arg);
 	return 0;
 }
 
-/* One run-mode option; *run_only is set for those subcommands refuse. */
+/* A holder's options (a run, rlock lock). -1: c is not one of them. */
 static int
-run_opt(struct rlock_opts *o, int c, int *run_only)
+hold_opt(struct parse *p, struct rlock_opts *o, int c, char *arg)
 {
 	long long v;
 	int st;
 
-	*run_only = 1;
 	switch (c) {
 	case 'k':
-		o->key = optarg;
+		o->key = arg;
 		return 0;
 	case 'n':
 		o->wait_ms = 0;
 		return 0;
 	case 'w':
-		return parse_dur_opt("--timeout", optarg, &o->wait_ms);
+		return parse_dur_opt(p, "--timeout", arg, &o->wait_ms);
 	case 'l':
-		if ((st = parse_dur_opt("--lease", optarg, &o->lease_ms)))
+		if ((st = parse_dur_opt(p, "--lease", arg, &o->lease_ms)))
 			return st;
 		if (o->lease_ms < LEASE_MIN_MS)
-			return usage_error("--lease must be at least 100ms, "
-			    "not '%s'", optarg);
+			return usage_error(p, "--lease must be at least 100ms, "
+			    "not '%s'", arg);
 		return 0;
 	case 'E':
-		if (int_parse(optarg, 0, 255, &v) < 0)
-			return usage_error("--conflict-exit-code: '%s' is not "
-			    "a status from 0 to 255", optarg);
+		if (int_parse(arg, 0, 255, &v) < 0)
+			return usage_error(p, "--conflict-exit-code: '%s' is "
+			    "not a status from 0 to 255", arg);
 		o->conflict_exit = (int)v;
 		return 0;
 	case 'N':
-		if (int_parse(optarg, 1, 1000000, &v) < 0)
-			return usage_error("--limit: '%s' is not a number "
-			    "from 1 to 1000000", optarg);
+		if (int_parse(arg, 1, 1000000, &v) < 0)
+			return usage_error(p, "--limit: '%s' is not a number "
+			    "from 1 to 1000000", arg);
 		o->limit = (long)v;
 		return 0;
 	case 's':
@@ -501,57 +681,214 @@ run_opt(struct rlock_opts *o, int c, int *run_only)
 		o->shared = c == 's';
 		return 0;
 	case 'c':
-		o->shell_cmd = optarg;
+		o->shell_cmd = arg;
 		return 0;
 	case OPT_FAIR:
 		o->fair = 1;
 		return 0;
 	case OPT_ON_LOST:
-		return parse_on_lost(o, optarg);
+		return parse_on_lost(p, o, arg);
 	case OPT_KILL_AFTER:
-		return parse_dur_opt("--kill-after", optarg,
-		    &o->kill_after_ms);
+		return parse_dur_opt(p, "--kill-after", arg, &o->kill_after_ms);
 	case OPT_MIN_HOLD:
-		return parse_dur_opt("--min-hold", optarg, &o->min_hold_ms);
+		return parse_dur_opt(p, "--min-hold", arg, &o->min_hold_ms);
 	case OPT_MAX_HOLD:
-		if ((st = parse_dur_opt("--max-hold", optarg,
-		    &o->max_hold_ms)))
+		if ((st = parse_dur_opt(p, "--max-hold", arg, &o->max_hold_ms)))
 			return st;
 		if (o->max_hold_ms == 0)
-			return usage_error("--max-hold must be more than 0");
+			return usage_error(p, "--max-hold must be more than 0");
 		return 0;
 	case OPT_SYSLOG:
-		msg_syslog_open();
+		/* The files' is opened once they are read (load_conf). */
+		if (p->now == FROM_ARGV)
+			msg_syslog_open();
+		else
+			p->syslog = arg == NULL;
 		return 0;
 	case OPT_PID:
-		if (int_parse(optarg, 1, INT32_MAX, &v) < 0)
-			return usage_error("--pid: '%s' is not a process id",
-			    optarg);
+		if (int_parse(arg, 1, INT32_MAX, &v) < 0)
+			return usage_error(p, "--pid: '%s' is not a process id",
+			    arg);
 		o->owner = (long)v;
 		return 0;
 	case OPT_EXPORT:
 		o->export_env = 1;
 		return 0;
+	case OPT_REDISSON:
+		o->lmode = mode_by_name("redisson");
+		return 0;
 	case 'V':
-		*run_only = 0;
 		if (o->mode != MODE_HELP)
 			o->mode = MODE_VERSION;
 		return 0;
 	}
-	*run_only = 0;
-	if (common_opt(o, c, &st) == 0)
+	return -1;
+}
+
+/*
+ * One option's value from the source being read (a flag's arg is NULL,
+ * or a file's "no"): checked, and set in o if takes() says so, else
+ * checked on a copy and dropped. Returns 0, or the status after the
+ * message.
+ */
+static int
+set_opt(struct parse *p, int c, char *arg)
+{
+	struct rlock_opts *o = p->o, dropped;
+	int fresh = p->from[c] < p->now, st;
+
+	if (!takes(p, c)) {
+		dropped = *o;
+		o = &dropped;
+	}
+	if (c == 'u')
+		return set_url(p, o == p->o, fresh, arg);
+	if ((st = common_opt(p, o, c, arg)) >= 0 ||
+	    (st = hold_opt(p, o, c, arg)) >= 0)
 		return st;
-	return usage_error("unexpected option");
+	return usage_error(p, "unexpected option");
+}
+
+/*
+ * argv's options, each set as it comes. Returns 0 at the end, or the
+ * status after a usage error (said here). word: the subcommand, for the
+ * messages, NULL before it. Unlock and the subcommands refuse here an
+ * option that is not theirs; a run and lock once all is read
+ * (finish_run), as -c and --pid may come before the word.
+ */
+static int
+parse_opts(struct parse *p, int argc, char **argv, const char *word)
+{
+	struct rlock_opts *o = p->o;
+	int before, c, st;
+
+	for (;;) {
+		/* 0 makes glibc start at 1: a cluster there has not moved. */
+		before = optind > 0 ? optind : 1;
+		if ((c = getopt_long(argc, argv, p->shorts, p->longs,
+		    NULL)) == -1)
+			return 0;
+		if (c == '?' || c == ':')
+			return getopt_error(p, c, argv, before, word);
+		if (word && o->mode != MODE_HELP && o->mode != MODE_LOCK &&
+		    !(option_of(c)->in & 1u << o->mode))
+			return o->mode == MODE_UNLOCK ? usage_error(p,
+			    "unlock takes only -k KEY") : usage_error(p,
+			    "%s is not an option of this subcommand",
+			    argv[optind - 1]);
+		if ((st = set_opt(p, c, optarg)) != 0)
+			return st;
+	}
+}
+
+/*
+ * The environment, read after the command line and before the files:
+ * for each option the command line did not give, the first of its
+ * variables that is set and not empty.
+ */
+static int
+read_env(struct parse *p)
+{
+	const struct cli_option *r;
+	char name[64], *v;
+	const char *e;
+	size_t n;
+	int st;
+
+	p->now = FROM_ENV;
+	for (r = cli_options; r->name; r++) {
+		if (given(p, r->val))
+			continue;
+		for (e = r->env; *e; e += n + (e[n] == ' ')) {
+			n = strcspn(e, " ");
+			snprintf(name, sizeof(name), "%.*s", (int)n, e);
+			if ((v = getenv(name)) == NULL || *v == '\0')
+				continue;
+			p->where.file = keep(p->o, name);
+			if ((st = set_opt(p, r->val, v)) != 0)
+				return st;
+			break;
+		}
+	}
+	return 0;
+}
+
+/*
+ * One setting of a file (conffile.c's callback), set as the command line
+ * sets it: a flag stands alone or takes yes or no, any other option a
+ * value. A file after the first is the user's, which beats the system's.
+ */
+static int
+conf_opt(void *ctx, const char *name, char *value, const struct conf_at *in)
+{
+	struct parse *p = ctx;
+	const struct cli_option *r;
+	char n[128];
+	int st;
+
+	for (r = cli_options; r->name && strcmp(r->name, name) != 0; r++)
+		continue;
+	printable(name, strlen(name), n, sizeof(n));
+	if (strcmp(name, "password") == 0 || strcmp(name, "pass") == 0)
+		return conf_error(in, "'%s' is not allowed: a password stays "
+		    "out of a configuration file; put it in a file of its own "
+		    "and name that with password-file", n);
+	if (r->name == NULL && name[0] == '-')
+		return conf_error(in, "unknown name '%s' (write a long option "
+		    "without its dashes)", n);
+	if (r->name == NULL)
+		return conf_error(in, "unknown name '%s' (see rlock.conf(5))",
+		    n);
+	if (*r->conf)
+		return conf_error(in, "'%s' is not allowed%s", name, r->conf);
+	if (r->arg == FLAG && value && strcmp(value, "yes") != 0 &&
+	    strcmp(value, "no") != 0)
+		return conf_error(in, "%s is a flag: '%s' alone, or '%s = yes' "
+		    "or '%s = no'", name, name, name, name);
+	if (r->arg == VALUE && (value == NULL || *value == '\0'))
+		return conf_error(in, "%s needs a value: '%s = VALUE'", name,
+		    name);
+	/* The file's name outlives the call: one copy per file. */
+	if (p->where.file == NULL || strcmp(p->where.file, in->file) != 0) {
+		p->now = p->where.file ? FROM_USER : FROM_SYSTEM;
+		p->where.file = keep(p->o, in->file);
+	}
+	p->where.line = in->line;
+	p->at[r->val] = p->where;
+	if (r->arg == FLAG)
+		value = value && strcmp(value, "no") == 0 ? value : NULL;
+	else
+		value = keep(p->o, value);
+	p->conf = &p->where;
+	st = set_opt(p, r->val, value);
+	p->conf = NULL;
+	return st;
+}
+
+/* The files, after the command line and the environment. */
+static int
+load_conf(struct parse *p)
+{
+	int st;
+
+	p->where.file = NULL;
+	if ((st = conf_load(p->o->config, p->from[OPT_CONFIG] == FROM_ENV ?
+	    "RLOCK_CONFIG" : "--config", conf_opt, p)) != 0)
+		return st;
+	if (p->at[OPT_TLS_KEY].file && !p->at[OPT_TLS_CERT].file)
+		return conf_error(&p->at[OPT_TLS_KEY], "tls-key without "
+		    "tls-cert: name the certificate too");
+	if (p->syslog && (IN_HOLD & 1u << p->o->mode))
+		msg_syslog_open();
+	return 0;
 }
 
 static void
 set_defaults(struct rlock_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	memset(given, 0, sizeof(given));
-	memset(&late, 0, sizeof(late));
-	conf_at = NULL;
 	o->mode = MODE_RUN;
+	o->lmode = &mode_rlock;
 	o->wait_ms = -1;
 	o->lease_ms = 30 * 1000;
 	o->conflict_exit = RL_EXIT_NOT_OBTAINED;
@@ -563,85 +900,69 @@ set_defaults(struct rlock_opts *o)
 }
 
 static int
-parse_subcommand(int argc, char **argv, struct rlock_opts *o)
+parse_subcommand(struct parse *p, int argc, char **argv)
 {
-	int c, st;
+	struct rlock_opts *o = p->o;
+	int st;
 
 	/*
 	 * argv here starts at the subcommand word. 0, not 1: glibc then sets
-	 * itself up afresh from SUB_SHORT, in GNU order, so options may
-	 * follow the keys ("status K --json"); with 1 it would keep the
+	 * itself up afresh from the short options, in GNU order, so options
+	 * may follow the keys ("status K --json"); with 1 it would keep the
 	 * run mode's "+" and take "--json" for a KEY.
 	 */
 	optind = 0;
-	while ((c = next_opt(argc, argv, SUB_SHORT, SUB_LONG, argv[0],
-	    &st)) != -1) {
-		if (c == OPT_JSON && o->mode != MODE_RELEASE)
-			o->json = 1;
-		else if (c == OPT_PROMETHEUS && o->mode == MODE_STATUS)
-			o->prometheus = 1;
-		else if (c == OPT_FORCE && o->mode == MODE_RELEASE)
-			o->force = 1;
-		else if (c == OPT_JSON || c == OPT_FORCE ||
-		    c == OPT_PROMETHEUS)
-			return usage_error("%s is not an option of this "
-			    "subcommand", argv[optind - 1]);
-		else if (common_opt(o, c, &st) == 0 && st)
-			return st;
-	}
-	if (st)
+	getopt_tables(p, ":", IN_SUBS);
+	if ((st = parse_opts(p, argc, argv, argv[0])) != 0)
 		return st;
 	o->args = argv + optind;
 	o->nargs = argc - optind;
 	if (o->mode == MODE_HELP)
 		return 0;
 	if (o->mode == MODE_STATUS && o->nargs == 0)
-		return usage_error("status: give at least one KEY");
+		return usage_error(p, "status: give at least one KEY");
 	if (o->json && o->prometheus)
-		return usage_error("status: --json and --prometheus do not go "
-		    "together");
+		return usage_error(p, "status: --json and --prometheus do not "
+		    "go together");
 	if (o->mode == MODE_LIST && o->nargs > 1)
-		return usage_error("list takes at most one PATTERN");
+		return usage_error(p, "list takes at most one PATTERN");
 	if (o->mode == MODE_RELEASE && !o->force)
-		return usage_error("release breaks a lock someone else holds: "
-		    "say so with --force");
+		return usage_error(p, "release breaks a lock someone else "
+		    "holds: say so with --force");
 	if (o->mode == MODE_RELEASE && o->nargs != 1)
-		return usage_error("release --force takes exactly one KEY");
+		return usage_error(p, "release --force takes exactly one KEY");
 	return 0;
 }
 
-static int finish_run(int argc, char **argv, struct rlock_opts *o);
+static int finish_run(struct parse *p, int argc, char **argv);
 
 /* lock: the run mode's options, without COMMAND; unlock: -k only. */
 static int
-parse_section(int argc, char **argv, struct rlock_opts *o)
+parse_section(struct parse *p, int argc, char **argv)
 {
-	int c, st, run_only;
+	struct rlock_opts *o = p->o;
+	int st;
 
 	optind = 0;
-	while ((c = next_opt(argc, argv, RUN_SHORT, RUN_LONG, argv[0],
-	    &st)) != -1) {
-		if (o->mode == MODE_UNLOCK && (c > 'z' || !strchr("kqvh", c)))
-			return usage_error("unlock takes only -k KEY");
-		if ((st = run_opt(o, c, &run_only)) != 0)
-			return st;
-	}
-	if (st != 0 || o->mode == MODE_HELP || o->mode == MODE_VERSION)
+	if ((st = parse_opts(p, argc, argv, argv[0])) != 0 ||
+	    o->mode == MODE_HELP || o->mode == MODE_VERSION)
 		return st;
 	if (o->key == NULL && o->mode == MODE_LOCK)
-		return usage_error("lock: missing -k KEY");
-	return finish_run(argc, argv, o);
+		return usage_error(p, "lock: missing -k KEY");
+	return finish_run(p, argc, argv);
 }
 
 static int
-select_mode(int argc, char **argv, struct rlock_opts *o, int run_only)
+select_mode(struct parse *p, int argc, char **argv)
 {
+	struct rlock_opts *o = p->o;
 	const char *word = argv[optind];
+	const struct cli_option *r;
 
 	o->mode = strcmp(word, "lock") == 0 ? MODE_LOCK :
 	    strcmp(word, "unlock") == 0 ? MODE_UNLOCK : MODE_RUN;
 	if (o->mode != MODE_RUN)
-		return parse_section(argc - optind, argv + optind, o);
+		return parse_section(p, argc - optind, argv + optind);
 	if (strcmp(word, "status") == 0)
 		o->mode = MODE_STATUS;
 	else if (strcmp(word, "list") == 0)
@@ -649,45 +970,49 @@ select_mode(int argc, char **argv, struct rlock_opts *o, int run_only)
 	else if (strcmp(word, "release") == 0)
 		o->mode = MODE_RELEASE;
 	else
-		return usage_error("missing -k KEY before the command '%s' (or "
-		    "use a subcommand: status, list, release, lock, unlock)",
-		    word);
-	if (run_only)
-		return usage_error("options of the run mode do not go with "
-		    "'%s'", word);
-	return parse_subcommand(argc - optind, argv + optind, o);
+		return usage_error(p, "missing -k KEY before the command '%s' "
+		    "(or use a subcommand: status, list, release, lock, "
+		    "unlock)", word);
+	for (r = cli_options; r->name; r++)
+		if (given(p, r->val) && !(r->in & IN_SUBS))
+			return usage_error(p, "options of the run mode do not "
+			    "go with '%s'", word);
+	return parse_subcommand(p, argc - optind, argv + optind);
 }
 
 static int
-finish_run(int argc, char **argv, struct rlock_opts *o)
+finish_run(struct parse *p, int argc, char **argv)
 {
+	struct rlock_opts *o = p->o;
 	size_t klen = o->key ? strlen(o->key) : 1;	/* unlock: none */
 
 	if (klen == 0)
-		return usage_error("the key is empty");
+		return usage_error(p, "the key is empty");
 	if (klen > KEY_MAX_LEN)
-		return usage_error("the key is longer than 512 bytes");
+		return usage_error(p, "the key is longer than 512 bytes");
 	o->cmd = argv + optind;
 	if (o->mode != MODE_RUN && (o->shell_cmd || optind < argc))
-		return usage_error("%s takes no command (found '%s')",
+		return usage_error(p, "%s takes no command (found '%s')",
 		    argv[0], o->shell_cmd ? "-c" : argv[optind]);
-	if (o->mode == MODE_RUN && (given[OPT_PID] || given[OPT_EXPORT]))
-		return usage_error("--pid and --export go with 'rlock lock'");
+	if (o->mode == MODE_RUN && (given(p, OPT_PID) ||
+	    given(p, OPT_EXPORT)))
+		return usage_error(p, "--pid and --export go with 'rlock "
+		    "lock'");
 	if (o->shell_cmd && optind < argc)
-		return usage_error("-c takes the whole shell command; nothing "
-		    "may follow it (found '%s')", argv[optind]);
+		return usage_error(p, "-c takes the whole shell command; "
+		    "nothing may follow it (found '%s')", argv[optind]);
 	if (!o->shell_cmd && optind >= argc && o->mode == MODE_RUN)
-		return usage_error("missing command to run under the lock");
+		return usage_error(p, "missing command to run under the lock");
 	/* Shared holders are not counted: -N would mean a semaphore of
 	 * readers, which is a semaphore. */
-	if (o->shared && given['N'])
-		return usage_error("--shared does not go with --limit: shared "
-		    "holders are not counted (use one or the other)");
+	if (o->shared && given(p, 'N'))
+		return usage_error(p, "--shared does not go with --limit: "
+		    "shared holders are not counted (use one or the other)");
 	/* As in flock(1): --nonblock wins over --timeout, whichever came
 	 * first; the order of two options must not decide whether a cron
 	 * line waits. */
-	if (given['n']) {
-		if (given['w'])
+	if (given(p, 'n')) {
+		if (given(p, 'w'))
 			msg_verbose("--timeout has no effect with --nonblock");
 		o->wait_ms = 0;
 	}
@@ -702,8 +1027,9 @@ finish_run(int argc, char **argv, struct rlock_opts *o)
  * blanked in the message as it is in argv.
  */
 static int
-check_url(struct rlock_opts *o, const char *from)
+check_url(struct parse *p, const char *url, const char *from)
 {
+	struct rlock_opts *o = p->o;
 	struct endpoint ep;
 	const char *why = "";
 	size_t off, len;
@@ -711,11 +1037,11 @@ check_url(struct rlock_opts *o, const char *from)
 	int st;
 
 	memset(&ep, 0, sizeof(ep));
-	if (url_parse(o->url, &ep, &why) < 0) {
-		shown = xstrdup(o->url);
+	if (url_parse(url, &ep, &why) < 0) {
+		shown = xstrdup(url);
 		if (url_password_span(shown, &off, &len) == 0)
 			memset(shown + off, '*', len);
-		st = usage_error("bad Redis URL '%s' (%s): %s", shown, from,
+		st = usage_error(p, "bad Redis URL '%s' (%s): %s", shown, from,
 		    why);
 		free(shown);
 		url_free(&ep);
@@ -729,143 +1055,53 @@ check_url(struct rlock_opts *o, const char *from)
 	return 0;
 }
 
-/*
- * A copy of s that lives as long as o: a file's strings, which o's
- * pointers (prefix, TLS files) may hold.
- */
-static char *
-keep(struct rlock_opts *o, const char *s)
+/* $RLOCK_URL (or $REDIS_URL) with --redlock: a master per word. */
+static void
+split_urls(struct rlock_opts *o)
 {
-	o->kept = xrealloc(o->kept, (size_t)(o->nkept + 1) * sizeof(*o->kept));
-	return o->kept[o->nkept++] = xstrdup(s);
-}
+	char *all = o->urls[0], *tok, *save = NULL;
+	size_t n = strlen(all);
 
-/* "url in FILE:LINE": where the files' URL came from, for messages. */
-static const char *
-conf_url_from(struct rlock_opts *o)
-{
-	char buf[600];
-
-	snprintf(buf, sizeof(buf), "url in %s:%d", late.url_at.file,
-	    late.url_at.line);
-	return keep(o, buf);
-}
-
-/* --redlock's masters from every -u, or the environment, or the files. */
-static int
-redlock_sources(struct rlock_opts *o, const char **from,
-    const struct conf_at **at)
-{
-	const char *u = getenv("RLOCK_URL");
-	char *copy, *tok, *save = NULL;
-	size_t n;
-	int i;
-
-	*from = "-u";
-	*at = NULL;
-	if (o->nurls > 0)
-		return 0;
-	if (u == NULL || *u == '\0')
-		u = getenv("REDIS_URL"), *from = "REDIS_URL";
-	else
-		*from = "RLOCK_URL";
-	if ((u == NULL || *u == '\0') && late.nurls > 0) {
-		o->urls = xcalloc((size_t)late.nurls, sizeof(*o->urls));
-		for (i = 0; i < late.nurls; i++)
-			o->urls[o->nurls++] = xstrdup(late.urls[i]);
-		*from = conf_url_from(o);
-		*at = &late.url_at;
-		return 0;
-	}
-	if (u == NULL || *u == '\0')
-		return usage_error("--redlock needs the URLs of its "
-		    "masters: -u URL for each (or RLOCK_URL='URL "
-		    "URL URL')");
-	n = strlen(u);
-	copy = xstrdup(u);
-	for (tok = strtok_r(copy, " \t\n", &save); tok &&
-	    o->nurls <= REDLOCK_MAX; tok = strtok_r(NULL, " \t\n",
-	    &save)) {
-		o->urls = xrealloc(o->urls, (size_t)(o->nurls + 1) *
-		    sizeof(*o->urls));
-		o->urls[o->nurls++] = xstrdup(tok);
-	}
+	o->nurls = 0;
+	for (tok = strtok_r(all, " \t\n", &save); tok; tok = strtok_r(NULL,
+	    " \t\n", &save))
+		add_url(o, tok);
 	/* strtok_r cut it with NULs: zero its whole length. */
-	explicit_bzero(copy, n);
-	free(copy);
-	return 0;
+	explicit_bzero(all, n);
+	free(all);
 }
 
-/* How many masters; at: the files' url line, when they came from there. */
+/*
+ * --redlock: an odd number of masters, so a majority is a clear quorum;
+ * at: the files' url line, when they came from there. A lock of one
+ * holder on plain masters.
+ */
 static int
-redlock_count(struct rlock_opts *o, const struct conf_at *at)
+redlock_rules(struct parse *p, const struct conf_at *at)
 {
+	struct rlock_opts *o = p->o;
 	char where[600] = "";
 	int st;
 
-	if (o->nurls >= 3 && o->nurls % 2 == 1 && o->nurls <= REDLOCK_MAX)
+	if (o->nurls >= 3 && o->nurls % 2 == 1 && o->nurls <= REDLOCK_MAX) {
+		if (o->fair || o->limit > 1)
+			return usage_error(p, "%s does not go with --redlock",
+			    o->fair ? "--fair" : "--limit");
+		if (o->shared)
+			return usage_error(p, "--shared does not go with "
+			    "--redlock: a shared lock is held on one server "
+			    "(or behind Sentinel or Cluster)");
 		return 0;
-	if (!given[OPT_REDLOCK] && late.redlock_at.file)
+	}
+	if (!given(p, OPT_REDLOCK) && p->at[OPT_REDLOCK].file)
 		snprintf(where, sizeof(where), "; redlock is set in %s:%d",
-		    late.redlock_at.file, late.redlock_at.line);
+		    p->at[OPT_REDLOCK].file, p->at[OPT_REDLOCK].line);
 	/* The files' URLs are the files' to fix. */
-	conf_at = at;
-	st = usage_error("--redlock needs an odd number of independent "
+	p->conf = at;
+	st = usage_error(p, "--redlock needs an odd number of independent "
 	    "masters, 3 to %d (got %d%s)%s", REDLOCK_MAX, o->nurls,
 	    o->nurls > REDLOCK_MAX ? " or more" : "", where);
-	conf_at = NULL;
-	return st;
-}
-
-/* Each master: a URL that parses, plain redis://, rediss:// or unix://. */
-static int
-redlock_check(struct rlock_opts *o, const char *from)
-{
-	int i, st;
-
-	for (i = 0; i < o->nurls; i++) {
-		scrub_free(o->url);
-		o->url = xstrdup(o->urls[i]);
-		if ((st = check_url(o, from)) != 0)
-			return st;
-		if (strncmp(o->url, "redis://", 8) != 0 &&
-		    strncmp(o->url, "rediss://", 9) != 0 &&
-		    strncmp(o->url, "unix://", 7) != 0)
-			return usage_error("--redlock takes one redis://, "
-			    "rediss:// or unix:// URL per master (URL %d is "
-			    "not)", i + 1);
-	}
-	return 0;
-}
-
-/*
- * --redlock: the masters come from every -u, or else from $RLOCK_URL (or
- * $REDIS_URL) split at blanks, or else from the files' url lines; plain
- * redis:// or unix:// each, an odd number of them, so a majority is a
- * clear quorum.
- */
-static int
-redlock_urls(struct rlock_opts *o)
-{
-	const struct conf_at *at;
-	const char *from;
-	int st;
-
-	if ((st = redlock_sources(o, &from, &at)) != 0)
-		return st;
-	o->url_from = from;
-	if ((st = redlock_count(o, at)) != 0)
-		return st;
-	if (o->fair || o->limit > 1)
-		return usage_error("%s does not go with --redlock", o->fair ?
-		    "--fair" : "--limit");
-	if (o->shared)
-		return usage_error("--shared does not go with --redlock: a "
-		    "shared lock is held on one server (or behind Sentinel "
-		    "or Cluster)");
-	conf_at = at;
-	st = redlock_check(o, from);
-	conf_at = NULL;
+	p->conf = NULL;
 	return st;
 }
 
@@ -891,80 +1127,28 @@ conf_readable(const char *name, const char *path, const struct conf_at *at,
 	    strerror(want_dir ? ENOTDIR : EISDIR));
 }
 
-/* "tls-cert (FILE:LINE)": the source tls.c names in its messages. */
-static const char *
-conf_src(struct rlock_opts *o, const char *name, const struct conf_at *at)
-{
-	char buf[600];
-
-	snprintf(buf, sizeof(buf), "%s (%s:%d)", name, at->file, at->line);
-	return keep(o, buf);
-}
-
 /*
- * The files' TLS files, where neither the options nor the environment
- * named one: the CA as one setting, the key only with the files' cert.
- * Checked only when TLS is on, as tls_setup reads them only then.
+ * The files' TLS files, where used, are checked when TLS is on (tls_setup
+ * reads them only then), here, so that the message names their line.
  */
 static int
-tls_conf(struct rlock_opts *o)
+tls_files(struct parse *p)
 {
+	static const int opt[] = { OPT_TLS_CACERT, OPT_TLS_CACERTDIR,
+	    OPT_TLS_CERT, OPT_TLS_KEY };
+	struct rlock_opts *o = p->o;
 	struct tls_cfg *t = &o->tls;
-	int on = t->on || o->tls_forced, st = 0;
-
-	if (t->cacert == NULL && t->cacertdir == NULL) {
-		if (late.cacert && on)
-			st = conf_readable("tls-cacert", late.cacert,
-			    &late.cacert_at, 0);
-		if (late.cacert)
-			t->cacert = late.cacert, t->cacert_src = conf_src(o,
-			    "tls-cacert", &late.cacert_at);
-		if (st == 0 && late.cacertdir && on)
-			st = conf_readable("tls-cacertdir", late.cacertdir,
-			    &late.cacertdir_at, 1);
-		t->cacertdir = late.cacertdir;
-	}
-	if (st == 0 && t->cert == NULL && late.cert) {
-		if (on && (st = conf_readable("tls-cert", late.cert,
-		    &late.cert_at, 0)) != 0)
-			return st;
-		t->cert = late.cert;
-		t->cert_src = conf_src(o, "tls-cert", &late.cert_at);
-		if (t->key == NULL && late.key && on)
-			st = conf_readable("tls-key", late.key, &late.key_at,
-			    0);
-		if (t->key == NULL && late.key)
-			t->key = late.key, t->key_src = conf_src(o, "tls-key",
-			    &late.key_at);
-	}
-	return st;
-}
-
-/*
- * The TLS files a crontab sets once. An option beats its variable, and a
- * variable its file's setting; a key from the environment goes only with
- * a certificate from there too, as a --tls-cert on the command line is
- * another certificate.
- */
-static int
-tls_env(struct rlock_opts *o)
-{
-	struct tls_cfg *t = &o->tls;
-	const char *v;
+	const char *path[] = { t->cacert, t->cacertdir, t->cert, t->key };
+	size_t i;
 	int st;
 
-	if (t->cacert == NULL && t->cacertdir == NULL &&
-	    (v = getenv("RLOCK_TLS_CACERT")) && *v)
-		t->cacert = v, t->cacert_src = "RLOCK_TLS_CACERT";
-	if (t->cert == NULL && (v = getenv("RLOCK_TLS_CERT")) && *v)
-		t->cert = v, t->cert_src = "RLOCK_TLS_CERT";
-	if (t->key == NULL && t->cert_src && (v = getenv("RLOCK_TLS_KEY")) &&
-	    *v)
-		t->key = v, t->key_src = "RLOCK_TLS_KEY";
-	if ((st = tls_conf(o)) != 0)
-		return st;
+	for (i = 0; i < 4 && (t->on || o->tls_forced); i++)
+		if (path[i] && from_file(p->from[opt[i]]) &&
+		    (st = conf_readable(option_of(opt[i])->name, path[i],
+		    &p->at[opt[i]], opt[i] == OPT_TLS_CACERTDIR)) != 0)
+			return st;
 	if (t->sni && *t->sni == '\0')
-		return usage_error("--tls-sni needs a name");
+		return usage_error(p, "--tls-sni needs a name");
 	if (o->tls_forced)
 		t->on = 1;
 	if (!t->on && (t->cacert || t->cacertdir || t->cert || t->sni ||
@@ -974,250 +1158,121 @@ tls_env(struct rlock_opts *o)
 	return 0;
 }
 
-/* Does a URL in use (from -u or the environment) carry a password? */
-static int
-url_has_password(const struct rlock_opts *o)
-{
-	size_t off, len;
-	int i;
-
-	if (!o->redlock)
-		return url_password_span(o->url, &off, &len) == 0;
-	for (i = 0; i < o->nurls; i++)
-		if (url_password_span(o->urls[i], &off, &len) == 0)
-			return 1;
-	return 0;
-}
-
 /*
  * The password: --password-file, else $RLOCK_PASSWORD or $REDISCLI_AUTH,
- * else a password in the URL (config.c), else the files' password-file.
- * The files' one is read by the command line's own code.
+ * else a password in the URL (config.c), else the files' password-file,
+ * read by the command line's own code.
  */
 static int
-password_fallbacks(struct rlock_opts *o)
+password_fallbacks(struct parse *p)
 {
-	const char *p;
-	int st;
-
-	if (o->password == NULL) {
-		if ((p = getenv("RLOCK_PASSWORD")) && *p)
-			o->password = xstrdup(p);
-		else if ((p = getenv("REDISCLI_AUTH")) && *p)
-			o->password = xstrdup(p);
-	}
-	if (o->password || late.password_file == NULL || url_has_password(o))
-		return 0;
-	if ((st = conf_readable("password-file", late.password_file,
-	    &late.pf_at, 0)) != 0)
-		return st;
-	optarg = (char *)late.password_file;
-	common_opt(o, OPT_PASSWORD_FILE, &st);
-	return st;
-}
-
-static int
-url_fallbacks(struct rlock_opts *o)
-{
-	const char *u, *from = "-u";
-	int st;
-
-	if (o->redlock) {
-		st = redlock_urls(o);
-		return st ? st : password_fallbacks(o);
-	}
-	o->url_from = from;
-	if (o->url == NULL) {
-		if ((u = getenv("RLOCK_URL")) && *u)
-			o->url = xstrdup(u), from = "RLOCK_URL";
-		else if ((u = getenv("REDIS_URL")) && *u)
-			o->url = xstrdup(u), from = "REDIS_URL";
-		else if (late.nurls > 0)
-			o->url = xstrdup(late.urls[late.nurls - 1]),
-			    from = conf_url_from(o);
-		else
-			o->url = xstrdup("redis://127.0.0.1:6379/0");
-		o->url_from = strcmp(from, "-u") != 0 ? from : NULL;
-	}
-	if ((st = check_url(o, from)) != 0)
-		return st;
-	return password_fallbacks(o);
-}
-
-/* A flag's setting: yes (or alone) sets it, no clears what an earlier
- * file set. */
-static int
-conf_flag(struct rlock_opts *o, int c, int on, const struct conf_at *at)
-{
-	if (given[c])
-		return 0;
-	switch (c) {
-	case OPT_REDLOCK:
-		o->redlock = on;
-		late.redlock_at = *at;
-		break;
-	case OPT_TLS:
-		o->tls_forced = on;
-		break;
-	case OPT_SYSLOG:
-		late.syslog = on;
-		break;
-	}
-	return 0;
-}
-
-/* A url line: no password in it (the file may be read by all), and one
- * that parses. A later file's url lines replace an earlier file's. */
-static int
-conf_url(char *value, const struct conf_at *at)
-{
-	struct endpoint ep;
-	const char *why = "";
+	struct rlock_opts *o = p->o;
 	size_t off, len;
-	int bad;
+	int i, st;
 
-	if (url_password_span(value, &off, &len) == 0)
-		return conf_error(at, "url holds a password: it stays out of a "
-		    "configuration file; put it in a file of its own and name "
-		    "that with password-file");
-	memset(&ep, 0, sizeof(ep));
-	bad = url_parse(value, &ep, &why) < 0;
-	url_free(&ep);
-	if (bad)
-		return conf_error(at, "bad Redis URL '%s': %s", value, why);
-	if (late.nurls > 0 && strcmp(late.url_at.file, at->file) != 0)
-		late.nurls = 0;
-	if (late.nurls <= REDLOCK_MAX) {
-		late.urls = xrealloc(late.urls, (size_t)(late.nurls + 1) *
-		    sizeof(*late.urls));
-		late.urls[late.nurls++] = value;
-	}
-	late.url_at = *at;
-	return 0;
-}
-
-/* The long option a file's name is, or NULL. */
-static const struct option *
-long_option(const char *name)
-{
-	const struct option *lo;
-
-	for (lo = RUN_LONG; lo->name; lo++)
-		if (strcmp(lo->name, name) == 0)
-			return lo;
-	for (lo = SUB_LONG; lo->name; lo++)
-		if (strcmp(lo->name, name) == 0)
-			return lo;
-	return NULL;
+	if (!from_file(p->from[OPT_PASSWORD_FILE]))
+		return 0;
+	/* The URL in use (with --redlock, any): its password beats it. */
+	for (i = o->redlock ? 0 : o->nurls - 1; i < o->nurls; i++)
+		if (url_password_span(o->urls[i], &off, &len) == 0)
+			return 0;
+	if ((st = conf_readable("password-file", o->password_file,
+	    &p->at[OPT_PASSWORD_FILE], 0)) != 0)
+		return st;
+	return read_password_file(o, o->password_file);
 }
 
 /*
- * One setting of a file (conffile.c's callback), checked by the command
- * line's own code. The command line wins: a setting it gave is checked
- * and then dropped. The ones the environment beats wait in `late`.
+ * The URL: the last -u, else $RLOCK_URL or $REDIS_URL, else the files'
+ * last url line, else the default. --redlock's masters are every URL of
+ * that source ($RLOCK_URL split at blanks), plain redis://, rediss:// or
+ * unix:// each.
  */
 static int
-conf_opt(void *ctx, const char *name, char *value, const struct conf_at *in)
+url_fallbacks(struct parse *p)
 {
-	struct rlock_opts *o = ctx, tmp;
-	const struct option *lo = long_option(name);
-	struct conf_at at = *in;
-	int c, st, run_only;
+	struct rlock_opts *o = p->o;
+	const struct conf_at *at = NULL;
+	const char *u;
+	int i, st = 0;
 
-	if (lo == NULL || !conf_allowed(name))
-		return conf_refuse(in, name, lo != NULL);
-	c = lo->val;
-	/* The file's name outlives the call: one copy per file. */
-	if (late.file == NULL || strcmp(late.file, in->file) != 0)
-		late.file = keep(o, in->file);
-	at.file = late.file;
-	if (lo->has_arg == no_argument) {
-		if (value == NULL || strcmp(value, "yes") == 0)
-			return conf_flag(o, c, 1, &at);
-		if (strcmp(value, "no") == 0)
-			return conf_flag(o, c, 0, &at);
-		return conf_error(in, "%s is a flag: '%s' alone, or '%s = yes' "
-		    "or '%s = no'", name, name, name, name);
+	if (o->redlock && p->from['u'] == FROM_DEFAULT)
+		return usage_error(p, "--redlock needs the URLs of its "
+		    "masters: -u URL for each (or RLOCK_URL='URL URL URL')");
+	if (o->nurls == 0)
+		add_url(o, "redis://127.0.0.1:6379/0");
+	if (from_file(p->from['u']))
+		at = &p->at['u'];
+	if (o->redlock && p->from['u'] == FROM_ENV)
+		split_urls(o);
+	if (o->redlock && (st = redlock_rules(p, at)) != 0)
+		return st;
+	p->conf = at;
+	for (i = o->redlock ? 0 : o->nurls - 1; i < o->nurls && !st; i++) {
+		u = o->urls[i];
+		st = check_url(p, u, o->url_from ? o->url_from : "-u");
+		if (!st && o->redlock && strncmp(u, "redis://", 8) != 0 &&
+		    strncmp(u, "rediss://", 9) != 0 &&
+		    strncmp(u, "unix://", 7) != 0)
+			st = usage_error(p, "--redlock takes one redis://, "
+			    "rediss:// or unix:// URL per master (URL %d is "
+			    "not)", i + 1);
 	}
-	if (value == NULL || *value == '\0')
-		return conf_error(in, "%s needs a value: '%s = VALUE'", name,
-		    name);
-	value = keep(o, value);
-	switch (c) {
-	case 'u':
-		return conf_url(value, &at);
-	case OPT_PASSWORD_FILE:
-		late.password_file = value, late.pf_at = at;
-		return 0;
-	case OPT_TLS_CACERT:
-		late.cacert = value, late.cacert_at = at;
-		return 0;
-	case OPT_TLS_CACERTDIR:
-		late.cacertdir = value, late.cacertdir_at = at;
-		return 0;
-	case OPT_TLS_CERT:
-		late.cert = value, late.cert_at = at;
-		return 0;
-	case OPT_TLS_KEY:
-		late.key = value, late.key_at = at;
-		return 0;
-	}
-	tmp = *o;
-	optarg = value;
-	conf_at = in;
-	st = run_opt(given[c] ? &tmp : o, c, &run_only);
-	conf_at = NULL;
-	return st;
+	p->conf = NULL;
+	return st ? st : password_fallbacks(p);
 }
 
-/* The files, between the command line and the environment fallbacks. */
+/* The run options the lock's mode (mode.h) does not take. */
 static int
-load_conf(struct rlock_opts *o)
+mode_check(struct parse *p)
 {
-	int st;
+	const struct rlock_opts *o = p->o;
+	const struct lock_mode *m = o->lmode;
+	const char *opt = NULL;
 
-	if ((st = conf_load(o->config, conf_opt, o)) != 0)
-		return st;
-	if (late.key && !late.cert)
-		return conf_error(&late.key_at, "tls-key without tls-cert: "
-		    "name the certificate too");
-	if (late.syslog && (o->mode == MODE_RUN || o->mode == MODE_LOCK))
-		msg_syslog_open();
-	return 0;
+	if ((m->refuses & MODE_NO_LIMIT) && given(p, 'N'))
+		opt = "--limit";
+	else if ((m->refuses & MODE_NO_SHARED) && o->shared)
+		opt = "--shared";
+	else if ((m->refuses & MODE_NO_MIN_HOLD) && given(p, OPT_MIN_HOLD))
+		opt = "--min-hold";
+	else if ((m->refuses & MODE_NO_REDLOCK) && o->redlock)
+		opt = "--redlock";
+	if (opt == NULL)
+		return 0;
+	return usage_error(p, "%s does not go with --%s: %s", opt, m->name,
+	    m->refused_why);
 }
 
 int
 cli_parse(int argc, char **argv, struct rlock_opts *o)
 {
-	int c, st, run_only, any_run_only = 0;
+	struct parse p;
+	int st;
 
 	set_defaults(o);
+	memset(&p, 0, sizeof(p));
+	p.o = o;
+	p.now = FROM_ARGV;
 	opterr = 0;
-	while ((c = next_opt(argc, argv, RUN_SHORT, RUN_LONG, NULL,
-	    &st)) != -1) {
-		if ((st = run_opt(o, c, &run_only)) != 0)
-			return st;
-		any_run_only |= run_only;
-	}
-	if (st)
+	getopt_tables(&p, "+:", IN_HOLD | IN(UNLOCK));
+	if ((st = parse_opts(&p, argc, argv, NULL)) != 0 ||
+	    o->mode == MODE_HELP || o->mode == MODE_VERSION)
 		return st;
-	if (o->mode == MODE_HELP || o->mode == MODE_VERSION)
-		return 0;
 	if (o->key == NULL) {
 		if (optind >= argc)
-			return usage_error("missing -k KEY and command");
-		if ((st = select_mode(argc, argv, o, any_run_only)) != 0)
+			return usage_error(&p, "missing -k KEY and command");
+		if ((st = select_mode(&p, argc, argv)) != 0)
 			return st;
-	} else if ((st = finish_run(argc, argv, o)) != 0) {
+	} else if ((st = finish_run(&p, argc, argv)) != 0) {
 		return st;
 	}
 	if (o->mode == MODE_HELP || o->mode == MODE_UNLOCK)
 		return 0;	/* "status --help"; unlock asks no server */
-	if ((st = load_conf(o)) != 0)
+	if ((st = read_env(&p)) != 0 || (st = load_conf(&p)) != 0 ||
+	    (st = mode_check(&p)) != 0 || (st = url_fallbacks(&p)) != 0)
 		return st;
-	if ((st = url_fallbacks(o)) != 0)
-		return st;
-	return tls_env(o);
+	return tls_files(&p);
 }
 
 void
@@ -1225,27 +1280,21 @@ cli_free(struct rlock_opts *o)
 {
 	int i;
 
-	for (i = 0; i < o->nurls; i++)
-		scrub_free(o->urls[i]);
+	drop_urls(o);
 	free(o->urls);
 	o->urls = NULL;
-	o->nurls = 0;
 	for (i = 0; i < o->neps; i++)
 		url_free(&o->eps[i]);
 	free(o->eps);
 	o->eps = NULL;
 	o->neps = 0;
-	scrub_free(o->url);
 	scrub_free(o->password);
-	o->url = o->password = NULL;
+	o->password = NULL;
 	for (i = 0; i < o->nkept; i++)
 		free(o->kept[i]);
 	free(o->kept);
 	o->kept = NULL;
 	o->nkept = 0;
-	free(late.urls);
-	late.urls = NULL;
-	late.nurls = 0;
 }
 
 /*

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * argv, the environment and rlock.conf to a struct rlock_opts: the getopt
- * tables, usage text, environment fallbacks, the configuration files'
+ * argv, the environment and rlock.conf to a struct rlock_opts: the option
+ * table, usage text, environment fallbacks, the configuration files'
  * settings, --password-file, and blanking a password from argv. No
  * network. Never exits: returns a status for main to use.
  */
@@ -21,8 +21,12 @@ enum rl_mode { MODE_RUN, MODE_STATUS, MODE_LIST, MODE_RELEASE, MODE_HELP,
     MODE_VERSION, MODE_LOCK, MODE_UNLOCK };
 enum on_lost { LOST_TERM, LOST_KILL, LOST_IGNORE };
 
+struct lock_mode;	/* mode.h */
+
 struct rlock_opts {
 	enum rl_mode mode;
+	const struct lock_mode *lmode;	/* what the lock is: rlock's own,
+					 * or --redisson */
 	const char *key;		/* points into argv */
 	int64_t wait_ms;		/* -1: forever; 0: -n */
 	int64_t lease_ms;
@@ -34,11 +38,13 @@ struct rlock_opts {
 	int64_t kill_after_ms;
 	int64_t min_hold_ms;		/* --min-hold; 0: none */
 	int64_t max_hold_ms;		/* --max-hold; 0: none */
-	char *url;			/* owned copy; password still inside */
-	const char *url_from;		/* "-u", "RLOCK_URL", "REDIS_URL" or
-					 * NULL (the default URL) */
+	const char *url_from;		/* "-u", "RLOCK_URL", "REDIS_URL",
+					 * "url in FILE:LINE" or NULL (the
+					 * default URL) */
 	int redlock;			/* --redlock: every -u is a master */
-	char **urls;			/* with --redlock: all of them, owned */
+	char **urls;			/* owned, passwords still inside: the
+					 * last is the URL, or with --redlock
+					 * all of them */
 	int nurls;
 	struct endpoint *eps;		/* url, or urls with --redlock, as
 					 * parsed once; owned */
@@ -53,14 +59,17 @@ struct rlock_opts {
 	long owner;			/* rlock lock: the section's owner */
 	int export_env;			/* rlock lock --export */
 	/* TLS: tls.on when --tls or any URL is rediss*; the files from the
-	 * options or else $RLOCK_TLS_CACERT, $RLOCK_TLS_CERT, $RLOCK_TLS_KEY. */
+	 * options or else $RLOCK_TLS_CACERT, $RLOCK_TLS_CERT and
+	 * $RLOCK_TLS_KEY. */
 	struct tls_cfg tls;
 	int tls_forced;			/* --tls: TLS even for redis:// */
 	int json, prometheus, force;
-	char **args;			/* status keys, list pattern, release key */
+	/* status keys, list pattern, release key */
+	char **args;
 	int nargs;
 	const char *config;		/* --config FILE */
-	char **kept;			/* owned: what o holds from rlock.conf */
+	/* owned: what o holds from rlock.conf */
+	char **kept;
 	int nkept;
 };
 

@@ -23,29 +23,6 @@
 #include "exitcode.h"
 #include "util.h"
 
-/*
- * The connection, TLS and lease options: what a host or a user sets once.
- * Not the job's own options (key, command, timeout...), no password, and
- * not tls-insecure: no job should stop checking its server unasked.
- */
-const char *const conf_names[] = {
-	"url", "redlock", "password-file", "connect-timeout", "prefix",
-	"tls", "tls-cacert", "tls-cacertdir", "tls-cert", "tls-key",
-	"tls-sni", "lease", "on-lost", "kill-after", "syslog",
-	NULL
-};
-
-int
-conf_allowed(const char *name)
-{
-	const char *const *n;
-
-	for (n = conf_names; *n; n++)
-		if (strcmp(*n, name) == 0)
-			return 1;
-	return 0;
-}
-
 static void
 show(const char *s, char *buf, size_t len)
 {
@@ -69,39 +46,6 @@ conf_error(const struct conf_at *at, const char *fmt, ...)
 	else
 		msg_err("%s: %s", file, shown);
 	return RL_EXIT_CONFIG;
-}
-
-int
-conf_refuse(const struct conf_at *at, const char *name, int is_option)
-{
-	char n[128];
-
-	show(name, n, sizeof(n));
-	if (strcmp(name, "password") == 0 || strcmp(name, "pass") == 0)
-		return conf_error(at, "'%s' is not allowed: a password stays "
-		    "out of a configuration file; put it in a file of its own "
-		    "and name that with password-file", n);
-	if (strcmp(name, "key") == 0)
-		return conf_error(at, "'key' is not allowed: a configuration "
-		    "file is shared by every job; give each its -k KEY");
-	if (strcmp(name, "command") == 0)
-		return conf_error(at, "'command' is not allowed: COMMAND goes "
-		    "on the command line");
-	if (strcmp(name, "tls-insecure") == 0)
-		return conf_error(at, "'tls-insecure' is not allowed: a file "
-		    "would turn off the server's check for every job; give "
-		    "--tls-insecure where it is meant");
-	if (strcmp(name, "config") == 0)
-		return conf_error(at, "'config' is not allowed: a file does "
-		    "not name another");
-	if (is_option)
-		return conf_error(at, "'%s' is not allowed in a configuration "
-		    "file (only the connection, TLS and lease options are; "
-		    "see rlock.conf(5))", n);
-	if (name[0] == '-')
-		return conf_error(at, "unknown name '%s' (write a long option "
-		    "without its dashes)", n);
-	return conf_error(at, "unknown name '%s' (see rlock.conf(5))", n);
 }
 
 /* Blanks: space, tab, and the CR of a file written on Windows. */
@@ -349,17 +293,15 @@ user_file(struct conf_base *b)
 }
 
 int
-conf_load(const char *path, conf_fn *fn, void *ctx)
+conf_load(const char *path, const char *by, conf_fn *fn, void *ctx)
 {
-	const char *env = getenv("RLOCK_CONFIG"), *dir;
 	struct conf_base b;
+	const char *dir;
 	char *sys, *user;
 	int r;
 
 	if (path)
-		return read_file(path, "--config", NULL, fn, ctx);
-	if (env && *env)
-		return read_file(env, "RLOCK_CONFIG", NULL, fn, ctx);
+		return read_file(path, by, NULL, fn, ctx);
 	/* For the tests, which cannot write /etc; see rlock.conf(5). */
 	if ((dir = getenv("RLOCK_SYSCONFDIR")) == NULL || *dir == '\0')
 		dir = SYSCONFDIR;

@@ -27,25 +27,15 @@ struct conf_at {
 typedef int conf_fn(void *ctx, const char *name, char *value,
     const struct conf_at *at);
 
-/* The names a file may hold, NULL-terminated (rlock.conf(5) lists them). */
-extern const char *const conf_names[];
-
-/* Is name one of conf_names? */
-int conf_allowed(const char *name);
-
 /*
- * Read the files: path (--config), else $RLOCK_CONFIG, else the system
- * file then the user file, naming each with -v. Returns 0, or 78 after
- * the one-line message (or fn's status).
+ * Read the files: path, which by named (--config, RLOCK_CONFIG), else the
+ * system file then the user file, naming each with -v. Returns 0, or 78
+ * after the one-line message (or fn's status).
  */
-int conf_load(const char *path, conf_fn *fn, void *ctx);
+int conf_load(const char *path, const char *by, conf_fn *fn, void *ctx);
 
 /* "rlock: FILE:LINE: <fmt>" on stderr; returns 78. */
 int conf_error(const struct conf_at *at, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-
-/* The message for a name a file may not hold; is_option: it is one of
- * rlock's long options. Returns 78. */
-int conf_refuse(const struct conf_at *at, const char *name, int is_option);
 
 #endif

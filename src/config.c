@@ -35,20 +35,17 @@ one_cfg(const struct rlock_opts *o, const struct endpoint *ep,
 		cfg->ep.tls = 1;
 }
 
-/* Where the URL came from, for "check ..." in the messages. */
-static const char *url_from;
-
 /* What to check when the server is not there, or not Redis. */
 static const char *
-check_url_hint(void)
+check_url_hint(const struct lock_cfg *cfg)
 {
 	/* Short enough for hint_for()'s line; a long path is cut. */
 	static char hint[90];
 
-	if (url_from == NULL)
+	if (cfg->url_from == NULL)
 		return "check that Redis runs there, or give -u or RLOCK_URL";
 	/* -u, RLOCK_URL, REDIS_URL or "url in FILE:LINE" */
-	snprintf(hint, sizeof(hint), "check %s", url_from);
+	snprintf(hint, sizeof(hint), "check %s", cfg->url_from);
 	return hint;
 }
 
@@ -57,8 +54,8 @@ config_lock(const struct rlock_opts *o, struct lock_cfg *cfg)
 {
 	int i;
 
-	url_from = o->url_from;
 	memset(cfg, 0, sizeof(*cfg));
+	cfg->url_from = o->url_from;
 	acl_set_prefix(o->prefix);
 	cfg->redlock = o->redlock;
 	cfg->connect_timeout_ms = o->connect_timeout_ms;
@@ -77,8 +74,8 @@ config_lock(const struct rlock_opts *o, struct lock_cfg *cfg)
  * start of Redis's own text (the error code, and the words after an ERR).
  */
 #define NOPERM_TODO "give that user the permission Redis names (ACL " \
-	"SETUSER; rlock needs +@scripting, the commands its scripts call, and " \
-	"its --prefix keys and channels)"
+	"SETUSER; rlock needs +@scripting, the commands its scripts call, " \
+	"and its --prefix keys and channels)"
 
 static const struct {
 	const char *answer;
@@ -95,16 +92,20 @@ static const struct {
 	{ "ERR DB index is out of range", "the server has fewer databases "
 	    "(its 'databases' setting); check the db in -u" },
 	{ "LOADING", "the server is loading its data; retry in a moment" },
+	{ "WRONGTYPE", "the lock's key holds another kind of value: a hash "
+	    "there is most likely a Redisson lock (a Java service's getLock); "
+	    "take that with --redisson, KEY its name" },
 };
 
 static const char *
-hint_for(const struct failure *f, char *buf, size_t len)
+hint_for(const struct lock_cfg *cfg, const struct failure *f, char *buf,
+    size_t len)
 {
 	size_t i;
 
 	if (f->kind == FAIL_NOT_REDIS) {
 		snprintf(buf, len, "is a Redis server listening there? %s",
-		    check_url_hint());
+		    check_url_hint(cfg));
 		return buf;
 	}
 	if (f->code[0] == '\0')
@@ -125,8 +126,8 @@ config_report(const struct lock_cfg *cfg, const struct failure *f,
 	int tls = f->kind == FAIL_TLS || f->kind == FAIL_TLS_PLAIN;
 
 	/* A refused permission (acl.c) comes with the ACL SETUSER for it. */
-	if ((todo = acl_cure(err, cfg->servers[0].ep.user)) == NULL)
-		todo = hint_for(f, buf, sizeof(buf));
+	todo = f->kind == FAIL_NOPERM ? acl_cure(f->acl_rule,
+	    cfg->servers[0].ep.user) : hint_for(cfg, f, buf, sizeof(buf));
 	if (cfg->redlock)
 		snprintf(url, sizeof(url), "%d masters (--redlock)", cfg->n);
 	else
@@ -140,7 +141,7 @@ config_report(const struct lock_cfg *cfg, const struct failure *f,
 			msg_err("cannot reach %s: %s", url, err);
 		else
 			msg_err("cannot reach %s: %s; %s", url, err,
-			    todo ? todo : check_url_hint());
+			    todo ? todo : check_url_hint(cfg));
 		break;
 	case RL_EXIT_NOPERM:
 		if (tls) {

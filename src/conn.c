@@ -13,10 +13,9 @@
  * decrypted bytes waiting inside OpenSSL count as pending.
  *
  * Round trips are saved in one place, the request queue: a request not
- * waited for (the login ahead of the first command, a CONFIG GET) is
- * formatted into `out` and goes out with the next command, and its reply,
- * read first, goes to it (struct req, in the order written); an undo
- * queued behind a login is written only should that login fail.
+ * waited for (a CONFIG GET) is formatted into `out` and goes out with the
+ * next command, and its reply, read first, goes to it (struct req, in the
+ * order written).
  */
 #include "conn.h"
 
@@ -30,16 +29,24 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <hiredis/hiredis.h>
 
+#include "deadline.h"
 #include "exitcode.h"
+#include "resolve.h"
+#include "sig.h"
 #include "tls.h"
 #include "util.h"
 
 #define READ_CHUNK 16384
+/* How long a login waits for a --password-file that is not a regular
+ * file (a FIFO, a terminal) to offer a line. */
+#define PASSWORD_WAIT_MS 100
+#define INTERRUPTED "interrupted by a signal"
 
 /*
  * A request whose reply is owed, in the order written (as hiredis
@@ -49,24 +56,12 @@
  * written before it.
  */
 struct req {
-	unsigned flags;			/* CONN_AHEAD or CONN_LOGIN */
-	conn_done_fn done;		/* CONN_AHEAD: takes the reply */
+	conn_done_fn done;		/* takes the reply */
 	void *ctx;
-	char name[24];			/* CONN_AHEAD: its command */
-	/* CONN_LOGIN: its names (I/O; an error answer), whether it is
-	 * AUTH, and its time: answered within wait_ms of being written
-	 * (due, 0 until then), named as shown_ms. */
-	const char *what;
-	const char *answer_as;
-	int auth;
-	int64_t wait_ms;
-	int64_t due;
-	int64_t shown_ms;
+	char name[24];			/* its command */
 };
 
 #define QUEUE_MAX 8
-/* A request's flag of conn.c's own: the login (conn_connect's). */
-#define CONN_LOGIN	(1u << 8)
 
 struct conn {
 	const struct conn_cfg *cfg;
@@ -92,11 +87,6 @@ struct conn {
 	 * command of the oldest ("" once that is not known). */
 	int owed;
 	char sent[24];
-	/* CONN_UNDO requests, formatted: written only should the login
-	 * at the head of q fail. */
-	char *undo;
-	size_t undo_len;
-	int nundo;
 };
 
 struct conn *
@@ -151,23 +141,6 @@ conn_timeout(const struct conn *cn)
 	return cn->cmd_timeout_ms;
 }
 
-/* The login at the head of the queue, its answer owed; or NULL. */
-static struct req *
-login_owed(struct conn *cn)
-{
-	return cn->nq > 0 && (cn->q[0].flags & CONN_LOGIN) ? &cn->q[0] :
-	    NULL;
-}
-
-static void
-forget_undo(struct conn *cn)
-{
-	free(cn->undo);
-	cn->undo = NULL;
-	cn->undo_len = 0;
-	cn->nundo = 0;
-}
-
 /* The oldest owed request, taken off the queue. */
 static struct req
 dequeue(struct conn *cn)
@@ -208,7 +181,6 @@ drop(struct conn *cn, int reset)
 	free(cn->out);
 	cn->out = NULL;
 	cn->out_len = 0;
-	forget_undo(cn);
 }
 
 void
@@ -361,21 +333,15 @@ last_words(struct conn *cn, const char *what)
  * it closed on (struct failure's closed_on), as far as the order tells.
  * A proxy that does not take a command closes on it unanswered, and with
  * it goes any answer still owed to what was written ahead of it in the
- * same write: so the guess is the first owed request after the login,
- * which every RESP server and proxy answers; the queued ones (a check
- * sent ahead) before the caller's own.
+ * same write: so the guess is the first owed request, the queued ones (a
+ * check sent ahead) before the caller's own.
  */
 static void
 name_closed_on(struct conn *cn)
 {
-	const char *name = cn->owed > 0 ? cn->sent : "";
-	int i;
+	const char *name = cn->nq > 0 ? cn->q[0].name : cn->owed > 0 ?
+	    cn->sent : "";
 
-	for (i = 0; i < cn->nq; i++)
-		if (!(cn->q[i].flags & CONN_LOGIN)) {
-			name = cn->q[i].name;
-			break;
-		}
 	snprintf(cn->fail.closed_on, sizeof(cn->fail.closed_on), "%s", name);
 }
 
@@ -400,6 +366,9 @@ io_failed(struct conn *cn, const char *what, int e)
 		failure_make(&cn->fail, FAIL_TIMEOUT, RL_EXIT_UNAVAILABLE,
 		    "%s: no answer within %lldms", what,
 		    (long long)cn->cmd_timeout_ms);
+	else if (e == ECANCELED)
+		failure_make(&cn->fail, FAIL_INTERRUPTED, RL_EXIT_UNAVAILABLE,
+		    "%s: %s", what, INTERRUPTED);
 	else if (e == 0)
 		failure_make(&cn->fail, FAIL_DROPPED, RL_EXIT_UNAVAILABLE,
 		    "%s: the server closed the connection", what);
@@ -432,18 +401,17 @@ not_redis(struct conn *cn, const char *what)
 }
 
 /* Wait for ev on the socket until deadline: 1 ready, 0 time is up, -1
- * errno. */
+ * errno (ECANCELED: a stop signal, when this thread watches for them). */
 static int
 wait_fd(int fd, short ev, int64_t deadline)
 {
-	struct pollfd p = { .fd = fd, .events = ev };
-	int64_t left;
+	struct pollfd p[2] = { { .fd = fd, .events = ev } };
 	int n;
 
 	for (;;) {
-		if ((left = deadline - mono_ms()) <= 0)
+		if (deadline - mono_ms() <= 0)
 			return 0;
-		n = poll(&p, 1, (int)(left > 60000 ? 60000 : left));
+		n = sig_poll(p, 1, deadline_poll_ms(deadline));
 		if (n > 0)
 			return 1;
 		if (n < 0 && errno != EINTR)
@@ -553,17 +521,12 @@ append_cmd(char **buf, size_t *len, int argc, const char **argv,
 	*len += n;
 }
 
-/*
- * Write what is queued, with the command argv (argc 0: none) after it, in
- * one write. A login among it starts its clock now (what happened since
- * the connect, the holder record or a name service, is not the server's
- * time), and a failure then is the login's: the server never took us.
- */
+/* Write what is queued, with the command argv (argc 0: none) after it, in
+ * one write. */
 static int
 flush(struct conn *cn, int argc, const char **argv, const size_t *lens,
     int64_t deadline, const char *what)
 {
-	struct req *login = login_owed(cn);
 	char *buf = cn->out;
 	size_t n = cn->out_len;
 	int st;
@@ -572,18 +535,8 @@ flush(struct conn *cn, int argc, const char **argv, const size_t *lens,
 	cn->out_len = 0;
 	if (argc > 0)
 		append_cmd(&buf, &n, argc, argv, lens);
-	if (login && login->due != 0)
-		login = NULL;
-	if (login) {
-		login->due = mono_ms() + login->wait_ms;
-		what = login->what;
-	}
 	st = write_all(cn, buf, n, deadline, what);
 	free(buf);
-	if (st < 0 && login) {
-		maybe_tls_port(cn, login->due);
-		cn->fail.again = AGAIN_NOT;
-	}
 	return st;
 }
 
@@ -627,21 +580,10 @@ conn_queue(struct conn *cn, const struct conn_req *rq)
 {
 	struct req *e;
 
-	if (rq->flags & CONN_UNDO) {
-		/* Only a login can fail behind the request this undoes,
-		 * which is queued next. */
-		if (cn->fd < 0 || login_owed(cn) == NULL)
-			return 0;
-		append_cmd(&cn->undo, &cn->undo_len, rq->argc, rq->argv,
-		    rq->lens);
-		cn->nundo++;
-		return 0;
-	}
 	if (cn->fd < 0 || cn->nq == QUEUE_MAX)
 		return -1;
 	e = &cn->q[cn->nq++];
 	memset(e, 0, sizeof(*e));
-	e->flags = rq->flags & CONN_AHEAD;
 	e->done = rq->done;
 	e->ctx = rq->ctx;
 	snprintf(e->name, sizeof(e->name), "%.*s", (int)(rq->lens[0] <
@@ -665,6 +607,8 @@ conn_pending(struct conn *cn)
 		return 0;
 	return take(cn->reader, &cn->stash) != 0;
 }
+
+static void interrupted(struct conn *cn, const char *what);
 
 static int
 recv_one(struct conn *cn, int64_t deadline, struct reply **out,
@@ -713,7 +657,10 @@ recv_one(struct conn *cn, int64_t deadline, struct reply **out,
 			return -1;
 		}
 		if ((w = wait_fd(cn->fd, want, deadline)) < 0) {
-			io_failed(cn, what, errno);
+			if (errno == ECANCELED)
+				interrupted(cn, what);
+			else
+				io_failed(cn, what, errno);
 			return -1;
 		}
 		if (w == 0 && !timeout_fails)
@@ -725,106 +672,9 @@ recv_one(struct conn *cn, int64_t deadline, struct reply **out,
 	}
 }
 
-/*
- * Best effort, never waiting: the commands that take back what rode
- * behind a login that failed. They follow it in the same stream, so a
- * server that reads the acquire late reads them right after it.
- */
-static int
-send_undo(struct conn *cn)
-{
-	size_t off = 0;
-	ssize_t n;
-	short want;
-
-	while (off < cn->undo_len) {
-		n = sock_write(cn, cn->undo + off, cn->undo_len - off, &want);
-		if (n > 0)
-			off += (size_t)n;
-		else if (n < 0 && errno == EINTR)
-			continue;
-		else
-			return -1;
-	}
-	return 0;
-}
-
-/*
- * Read and drop up to n replies by `by`, keeping cn's failure: replies
- * left unread make close() reset the socket, and a reset drops what is
- * still in flight, the undo included.
- */
-static int
-hear_out(struct conn *cn, int n, int64_t by)
-{
-	struct failure keep = cn->fail;
-	struct reply *r;
-
-	int st = 0;
-
-	while (n > 0 && (st = recv_one(cn, by, &r, "undo", 0)) > 0) {
-		reply_free(r);
-		n--;
-	}
-	/* Closed or reset by the server: it runs nothing more of ours. */
-	if (st < 0 && (cn->last_errno == 0 || cn->last_errno == ECONNRESET))
-		n = 0;
-	cn->fail = keep;
-	return n;
-}
-
-/*
- * The login failed: refused (answered), or no answer. The undo queued
- * behind it is written behind what the server may still run, and the
- * socket closes in order: a server that refused is heard out first
- * (briefly), one that never answered is not waited for. The request may
- * not be sent again (AGAIN_NOT), nor ever to this server while the undo
- * may still reach it (AGAIN_NOT_THERE). -1.
- */
-static int
-login_failed(struct conn *cn, int answered)
-{
-	struct req login = dequeue(cn);
-	int undone, left = 1;
-
-	undone = cn->undo_len > 0 && send_undo(cn) == 0;
-	/* The requests owed behind the login, the caller's, the undo's. */
-	if (undone && answered)
-		left = hear_out(cn, cn->nq + 1 + cn->nundo, mono_ms() +
-		    (login.wait_ms < 1000 ? login.wait_ms : 1000));
-	drop(cn, !undone);
-	cn->fail.again = undone && left > 0 ? AGAIN_NOT_THERE : AGAIN_NOT;
-	return -1;
-}
-
-/* No answer to the login by `by`, named by the time waited for it (to
- * the 10 ms: the caller's deadline is read a ms before the login's). */
-static int
-login_silent(struct conn *cn, int64_t by)
-{
-	const struct req *login = &cn->q[0];
-	int64_t shown = login->shown_ms;
-
-	if (by < login->due)
-		shown -= (login->due - by + 5) / 10 * 10;
-	if (shown < 0)
-		shown = 0;
-	cn->last_errno = ETIMEDOUT;
-	failure_make(&cn->fail, FAIL_TIMEOUT, RL_EXIT_UNAVAILABLE, "%s: no "
-	    "answer within %lldms", login->what, (long long)shown);
-	return login_failed(cn, 0);
-}
-
 void
 conn_give_up(struct conn *cn, const char *what)
 {
-	struct req *login = login_owed(cn);
-
-	/* Still waiting for the login: the silence is the login's. */
-	if (login && login->due != 0) {
-		(void)login_silent(cn, mono_ms());
-		return;
-	}
 	failure_make(&cn->fail, FAIL_TIMEOUT, RL_EXIT_UNAVAILABLE, "%s: no "
 	    "answer within %lldms", what, (long long)cn->cmd_timeout_ms);
 	/* A late reply is still possible: the reset drops it, and the
@@ -833,50 +683,16 @@ conn_give_up(struct conn *cn, const char *what)
 }
 
 /*
- * The answer to the login at the head of the queue, within its time from
- * when it was written, named as conn_connect names it: 1, or -1 with the
- * failure recorded (again set) and cn closed (login_failed). The
- * caller's own deadline, if sooner, is kept as recv_by keeps it (0:
- * nothing yet) when its timeout does not fail; one that fails is the
- * login's silence.
+ * A stop signal came while we waited for `what` (sig.h): given up as on
+ * a timeout, now. The waiting loop above reads the signal and undoes what
+ * may have been granted.
  */
-static int
-login_reply(struct conn *cn, int64_t deadline, int timeout_fails)
+static void
+interrupted(struct conn *cn, const char *what)
 {
-	struct req *login = &cn->q[0];
-	int64_t by = deadline < login->due ? deadline : login->due;
-	struct reply *r = NULL;
-	int st;
-
-	st = recv_one(cn, by, &r, login->what, 0);
-	/* A command's own deadline can come first: it was read off the
-	 * clock before the login was written, a ms or more on a busy
-	 * machine. Silence then is still the login's (Redis answers in
-	 * order), and so is the undo: a reset could leave the acquire in
-	 * flight with nothing behind it. */
-	if (st == 0 && by < login->due && !timeout_fails)
-		return 0;
-	if (st > 0 && r->type != REPLY_ERROR) {
-		reply_free(r);
-		(void)dequeue(cn);
-		forget_undo(cn);
-		return 1;
-	}
-	if (st < 0) {		/* closed, reset or not Redis: dropped */
-		maybe_tls_port(cn, login->due);
-		cn->fail.again = AGAIN_NOT;
-		return -1;
-	}
-	if (st == 0)
-		return login_silent(cn, by);
-	failure_from_reply(&cn->fail, login->answer_as, r);
-	/* Any error answer to AUTH is a refusal of the credentials. */
-	if (login->auth && cn->fail.status == RL_EXIT_PROTOCOL) {
-		cn->fail.status = RL_EXIT_NOPERM;
-		cn->fail.kind = FAIL_CREDENTIALS;
-	}
-	reply_free(r);
-	return login_failed(cn, 1);
+	drop(cn, 1);
+	failure_make(&cn->fail, FAIL_INTERRUPTED, RL_EXIT_UNAVAILABLE,
+	    "%s: %s", what, INTERRUPTED);
 }
 
 /* The next reply; those owed to queued requests go to them first. */
@@ -891,12 +707,6 @@ recv_by(struct conn *cn, int64_t deadline, struct reply **out,
 	    cn->cmd_timeout_ms, what) < 0)
 		return -1;
 	while (cn->nq > 0) {
-		if (cn->q[0].flags & CONN_LOGIN) {
-			if ((st = login_reply(cn, deadline,
-			    timeout_fails)) <= 0)
-				return st;
-			continue;
-		}
 		if ((st = recv_one(cn, deadline, out, what,
 		    timeout_fails)) <= 0)
 			return st;
@@ -1021,7 +831,7 @@ connect_one(int family, const struct sockaddr *sa, socklen_t salen,
 }
 
 int
-conn_connect_start(struct conn *cn, int64_t deadline, unsigned how)
+conn_connect_start(struct conn *cn, int64_t deadline)
 {
 	const struct endpoint *ep = &cn->cfg->ep;
 	struct addrinfo hints = { .ai_family = AF_UNSPEC,
@@ -1031,8 +841,7 @@ conn_connect_start(struct conn *cn, int64_t deadline, unsigned how)
 
 	/* Not a unix socket: one with a full backlog refuses at once
 	 * (EAGAIN), and has nothing under way to wait for. */
-	if (!(how & CONN_LOGIN_AHEAD) || ep->db != 0 || ep->tls ||
-	    cn->fd >= 0 || ep->kind != EP_TCP)
+	if (ep->db != 0 || ep->tls || cn->fd >= 0 || ep->kind != EP_TCP)
 		return 0;
 	if (cn->connecting >= 0)
 		return 1;
@@ -1110,7 +919,7 @@ open_tcp(struct conn *cn, const char *host, int port, int64_t deadline,
 		return 0;
 	}
 	snprintf(ps, sizeof(ps), "%d", port);
-	if ((g = getaddrinfo(host, ps, &hints, &ai)) != 0) {
+	if ((g = resolve(host, ps, &hints, deadline, &ai)) != 0) {
 		failure_make(&cn->fail, FAIL_UNREACHABLE, RL_EXIT_UNAVAILABLE,
 		    "%s%s%s", say_where ? host : "", say_where ? ": " : "",
 		    g == EAI_SYSTEM ? strerror(errno) : gai_strerror(g));
@@ -1161,103 +970,144 @@ ask(struct conn *cn, const char *what, int argc, const char **argv,
 }
 
 /*
- * Queue the login (argv) to go out ahead of the first command, its
- * answer read first; named `what` in an error answer. It is given what
- * is left of the connect's time from when it is written.
+ * What fd offers of its first line, into buf (NUL-terminated): its
+ * length, or -1. A regular file is read; anything else (a FIFO, a
+ * terminal) only as far as it offers by `until`, or a stop signal.
  */
-static void
-login_ahead(struct conn *cn, int argc, const char **argv, const char *what,
-    int64_t deadline)
+static ssize_t
+first_line(int fd, char *buf, size_t len, int regular, int64_t until)
 {
-	struct req *e = &cn->q[cn->nq++];
-	size_t lens[3];
-	int i;
+	struct pollfd p[2];
+	size_t n = 0;
+	ssize_t r;
 
-	for (i = 0; i < argc; i++)
-		lens[i] = strlen(argv[i]);
-	append_cmd(&cn->out, &cn->out_len, argc, argv, lens);
-	memset(e, 0, sizeof(*e));
-	e->flags = CONN_LOGIN;
-	e->auth = strcmp(argv[0], "AUTH") == 0;
-	e->what = argv[0];
-	e->answer_as = what;
-	e->wait_ms = deadline - mono_ms();
-	e->shown_ms = cn->cmd_timeout_ms;
+	while (n + 1 < len && memchr(buf, '\n', n) == NULL) {
+		p[0] = (struct pollfd){ .fd = fd, .events = POLLIN };
+		if (!regular && (r = sig_poll(p, 1, deadline_poll_ms(until)))
+		    <= 0) {
+			if (r < 0 && errno == EINTR)
+				continue;
+			return -1;
+		}
+		r = read(fd, buf + n, len - 1 - n);
+		if (r < 0 && (errno == EINTR || (!regular &&
+		    errno == EAGAIN)))
+			continue;
+		if (r < 0)
+			return -1;
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	buf[n] = '\0';
+	return (ssize_t)n;
 }
 
 /*
  * The password for this login into buf: the first line of
  * --password-file as it is now, or the one given when there is no file
  * or it cannot be read whole (caught empty in the middle of a rewrite).
+ * A file that is not a regular one is read only for what it offers
+ * within PASSWORD_WAIT_MS (and by `deadline`): a FIFO nobody writes to
+ * again, or a terminal whose user typed the password once, has no more
+ * to give, and the one read at the start is used; a FIFO whose writer
+ * serves every reader is read again.
  */
 static const char *
-login_password(const struct conn_cfg *cfg, char *buf, size_t len)
+login_password(const struct conn_cfg *cfg, char *buf, size_t len,
+    int64_t deadline)
 {
-	FILE *f;
-	size_t n;
-	int ok;
+	int64_t until = mono_ms() + PASSWORD_WAIT_MS;
+	struct stat st;
+	ssize_t n;
+	int fd;
 
-	if (cfg->password_file == NULL ||
-	    (f = fopen(cfg->password_file, "re")) == NULL)
+	if (cfg->password_file == NULL || (fd = open(cfg->password_file,
+	    O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)) < 0)
 		return cfg->password;
-	ok = fgets(buf, (int)len, f) != NULL;
-	fclose(f);
-	n = ok ? strcspn(buf, "\r\n") : 0;
+	if (fstat(fd, &st) < 0)
+		st.st_mode = 0;
+	n = first_line(fd, buf, len, S_ISREG(st.st_mode), until < deadline ?
+	    until : deadline);
+	close(fd);
+	n = n > 0 ? (ssize_t)strcspn(buf, "\r\n") : 0;
 	if (n == 0)
 		return cfg->password;
 	buf[n] = '\0';
 	return buf;
 }
 
+/*
+ * Write the login: AUTH [user] password (--password-file read again), or
+ * a PING when there is no password (a server that accepts but never
+ * answers must cost the connect timeout here). 0, or the status.
+ */
 static int
-handshake(struct conn *cn, int64_t deadline, int ahead, int db)
+login_send(struct conn *cn, int64_t deadline)
 {
 	const struct endpoint *ep = &cn->cfg->ep;
 	const char *argv[3];
-	char dbs[16], pw[1024];
-	int argc = 0, st;
+	size_t lens[3];
+	char pw[1024];
+	int argc = 0, i, st;
 
-	ahead = ahead && db == 0;
-	if (cn->cfg->password) {
+	if (cn->cfg->password == NULL)
+		argv[argc++] = "PING";
+	else {
 		argv[argc++] = "AUTH";
 		if (ep->user)
 			argv[argc++] = ep->user;
-		argv[argc++] = login_password(cn->cfg, pw, sizeof(pw));
-		if (ahead) {
-			login_ahead(cn, argc, argv, "authentication failed",
-			    deadline);
-			explicit_bzero(pw, sizeof(pw));
-			return 0;
-		}
-		st = ask(cn, "authentication failed", argc, argv, deadline);
-		explicit_bzero(pw, sizeof(pw));
-		if (st != 0) {
-			/* Any error answer to AUTH is a refusal; a peer that
-			 * is not Redis (cn closed) stays 76. */
-			if (cn->fail.status == RL_EXIT_PROTOCOL &&
-			    cn->fd >= 0) {
-				cn->fail.status = RL_EXIT_NOPERM;
-				cn->fail.kind = FAIL_CREDENTIALS;
-			}
-			return cn->fail.status;
-		}
-	}
-	if (db != 0) {
-		snprintf(dbs, sizeof(dbs), "%d", db);
-		argv[0] = "SELECT";
-		argv[1] = dbs;
-		return ask(cn, "cannot select the database", 2, argv,
+		argv[argc++] = login_password(cn->cfg, pw, sizeof(pw),
 		    deadline);
 	}
-	if (argc == 0) {
-		argv[0] = "PING";
-		if (ahead) {
-			login_ahead(cn, 1, argv, "PING", deadline);
-			return 0;
+	for (i = 0; i < argc; i++)
+		lens[i] = strlen(argv[i]);
+	st = send_by(cn, argc, argv, lens, deadline);
+	explicit_bzero(pw, sizeof(pw));
+	return st < 0 ? cn->fail.status : 0;
+}
+
+/* The login's answer by the deadline: 0, or the status. */
+static int
+login_answer(struct conn *cn, int64_t deadline)
+{
+	int auth = cn->cfg->password != NULL;
+	struct reply *r;
+
+	if (recv_by(cn, deadline, &r, auth ? "AUTH" : "PING", 1) < 0)
+		return cn->fail.status;
+	if (r->type == REPLY_ERROR) {
+		failure_from_reply(&cn->fail, auth ? "authentication failed" :
+		    "PING", r);
+		/* Any error answer to AUTH is a refusal of the credentials;
+		 * a peer that is not Redis (no error answer) stays 76. */
+		if (auth && cn->fail.status == RL_EXIT_PROTOCOL) {
+			cn->fail.status = RL_EXIT_NOPERM;
+			cn->fail.kind = FAIL_CREDENTIALS;
 		}
-		return ask(cn, "PING", 1, argv, deadline);
 	}
-	return 0;
+	reply_free(r);
+	return cn->fail.status;
+}
+
+/* The login, then SELECT db (with no password, SELECT is the login). */
+static int
+handshake(struct conn *cn, int64_t deadline, int db)
+{
+	const char *argv[2];
+	char dbs[16];
+	int st;
+
+	if ((cn->cfg->password || db == 0) &&
+	    ((st = login_send(cn, deadline)) != 0 ||
+	    (st = login_answer(cn, deadline)) != 0))
+		return st;
+	if (db == 0)
+		return 0;
+	snprintf(dbs, sizeof(dbs), "%d", db);
+	argv[0] = "SELECT";
+	argv[1] = dbs;
+	return ask(cn, "cannot select the database", 2, argv, deadline);
 }
 
 /*
@@ -1293,6 +1143,7 @@ maybe_tls_port(struct conn *cn, int64_t deadline)
 {
 	if (cn->cfg->ep.tls || cn->heard || cn->peer_len == 0 ||
 	    cn->fail.status != RL_EXIT_UNAVAILABLE ||
+	    cn->fail.kind == FAIL_INTERRUPTED ||
 	    (cn->last_errno != 0 && cn->last_errno != ECONNRESET &&
 	    cn->last_errno != EPIPE))
 		return;
@@ -1302,12 +1153,16 @@ maybe_tls_port(struct conn *cn, int64_t deadline)
 		    "%s", TLS_PLAIN_TO_TLS);
 }
 
-/* conn_connect, selecting database db. */
+/*
+ * conn_connect up to the login: the socket to host:port (NULL: the cfg's
+ * own endpoint), TLS, the reader. 0, or the status (cn closed). A past
+ * *deadline is moved to a ms from now; *shown: the time a message names
+ * for a silent login.
+ */
 static int
-connect_db(struct conn *cn, const char *host, int port, int64_t deadline,
-    unsigned how, int db)
+connect_socket(struct conn *cn, const char *host, int port,
+    int64_t *deadline, int64_t *shown)
 {
-	int64_t cmd = cn->cmd_timeout_ms, shown = cn->cfg->connect_timeout_ms;
 	int st;
 
 	drop(cn, 0);
@@ -1321,49 +1176,89 @@ connect_db(struct conn *cn, const char *host, int port, int64_t deadline,
 	cn->peer_len = 0;
 	cn->last_errno = 0;
 	cn->heard = 0;
-	if (deadline <= mono_ms())
-		deadline = mono_ms() + 1;
+	if (*deadline <= mono_ms())
+		*deadline = mono_ms() + 1;
 	/* A deadline well short of --connect-timeout (-w bounds the wait)
 	 * is the time the message names, to the 10 ms. */
-	if (deadline - mono_ms() + 50 < shown)
-		shown = (deadline - mono_ms() + 5) / 10 * 10;
+	*shown = cn->cfg->connect_timeout_ms;
+	if (*deadline - mono_ms() + 50 < *shown)
+		*shown = (*deadline - mono_ms() + 5) / 10 * 10;
 	if (host == NULL && cn->cfg->ep.kind == EP_UNIX)
-		st = open_unix(cn, cn->cfg->ep.path, deadline);
+		st = open_unix(cn, cn->cfg->ep.path, *deadline);
 	else if (host == NULL)
-		st = open_tcp(cn, cn->cfg->ep.host, cn->cfg->ep.port, deadline,
-		    0);
+		st = open_tcp(cn, cn->cfg->ep.host, cn->cfg->ep.port,
+		    *deadline, 0);
 	else
-		st = open_tcp(cn, host, port, deadline, 1);
+		st = open_tcp(cn, host, port, *deadline, 1);
 	if (st < 0)
 		return cn->fail.status;
 	/* TLS for TCP only: a unix socket stays on this host. */
 	if (cn->cfg->ep.tls && (host != NULL || cn->cfg->ep.kind != EP_UNIX) &&
-	    (st = start_tls(cn, host, port, deadline)) != 0) {
+	    (st = start_tls(cn, host, port, *deadline)) != 0) {
 		drop(cn, 1);
 		return st;
 	}
 	if ((cn->reader = redisReaderCreate()) == NULL)
 		oom();
+	return 0;
+}
+
+/* The login failed: its status, cn closed (told apart from a TLS port
+ * first, by the deadline). */
+static int
+login_failed(struct conn *cn, int64_t deadline)
+{
+	int st;
+
+	maybe_tls_port(cn, deadline);
+	st = cn->fail.status;
+	conn_close(cn);
+	return st;
+}
+
+/* conn_connect, selecting database db. */
+static int
+connect_db(struct conn *cn, const char *host, int port, int64_t deadline,
+    int db)
+{
+	int64_t cmd = cn->cmd_timeout_ms, shown;
+	int st;
+
+	if ((st = connect_socket(cn, host, port, &deadline, &shown)) != 0)
+		return st;
 	/* A server that accepts and then stays silent counts against the
 	 * same connect timeout, not a fresh command timeout; the message
 	 * names the connect timeout. */
 	cn->cmd_timeout_ms = shown;
-	st = handshake(cn, deadline, (how & CONN_LOGIN_AHEAD) != 0, db);
+	st = handshake(cn, deadline, db);
 	cn->cmd_timeout_ms = cmd;
-	if (st != 0) {
-		maybe_tls_port(cn, deadline);
-		st = cn->fail.status;
-		conn_close(cn);
-	}
-	return st;
+	return st != 0 ? login_failed(cn, deadline) : 0;
+}
+
+/* A connect that a stop signal ended (or that failed while one came):
+ * its status, the failure said as interrupted. */
+static int
+connect_stopped(struct conn *cn)
+{
+	failure_make(&cn->fail, FAIL_INTERRUPTED, RL_EXIT_UNAVAILABLE,
+	    "connect: %s", INTERRUPTED);
+	return cn->fail.status;
 }
 
 int
-conn_connect(struct conn *cn, const char *host, int port, int64_t deadline,
-    unsigned how)
+conn_connect(struct conn *cn, const char *host, int port, int64_t deadline)
 {
 	struct failure closed;
-	int st = connect_db(cn, host, port, deadline, how, cn->cfg->ep.db);
+	int st;
+
+	if (sig_stopping()) {
+		drop(cn, 0);
+		failure_clear(&cn->fail);
+		return connect_stopped(cn);
+	}
+	st = connect_db(cn, host, port, deadline, cn->cfg->ep.db);
+	if (st != 0 && sig_stopping())
+		return connect_stopped(cn);
 
 	/*
 	 * Closed on SELECT, the first command: a proxy without databases
@@ -1374,7 +1269,7 @@ conn_connect(struct conn *cn, const char *host, int port, int64_t deadline,
 	    strcmp(cn->fail.closed_on, "SELECT") != 0)
 		return st;
 	closed = cn->fail;
-	if (connect_db(cn, host, port, deadline, 0, 0) != 0) {
+	if (connect_db(cn, host, port, deadline, 0) != 0) {
 		cn->fail = closed;
 		return st;
 	}
@@ -1382,4 +1277,66 @@ conn_connect(struct conn *cn, const char *host, int port, int64_t deadline,
 	(void)failure_refused(&cn->fail, "SELECT");
 	conn_close(cn);
 	return cn->fail.status;
+}
+
+/* A connect conn_connect_start started, made (or failed): the login
+ * written, its answer owed, cmd_timeout_ms the time a silence names. */
+static int
+login_started(struct conn *cn)
+{
+	int64_t by = cn->connecting_by, shown;
+	int st;
+
+	if ((st = connect_socket(cn, NULL, 0, &by, &shown)) != 0)
+		return st;
+	cn->cmd_timeout_ms = shown;
+	return login_send(cn, by) != 0 ? login_failed(cn, by) : 0;
+}
+
+void
+conn_connect_started(struct conn *const *cn, int n, int *st)
+{
+	struct pollfd *p = xcalloc((size_t)n + 1, sizeof(*p));
+	int64_t *cmd = xcalloc((size_t)n, sizeof(*cmd)), first;
+	int i, j, k, left;
+
+	for (i = 0; i < n; i++) {
+		cmd[i] = cn[i]->cmd_timeout_ms;
+		st[i] = -1;
+	}
+	/* Each login is written as soon as its connect is made (one stalled
+	 * connect must not eat the others' time), and the answers are read
+	 * after: the waits overlap, by the deadline the connects were
+	 * started with. */
+	for (left = n; left > 0; ) {
+		first = INT64_MAX;
+		for (i = k = 0; i < n; i++) {
+			if (st[i] >= 0)
+				continue;
+			p[k].fd = cn[i]->connecting;
+			p[k++].events = POLLOUT;
+			if (cn[i]->connecting_by < first)
+				first = cn[i]->connecting_by;
+		}
+		k = sig_poll(p, (nfds_t)k, deadline_poll_ms(first));
+		if (k < 0 && errno == EINTR)
+			continue;
+		/* A stop signal: each connect then fails at once. */
+		for (i = j = 0; i < n; i++)
+			if (st[i] < 0 && (k < 0 || p[j++].revents != 0 ||
+			    mono_ms() >= cn[i]->connecting_by)) {
+				st[i] = login_started(cn[i]);
+				left--;
+			}
+	}
+	for (i = 0; i < n; i++) {
+		if (st[i] == 0 && (st[i] = login_answer(cn[i],
+		    cn[i]->connecting_by)) != 0)
+			st[i] = login_failed(cn[i], cn[i]->connecting_by);
+		cn[i]->cmd_timeout_ms = cmd[i];
+		if (st[i] != 0 && sig_stopping())
+			st[i] = connect_stopped(cn[i]);
+	}
+	free(cmd);
+	free(p);
 }

@@ -38,17 +38,6 @@ struct conn *conn_new(const struct conn_cfg *cfg, int64_t cmd_timeout_ms);
 void conn_free(struct conn *cn);
 
 /*
- * How conn_connect logs in. CONN_LOGIN_AHEAD: the login (AUTH, or the
- * PING) is not waited for but queued ahead of the first command, in the
- * same write, its answer read first, by the connect's deadline and named
- * as conn_connect names it: a round trip less. Not with a database to
- * SELECT. A failure of the login then fails the request it rode with
- * (again: AGAIN_NOT; AGAIN_NOT_THERE while an undo queued behind it may
- * still reach the server) and closes cn.
- */
-#define CONN_LOGIN_AHEAD	0x1
-
-/*
  * Connect to host:port (NULL host: the cfg's own TCP or unix endpoint)
  * and log in: AUTH [user] password (--password-file read again), then
  * SELECT db, or a PING when there is neither (a server that accepts but
@@ -57,18 +46,26 @@ void conn_free(struct conn *cn);
  * recorded and cn closed.
  */
 int conn_connect(struct conn *cn, const char *host, int port,
-    int64_t deadline, unsigned how);
+    int64_t deadline);
 
 /*
  * Start the connect to cfg's own endpoint now, without waiting for it,
  * so that several can be on their way at once from one thread: 1 when
- * the conn_connect (same `how`) that follows will wait for nothing but
- * that connect (a TCP address, not a name or a unix socket, the login
- * ahead, no TLS handshake, no SELECT); 0 when it does it all itself. The
- * connect is then given until `deadline` or conn_connect's, the sooner:
- * those started together time out together.
+ * conn_connect_started can finish it (a TCP address, not a name or a
+ * unix socket, no TLS handshake, no SELECT: a connect and one login
+ * command); 0 when conn_connect must do it all. The connect is given
+ * until `deadline` (or conn_connect's, if that comes first).
  */
-int conn_connect_start(struct conn *cn, int64_t deadline, unsigned how);
+int conn_connect_start(struct conn *cn, int64_t deadline);
+
+/*
+ * conn_connect for n conns whose connects conn_connect_start started, all
+ * in this thread: each login is written once its connect is made, and
+ * every answer read after, so the waits overlap under the deadlines the
+ * connects were started with (those started together time out together).
+ * st[i]: cn[i]'s status, as conn_connect returns it.
+ */
+void conn_connect_started(struct conn *const *cn, int n, int *st);
 
 /*
  * Close. After a failure the socket is reset (SO_LINGER 0), so the kernel
@@ -94,39 +91,23 @@ struct reply *conn_command(struct conn *cn, int argc, const char **argv,
 /* Takes a queued request's reply (freed after), with its ctx. */
 typedef void (*conn_done_fn)(void *ctx, const struct reply *r);
 
-/* A request's flags (conn_queue). */
-enum {
-	/*
-	 * Not waited for: written with the next command (or before the
-	 * next read), in one write, and its reply, met first by that read,
-	 * goes to done. A check such as CONFIG GET rides along with the
-	 * command that follows at no round trip of its own. A reply still
-	 * owed when cn closes is dropped unseen.
-	 */
-	CONN_AHEAD = 1 << 0,
-	/*
-	 * The undo of the request that follows: written only should the
-	 * login queued ahead of it (CONN_LOGIN_AHEAD) fail, right behind
-	 * it in the same stream, so that a server that reads the request
-	 * late, when we are gone, takes it back. Forgotten, and not even
-	 * kept, when no login is owed.
-	 */
-	CONN_UNDO = 1 << 1
-};
-
+/* A request not waited for (conn_queue), and who takes its reply. */
 struct conn_req {
 	int argc;
 	const char **argv;		/* binary-safe, with lens */
 	const size_t *lens;
-	unsigned flags;			/* CONN_AHEAD or CONN_UNDO */
-	conn_done_fn done;		/* CONN_AHEAD */
+	conn_done_fn done;
 	void *ctx;
 };
 
 /*
- * Queue a request (copied: argv need not outlive the call). 0, or -1
- * when cn is closed or too many replies are owed (a CONN_AHEAD request
- * is then not sent at all).
+ * Queue a request (copied: argv need not outlive the call), not waited
+ * for: it is written with the next command (or before the next read), in
+ * one write, and its reply, met first by that read, goes to done. A check
+ * such as CONFIG GET rides along with the command that follows at no
+ * round trip of its own. A reply still owed when cn closes is dropped
+ * unseen. 0, or -1 when cn is closed or too many replies are owed (the
+ * request is then not sent at all).
  */
 int conn_queue(struct conn *cn, const struct conn_req *rq);
 
@@ -146,10 +127,8 @@ int conn_recv(struct conn *cn, int64_t deadline, const char *what,
 
 /*
  * The caller stops waiting for a reply (conn_recv's deadline passed):
- * the failure is recorded as `what`'s timeout, or the login's silence
- * if its answer is still owed (an undo queued behind it written), and cn
- * is closed with a reset, so the kernel cannot hand the command to Redis
- * later.
+ * the failure is recorded as `what`'s timeout, and cn is closed with a
+ * reset, so the kernel cannot hand the command to Redis later.
  */
 void conn_give_up(struct conn *cn, const char *what);
 

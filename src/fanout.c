@@ -6,12 +6,14 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include "sig.h"
 #include "util.h"
 
 struct fanout_job {
 	void (*job)(void *arg, int i);
 	void *arg;
 	int i;
+	int stop;			/* the caller's sig_stop_watch */
 	pthread_t t;
 	int started;
 };
@@ -21,6 +23,7 @@ run_one(void *p)
 {
 	struct fanout_job *f = p;
 
+	(void)sig_stop_watch(f->stop);
 	f->job(f->arg, f->i);
 	return NULL;
 }
@@ -30,7 +33,7 @@ fanout_run(int n, void (*job)(void *arg, int i), void *arg)
 {
 	struct fanout_job *f;
 	sigset_t all, old;
-	int i;
+	int i, stop;
 
 	if (n <= 1) {
 		if (n == 1)
@@ -38,6 +41,7 @@ fanout_run(int n, void (*job)(void *arg, int i), void *arg)
 		return;
 	}
 	f = xcalloc((size_t)n, sizeof(*f));
+	stop = sig_stop_fd() >= 0;
 	/* Threads take the mask of the thread that makes them. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
@@ -45,6 +49,7 @@ fanout_run(int n, void (*job)(void *arg, int i), void *arg)
 		f[i].job = job;
 		f[i].arg = arg;
 		f[i].i = i;
+		f[i].stop = stop;
 		f[i].started = pthread_create(&f[i].t, NULL, run_one,
 		    &f[i]) == 0;
 	}

@@ -13,6 +13,7 @@
  * in a thread of its own with every signal blocked, so the signals stay
  * the main thread's (its signalfd). A thread that cannot be made leaves
  * its job to the caller's thread, after the others: slower, never lost.
+ * Each job's waits end at a stop signal when the caller's do (sig.h).
  * Jobs must touch only what is theirs (item i) and what nobody writes.
  */
 void fanout_run(int n, void (*job)(void *arg, int i), void *arg);

@@ -2,7 +2,7 @@
 /*
  * Waiting for a holder that is not rlock (a redis-py or node-redlock lock
  * on P{KEY}, without :meta). Its release wakes nobody, so its waiters look
- * every FOREIGN_LOOK_MS (lockops.h) whether it is gone, through the lock
+ * every FOREIGN_LOOK_MS (lockres.h) whether it is gone, through the lock
  * (lock_look_foreign): one EXISTS each, the cheapest command
  * that tells "gone" and "rlock's now" from "still foreign". rlock's own
  * holders still wake their waiters, who do not look.

@@ -8,11 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include <uuid/uuid.h>
-
-#include "user.h"
 #include "util.h"
 
 static int
@@ -99,6 +95,7 @@ lock_keys_init(struct lock_keys *k, const char *prefix, const char *key,
 {
 	const char *tok = token ? token : "";
 
+	memset(k, 0, sizeof(*k));
 	k->lock = key_name(prefix, key, keylen, "", &k->lock_len);
 	k->meta = key_name(prefix, key, keylen, ":meta", &k->meta_len);
 	k->metas = key_name(prefix, key, keylen, ":metas", &k->metas_len);
@@ -127,69 +124,12 @@ lock_keys_free(struct lock_keys *k)
 	char **all[] = { &k->lock, &k->meta, &k->metas, &k->fence, &k->sem,
 	    &k->limit, &k->queue, &k->waiters, &k->wake,
 	    &k->wake_prefix, &k->my_wake, &k->tokens, &k->last, &k->turn,
-	    &k->broken, &k->shares, &k->writers, &k->wtokens };
+	    &k->broken, &k->shares, &k->writers, &k->wtokens, &k->timeouts };
 	size_t i;
 
 	for (i = 0; i < sizeof(all) / sizeof(all[0]); i++)
 		free(*all[i]);
 	memset(k, 0, sizeof(*k));
-}
-
-void
-lock_ctx_init(struct lock_ctx *ctx, const char *prefix, const char *key,
-    int64_t lease_ms, long limit, int fair, const char *token,
-    char *cmdline)
-{
-	uuid_t u;
-
-	memset(ctx, 0, sizeof(*ctx));
-	if (token) {
-		snprintf(ctx->token, sizeof(ctx->token), "%s", token);
-	} else {
-		/* uuid_generate_random reads getrandom(): a CSPRNG. */
-		uuid_generate_random(u);
-		uuid_unparse_lower(u, ctx->token);
-	}
-	lock_keys_init(&ctx->k, prefix, key, strlen(key), ctx->token);
-	ctx->key = key;
-	ctx->lease_ms = lease_ms;
-	ctx->limit = limit;
-	ctx->fair = fair;
-	if (gethostname(ctx->host, sizeof(ctx->host) - 1) < 0)
-		snprintf(ctx->host, sizeof(ctx->host), "unknown");
-	user_name(ctx->user, sizeof(ctx->user));
-	ctx->cmdline = cmdline;
-	lock_ctx_set_pid(ctx, (long)getpid());
-}
-
-void
-lock_ctx_set_pid(struct lock_ctx *ctx, long pid)
-{
-	size_t n;
-
-	snprintf(ctx->pid, sizeof(ctx->pid), "%ld", pid);
-	n = strlen(ctx->user) + strlen(ctx->host) + strlen(ctx->pid) +
-	    strlen(ctx->cmdline) + 4;
-	free(ctx->waiter_info);
-	ctx->waiter_info = xmalloc(n);
-	snprintf(ctx->waiter_info, n, "%s\x1f%s\x1f%s\x1f%s", ctx->user,
-	    ctx->host, ctx->pid, ctx->cmdline);
-}
-
-void
-lock_ctx_new_token(struct lock_ctx *ctx)
-{
-	struct lock_keys *k = &ctx->k;
-	size_t n = strlen(ctx->token);
-	uuid_t u;
-
-	uuid_generate_random(u);
-	uuid_unparse_lower(u, ctx->token);
-	free(k->my_wake);
-	k->my_wake_len = k->wake_prefix_len + n;
-	k->my_wake = xmalloc(k->my_wake_len + 1);
-	memcpy(k->my_wake, k->wake_prefix, k->wake_prefix_len);
-	memcpy(k->my_wake + k->wake_prefix_len, ctx->token, n + 1);
 }
 
 void

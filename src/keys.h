@@ -22,10 +22,13 @@ struct lock_keys {
 	/* -s: the shares, the exclusive waiters they wait for, and the
 	 * wake tokens of those */
 	char *shares, *writers, *wtokens;
+	/* --redisson --fair: Redisson's sorted set of the waiters' timeouts
+	 * (mode_redisson.c); NULL in rlock's own names */
+	char *timeouts;
 	size_t lock_len, meta_len, metas_len, fence_len, sem_len, limit_len;
 	size_t queue_len, waiters_len, wake_len, wake_prefix_len;
 	size_t my_wake_len, tokens_len, last_len, turn_len, broken_len;
-	size_t shares_len, writers_len, wtokens_len;
+	size_t shares_len, writers_len, wtokens_len, timeouts_len;
 };
 
 /* How a run ended, for the release that records it in P{KEY}:last. */
@@ -36,9 +39,13 @@ struct run_end {
 	int64_t ran_ms;		/* grant to end on our clock (meta gone) */
 };
 
+struct lock_mode;	/* mode.h */
+
 struct lock_ctx {
+	const struct lock_mode *mode;	/* what the lock is in Redis */
 	struct lock_keys k;
 	const char *key;	/* KEY as given, for messages; not owned */
+	const char *prefix;	/* --prefix; not owned */
 	char token[37];
 	int64_t lease_ms;
 	long limit;		/* 1: mutex; N: semaphore */
@@ -58,28 +65,23 @@ struct lock_ctx {
 	/* The fence acquire.lua is asked to draw (its fence_proposed), or
 	 * 0: none. */
 	int64_t fence_proposed;
+	/* A run that will not wait (-n): on one server, an acquire that
+	 * finds KEY held counts the run as skipped in P{KEY}:last in the
+	 * same call (lock_busy's skip_counted) and names the holder. */
+	int skip_count;
 };
 
 /*
- * Build every key and channel name of KEY under prefix, for a waiter with
- * token (its wake channel; NULL: none); free with lock_keys_free.
+ * Build every key and channel name of KEY under prefix as rlock's own
+ * lock names them (mode_rlock.c), for a waiter with token (its wake
+ * channel; NULL: none); free with lock_keys_free.
  */
 void lock_keys_init(struct lock_keys *k, const char *prefix,
     const char *key, size_t keylen, const char *token);
 void lock_keys_free(struct lock_keys *k);
 
-/* Fill ctx: keys, a fresh random token (or `token` if not NULL), host,
- * user, pid, command line (taken over). Free with lock_ctx_free. */
-void lock_ctx_init(struct lock_ctx *ctx, const char *prefix, const char *key,
-    int64_t lease_ms, long limit, int fair, const char *token,
-    char *cmdline);
+/* Free what lock_ctx_init (mode.h) filled ctx with. */
 void lock_ctx_free(struct lock_ctx *ctx);
-
-/* The holder's pid as recorded (rlock lock: the section's owner). */
-void lock_ctx_set_pid(struct lock_ctx *ctx, long pid);
-
-/* A fresh random token for ctx, and the wake channel named after it. */
-void lock_ctx_new_token(struct lock_ctx *ctx);
 
 /*
  * Every name of KEY starts P{KEY}: the Cluster hash tag {KEY} puts them

@@ -62,16 +62,6 @@ lock_open(struct lock *l)
 }
 
 int
-lock_open_first(struct lock *l)
-{
-	int i, n = lock_nodes(l);
-
-	for (i = 0; i < n; i++)
-		server_open_how(lock_node(l, i)->srv, CONN_LOGIN_AHEAD);
-	return lock_open(l);
-}
-
-int
 lock_reopen(struct lock *l)
 {
 	if (l->ops->nodes(l) == 1)
@@ -107,14 +97,9 @@ enum lock_result
 lock_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
     int want_holder, int64_t *fence, struct lock_busy *busy)
 {
-	return l->ops->acquire(l, ctx, queue, want_holder, fence, busy);
-}
-
-int
-lock_acquire_start(struct lock *l, const struct lock_ctx *ctx, int queue,
-    int want_holder)
-{
-	return l->ops->acquire_start(l, ctx, queue, want_holder);
+	if (l->ops->acquire_start(l, ctx, queue, want_holder) < 0)
+		return LOCK_ERROR;
+	return l->ops->acquire_finish(l, ctx, fence, busy);
 }
 
 enum lock_result
@@ -344,7 +329,7 @@ lock_node_ask_ahead(struct lock_node *n, int argc, const char **argv,
     void *arg)
 {
 	struct conn_req rq = { .argc = argc, .argv = argv, .lens = lens,
-	    .flags = CONN_AHEAD, .done = fn, .ctx = arg };
+	    .done = fn, .ctx = arg };
 
 	return server_queue(n->srv, &rq);
 }

@@ -17,7 +17,8 @@
 #include <stdint.h>
 
 #include "keys.h"
-#include "lockops.h"
+#include "lockres.h"
+#include "mode.h"
 #include "reply.h"
 #include "waker.h"
 
@@ -31,6 +32,7 @@ struct lock_cfg {
 	int redlock;
 	int64_t connect_timeout_ms;	/* the user's --connect-timeout */
 	int64_t master_timeout_ms;	/* --redlock: each master's cap */
+	const char *url_from;		/* for messages: rlock_opts' */
 };
 
 /* Free what a lock_cfg holds (its endpoints, the array). */
@@ -50,15 +52,6 @@ struct lock *lock_new_like(const struct lock *l);
  */
 int lock_open(struct lock *l);
 
-/*
- * lock_open for a run's first question: on a plain server (one, or each
- * --redlock master) the login (AUTH or PING) is not waited for but rides
- * ahead of the first command (CONN_LOGIN_AHEAD), which takes its answer
- * first, and whose failure is then the login's (failure.again: do not
- * try again; quorum.c asks such a master no further acquire). A round
- * trip less.
- */
-int lock_open_first(struct lock *l);
 void lock_close(struct lock *l);
 int lock_is_open(const struct lock *l);
 
@@ -74,8 +67,9 @@ void lock_set_timeouts(struct lock *l, int64_t connect_ms, int64_t cmd_ms);
 int64_t lock_connect_timeout(const struct lock *l);
 
 /*
- * One acquire attempt; with `queue` a --fair waiter joins (or stays in)
- * the queue, with `want_holder` the busy reply names the holder.
+ * One acquire attempt; with `queue` (LOCK_JOIN, LOCK_REJOIN) a --fair
+ * waiter joins (or stays in) the queue, with `want_holder` the busy reply
+ * names the holder.
  * LOCK_GRANTED sets *fence; LOCK_BUSY fills *busy; LOCK_ERROR leaves the
  * failure (FAIL_SCRIPT: a refusal by our own script, e.g. a --limit that
  * differs from the holders').
@@ -84,14 +78,11 @@ enum lock_result lock_acquire(struct lock *l, const struct lock_ctx *ctx,
     int queue, int want_holder, int64_t *fence, struct lock_busy *busy);
 
 /*
- * lock_acquire in two halves: lock_acquire_start sends the attempt (0, or
- * -1 with the failure recorded), lock_acquire_finish reads its answer
- * within the command timeout, given the same ctx, and answers as
- * lock_acquire. A lock may also start one on its own, right behind a
- * wake-up (lock_waker), to be finished by the waiter.
+ * lock_acquire is the lock's start of an attempt (the ops' acquire_start)
+ * and then this: its answer read within the command timeout, given the
+ * same ctx, answered as lock_acquire. A lock also starts one on its own,
+ * right behind a wake-up (lock_waker), for the waiter to finish here.
  */
-int lock_acquire_start(struct lock *l, const struct lock_ctx *ctx, int queue,
-    int want_holder);
 enum lock_result lock_acquire_finish(struct lock *l,
     const struct lock_ctx *ctx, int64_t *fence, struct lock_busy *busy);
 
@@ -198,8 +189,8 @@ const struct failure *lock_node_failure(const struct lock_node *n);
 void lock_node_name(const struct lock_node *n, char *buf, size_t len);
 
 /* One command, or one script call (script_args.h; read-only: _ro), as
- * server_command and script_call: the reply (caller frees), or NULL with the failure
- * recorded in n. */
+ * server_command and script_call: the reply (caller frees), or NULL with
+ * the failure recorded in n. */
 struct reply *lock_node_command(struct lock_node *n, int argc,
     const char **argv, const size_t *lens);
 struct reply *lock_node_script(struct lock_node *n,

@@ -31,8 +31,12 @@
 # holder and the waiter will run later). Unless the script says
 #   -- PRECHECK: none
 # they are all asked first (lib/acl.lua), and nothing is written when the
-# caller's ACL refuses one. tests/lua-monitor.bats checks, under MONITOR,
-# that every command a script runs is declared, on a key of its KEYS.
+# caller's ACL refuses one; with
+#   -- PRECHECK: called
+# they are asked when the script calls acl_precheck() (below its head:
+# "-- HEAD ENDS", further down). tests/lua-monitor.bats checks, under
+# MONITOR, that every command a script runs is declared, on a key of its
+# KEYS.
 #   -- REPLY: now mode            reply{now = ..., mode = ...} returns
 #   -- REPLY holders: user host   them in order, as reply_holders{...};
 # r_holders = {'user', 'host'} (C: SCRIPT_R_NOW, SCRIPT_HOLDERS_USER,
@@ -99,21 +103,19 @@ keys=$(header KEYS) argv=$(header ARGV)
 printf '%s\n' "$code" | grep -Eq '\b(KEYS|ARGV)\[' &&
 	die "reads KEYS[i] or ARGV[i]: use the k_NAME and a_NAME of its header"
 
-# The ACL pre-check, from RUNS: acl(CMD, ARG...) for each command asked,
-# under its conditions.
-precheck=""
-if ! grep -q '^-- PRECHECK: none' "$script"; then
-	r=$(all "$script")
+# questions: "COND|CMD ARG..." lines on stdin into acl(CMD, ARG...), one
+# for each command asked, under its conditions.
+questions() {
 	# shellcheck disable=SC2086 # the names, one line
-	precheck=$(printf '%s\n' "$r" | awk -F'|' -v keys=" $(echo $keys |
-	    tr -d '?') " -v argv=" $(echo $argv | tr -d '?') " -v s="$script" '
+	awk -F'|' -v keys=" $(echo $keys | tr -d '?') " \
+	    -v argv=" $(echo $argv | tr -d '?') " -v s="$script" '
 	function die(m) { print s ": RUNS: " m > "/dev/stderr"; bad = 1; exit 1 }
 	function cond(c,   n, p, i, e, out) {
 		n = split(c, p, ","); out = ""
 		for (i = 1; i <= n; i++) {
 			if (p[i] == "mutex") e = "a_limit == \047" 1 "\047"
 			else if (p[i] == "sem") e = "a_limit ~= \047" 1 "\047"
-			else if (p[i] == "fair") e = "(a_join == \0471\047 or " \
+			else if (p[i] == "fair") e = "(a_join ~= \0470\047 or " \
 			    "string.find(a_needs, \047f\047, 1, true))"
 			else if (p[i] == "blpop") e = \
 			    "string.find(a_needs, \047w\047, 1, true)"
@@ -156,11 +158,31 @@ if ! grep -q '^-- PRECHECK: none' "$script"; then
 			print line ")"
 		}
 		if (open != "") print "end"
-	}')
-	[ -z "$precheck" ] || precheck="acl_ask(function()
-$precheck
+	}'
+}
+
+# The ACL pre-check, from RUNS: asked at the top, or with
+# "-- PRECHECK: called" made the function acl_precheck(), which the
+# script calls before its first write (it returns nil, or the refusal
+# for the script to return).
+precheck=""
+if ! grep -q '^-- PRECHECK: none' "$script"; then
+	body=$(all "$script" | questions)
+	if grep -q '^-- PRECHECK: called' "$script"; then
+		printf '%s\n' "$code" | grep -q 'acl_precheck()' ||
+			die "PRECHECK: called, but it never calls acl_precheck()"
+		precheck="local function acl_precheck()
+acl_ask(function()
+$body
+end)
+return acl_refused
+end"
+	elif [ -n "$body" ]; then
+		precheck="acl_ask(function()
+$body
 end)
 if acl_refused then return acl_refused end"
+	fi
 fi
 
 # Every command the script's own code runs is declared.
@@ -221,25 +243,47 @@ prelude="$(locals k KEYS "$keys")
 $(locals a ARGV "$argv")
 $replies"
 
-tmp=$(mktemp)
-trap 'rm -f "$tmp"' EXIT
+# A head: the code above a line "-- HEAD ENDS" runs before the libraries
+# that only the code below it calls are made, and before the pre-check,
+# so a call that ends in the head makes none of their closures (each
+# `local function` is made anew on every call). It writes nothing the
+# pre-check has not asked (it cannot call acl_precheck, made after it).
+if grep -q '^-- HEAD ENDS$' "$script"; then
+	head_text=$(sed '/^-- HEAD ENDS$/,$d' "$script")
+	rest_text=$(sed '1,/^-- HEAD ENDS$/d' "$script")
+else
+	head_text="" rest_text=$(cat "$script")
+fi
+tmp=$(mktemp) htmp=$(mktemp)
+trap 'rm -f "$tmp" "$htmp"' EXIT
 printf '%s\n%s\n' "$precheck" "$code" > "$tmp"
+printf '%s\n' "$head_text" | sed -e '/^[[:space:]]*--/d' > "$htmp"
 uses() { # FILE...: do they call (or pass on: "f," "f)") a function of $lib?
 	names=$(sed -n 's/^local function \([A-Za-z_0-9]*\).*/\1/p' "$lib" |
 		paste -sd'|')
 	[ -n "$names" ] && grep -Eq "\\b($names)[(,)]" "$@"
 }
-want=""
-for _pass in 1 2; do
-	want_next=""
-	for lib in "$libdir"/*.lua; do
-		# shellcheck disable=SC2086 # want: paths without spaces
-		if uses "$tmp" $want; then want_next="$want_next $lib"; fi
+# libs FILE: the libraries FILE calls, and those they call in turn.
+libs() {
+	want=""
+	for _pass in 1 2; do
+		want_next=""
+		for lib in "$libdir"/*.lua; do
+			# shellcheck disable=SC2086 # want: paths without spaces
+			if uses "$1" $want; then want_next="$want_next $lib"; fi
+		done
+		want=$want_next
 	done
-	want=$want_next
+	echo "$want"
+}
+want_head=$(libs "$htmp")
+want_rest=""
+for lib in $(libs "$tmp"); do
+	case " $want_head " in *" $lib "*) ;; *) want_rest="$want_rest $lib" ;; esac
 done
 # Only whole-line comments go: a "--" after code may be inside a string.
 # shellcheck disable=SC2086
-{ printf '%s\n' "$prelude"; cat $want; printf '%s\n' "$precheck"; \
-  cat "$script"; } |
+{ printf '%s\n' "$prelude"; cat $want_head /dev/null; \
+  printf '%s\n' "$head_text"; cat $want_rest /dev/null; \
+  printf '%s\n' "$precheck" "$rest_text"; } |
 	sed -e '/^[[:space:]]*--/d' -e 's/^[[:space:]]*//' -e '/^$/d'

@@ -31,6 +31,7 @@
 #include "lease.h"
 #include "lua_scripts.h"
 #include "script.h"
+#include "sig.h"
 #include "single.h"
 #include "util.h"
 #include "wake.h"
@@ -57,14 +58,6 @@ struct quorum {
 	const struct conn_cfg *cfgs;
 	int64_t cap;			/* each master's timeouts, at most */
 	int64_t cmd_ms;			/* each master's reply, at most */
-	/* Its login, sent ahead of our acquire, failed, and the undo
-	 * written behind that acquire may still reach it (AGAIN_NOT_THERE):
-	 * it would take back a grant there under the same token. So it is
-	 * asked no more acquires in this run, and counts as a no to an
-	 * extend or a re-entry check, not asked (a yes would be the old
-	 * acquire, its undo still to come). A release there does no harm. */
-	unsigned char no_acquire[REDLOCK_MAX];
-	char barred_for[37];		/* the token no_acquire is for */
 	/* An acquire between op_acquire_start and op_acquire_finish: when
 	 * it began (0: none), what every master was asked, who was sent it. */
 	int64_t t0;
@@ -154,6 +147,12 @@ say_short(struct quorum *q, const char *what, int ok)
 	    "(%d needed)%s%.60s%s%.100s", what, ok, q->n, strcmp(what,
 	    "connect") ? "answered" : "reachable", majority(q),
 	    why ? "; " : "", url, why ? ": " : "", why ? why->why : "");
+	/* A refused permission keeps its kind and rule: the line gives the
+	 * ACL SETUSER that cures it (config_report). */
+	if (why && why->kind == FAIL_NOPERM) {
+		q->fail.kind = FAIL_NOPERM;
+		memcpy(q->fail.acl_rule, why->acl_rule, sizeof(why->acl_rule));
+	}
 }
 
 struct opening {
@@ -178,30 +177,28 @@ open_master(void *arg, int i)
  * run cost 1.7 times one node's; at once, they cost the slowest master's,
  * and stalled masters together cost one connect timeout.
  * At once means one thread each (fanout.c), unless every connect can be
- * started first and waited for after (a run's first open, the logins
- * riding with the acquire: server_open_start): then the waits overlap
- * in this thread, under the one deadline they were started with, and the
+ * started first and its login written and answered after
+ * (server_open_start, server_open_started): then the waits overlap in
+ * this thread, under the one deadline they were started with, and the
  * 4 threads' making cost more than the connects.
  */
 static void
-open_closed(struct quorum *q, int skip_barred)
+open_closed(struct quorum *q)
 {
 	struct opening o = { .q = q };
+	struct server *s[REDLOCK_MAX];
 	int i, n = 0, early = 0;
 
-	/* To acquire or to count votes, a barred master would only cost a
-	 * connect (and keep its failure, why it is barred, for say_short). */
 	for (i = 0; i < q->n; i++)
-		if (!m_open(q->m[i]) && !(skip_barred && q->no_acquire[i])) {
+		if (!m_open(q->m[i])) {
+			s[n] = m_server(q->m[i]);
+			early += server_open_start(s[n]);
 			o.at[n++] = i;
-			early += server_open_start(m_server(q->m[i]));
 		}
-	if (early < n) {
+	if (early < n)
 		fanout_run(n, open_master, &o);
-		return;
-	}
-	for (i = 0; i < n; i++)
-		open_master(&o, i);
+	else if (n > 0)
+		server_open_started(s, n);
 }
 
 /* Connect every master that is not connected; 0 when a majority is. */
@@ -209,13 +206,25 @@ static int
 op_open(struct lock *l)
 {
 	struct quorum *q = q_of(l);
+	enum fail_kind k;
+	int i, reached = 0;
 
-	open_closed(q, 0);
+	open_closed(q);
 	if (op_is_open(l)) {
 		failure_clear(&q->fail);
 		return 0;
 	}
 	say_short(q, "connect", masters_open(q));
+	/* No master that failed was reached (refused, a name that does
+	 * not resolve, TLS): as on one server, most likely the URLs
+	 * (wait_first_weather). */
+	for (i = 0; i < q->n; i++) {
+		k = m_fail(q->m[i])->kind;
+		reached |= !m_open(q->m[i]) && k != FAIL_UNREACHABLE &&
+		    k != FAIL_TLS;
+	}
+	if (!reached && q->fail.kind == FAIL_OTHER)
+		q->fail.kind = FAIL_UNREACHABLE;
 	return q->fail.status;
 }
 
@@ -409,7 +418,7 @@ static void
 recv_some(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
     unsigned char *sent, int need, int64_t until, int64_t by, int *said)
 {
-	struct pollfd p[REDLOCK_MAX];
+	struct pollfd p[REDLOCK_MAX + 1];
 	struct server *s;
 	int64_t left;
 	int at[REDLOCK_MAX], i, n, got = 0;
@@ -433,8 +442,9 @@ recv_some(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
 		left = until - mono_ms();
 		if (got >= need || n == 0 || left <= 0)
 			return;
-		/* An error costs only the order: recv_all reads the rest. */
-		if (poll(p, (nfds_t)n, deadline_poll_ms(until)) < 0) {
+		/* An error costs only the order: recv_all reads the rest
+		 * (a stop signal: each read ends at once). */
+		if (sig_poll(p, (nfds_t)n, deadline_poll_ms(until)) < 0) {
 			if (errno == EINTR)
 				continue;
 			return;
@@ -489,20 +499,16 @@ op_acquire_start(struct lock *l, const struct lock_ctx *ctx, int queue,
 
 	(void)queue;
 	q->t0 = mono_ms();
-	/* Barred for another token: the undo that may still reach those
-	 * masters takes back that token's grants, never this one's. */
-	if (strcmp(q->barred_for, ctx->token) != 0) {
-		memset(q->no_acquire, 0, sizeof(q->no_acquire));
-		memcpy(q->barred_for, ctx->token, sizeof(q->barred_for));
-	}
-	open_closed(q, 1);
+	open_closed(q);
 	q->asked = *ctx;
 	q->asked.fence_proposed = wall_ms() + FENCE_AHEAD_MS;
+	/* A skip is recorded on every master that answers (lock_record),
+	 * not by the masters that happen to find KEY held. */
+	q->asked.skip_count = 0;
 	q->asked_want = want_holder;
 	for (i = 0; i < q->n; i++)
-		q->sent[i] = m_open(q->m[i]) && !q->no_acquire[i] &&
-		    single_send(q->m[i], SINGLE_ACQUIRE, &q->asked,
-		    want_holder) == 0;
+		q->sent[i] = m_open(q->m[i]) && single_send(q->m[i],
+		    SINGLE_ACQUIRE, &q->asked, want_holder) == 0;
 	return 0;
 }
 
@@ -516,7 +522,7 @@ op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
     struct lock_busy *busy)
 {
 	struct quorum *q = q_of(l);
-	int i, n = q->n, got = 0, errs = 0, own = -1, raised, barred = 0;
+	int i, n = q->n, got = 0, errs = 0, own = -1, raised;
 	int64_t t0 = q->t0, f, best = 0, by, drew[REDLOCK_MAX];
 	unsigned char granted[REDLOCK_MAX] = { 0 };
 	struct lock_busy b;
@@ -528,10 +534,7 @@ op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
 		struct lock *m = q->m[i];
 
 		if (!q->sent[i]) {
-			if (q->no_acquire[i])
-				barred++;
-			else
-				errs++;
+			errs++;
 			continue;
 		}
 		switch (single_recv_acquire(m, &q->asked, q->asked_want, by,
@@ -549,9 +552,7 @@ op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
 			break;
 		default:
 			errs++;
-			if (m_fail(m)->again == AGAIN_NOT_THERE)
-				q->no_acquire[i] = 1;
-			else if (m_fail(m)->kind == FAIL_SCRIPT)
+			if (m_fail(m)->kind == FAIL_SCRIPT)
 				own = i;
 			break;
 		}
@@ -572,16 +573,8 @@ op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
 		q->fail = *m_fail(q->m[own]);
 		return LOCK_ERROR;
 	}
-	if (errs + barred > n - majority(q)) {
-		say_short(q, "acquire", n - errs - barred);
-		/* Too few left that may be asked: as a failed login on one
-		 * server, nothing to try again. */
-		for (i = 0, barred = 0; i < n; i++)
-			barred += q->no_acquire[i];
-		/* Too few masters left to ask: not worth a later try either
-		 * (failure_retry). */
-		q->fail.again = barred > n - majority(q) ? AGAIN_NOT_THERE :
-		    AGAIN_MAY;
+	if (errs > n - majority(q)) {
+		say_short(q, "acquire", n - errs);
 		return LOCK_ERROR;
 	}
 	if (!have_busy) {
@@ -594,15 +587,6 @@ op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
 	if (got > 0 || !have_busy)
 		busy->wait_ms = split_retry_ms();
 	return LOCK_BUSY;
-}
-
-static enum lock_result
-op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
-    int want_holder, int64_t *fence, struct lock_busy *busy)
-{
-	if (op_acquire_start(l, ctx, queue, want_holder) < 0)
-		return LOCK_ERROR;
-	return op_acquire_finish(l, ctx, fence, busy);
 }
 
 /* Between op_acquire_start and op_acquire_finish: when it was sent. */
@@ -636,13 +620,8 @@ static void
 tally(struct quorum *q, const struct lock_ctx *ctx, enum single_op op,
     int *said, int *yes, int *no)
 {
-	int i;
-
-	open_closed(q, 1);
+	open_closed(q);
 	ask_all(q, op, ctx, NULL, said);
-	for (i = 0; i < q->n; i++)
-		if (q->no_acquire[i])
-			said[i] = 0;
 	count(q, said, yes, no);
 }
 
@@ -716,7 +695,7 @@ op_release(struct lock *l, const struct lock_ctx *ctx)
 	unsigned char sent[REDLOCK_MAX], last[REDLOCK_MAX];
 	int64_t by;
 
-	open_closed(q, 0);
+	open_closed(q);
 	for (i = 0; i < q->n; i++) {
 		was_open[i] = m_open(q->m[i]);
 		said[i] = -1;
@@ -923,7 +902,6 @@ static const struct lock_ops QUORUM_OPS = {
 	.close = op_close,
 	.is_open = op_is_open,
 	.set_timeouts = op_set_timeouts,
-	.acquire = op_acquire,
 	.acquire_start = op_acquire_start,
 	.acquire_finish = op_acquire_finish,
 	.acquire_pending = op_acquire_pending,

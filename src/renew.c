@@ -20,7 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "lease.h"
+#include "sig.h"
 #include "util.h"
 
 /* COMMAND runs this long before we listen: a run that ends sooner has
@@ -95,12 +97,11 @@ nap(struct renewer *rw, int64_t until)
 		{ .fd = rw->stop_pipe[0], .events = POLLIN },
 		{ .fd = lock_watch_fd(rw->l), .events = POLLIN },
 	};
-	int64_t left;
 	int n, r = 0;
 
 	pthread_mutex_unlock(&rw->mu);
-	while (r == 0 && (left = until - mono_ms()) > 0) {
-		n = poll(p, 2, (int)(left > 60000 ? 60000 : left));
+	while (r == 0 && until - mono_ms() > 0) {
+		n = poll(p, 2, deadline_poll_ms(until));
 		if (n < 0 && errno != EINTR)
 			break;
 		r = n <= 0 ? 0 : p[0].revents ? 1 : p[1].revents ? 2 : 0;
@@ -318,7 +319,7 @@ make_thread(struct renewer *rw)
 	(void)pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
 	(void)pthread_cond_init(&rw->park, &a);
 	(void)pthread_condattr_destroy(&a);
-	if ((e = pthread_create(&rw->thread, NULL, renew_loop, rw)) != 0) {
+	if ((e = sig_thread_create(&rw->thread, renew_loop, rw)) != 0) {
 		pthread_cond_destroy(&rw->park);
 		thread_pipes_close(rw->stop_pipe, rw->event_pipe);
 		errno = e;

@@ -40,10 +40,10 @@ vmake(struct failure *f, enum fail_kind kind, int status, const char *fmt,
 {
 	f->status = status;
 	f->kind = kind;
-	f->again = AGAIN_MAY;
 	f->code[0] = '\0';
 	f->said[0] = '\0';
 	f->closed_on[0] = '\0';
+	f->acl_rule[0] = '\0';
 	vsnprintf(f->why, sizeof(f->why), fmt, ap);
 }
 
@@ -140,14 +140,12 @@ failure_transient(int status)
 int
 failure_retry(const struct failure *f)
 {
-	/* A request behind a login that failed was never run: a new try
-	 * on a new connection is safe, unless the undo written behind it
-	 * may still reach the server and take the new try's grant back. */
-	if (f->again == AGAIN_NOT_THERE)
-		return 0;
 	/* Plain text against a TLS port, or the reverse, is the URL's
 	 * mistake, not the weather: no later try changes it. */
 	if (f->kind == FAIL_TLS_PLAIN)
+		return 0;
+	/* Told to stop: no try is worth it. */
+	if (f->kind == FAIL_INTERRUPTED)
 		return 0;
 	if (f->status == RL_EXIT_UNAVAILABLE)
 		return 1;
@@ -200,14 +198,15 @@ int
 failure_from_reply(struct failure *f, const char *what,
     const struct reply *r)
 {
-	char text[160];
+	char text[160], rule[sizeof(f->acl_rule)];
 	const char *sp;
 
 	if (r->type == REPLY_ERROR && acl_is_refusal(r->str)) {
-		/* The permission it lacks, in words (acl.c). */
-		acl_explain(r->str, text, sizeof(text));
+		/* The permission it lacks, in words and as a rule (acl.c). */
+		acl_explain(r->str, text, sizeof(text), rule, sizeof(rule));
 		failure_make(f, FAIL_NOPERM, RL_EXIT_NOPERM, "%s: %s", what,
 		    text);
+		memcpy(f->acl_rule, rule, sizeof(rule));
 	} else if (r->type == REPLY_ERROR &&
 	    strncmp(r->str, "RLOCK_", 6) == 0 &&
 	    (sp = strchr(r->str, ' ')) != NULL) {

@@ -57,42 +57,32 @@ enum fail_kind {
 				 * sentence for the user, not Redis's */
 	FAIL_REPLY,		/* a reply of the wrong shape */
 	FAIL_OTHER,		/* rlock's own side: a resource, a rule */
-	FAIL_REFUSED		/* the server, or a proxy in front of it,
+	FAIL_REFUSED,		/* the server, or a proxy in front of it,
 				 * closed the connection on a command it does
 				 * not take (closed_on names it) */
-};
-
-/*
- * May the request that failed be sent again with the same token? Not
- * when it rode behind a login that failed (the server never took us),
- * and never again on that server while the undo sent behind it may
- * still reach the server, where it would take back a new grant.
- */
-enum fail_again {
-	AGAIN_MAY = 0,
-	AGAIN_NOT,
-	AGAIN_NOT_THERE
+	FAIL_INTERRUPTED	/* a stop signal came first (sig.h): what
+				 * waited was given up, as on a timeout */
 };
 
 /*
  * Why something failed, for one message: the exit status class (69, 76,
  * 77...; 0 while nothing failed), the kind, an error reply's code (its
  * first word: LOADING, MOVED, WRONGPASS...; "" for none) and the
- * server's own text (for the hints that read Redis's words), whether the
- * request may be sent again, and the words of the message. closed_on:
- * for a connection the peer closed or reset with replies owed
- * (FAIL_DROPPED), the command of the request it most likely closed on
- * (conn.c says how it tells), "" for none: a proxy that does not take a
- * command closes the connection on it, where Redis would answer an error.
+ * server's own text (for the hints that read Redis's words), and the
+ * words of the message. closed_on: for a connection the peer closed or
+ * reset with replies owed (FAIL_DROPPED), the command of the request it
+ * most likely closed on (conn.c says how it tells), "" for none: a proxy
+ * that does not take a command closes the connection on it, where Redis
+ * would answer an error.
  */
 struct failure {
 	int status;
 	enum fail_kind kind;
-	enum fail_again again;
 	char code[24];
 	char said[128];
 	char why[256];
 	char closed_on[24];
+	char acl_rule[96];	/* FAIL_NOPERM: the rule to add; "" unknown */
 };
 
 /* Record a failure of `kind` with status and words; code and said are
@@ -137,8 +127,7 @@ int failure_transient(int status);
  * Is f worth another try on a new connection, later, by a run that waits
  * (the weather: a restart, a failover, a full or busy server, a redirect
  * to a node that is gone: 69's class)? Not what only the user can change
- * (76, 77), nor while an undo may still reach the server (AGAIN_NOT_THERE).
- * From the status, the kind, the code and `again` alone.
+ * (76, 77). From the status, the kind and the code alone.
  */
 int failure_retry(const struct failure *f);
 

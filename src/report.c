@@ -90,6 +90,7 @@
 #include "keys.h"
 #include "lock.h"
 #include "lua_scripts.h"
+#include "mode.h"
 #include "report_prom.h"
 #include "report_view.h"
 #include "util.h"
@@ -100,7 +101,8 @@
 /* Read every KEY of status into *out (the caller frees it with
  * report_view_free_all): 0 all held, 1 one free, -1 error (in node). */
 static int
-status_read(const struct rlock_opts *o, struct lock_node *node, struct view **out)
+status_read(const struct rlock_opts *o, struct lock_node *node,
+    struct view **out)
 {
 	struct view *v = xcalloc((size_t)o->nargs, sizeof(*v));
 	size_t i, n = (size_t)o->nargs;
@@ -110,7 +112,7 @@ status_read(const struct rlock_opts *o, struct lock_node *node, struct view **ou
 	for (i = 0; i < n && st == RL_EXIT_OK; i++) {
 		v[i].key = o->args[i];
 		v[i].keylen = strlen(o->args[i]);
-		if (report_view_inspect(node, o->prefix, &v[i]) < 0)
+		if (report_view_inspect(node, o->lmode, o->prefix, &v[i]) < 0)
 			st = -1;
 	}
 	for (i = 0; i < n && st == RL_EXIT_OK; i++)
@@ -318,10 +320,12 @@ list_main(const struct rlock_opts *o, struct lock_node *node)
 	for (i = 0; i < f.n && st == 0; i++) {
 		/* Some other client's hash or list under a lock's name is
 		 * not a lock: skip it rather than fail the whole list. */
-		if ((st = report_view_inspect(node, o->prefix, &f.v[i])) < 0 &&
+		if ((st = report_view_inspect(node, o->lmode, o->prefix,
+		    &f.v[i])) < 0 &&
 		    lock_node_is_open(node) &&
 		    strcmp(lock_node_failure(node)->code, "WRONGTYPE") == 0) {
-			msg_verbose("skipping: %s", lock_node_failure(node)->why);
+			msg_verbose("skipping: %s",
+			    lock_node_failure(node)->why);
 			st = 0;
 		}
 	}
@@ -373,17 +377,15 @@ release_report(const struct rlock_opts *o, struct lock_node *node,
 static int
 release_main(const struct rlock_opts *o, struct lock_node *node)
 {
-	struct view_keys ks;
-	struct script_args a;
+	struct lock_keys k;
+	struct mode_call c;
 	struct reply *r;
-	char ttl[24];
 	int st;
 
-	report_view_keys_init(&ks, o->prefix, o->args[0], strlen(o->args[0]));
-	snprintf(ttl, sizeof(ttl), "%d", WAKE_TOKEN_TTL_MS);
-	view_force_release_args(&a, &ks, ttl);
-	r = lock_node_script(node, &a);
-	report_view_keys_free(&ks);
+	o->lmode->keys(&k, o->prefix, o->args[0], strlen(o->args[0]), NULL);
+	o->lmode->force(&c, &k);
+	r = lock_node_script(node, &c.a);
+	lock_keys_free(&k);
 	if (r == NULL)
 		return -1;
 	st = release_report(o, node, r);

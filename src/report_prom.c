@@ -15,8 +15,8 @@
 #include "util.h"
 
 enum family {
-	F_HELD, F_RUNNING, F_LEASE_LEFT, F_WAITERS, F_SKIPS, F_START, F_END, F_DURATION,
-	F_EXIT, F_LOST, F_OK, F_N
+	F_HELD, F_RUNNING, F_LEASE_LEFT, F_WAITERS, F_SKIPS, F_START, F_END,
+	F_DURATION, F_EXIT, F_LOST, F_OK, F_N
 };
 
 static const struct {
@@ -33,7 +33,8 @@ static const struct {
 	{ "rlock_waiters", "--fair waiters queued for KEY (plain waiters "
 	    "are not counted)." },
 	{ "rlock_skipped_runs", "Runs of KEY not obtained (-n, or --timeout "
-	    "ran out) since the latest grant, the holder's or the last run's." },
+	    "ran out) since the latest grant, the holder's or the last "
+	    "run's." },
 	{ "rlock_last_run_start_timestamp_seconds", "When the last recorded "
 	    "run of KEY acquired it (Unix time)." },
 	{ "rlock_last_run_end_timestamp_seconds", "When the last recorded run "

@@ -11,39 +11,9 @@
 #include <string.h>
 
 #include "lua_scripts.h"
+#include "mode.h"
 #include "report_run.h"
 #include "util.h"
-
-/* Waiters inspect.lua describes; `length` counts them all. */
-#define WAITERS_SHOWN "5"
-
-void
-report_view_keys_init(struct view_keys *ks, const char *prefix,
-    const char *key, size_t keylen)
-{
-	lock_keys_init(&ks->k, prefix, key, keylen, NULL);
-}
-
-void
-report_view_keys_free(struct view_keys *ks)
-{
-	lock_keys_free(&ks->k);
-}
-
-void
-view_force_release_args(struct script_args *a, const struct view_keys *ks,
-    const char *wake_ttl_ms)
-{
-	const struct lock_keys *k = &ks->k;
-
-	script_args_init(a, &lua_force_release);
-	FORCE_RELEASE_KEYS(a, k);
-	script_arg(a, FORCE_RELEASE_A_WAKE, k->wake, k->wake_len);
-	script_arg(a, FORCE_RELEASE_A_WAKE_PREFIX, k->wake_prefix,
-	    k->wake_prefix_len);
-	script_arg_str(a, FORCE_RELEASE_A_WAKE_TTL_MS, wake_ttl_ms);
-	script_args_done(a);
-}
 
 static void
 put_reply(const struct reply *s)
@@ -94,6 +64,8 @@ report_view_parse(struct view *v, const struct reply *r)
 		v->mode = "semaphore";
 	else if (strcmp(m->str, "shared") == 0)
 		v->mode = "shared";
+	else if (strcmp(m->str, "redisson") == 0)
+		v->mode = "redisson";
 	else if (strcmp(m->str, "free") == 0)
 		v->mode = "free";
 	else
@@ -112,23 +84,19 @@ report_view_parse(struct view *v, const struct reply *r)
 
 /* Read everything about v->key in one script call; -1: failure in node. */
 int
-report_view_inspect(struct lock_node *node, const char *prefix, struct view *v)
+report_view_inspect(struct lock_node *node, const struct lock_mode *mode,
+    const char *prefix, struct view *v)
 {
-	struct view_keys ks;
-	struct script_args a;
+	struct lock_keys k;
+	struct mode_call c;
 	struct reply *r;
 	char what[80];
 	int i;
 
-	report_view_keys_init(&ks, prefix, v->key, v->keylen);
-	script_args_init(&a, &lua_inspect);
-	INSPECT_KEYS(&a, &ks.k);
-	script_arg(&a, INSPECT_A_WAKE_PREFIX, ks.k.wake_prefix,
-	    ks.k.wake_prefix_len);
-	script_arg_str(&a, INSPECT_A_WAITERS_SHOWN, WAITERS_SHOWN);
-	script_args_done(&a);
-	r = lock_node_script_ro(node, &a);
-	report_view_keys_free(&ks);
+	mode->keys(&k, prefix, v->key, v->keylen, NULL);
+	mode->inspect(&c, &k);
+	r = lock_node_script_ro(node, &c.a);
+	lock_keys_free(&k);
 	if (r == NULL)
 		return -1;
 	if (r->type == REPLY_ERROR || report_view_parse(v, r) < 0) {
@@ -165,6 +133,12 @@ json_holder(const struct view *v, const struct reply *h, long long now)
 		fputs(",\"lease_left_ms\":null", stdout);
 	fputs(",\"fence\":", stdout);
 	view_json_num(h->element[INSPECT_HOLDERS_FENCE]);
+	if (h->element[INSPECT_HOLDERS_OWNER]->len > 0) {
+		fputs(",\"redisson_owner\":", stdout);
+		view_json_str(h->element[INSPECT_HOLDERS_OWNER]);
+		fputs(",\"reentries\":", stdout);
+		view_json_num(h->element[INSPECT_HOLDERS_COUNT]);
+	}
 	report_run_json_holder(v, h);
 	putchar('}');
 }
@@ -240,8 +214,19 @@ text_holder(const struct view *v, const struct reply *h, long long now)
 	char buf[32];
 
 	view_label("holder");
-	view_put_who(h->element + INSPECT_HOLDERS_USER, 0);
+	if (h->element[INSPECT_HOLDERS_USER]->len == 0 &&
+	    h->element[INSPECT_HOLDERS_OWNER]->len > 0)
+		fputs("a Redisson client", stdout);
+	else
+		view_put_who(h->element + INSPECT_HOLDERS_USER, 0);
 	putchar('\n');
+	if (h->element[INSPECT_HOLDERS_OWNER]->len > 0) {
+		view_label("owner");
+		put_reply(h->element[INSPECT_HOLDERS_OWNER]);
+		fputs(" (Redisson's ID:THREAD), held ", stdout);
+		put_reply(h->element[INSPECT_HOLDERS_COUNT]);
+		fputs(" time(s)\n", stdout);
+	}
 	if (h->element[INSPECT_HOLDERS_CMD]->len > 0) {
 		view_label("command");
 		put_reply(h->element[INSPECT_HOLDERS_CMD]);
@@ -311,6 +296,8 @@ report_view_print_text(const struct view *v)
 		fputs(": free", stdout);
 	else if (v->mode[0] == 'm')
 		fputs(": held (mutex)", stdout);
+	else if (v->mode[0] == 'r')
+		fputs(": held (Redisson lock)", stdout);
 	else if (strcmp(v->mode, "shared") == 0)
 		printf(": held (shared, %zu holder%s)", v->holders->elements,
 		    v->holders->elements == 1 ? "" : "s");

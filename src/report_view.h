@@ -15,28 +15,15 @@
 #include "script_args.h"
 #include "view.h"
 
-/* The Redis keys of KEY. */
-struct view_keys {
-	struct lock_keys k;
-};
-
-/* Key names of KEY under prefix; free with report_view_keys_free. */
-void report_view_keys_init(struct view_keys *ks, const char *prefix,
-    const char *key, size_t keylen);
-void report_view_keys_free(struct view_keys *ks);
-
-/* force_release.lua's call for ks (rlock release --force); wake_ttl_ms
- * must outlive it. */
-void view_force_release_args(struct script_args *a,
-    const struct view_keys *ks, const char *wake_ttl_ms);
+struct lock_mode;	/* mode.h */
 
 /*
  * Fill v (v->key, v->keylen set by the caller) from inspect.lua: 0, or -1
  * with the failure recorded in node. v->r is then the caller's to free
  * (report_view_free_all).
  */
-int report_view_inspect(struct lock_node *node, const char *prefix,
-    struct view *v);
+int report_view_inspect(struct lock_node *node, const struct lock_mode *mode,
+    const char *prefix, struct view *v);
 
 /*
  * Check the whole shape of inspect.lua's reply r, then fill v's fields

@@ -6,10 +6,10 @@
  */
 #include "run.h"
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "config.h"
 #include "exitcode.h"
@@ -46,12 +46,12 @@ try_reenter(struct rlock_opts *o, const struct lock_cfg *cfg, struct lock *l,
 	    strlen(token) != 36) && (section_env(o->key) < 0 ||
 	    (token = getenv("RLOCK_TOKEN")) == NULL))
 		return 0;
-	lock_ctx_init(&ctx, o->prefix, o->key, o->lease_ms, o->limit, 0, token,
-	    xstrdup(""));
+	lock_ctx_init(&ctx, o->lmode, o->prefix, o->key, o->lease_ms, o->limit,
+	    0, token, xstrdup(""));
 	ctx.shared = o->shared;
 	ours = lock_is_ours(l, &ctx);
 	if (ours < 0 && guard_refused(g, lock_failure(l)) &&
-	    lock_open_first(l) == 0)
+	    lock_open(l) == 0)
 		ours = lock_is_ours(l, &ctx);
 	lock_ctx_free(&ctx);
 	if (ours < 0) {
@@ -83,23 +83,55 @@ try_reenter(struct rlock_opts *o, const struct lock_cfg *cfg, struct lock *l,
 }
 
 /*
+ * The holder of b, a busy answer that counted our skip, as
+ * lock_describe_holder words it: 1, or 0 when b names no one exclusive
+ * holder (KEY shared, free for a --fair head; a meta without its user),
+ * whom that must find.
+ */
+static int
+busy_holder(const struct lock_busy *b, char *buf, size_t len)
+{
+	char pcmd[80], until[48] = "";
+	struct tm tm;
+	time_t t;
+
+	if (!b->skip_counted || (b->user[0] == '\0' && !b->foreign))
+		return 0;
+	if (b->user[0] == '\0') {
+		snprintf(buf, len, "another client");
+		return 1;
+	}
+	printable(b->cmd, strlen(b->cmd), pcmd, sizeof(pcmd));
+	/* A run that ended, whose KEY --min-hold keeps until it expires. */
+	if (b->ended_ms > 0 && b->lease_left_ms >= 0 &&
+	    (t = (time_t)((b->now_ms + b->lease_left_ms) / 1000)) > 0 &&
+	    localtime_r(&t, &tm) != NULL)
+		strftime(until, sizeof(until), "; run ended, --min-hold until "
+		    "%H:%M:%S", &tm);
+	snprintf(buf, len, "%s@%s (pid %s: %s%s)", b->user, b->host, b->pid,
+	    pcmd, until);
+	return 1;
+}
+
+/*
  * Not obtained: say by whom (stderr unless -q; syslog with --syslog), and
  * count the skipped run in P{KEY}:last, so `status` shows how many runs
- * the last one made skip. The count is best effort: it never changes the
- * exit status.
+ * the last one made skip: b, the -n attempt's busy answer, may have done
+ * both already (ctx->skip_count). The count is best effort: it never
+ * changes the exit status.
  */
 static int
 not_obtained(const struct rlock_opts *o, struct lock *l,
-    const struct lock_ctx *ctx)
+    const struct lock_ctx *ctx, const struct lock_busy *b)
 {
-	char who[256], wait[32], key[96];
+	char who[512], wait[32], key[96];
 
 	printable(o->key, strlen(o->key), key, sizeof(key));
 	if (msg_level >= MSG_NORMAL || msg_syslog_on()) {
 		if (o->limit > 1)
 			snprintf(who, sizeof(who), "all of its %ld holders "
 			    "(--limit %ld)", o->limit, o->limit);
-		else
+		else if (!busy_holder(b, who, sizeof(who)))
 			lock_describe_holder(l, ctx, who, sizeof(who));
 		if (o->wait_ms == 0) {
 			msg_notice("'%s' is held by %s; not waiting "
@@ -110,6 +142,8 @@ not_obtained(const struct rlock_opts *o, struct lock *l,
 			    "%s", key, who, wait);
 		}
 	}
+	if (b->skip_counted)
+		return o->conflict_exit;
 	if ((!lock_is_open(l) && lock_open(l) != 0) ||
 	    lock_record(l, ctx, NULL, 0) < 0)
 		msg_verbose("could not count the skipped run of '%s': %s",
@@ -177,22 +211,22 @@ get_ahead(void *arg)
 	sup_ahead(x->a, x->l, x->ctx);
 }
 
+/* start: mono ms when the run began; --timeout counts from there. */
 static int
 acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
-    struct lock *l, struct guard *g, int sigfd)
+    struct lock *l, struct guard *g, int sigfd, int64_t start)
 {
 	struct sup_ahead a = { 0 };
 	struct ahead_arg ahead = { .a = &a, .l = l };
 	struct wait_hooks hooks = { get_ahead, &ahead };
 	struct wait_result res;
 	struct lock_ctx ctx;
-	int64_t start = mono_ms();
 	char name[96], waited[32];
 	enum wait_status ws;
 	int st, sig;
 
-	lock_ctx_init(&ctx, o->prefix, o->key, lease_for(o), o->limit, o->fair,
-	    NULL, cli_command_line(o));
+	lock_ctx_init(&ctx, o->lmode, o->prefix, o->key, lease_for(o), o->limit,
+	    o->fair, NULL, cli_command_line(o));
 	ctx.shared = o->shared;
 	/* A section's holder is forked after the grant: of what is made
 	 * ahead, only the watcher is a process it can take over. */
@@ -204,14 +238,21 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 	 * the ACL allows it before taking the lock. */
 	if (o->wait_ms != 0)
 		ctx.acl_needs = o->fair ? "f" : "w";
+	else
+		ctx.skip_count = 1;
 	ahead.ctx = &ctx;
-	ws = wait_lock(l, &ctx, o->wait_ms, sigfd, &res, &hooks);
+	/* From the first acquire on, something of ours may be in Redis: a
+	 * signal no longer ends rlock where it stands, but ends the wait
+	 * (wait.c undoes what it may have started). */
+	sig_hold();
+	(void)sig_stop_watch(1);
+	ws = wait_lock(l, &ctx, o->wait_ms, start, sigfd, &res, &hooks);
 	/* Closed on the eviction check ahead of the acquire (which the
 	 * server so never read): once more, without it. */
 	if (ws == WAIT_ERROR && guard_refused(g, &res.fail)) {
-		if (lock_open_first(l) == 0)
-			ws = wait_lock(l, &ctx, o->wait_ms, sigfd, &res,
-			    &hooks);
+		if (lock_open(l) == 0)
+			ws = wait_lock(l, &ctx, o->wait_ms, start, sigfd,
+			    &res, &hooks);
 		else
 			res.fail = *lock_failure(l);
 	}
@@ -222,13 +263,22 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 			    o->connect_timeout_ms);
 		break;
 	case WAIT_TIMEOUT:
-		st = not_obtained(o, l, &ctx);
+		st = not_obtained(o, l, &ctx, &res.busy);
+		/* A signal while the skip was counted: 128+N all the same. */
+		if ((sig = sig_take_stop(sigfd)) != 0)
+			st = RL_EXIT_SIGNAL_BASE + sig;
 		goto out;
 	case WAIT_SIGNAL:
 		msg_verbose("signal %d while waiting; giving up", res.signo);
 		st = RL_EXIT_SIGNAL_BASE + res.signo;
 		goto out;
 	default:
+		/* A failure, and a signal too: the signal is what to say. */
+		if ((sig = sig_take_stop(sigfd)) != 0) {
+			msg_verbose("signal %d while waiting; giving up", sig);
+			st = RL_EXIT_SIGNAL_BASE + sig;
+			goto out;
+		}
 		if (res.fail.kind == FAIL_SCRIPT) {
 			char key[96];
 
@@ -240,14 +290,8 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 		st = res.fail.status;
 		goto out;
 	}
-	/* Never start COMMAND after a signal told us to stop. */
-	while ((sig = sig_take(sigfd, NULL)) == SIGCHLD)
-		;
-	if (sig != 0) {
-		(void)lock_release(l, &ctx);
-		st = RL_EXIT_SIGNAL_BASE + sig;
+	if ((st = sup_stopped(l, &ctx, sigfd)) != 0)
 		goto out;
-	}
 	printable(o->key, strlen(o->key), name, sizeof(name));
 	dur_format(mono_ms() - start, waited, sizeof(waited));
 	msg_event(LOG_INFO, "acquired '%s' after %s (fence %lld)", name,
@@ -255,6 +299,7 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 	st = o->mode == MODE_LOCK ? section_hold(o, &ctx, l, sigfd, &res, &a) :
 	    sup_run(o, &ctx, l, sigfd, &res, &a);
 out:
+	(void)sig_stop_watch(0);
 	sup_ahead_drop(&a);
 	lock_ctx_free(&ctx);
 	return st;
@@ -266,7 +311,7 @@ run_mode(struct rlock_opts *o, int sigfd)
 	struct guard g = { 0 };
 	struct lock_cfg cfg;
 	struct lock *l;
-	int64_t t;
+	int64_t t, start = mono_ms();
 	int st;
 
 	if (o->mode == MODE_LOCK && (st = section_owner(o)) != 0)
@@ -277,13 +322,15 @@ run_mode(struct rlock_opts *o, int sigfd)
 		t = wait_try_ms(o->wait_ms, o->connect_timeout_ms);
 		lock_set_timeouts(l, t, t);
 	}
-	if ((st = lock_open_first(l)) != 0) {
+	/* Weather met by the login under -w is the wait's to ride out. */
+	if ((st = lock_open(l)) != 0 &&
+	    !wait_first_weather(o->wait_ms, lock_failure(l))) {
 		report_bound(o, &cfg, lock_failure(l), 0);
 		goto out;
 	}
 	guard_eviction(&g, l);
 	if (!try_reenter(o, &cfg, l, &g, &st))
-		st = acquire_and_run(o, &cfg, l, &g, sigfd);
+		st = acquire_and_run(o, &cfg, l, &g, sigfd, start);
 out:
 	lock_free(l);
 	lock_cfg_free(&cfg);

@@ -84,21 +84,6 @@ run_text(struct server *s, const char *eval, const struct lua_script *sc,
 	return n < 0 ? NULL : server_command(s, n, e.av, e.al);
 }
 
-void
-script_arm_undo(struct server *s, const struct lua_script *sc, int nkeys,
-    int nargs, const char *const *argv, const size_t *lens)
-{
-	struct eval_argv e;
-	struct conn_req rq = { .flags = CONN_UNDO };
-
-	if ((rq.argc = text_argv(s, "EVAL", sc, nkeys, nargs, argv, lens,
-	    &e)) >= 0) {
-		rq.argv = e.av;
-		rq.lens = e.al;
-		(void)server_queue(s, &rq);
-	}
-}
-
 /* evalsha, then eval on NOSCRIPT: "EVALSHA"/"EVAL" or their _RO forms. */
 static struct reply *
 run(struct server *s, const char *evalsha, const char *eval,

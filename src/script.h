@@ -36,14 +36,6 @@ struct reply *script_run_ro(struct server *s, const struct lua_script *sc,
     int nkeys, int nargs, const char *const *argv, const size_t *lens);
 
 /*
- * Queue the script (its text, as EVAL: the server may not have it
- * cached) as the undo of the request that follows (CONN_UNDO): it takes
- * back what that request does, should the login ahead of it fail.
- */
-void script_arm_undo(struct server *s, const struct lua_script *sc,
-    int nkeys, int nargs, const char *const *argv, const size_t *lens);
-
-/*
  * The two halves of script_run, so that several servers run a script at
  * once (--redlock): script_send writes the EVALSHA and returns (0, or -1
  * with s closed and the failure recorded); script_recv reads its reply by

@@ -415,12 +415,13 @@ ask(const char *req, size_t n, char *ans, size_t len)
 			    (fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC,
 			    0)) < 0)
 				continue;
-			snprintf(at.sun_path, sizeof(at.sun_path), "%s/%.36s", dir,
-			    e->d_name);
+			snprintf(at.sun_path, sizeof(at.sun_path), "%s/%.36s",
+			    dir, e->d_name);
 			if (*req == 't')
 				setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tmo,
 				    sizeof(tmo));
-			if (connect(fd, (struct sockaddr *)&at, sizeof(at)) == 0 &&
+			if (connect(fd, (struct sockaddr *)&at,
+			    sizeof(at)) == 0 &&
 			    send(fd, req, n, MSG_NOSIGNAL) == (ssize_t)n &&
 			    (r = recv(fd, ans, len - 1, 0)) > 0 &&
 			    (r > 1 || ans[0] != 1)) {

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "exitcode.h"
+#include "sig.h"
 #include "util.h"
 
 /* Redirects followed for one command before its reply is returned. */
@@ -42,7 +43,6 @@ struct server {
 	struct conn_cfg sentinel_cfg;	/* ep.host set per sentinel */
 	struct conn *sentinel;		/* kept open for the re-checks */
 	int sentinel_at;		/* the seed that answered last */
-	unsigned open_how;		/* the next plain open's conn_connect */
 	struct failure fail;
 };
 
@@ -222,7 +222,7 @@ ask_sentinel(struct server *s, const struct hostport *hp, int64_t left,
 	if (s->sentinel == NULL) {
 		s->sentinel = conn_new(&s->sentinel_cfg, left);
 		if ((st = conn_connect(s->sentinel, hp->host, hp->port,
-		    mono_ms() + left, 0)) != 0) {
+		    mono_ms() + left)) != 0) {
 			*refused = st == RL_EXIT_NOPERM;
 			failure_set(&s->fail, st, "sentinel %s:%d: %s",
 			    hp->host, hp->port,
@@ -334,7 +334,7 @@ open_sentinel(struct server *s, int64_t deadline)
 		    &port)) != 0)
 			return st;
 		set_node(s, host, port);
-		st = conn_connect(s->cn, host, port, deadline, 0);
+		st = conn_connect(s->cn, host, port, deadline);
 		if (st != 0) {
 			from_conn(s);
 		} else if (is_master(s)) {
@@ -347,7 +347,7 @@ open_sentinel(struct server *s, int64_t deadline)
 			    s->cfg->ep.master_name);
 			st = RL_EXIT_UNAVAILABLE;
 		}
-		if (!failure_transient(st) ||
+		if (!failure_transient(st) || sig_stopping() ||
 		    deadline - mono_ms() <= ROLE_RETRY_MS)
 			return st;
 		nap_ms(ROLE_RETRY_MS);
@@ -389,13 +389,13 @@ open_cluster(struct server *s, int64_t deadline)
 
 	if (s->node_port > 0) {
 		st = conn_connect(s->cn, s->node_host, s->node_port,
-		    deadline, 0);
+		    deadline);
 		if (st == 0 || !failure_transient(st))
 			return st ? from_conn(s) : 0;
 	}
 	for (i = 0; i < ep->nseeds && mono_ms() < deadline; i++) {
 		st = conn_connect(s->cn, ep->seeds[i].host, ep->seeds[i].port,
-		    deadline, 0);
+		    deadline);
 		if (st == 0) {
 			set_node(s, ep->seeds[i].host, ep->seeds[i].port);
 			return 0;
@@ -508,8 +508,7 @@ server_open(struct server *s)
 	case EP_CLUSTER:
 		return open_cluster(s, deadline);
 	default:
-		st = conn_connect(s->cn, NULL, 0, deadline, s->open_how);
-		s->open_how = 0;
+		st = conn_connect(s->cn, NULL, 0, deadline);
 		return st != 0 ? from_conn(s) : 0;
 	}
 }
@@ -526,8 +525,7 @@ server_open_node(struct server *s, const char *host, int port)
 {
 	set_node(s, host, port);
 	failure_clear(&s->fail);
-	if (conn_connect(s->cn, host, port, mono_ms() + s->connect_ms,
-	    0) != 0)
+	if (conn_connect(s->cn, host, port, mono_ms() + s->connect_ms) != 0)
 		return from_conn(s);
 	return 0;
 }
@@ -557,8 +555,7 @@ ask_once(struct server *s, const char *host, int port, int argc,
 
 	memcpy(home, s->node_host, sizeof(home));
 	conn_close(s->cn);
-	if (conn_connect(s->cn, host, port, mono_ms() + s->connect_ms,
-	    0) != 0) {
+	if (conn_connect(s->cn, host, port, mono_ms() + s->connect_ms) != 0) {
 		from_conn(s);
 		return NULL;
 	}
@@ -675,18 +672,29 @@ server_send(struct server *s, int argc, const char **argv,
 	return 0;
 }
 
-void
-server_open_how(struct server *s, unsigned how)
-{
-	if (s->cfg->ep.kind == EP_TCP || s->cfg->ep.kind == EP_UNIX)
-		s->open_how = how;
-}
-
 int
 server_open_start(struct server *s)
 {
 	return s->cfg->ep.kind == EP_TCP &&
-	    conn_connect_start(s->cn, mono_ms() + s->connect_ms, s->open_how);
+	    conn_connect_start(s->cn, mono_ms() + s->connect_ms);
+}
+
+void
+server_open_started(struct server *const *s, int n)
+{
+	struct conn **cn = xcalloc((size_t)n, sizeof(*cn));
+	int *st = xcalloc((size_t)n, sizeof(*st)), i;
+
+	for (i = 0; i < n; i++) {
+		failure_clear(&s[i]->fail);
+		cn[i] = s[i]->cn;
+	}
+	conn_connect_started(cn, n, st);
+	for (i = 0; i < n; i++)
+		if (st[i] != 0)
+			(void)from_conn(s[i]);
+	free(cn);
+	free(st);
 }
 
 int

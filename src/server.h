@@ -63,15 +63,13 @@ struct reply *server_command(struct server *s, int argc, const char **argv,
 int server_send(struct server *s, int argc, const char **argv,
     const size_t *lens);
 int server_recv(struct server *s, int64_t deadline, struct reply **out);
-/*
- * How the next open of a plain server (TCP or unix socket, not a
- * Sentinel or Cluster address, whose opens ask questions of their own)
- * connects: conn_connect's `how` (CONN_LOGIN_AHEAD). Once.
- */
-void server_open_how(struct server *s, unsigned how);
-/* The next open's connect started now, as conn_connect_start; 0 for what
- * that cannot start. */
+/* The next open's connect started now, as conn_connect_start (a plain
+ * TCP address: not a Sentinel or Cluster one, whose opens ask questions
+ * of their own); 0 for what that cannot start. */
 int server_open_start(struct server *s);
+/* server_open of n servers whose connects server_open_start started, at
+ * once in this thread (conn_connect_started). */
+void server_open_started(struct server *const *s, int n);
 /* A request queued on the connection (conn_queue): only on one already
  * open; 0 or -1. */
 int server_queue(struct server *s, const struct conn_req *rq);

@@ -1,12 +1,20 @@
 // SPDX-License-Identifier: MIT
 /*
- * The signal set and its signalfd, and the signal state COMMAND starts
- * with: the dispositions rlock was started with, no signal blocked. rlock
- * ignores SIGPIPE for itself: OpenSSL writes to a TLS connection with
- * write(2), and rlock's own stderr or stdout may be a pipe whose reader
- * left (`rlock status | head`), and a SIGPIPE there must not end rlock
- * with the lock held. sig_restore gives COMMAND back the SIGPIPE
- * disposition rlock found.
+ * The signal set and its signalfd, the two phases in which rlock hears
+ * them, and the signal state COMMAND starts with: the dispositions rlock
+ * was started with, no signal blocked. rlock ignores SIGPIPE for itself:
+ * OpenSSL writes to a TLS connection with write(2), and rlock's own
+ * stderr or stdout may be a pipe whose reader left (`rlock status |
+ * head`), and a SIGPIPE there must not end rlock with the lock held.
+ * sig_restore gives COMMAND back the SIGPIPE disposition rlock found.
+ *
+ * Listening (from sig_setup to sig_hold): nothing of ours is in Redis,
+ * so a stop signal may end rlock where it stands, whatever call it is
+ * in (a read of a FIFO, a name lookup), by a handler that only _exits.
+ * Holding (from sig_hold on): they wait on the signalfd, and the main
+ * thread's waits on the way to the grant poll the stop fd (a signalfd of
+ * the same signals but SIGCHLD, which reading the other one empties) to
+ * end early, and let the waiting loop undo what it may have started.
  */
 #include <sys/signalfd.h>
 
@@ -14,9 +22,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+
+#include "exitcode.h"
 
 /*
  * Every signal whose default action ends a process, so that none of them
@@ -65,6 +77,53 @@ struct ksigaction {
 static unsigned long reserved_ignored;	/* bit n: signal 32 + n */
 static int pipe_ignored;		/* our caller ignored SIGPIPE */
 
+/*
+ * Heard by the exit handler while listening: every signal of SIGNALS
+ * but SIGCHLD and those a fault raises (a real fault must still dump its
+ * core; as sent by kill(2) they wait on the signalfd, as the real-time
+ * signals do). One our caller ignored stays ignored and blocked, as it
+ * is while holding: what it does then is what it always did.
+ */
+static const int HEARD[] = {
+	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM,
+	SIGVTALRM, SIGPROF, SIGIO, SIGPWR, SIGXCPU, SIGXFSZ,
+#ifdef SIGSTKFLT
+	SIGSTKFLT,
+#endif
+};
+
+static sigset_t heard;			/* HEARD, less the ignored ones */
+static atomic_int listening;		/* between sig_setup and sig_hold */
+static int stop_sigfd = -1;		/* SIGNALS but SIGCHLD */
+static _Thread_local int stop_watched;	/* this thread's waits poll it */
+
+/* Async-signal-safe, and all it does: nothing of ours is in Redis yet. */
+static void
+exit_on(int sig)
+{
+	_exit(RL_EXIT_SIGNAL_BASE + sig);
+}
+
+/* The exit handler on HEARD (in `heard` those it took); 0 or -1. */
+static int
+listen_setup(void)
+{
+	struct sigaction on = { .sa_handler = exit_on }, was;
+	size_t i;
+
+	sigfillset(&on.sa_mask);
+	sigemptyset(&heard);
+	for (i = 0; i < sizeof(HEARD) / sizeof(HEARD[0]); i++) {
+		if (sigaction(HEARD[i], &on, &was) < 0)
+			return -1;
+		if (was.sa_handler == SIG_IGN)
+			(void)sigaction(HEARD[i], &was, NULL);
+		else
+			sigaddset(&heard, HEARD[i]);
+	}
+	return 0;
+}
+
 static void
 note_reserved_ignored(void)
 {
@@ -84,7 +143,7 @@ sig_setup(void)
 	struct sigaction ign = { .sa_handler = SIG_IGN }, was;
 	sigset_t set;
 	size_t i;
-	int rt;
+	int rt, fd, e;
 
 	note_reserved_ignored();
 	sigemptyset(&ign.sa_mask);
@@ -95,9 +154,95 @@ sig_setup(void)
 		sigaddset(&set, SIGNALS[i]);
 	for (rt = SIGRTMIN; rt <= SIGRTMAX; rt++)
 		sigaddset(&set, rt);
-	if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0)
+	if (pthread_sigmask(SIG_BLOCK, &set, NULL) != 0 ||
+	    (fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK)) < 0)
 		return -1;
-	return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	sigdelset(&set, SIGCHLD);
+	if ((stop_sigfd = signalfd(-1, &set, SFD_CLOEXEC |
+	    SFD_NONBLOCK)) < 0 || listen_setup() < 0) {
+		e = errno;
+		close(fd);
+		if (stop_sigfd >= 0)
+			close(stop_sigfd);
+		stop_sigfd = -1;
+		errno = e;
+		return -1;
+	}
+	/* Pending ones (our caller blocked them) are heard now. */
+	listening = 1;
+	(void)pthread_sigmask(SIG_UNBLOCK, &heard, NULL);
+	return fd;
+}
+
+void
+sig_hold(void)
+{
+	if (!listening)
+		return;
+	(void)pthread_sigmask(SIG_BLOCK, &heard, NULL);
+	listening = 0;
+}
+
+int
+sig_listening(void)
+{
+	return listening;
+}
+
+int
+sig_stop_watch(int on)
+{
+	int was = stop_watched;
+
+	stop_watched = on;
+	return was;
+}
+
+int
+sig_stop_fd(void)
+{
+	return stop_watched ? stop_sigfd : -1;
+}
+
+int
+sig_stopping(void)
+{
+	struct pollfd p = { .fd = stop_sigfd, .events = POLLIN };
+
+	return stop_watched && poll(&p, 1, 0) > 0;
+}
+
+int
+sig_poll(struct pollfd *p, nfds_t n, int timeout_ms)
+{
+	nfds_t i;
+	int k;
+
+	if (!stop_watched)
+		return poll(p, n, timeout_ms);
+	p[n] = (struct pollfd){ .fd = stop_sigfd, .events = POLLIN };
+	if ((k = poll(p, n + 1, timeout_ms)) <= 0 || p[n].revents == 0)
+		return k;
+	/* An answer that came with the signal is read first: an outcome
+	 * known is one less to undo. */
+	for (i = 0; i < n; i++)
+		if (p[i].revents != 0)
+			return k - 1;
+	errno = ECANCELED;
+	return -1;
+}
+
+int
+sig_thread_create(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int e;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	e = pthread_create(t, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return e;
 }
 
 int
@@ -114,6 +259,16 @@ sig_take(int fd, struct signalfd_siginfo *si)
 	if (si)
 		*si = buf;
 	return (int)buf.ssi_signo;
+}
+
+int
+sig_take_stop(int fd)
+{
+	int sig;
+
+	while ((sig = sig_take(fd, NULL)) == SIGCHLD)
+		;
+	return sig;
 }
 
 void

@@ -48,9 +48,10 @@
  * Every key a script touches is one of its KEYS, whatever the number of
  * holders and waiters (lib/meta.lua, lib/queue.lua). A fair waiter
  * refreshes its entry in :w (DUE 90 s ahead) every 30 s (heartbeat.lua);
- * its liveness is its subscription and, at the head, its turn
- * (acquire.lua). P{KEY}:q is kept alive by the holders' extends and the
- * waiters' attempts, and expires after them.
+ * its liveness is its subscription (for a moment after the server
+ * changed under the queue, its entry alone: lib/queue.lua) and, at the
+ * head, its turn (acquire.lua). P{KEY}:q is kept alive by the holders'
+ * extends and the waiters' attempts, and expires after them.
  *
  * Each script runs atomically in Redis, so compare-then-write never races.
  */
@@ -64,6 +65,7 @@
 #include "exitcode.h"
 #include "foreign.h"
 #include "lua_scripts.h"
+#include "mode.h"
 #include "script.h"
 #include "util.h"
 #include "wake.h"
@@ -185,6 +187,7 @@ parse_busy(const struct reply *r, struct lock_busy *b)
 	copy_str(e[ACQUIRE_BUSY_ENDED], num, sizeof(num));
 	b->ended_ms = strtoll(num, NULL, 10);
 	b->writer = (int)e[ACQUIRE_BUSY_WRITER]->integer;
+	b->skip_counted = 0;
 	return 0;
 }
 
@@ -205,159 +208,36 @@ single_parse_acquire(const struct reply *r, int64_t *fence,
 	return LOCK_ERROR;
 }
 
-/*
- * One script call of the lock protocol, its arguments built once for both
- * halves (single_send / single_recv) or for script_run.
- */
-struct call {
-	const char *what;
-	struct script_args a;
-	char num[7][24];
-};
-
-static const char *
-num(struct call *c, int i, long long v)
-{
-	snprintf(c->num[i], sizeof(c->num[i]), "%lld", v);
-	return c->num[i];
-}
-
-/* A number macro as a string argument. */
-#define STR_(x) #x
-#define STR(x) STR_(x)
-
+/* The mode's acquire call; c->counts_skip says whether it counts a busy
+ * answer as this run skipped. */
 static void
-call_acquire(struct call *c, const struct lock_ctx *ctx, int queue,
+acquire_call(struct mode_call *c, const struct lock_ctx *ctx, int queue,
     int want_holder)
 {
-	const struct lock_keys *k = &ctx->k;
-	struct script_args *a = &c->a;
-
-	c->what = "acquire";
-	script_args_init(a, &lua_acquire);
-	ACQUIRE_KEYS(a, k);
-	script_arg_str(a, ACQUIRE_A_TOKEN, ctx->token);
-	script_arg_str(a, ACQUIRE_A_LEASE_MS, num(c, 0, ctx->lease_ms));
-	script_arg_str(a, ACQUIRE_A_HOST, ctx->host);
-	script_arg_str(a, ACQUIRE_A_PID, ctx->pid);
-	script_arg_str(a, ACQUIRE_A_USER, ctx->user);
-	script_arg_str(a, ACQUIRE_A_CMD, ctx->cmdline);
-	script_arg_str(a, ACQUIRE_A_FENCE_TTL_MS, num(c, 1, FENCE_TTL_MS));
-	script_arg_str(a, ACQUIRE_A_LIMIT, num(c, 2, ctx->limit));
-	script_arg_str(a, ACQUIRE_A_JOIN, queue ? "1" : "0");
-	script_arg(a, ACQUIRE_A_WAKE_PREFIX, k->wake_prefix,
-	    k->wake_prefix_len);
-	script_arg_str(a, ACQUIRE_A_WAITER_TTL_MS, num(c, 3, WAITER_TTL_MS));
-	script_arg_str(a, ACQUIRE_A_WANT_HOLDER, want_holder ? "1" : "0");
-	script_arg_str(a, ACQUIRE_A_LOOK_MS, num(c, 4, HANDOFF_LOOK_MS));
-	script_arg_str(a, ACQUIRE_A_NEEDS,
-	    ctx->acl_needs ? ctx->acl_needs : "");
-	script_arg_str(a, ACQUIRE_A_TURN_MS, num(c, 5, TURN_MS));
-	script_arg(a, ACQUIRE_A_WAKE, k->wake, k->wake_len);
-	script_arg_str(a, ACQUIRE_A_SHARED, ctx->shared ? "1" : "0");
-	script_arg_str(a, ACQUIRE_A_WRITER_TTL_MS, STR(WRITER_TTL_MS));
-	script_arg_str(a, ACQUIRE_A_WAKE_TTL_MS, STR(WAKE_TOKEN_TTL_MS));
-	if (ctx->fence_proposed > 0)
-		script_arg_str(a, ACQUIRE_A_FENCE_PROPOSED,
-		    num(c, 6, ctx->fence_proposed));
-	script_args_done(a);
+	c->counts_skip = 0;
+	ctx->mode->acquire(c, ctx, queue, want_holder);
 }
 
 static void
-call_is_ours(struct call *c, const struct lock_ctx *ctx)
-{
-	const struct lock_keys *k = &ctx->k;
-	struct script_args *a = &c->a;
-
-	c->what = "re-entry check";
-	script_args_init(a, &lua_is_ours);
-	IS_OURS_KEYS(a, k);
-	script_arg_str(a, IS_OURS_A_TOKEN, ctx->token);
-	script_arg_str(a, IS_OURS_A_LIMIT, num(c, 0, ctx->limit));
-	script_arg_str(a, IS_OURS_A_SHARED, ctx->shared ? "1" : "0");
-	script_args_done(a);
-}
-
-static void
-call_extend(struct call *c, const struct lock_ctx *ctx)
-{
-	const struct lock_keys *k = &ctx->k;
-	struct script_args *a = &c->a;
-
-	c->what = "extend";
-	script_args_init(a, &lua_extend);
-	EXTEND_KEYS(a, k);
-	script_arg_str(a, EXTEND_A_TOKEN, ctx->token);
-	script_arg_str(a, EXTEND_A_LEASE_MS, num(c, 0, ctx->lease_ms));
-	script_arg_str(a, EXTEND_A_LIMIT, num(c, 1, ctx->limit));
-	script_arg_str(a, EXTEND_A_SHARED, ctx->shared ? "1" : "0");
-	script_args_done(a);
-}
-
-/* release.lua's last and what follows wake_ttl_ms: how the run ended
- * (buf: the numbers). */
-static void
-run_end_args(struct script_args *a, const struct lock_keys *k,
-    const struct run_end *e, char (*buf)[24])
-{
-	snprintf(buf[0], 24, "%lld", (long long)e->min_hold_ms);
-	snprintf(buf[1], 24, "%d", e->exit_status);
-	snprintf(buf[2], 24, "%lld", (long long)LAST_RUN_TTL_MS);
-	snprintf(buf[3], 24, "%lld", (long long)e->ran_ms);
-	script_key(a, RELEASE_K_LAST, k->last, k->last_len);
-	script_arg_str(a, RELEASE_A_MIN_HOLD_MS, buf[0]);
-	script_arg_str(a, RELEASE_A_EXIT, buf[1]);
-	script_arg_str(a, RELEASE_A_LOST, e->lease_lost ? "1" : "0");
-	script_arg_str(a, RELEASE_A_LAST_TTL_MS, buf[2]);
-	script_arg_str(a, RELEASE_A_RAN_MS, buf[3]);
-}
-
-/* With ctx->end, the same call records the run and applies --min-hold. */
-static void
-call_release(struct call *c, const struct lock_ctx *ctx)
-{
-	const struct lock_keys *k = &ctx->k;
-	struct script_args *a = &c->a;
-
-	c->what = "release";
-	script_args_init(a, &lua_release);
-	RELEASE_KEYS(a, k);
-	script_arg_str(a, RELEASE_A_TOKEN, ctx->token);
-	script_arg_str(a, RELEASE_A_LIMIT, num(c, 0, ctx->limit));
-	script_arg_str(a, RELEASE_A_SHARED, ctx->shared ? "1" : "0");
-	script_arg(a, RELEASE_A_WAKE, k->wake, k->wake_len);
-	script_arg(a, RELEASE_A_WAKE_PREFIX, k->wake_prefix,
-	    k->wake_prefix_len);
-	script_arg_str(a, RELEASE_A_WAKE_TTL_MS, num(c, 1, WAKE_TOKEN_TTL_MS));
-	if (ctx->end)
-		run_end_args(a, k, ctx->end, c->num + 2);
-	script_args_done(a);
-}
-
-static void
-call_build(struct call *c, enum single_op op, const struct lock_ctx *ctx,
+call_build(struct mode_call *c, enum single_op op, const struct lock_ctx *ctx,
     int want_holder)
 {
+	const struct lock_mode *m = ctx->mode;
+
 	switch (op) {
 	case SINGLE_ACQUIRE:
-		call_acquire(c, ctx, 0, want_holder);
+		acquire_call(c, ctx, 0, want_holder);
 		break;
 	case SINGLE_EXTEND:
-		call_extend(c, ctx);
+		m->extend(c, ctx);
 		break;
 	case SINGLE_RELEASE:
-		call_release(c, ctx);
+		m->release(c, ctx);
 		break;
 	case SINGLE_IS_OURS:
-		call_is_ours(c, ctx);
+		m->is_ours(c, ctx);
 		break;
 	}
-}
-
-static struct reply *
-call_run(struct server *s, struct call *c)
-{
-	return script_call(s, &c->a);
 }
 
 /* undo.lua's call for ctx (quorum.c takes back a grant with it). */
@@ -370,10 +250,10 @@ single_undo_args(struct script_args *a, const struct lock_ctx *ctx)
 	script_args_done(a);
 }
 
-/* acquire.lua's reply r (freed here) as a lock_result. */
+/* acquire.lua's reply r (freed here) to the call c as a lock_result. */
 static enum lock_result
-acquire_result(struct server *s, struct reply *r, int64_t *fence,
-    struct lock_busy *busy)
+acquire_result(struct server *s, const struct mode_call *c, struct reply *r,
+    int64_t *fence, struct lock_busy *busy)
 {
 	enum lock_result res;
 
@@ -381,6 +261,8 @@ acquire_result(struct server *s, struct reply *r, int64_t *fence,
 		return LOCK_ERROR;
 	if ((res = single_parse_acquire(r, fence, busy)) == LOCK_ERROR)
 		server_fail_reply(s, "acquire", r);
+	else if (res == LOCK_BUSY)
+		busy->skip_counted = c->counts_skip;
 	reply_free(r);
 	return res;
 }
@@ -411,67 +293,16 @@ yes_no(struct server *s, const char *what, struct reply *r)
 	return v == 1;
 }
 
-static void
-dequeue_args(struct script_args *a, const struct lock_ctx *ctx)
-{
-	const struct lock_keys *k = &ctx->k;
-
-	script_args_init(a, &lua_dequeue);
-	DEQUEUE_KEYS(a, k);
-	script_arg_str(a, DEQUEUE_A_TOKEN, ctx->token);
-	script_arg(a, DEQUEUE_A_WAKE_PREFIX, k->wake_prefix,
-	    k->wake_prefix_len);
-	script_arg_str(a, DEQUEUE_A_WAKE_TTL_MS, STR(WAKE_TOKEN_TTL_MS));
-	script_args_done(a);
-}
-
-/*
- * Before an acquire, which may ride behind the login (CONN_LOGIN_AHEAD):
- * should the server never answer that, it may still read the acquire
- * when we are gone; the release then follows it (a release with no run
- * to record, as for an attempt whose reply was lost), and leaving the
- * --fair queue for an attempt that joins it (a run's first never does).
- */
-static void
-arm_undo(struct lock *l, const struct lock_ctx *ctx, int queue)
-{
-	struct lock_ctx bare = *ctx;
-	struct call c;
-	struct script_args a;
-
-	bare.end = NULL;
-	call_release(&c, &bare);
-	script_arm_undo(srv(l), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v,
-	    c.a.len);
-	if (!queue)
-		return;
-	dequeue_args(&a, ctx);
-	script_arm_undo(srv(l), a.sc, a.nkeys, a.nargs, a.v, a.len);
-}
-
-static enum lock_result
-op_acquire(struct lock *l, const struct lock_ctx *ctx, int queue,
-    int want_holder, int64_t *fence, struct lock_busy *busy)
-{
-	struct call c;
-
-	(void)cmd_srv(l);
-	arm_undo(l, ctx, queue);
-	call_acquire(&c, ctx, queue, want_holder);
-	return acquire_result(srv(l), call_run(srv(l), &c), fence, busy);
-}
-
 static int
 op_acquire_start(struct lock *l, const struct lock_ctx *ctx, int queue,
     int want_holder)
 {
 	struct single *s = sg(l);
-	struct call c;
+	struct mode_call c;
 	int64_t t = mono_ms();
 
 	(void)cmd_srv(l);
-	arm_undo(l, ctx, queue);
-	call_acquire(&c, ctx, queue, want_holder);
+	acquire_call(&c, ctx, queue, want_holder);
 	if (script_send(srv(l), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v,
 	    c.a.len) < 0)
 		return -1;
@@ -487,7 +318,7 @@ op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
     struct lock_busy *busy)
 {
 	struct single *s = sg(l);
-	struct call c;
+	struct mode_call c;
 	struct reply *r;
 	int64_t by;
 
@@ -498,11 +329,11 @@ op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
 		return LOCK_ERROR;
 	}
 	s->started_at = 0;
-	call_acquire(&c, ctx, s->started_queue, s->started_want);
+	acquire_call(&c, ctx, s->started_queue, s->started_want);
 	by = mono_ms() + server_cmd_timeout(srv(l));
 	r = script_recv(srv(l), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v,
 	    c.a.len, by);
-	return acquire_result(srv(l), r, fence, busy);
+	return acquire_result(srv(l), &c, r, fence, busy);
 }
 
 static int
@@ -526,72 +357,66 @@ op_acquire_pending(struct lock *l, int64_t *sent_at)
 static int
 op_is_ours(struct lock *l, const struct lock_ctx *ctx)
 {
-	struct call c;
+	struct mode_call c;
 	long long v;
 
-	call_is_ours(&c, ctx);
+	ctx->mode->is_ours(&c, ctx);
 	(void)cmd_srv(l);
-	if (int_reply(srv(l), c.what, call_run(srv(l), &c), &v) < 0)
+	if (int_reply(srv(l), c.what, script_call(srv(l), &c.a), &v) < 0)
 		return -1;
 	return v == 1 || v == 2 ? (int)v : 0;
 }
 
 /* A --fair waiter still in the queue, its entry refreshed
- * (heartbeat.lua). */
+ * (heartbeat.lua); a mode without one keeps its place by its attempts. */
 static int
 op_heartbeat(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct server *s = cmd_srv(l);
-	struct script_args a;
-	char ttl[24];
+	struct mode_call c;
 	long long v;
 
-	snprintf(ttl, sizeof(ttl), "%d", WAITER_TTL_MS);
-	script_args_init(&a, &lua_heartbeat);
-	HEARTBEAT_KEYS(&a, &ctx->k);
-	script_arg_str(&a, HEARTBEAT_A_TOKEN, ctx->token);
-	script_arg_str(&a, HEARTBEAT_A_INFO, ctx->waiter_info);
-	script_arg_str(&a, HEARTBEAT_A_WAITER_TTL_MS, ttl);
-	script_arg_str(&a, HEARTBEAT_A_SHARED, ctx->shared ? "1" : "0");
-	script_args_done(&a);
-	return int_reply(s, "heartbeat", script_call(s, &a), &v);
+	if (ctx->mode->heartbeat == NULL)
+		return 0;
+	ctx->mode->heartbeat(&c, ctx);
+	return int_reply(s, c.what, script_call(s, &c.a), &v);
 }
 
 static int
 op_dequeue(struct lock *l, const struct lock_ctx *ctx)
 {
 	struct server *s = cmd_srv(l);
-	struct script_args a;
+	struct mode_call c;
 	long long v;
 
-	dequeue_args(&a, ctx);
-	return int_reply(s, "dequeue", script_call(s, &a), &v);
+	ctx->mode->dequeue(&c, ctx);
+	return int_reply(s, c.what, script_call(s, &c.a), &v);
 }
 
 /* Run c, a call of another op than the acquire (cmd_srv); yes_no. */
 static int
-run_yes_no(struct lock *l, struct call *c)
+run_yes_no(struct lock *l, struct mode_call *c)
 {
 	struct server *s = cmd_srv(l);
 
-	return yes_no(s, c->what, call_run(s, c));
+	return yes_no(s, c->what, script_call(s, &c->a));
 }
 
 static int
 op_extend(struct lock *l, const struct lock_ctx *ctx)
 {
-	struct call c;
+	struct mode_call c;
 
-	call_extend(&c, ctx);
+	ctx->mode->extend(&c, ctx);
 	return run_yes_no(l, &c);
 }
 
 static int
 op_release(struct lock *l, const struct lock_ctx *ctx)
 {
-	struct call c;
+	struct mode_call c;
 
-	call_release(&c, ctx);
+	ctx->mode->release(&c, ctx);
 	return run_yes_no(l, &c);
 }
 
@@ -599,15 +424,8 @@ int
 single_send(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
     int want_holder)
 {
-	struct script_args u;
-	struct call c;
+	struct mode_call c;
 
-	/* A --redlock master's acquire behind its login: taken back as the
-	 * quorum takes back a grant it does not use, waking nobody. */
-	if (op == SINGLE_ACQUIRE) {
-		single_undo_args(&u, ctx);
-		script_arm_undo(srv(m), u.sc, u.nkeys, u.nargs, u.v, u.len);
-	}
 	call_build(&c, op, ctx, want_holder);
 	return script_send(srv(m), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v,
 	    c.a.len);
@@ -615,7 +433,7 @@ single_send(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
 
 static struct reply *
 call_recv(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
-    int want_holder, int64_t deadline, struct call *c)
+    int want_holder, int64_t deadline, struct mode_call *c)
 {
 	call_build(c, op, ctx, want_holder);
 	return script_recv(srv(m), c->a.sc, c->a.nkeys, c->a.nargs, c->a.v,
@@ -627,18 +445,18 @@ single_recv_acquire(struct lock *m, const struct lock_ctx *ctx,
     int want_holder, int64_t deadline, int64_t *fence,
     struct lock_busy *busy)
 {
-	struct call c;
+	struct mode_call c;
 	struct reply *r = call_recv(m, SINGLE_ACQUIRE, ctx, want_holder,
 	    deadline, &c);
 
-	return acquire_result(srv(m), r, fence, busy);
+	return acquire_result(srv(m), &c, r, fence, busy);
 }
 
 int
 single_recv(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
     int64_t deadline)
 {
-	struct call c;
+	struct mode_call c;
 	struct reply *r = call_recv(m, op, ctx, 0, deadline, &c);
 
 	return yes_no(srv(m), c.what, r);
@@ -801,12 +619,13 @@ op_describe_holder(struct lock *l, const struct lock_ctx *ctx, char *buf,
 	struct tm tm;
 	time_t t;
 
-	snprintf(buf, len, "another client");
+	snprintf(buf, len, "%s", ctx->mode->stranger);
 	if ((r = server_command(s, 2, argv, lens)) == NULL)
 		return;
 	if (r->type == REPLY_ARRAY && r->elements == 0) {
 		reply_free(r);
-		describe_other(s, ctx, buf, len);
+		if (ctx->mode->own_layout)
+			describe_other(s, ctx, buf, len);
 		return;
 	}
 	if (r->type == REPLY_ARRAY && (user = field(r, "user")) &&
@@ -890,7 +709,10 @@ op_waker(struct lock *l, const struct lock_ctx *ctx, int want_holder)
 	struct waker *w;
 
 	if (ctx->fair)
-		return wake_sub(&s, 1, 1, ctx->k.my_wake, ctx->k.my_wake_len);
+		return wake_sub(&s, 1, 1, ctx->k.my_wake, ctx->k.my_wake_len,
+		    ctx->mode->wake == MODE_WAKE_CHANNEL);
+	if (ctx->mode->wake == MODE_WAKE_CHANNEL)
+		return wake_sub(&s, 1, 1, ctx->k.wake, ctx->k.wake_len, 1);
 	if (kind != EP_TCP && kind != EP_UNIX) {
 		w = wake_pop(s, ctx->k.tokens, ctx->k.tokens_len, NULL);
 	} else {
@@ -963,7 +785,6 @@ static const struct lock_ops SINGLE_OPS = {
 	.close = op_close,
 	.is_open = op_is_open,
 	.set_timeouts = op_set_timeouts,
-	.acquire = op_acquire,
 	.acquire_start = op_acquire_start,
 	.acquire_finish = op_acquire_finish,
 	.acquire_pending = op_acquire_pending,

@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "deadline.h"
 #include "exitcode.h"
 #include "lease.h"
 #include "renew.h"
@@ -489,7 +490,8 @@ supervise(struct sup *s)
 	for (;;) {
 		next = check_max_hold(s);
 		next = sooner(next, check_lease(s));
-		tmo = next < 0 || next > 60000 ? 60000 : (int)next;
+		tmo = next < 0 ? DEADLINE_POLL_MAX_MS :
+		    deadline_poll_ms(mono_ms() + next);
 		if (s->owner != NULL && tmo > 1000)
 			tmo = 1000;
 		t0 = mono_ms();
@@ -712,6 +714,9 @@ confirm_grant(struct sup *s, int64_t *granted)
 		*granted = t0;
 		return 0;
 	}
+	/* Cut short by a stop signal: the caller gives the grant back. */
+	if (r < 0 && sig_stopping())
+		return 0;
 	if (r < 0 && mono_ms() < lease_deadline(*granted, lease))
 		return 0;	/* still ours for a while: the supervisor acts */
 	msg_err("lost the lock '%s' before COMMAND started (%lldms after "
@@ -788,6 +793,23 @@ sup_ahead_drop(struct sup_ahead *a)
 }
 
 int
+sup_stopped(struct lock *l, const struct lock_ctx *ctx, int sigfd)
+{
+	int sig = sig_take_stop(sigfd), stop;
+
+	if (sig == 0)
+		return 0;
+	msg_verbose("signal %d before COMMAND started: giving the lock back",
+	    sig);
+	stop = sig_stop_watch(0);
+	lock_set_timeouts(l, SIG_UNDO_MS, SIG_UNDO_MS);
+	if (lock_is_open(l) || lock_open(l) == 0)
+		(void)lock_release(l, ctx);
+	(void)sig_stop_watch(stop);
+	return RL_EXIT_SIGNAL_BASE + sig;
+}
+
+int
 sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
     int sigfd, const struct wait_result *res, struct sup_ahead *a)
 {
@@ -801,6 +823,11 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	printable(o->key, strlen(o->key), s.key, sizeof(s.key));
 	if ((st = confirm_grant(&s, &granted)) != 0)
 		return finish(&s, st);
+	if ((st = sup_stopped(l, ctx, sigfd)) != 0)
+		return st;
+	/* From here on a signal is COMMAND's (forwarded), and nothing we
+	 * wait for may be cut short by one. */
+	(void)sig_stop_watch(0);
 	export_env(ctx, o->key, res->fence);
 	if (a != NULL && a->rw.running) {
 		s.rw = &a->rw;

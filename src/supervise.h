@@ -46,6 +46,13 @@ void sup_ahead(struct sup_ahead *a, struct lock *l,
     const struct lock_ctx *ctx);
 void sup_ahead_drop(struct sup_ahead *a);
 
+/*
+ * COMMAND must never start after a stop signal (sig.h): if one is pending
+ * on sigfd, give the grant back (a release with no run to record, bounded
+ * as an undo is) and return 128+N; else 0.
+ */
+int sup_stopped(struct lock *l, const struct lock_ctx *ctx, int sigfd);
+
 /* Run o's COMMAND under ctx's lock (granted as in res), with what a
  * (or NULL) prepared; returns the exit status. The lock is released
  * before it returns. */

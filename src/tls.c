@@ -207,8 +207,9 @@ load_client_cert(const struct tls_cfg *cfg, char *err, size_t errlen)
 	if (cfg->cert == NULL) {
 		if (cfg->key == NULL)
 			return 0;
-		snprintf(err, errlen, "%s %s without a client certificate: give "
-		    "it with --tls-cert (or RLOCK_TLS_CERT)", ksrc, cfg->key);
+		snprintf(err, errlen, "%s %s without a client certificate: "
+		    "give it with --tls-cert (or RLOCK_TLS_CERT)", ksrc,
+		    cfg->key);
 		return RL_EXIT_USAGE;
 	}
 	if (check_file(cfg->cert, csrc, err, errlen) < 0 ||
@@ -252,7 +253,8 @@ tls_setup(const struct tls_cfg *cfg, char *err, size_t errlen)
 		return RL_EXIT_OSERR;
 	ERR_clear_error();
 	if ((tls_ctx = SSL_CTX_new(TLS_client_method())) == NULL) {
-		snprintf(err, errlen, "cannot set up TLS: %s", tls_ssl_reason());
+		snprintf(err, errlen, "cannot set up TLS: %s",
+		    tls_ssl_reason());
 		ERR_clear_error();
 		return RL_EXIT_UNAVAILABLE;
 	}

@@ -34,11 +34,13 @@
 #define SSL_CTX_new			(tls_lib.SSL_CTX_new)
 #define SSL_CTX_set_client_cert_cb	(tls_lib.SSL_CTX_set_client_cert_cb)
 #define SSL_CTX_set_default_passwd_cb	(tls_lib.SSL_CTX_set_default_passwd_cb)
-#define SSL_CTX_set_default_verify_paths	(tls_lib.SSL_CTX_set_default_verify_paths)
+#define SSL_CTX_set_default_verify_paths \
+	(tls_lib.SSL_CTX_set_default_verify_paths)
 #define SSL_CTX_set_options		(tls_lib.SSL_CTX_set_options)
 #define SSL_CTX_set_verify		(tls_lib.SSL_CTX_set_verify)
 #define SSL_CTX_use_PrivateKey_file	(tls_lib.SSL_CTX_use_PrivateKey_file)
-#define SSL_CTX_use_certificate_chain_file	(tls_lib.SSL_CTX_use_certificate_chain_file)
+#define SSL_CTX_use_certificate_chain_file \
+	(tls_lib.SSL_CTX_use_certificate_chain_file)
 #define SSL_connect			(tls_lib.SSL_connect)
 #define SSL_ctrl			(tls_lib.SSL_ctrl)
 #define SSL_free			(tls_lib.SSL_free)
@@ -46,7 +48,8 @@
 #define SSL_get0_peer_certificate	(tls_lib.SSL_get0_peer_certificate)
 #define SSL_get_error			(tls_lib.SSL_get_error)
 #define SSL_get_ex_data			(tls_lib.SSL_get_ex_data)
-#define SSL_get_ex_data_X509_STORE_CTX_idx	(tls_lib.SSL_get_ex_data_X509_STORE_CTX_idx)
+#define SSL_get_ex_data_X509_STORE_CTX_idx \
+	(tls_lib.SSL_get_ex_data_X509_STORE_CTX_idx)
 #define SSL_get_verify_result		(tls_lib.SSL_get_verify_result)
 #define SSL_is_init_finished		(tls_lib.SSL_is_init_finished)
 #define SSL_new				(tls_lib.SSL_new)
@@ -60,13 +63,15 @@
 #define SSL_write_ex			(tls_lib.SSL_write_ex)
 #define TLS_client_method		(tls_lib.TLS_client_method)
 #define X509_NAME_get_text_by_NID	(tls_lib.X509_NAME_get_text_by_NID)
-#define X509_STORE_CTX_get_current_cert	(tls_lib.X509_STORE_CTX_get_current_cert)
+#define X509_STORE_CTX_get_current_cert \
+	(tls_lib.X509_STORE_CTX_get_current_cert)
 #define X509_STORE_CTX_get_error	(tls_lib.X509_STORE_CTX_get_error)
 #define X509_STORE_CTX_get_error_depth	(tls_lib.X509_STORE_CTX_get_error_depth)
 #define X509_STORE_CTX_get_ex_data	(tls_lib.X509_STORE_CTX_get_ex_data)
 #define X509_VERIFY_PARAM_set1_host	(tls_lib.X509_VERIFY_PARAM_set1_host)
 #define X509_VERIFY_PARAM_set1_ip_asc	(tls_lib.X509_VERIFY_PARAM_set1_ip_asc)
-#define X509_VERIFY_PARAM_set_hostflags	(tls_lib.X509_VERIFY_PARAM_set_hostflags)
+#define X509_VERIFY_PARAM_set_hostflags \
+	(tls_lib.X509_VERIFY_PARAM_set_hostflags)
 #define X509_free			(tls_lib.X509_free)
 #define X509_get0_notAfter		(tls_lib.X509_get0_notAfter)
 #define X509_get0_notBefore		(tls_lib.X509_get0_notBefore)

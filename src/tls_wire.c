@@ -14,6 +14,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "deadline.h"
+#include "sig.h"
 #include "util.h"
 
 /* A TLS record starts with its content type: 20..23 (change cipher spec,
@@ -110,14 +112,15 @@ probe_step(struct tls_probe_state *pr, short revents)
 /*
  * Wait for the fd as the handshake wants, by deadline, with the probe
  * above once the server has been silent for half the time. 1 ready, 0
- * timed out, 2 a plain Redis there, -1 error (errno).
+ * timed out, 2 a plain Redis there, -1 error (errno; ECANCELED: a stop
+ * signal, sig.h).
  */
 int
 tls_wait_fd(int fd, short want, int64_t start, int64_t deadline,
     struct tls_probe_state *pr, int heard)
 {
 	int64_t probe_at = start + (deadline - start) / 2, now, until;
-	struct pollfd p[2];
+	struct pollfd p[3];
 	int n;
 
 	while ((now = mono_ms()) < deadline) {
@@ -127,9 +130,7 @@ tls_wait_fd(int fd, short want, int64_t start, int64_t deadline,
 		p[1] = (struct pollfd){ .fd = pr->fd, .events = pr->sent ?
 		    POLLIN : POLLOUT };
 		until = !pr->started && !heard ? probe_at : deadline;
-		if (until - now > 60000)
-			until = now + 60000;
-		n = poll(p, pr->fd >= 0 ? 2 : 1, (int)(until - now));
+		n = sig_poll(p, pr->fd >= 0 ? 2 : 1, deadline_poll_ms(until));
 		if (n < 0 && errno != EINTR)
 			return -1;
 		if (n <= 0)
@@ -147,12 +148,11 @@ tls_wait_fd(int fd, short want, int64_t start, int64_t deadline,
 static int
 wait_one(int fd, short events, int64_t deadline)
 {
-	struct pollfd p = { .fd = fd, .events = events };
-	int64_t left;
+	struct pollfd p[2] = { { .fd = fd, .events = events } };
 	int n;
 
-	while ((left = deadline - mono_ms()) > 0) {
-		n = poll(&p, 1, (int)(left > 60000 ? 60000 : left));
+	while (deadline - mono_ms() > 0) {
+		n = sig_poll(p, 1, deadline_poll_ms(deadline));
 		if (n > 0)
 			return 1;
 		if (n < 0 && errno != EINTR)

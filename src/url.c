@@ -5,7 +5,8 @@
  *   redis[s]://[[user][:password]@]host[:port][/db][?db=N]
  *   redis[s]://[[user][:password]@][ipv6]:port[/db]
  *   unix://[[user][:password]@]/path/to/socket[?db=N]
- *   redis[s]+sentinel://[[user][:password]@]host[:port][,host[:port]...]/NAME[/db]
+ *   redis[s]+sentinel://[[user][:password]@]host[:port][,host[:port]...]
+ *       /NAME[/db]
  *   redis[s]+cluster://[[user][:password]@]host[:port][,host[:port]...][/0]
  *
  * The "s" asks for TLS on every connection the URL leads to (sentinels,

@@ -116,8 +116,9 @@ void printable(const char *s, size_t len, char *buf, size_t buflen);
 
 /*
  * If $RLOCK_TRACE names a file, append "EVENT MONO_NS PID" to it: the
- * benchmark's view of grant and release instants. Costs one getenv
- * otherwise.
+ * benchmark's view of grant and release instants, the torture's of when
+ * a --fair waiter first had its place in the queue (queued). Costs one
+ * getenv otherwise.
  */
 void trace_event(const char *event);
 #endif

@@ -7,9 +7,11 @@
  * P{KEY}:wake:TOKEN, and joins the queue only while subscribed: the
  * scripts take a queued waiter nobody hears for dead (queue.lua), which
  * is how a killed one is passed over at once. If the subscription drops,
- * the waiter may lose its place meanwhile; it subscribes again and then
- * joins again, at the back if it was dropped, and is served in that
- * turn. Plain waiters block in BLPOP on P{KEY}:tok, where each
+ * the waiter subscribes again and then joins again, saying it is back:
+ * where the server changed under the queue (a restart, a failover) it
+ * keeps its place if it is back within the grace the scripts give then;
+ * where the server stayed, it may have lost its place meanwhile, and
+ * joins at the back. Plain waiters block in BLPOP on P{KEY}:tok, where each
  * release leaves one token: Redis gives it to the oldest blocked waiter, so
  * a release wakes one process, not a herd, and a token pushed between our
  * try and our BLPOP waits for us; on one plain server the lock sends our
@@ -167,7 +169,7 @@ attempt_end(const struct waiter *w)
 
 /* One attempt; reconnects once on a connection that dropped at once
  * (acquire is idempotent per token, so repeating it is safe), except
- * under --nonblock, which never tries twice. */
+ * under --nonblock, which never tries twice, and at a run's first contact. */
 static enum lock_result
 attempt(struct waiter *w, int queue, struct wait_result *res,
     struct lock_busy *busy)
@@ -209,6 +211,7 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 		if (lr == LOCK_BUSY && busy->writer == 1)
 			w->writer = 1;
 		if (lr == LOCK_BUSY && busy->position >= 0 && !w->queued) {
+			trace_event("queued");
 			w->queued = 1;
 			w->next_beat = mono_ms() + WAITER_BEAT_MS;
 		}
@@ -221,14 +224,16 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 		}
 		if (lr != LOCK_ERROR)
 			return lr;
-		/* An error reply, not I/O; or the login that rode ahead
-		 * failed: the server never took us, and trying again with
-		 * the same token could meet an undo sent behind this one. */
-		if (lock_is_open(w->l) ||
-		    lock_failure(w->l)->again != AGAIN_MAY)
+		/* An error reply, not I/O. */
+		if (lock_is_open(w->l))
 			return LOCK_ERROR;
 		w->uncertain = 1;
-		if (mono_ms() - w->tried_at > LAST_TRY_MS)
+		/* Not at once on a run's first contact: a connection just
+		 * opened that drops most likely refused something asked
+		 * ahead of the acquire (a proxy: guard_refused), which the
+		 * caller tells apart; -w rides it out as weather. */
+		if (!w->reached || mono_ms() - w->tried_at > LAST_TRY_MS ||
+		    sig_stopping())
 			return LOCK_ERROR;
 	}
 	return LOCK_ERROR;
@@ -261,12 +266,12 @@ retry_at(struct waiter *w, const struct lock_busy *b)
 	return now + t;
 }
 
-/* A signal that should end the wait, if one is pending. */
+/* A signal that should end the wait, if one is pending (any but
+ * SIGCHLD, which is read and passed over). */
 static int
 stop_signal(struct waiter *w, struct wait_result *res)
 {
-	res->signo = sig_take(w->sigfd, NULL);
-	return res->signo != 0 && res->signo != SIGCHLD;
+	return (res->signo = sig_take_stop(w->sigfd)) != 0;
 }
 
 /*
@@ -393,14 +398,17 @@ close_subs(struct waiter *w)
 
 /*
  * The undo too ends within a second of the wait's bound (Bounds): of a
- * --timeout, or of the last attempt's --connect-timeout; a signal that
- * ends a long wait still leaves it a moment to take our queue place back.
+ * --timeout, or of the last attempt's --connect-timeout, or of the
+ * signal that ended the wait, which still leaves it a moment to take our
+ * queue place back.
  */
 static int64_t
-undo_end(const struct waiter *w)
+undo_end(const struct waiter *w, enum wait_status st)
 {
 	int64_t now = mono_ms(), end;
 
+	if (st == WAIT_SIGNAL)
+		return now + SIG_UNDO_MS;
 	if (w->wait_ms > 0)
 		end = w->deadline;
 	else if (w->wait_ms == 0)
@@ -418,6 +426,9 @@ undo_end(const struct waiter *w)
 static enum wait_status
 give_up(struct waiter *w, enum wait_status st)
 {
+	/* The undo is what a stop signal asks for: it must not end it. */
+	int stop = sig_stop_watch(0);
+
 	waitline_clear(&w->line);
 	/* An attempt sent behind a BLPOP and not read (a signal, or its
 	 * connection lost): it may have been granted. */
@@ -425,10 +436,7 @@ give_up(struct waiter *w, enum wait_status st)
 		w->uncertain = 1;
 	if (!w->queued && !w->writer && !w->uncertain)
 		goto out;
-	/* Keep the failure that made us give up for the caller's message. */
-	if (w->down_since == 0)
-		w->why = *lock_failure(w->l);
-	if (!bound_to(w, undo_end(w)))
+	if (!bound_to(w, undo_end(w, st)))
 		goto out;
 	if (!lock_is_open(w->l) && lock_open(w->l) != 0)
 		goto out;
@@ -443,6 +451,7 @@ out:
 	}
 	close_subs(w);
 	lock_set_timeouts(w->l, w->con0, w->cmd0);
+	(void)sig_stop_watch(stop);
 	return st;
 }
 
@@ -570,6 +579,11 @@ weather(struct waiter *w, const struct failure *f, struct wait_result *res,
 {
 	int r;
 
+	/* Told to stop (the try may have been cut short by it). */
+	if (stop_signal(w, res)) {
+		*st = give_up(w, WAIT_SIGNAL);
+		return 0;
+	}
 	if (w->no_time) {
 		*st = ran_out(w);
 		return 0;
@@ -586,38 +600,18 @@ weather(struct waiter *w, const struct failure *f, struct wait_result *res,
 	return 0;
 }
 
-/*
- * Before the first answer: a try whose login got no answer left behind
- * it an undo that may still reach the server, and would take back a
- * grant to the same token on a new connection (AGAIN_NOT_THERE). Under a
- * new token the next try is a stranger to it, and may be made as any
- * other: f as it would be without the undo, in *copy. Nothing of the new
- * token is anywhere yet (no wake channel, no queue place).
- */
-static const struct failure *
-new_token(struct lock_ctx *ctx, const struct failure *f,
-    struct failure *copy)
-{
-	if (f->again != AGAIN_NOT_THERE)
-		return f;
-	lock_ctx_new_token(ctx);
-	*copy = *f;
-	copy->again = AGAIN_NOT;
-	return copy;
-}
-
 enum wait_status
-wait_lock(struct lock *l, struct lock_ctx *ctx, int64_t wait_ms,
-    int sigfd, struct wait_result *res, const struct wait_hooks *hooks)
+wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
+    int64_t since, int sigfd, struct wait_result *res,
+    const struct wait_hooks *hooks)
 {
 	struct waiter w = { .l = l, .ctx = ctx, .sigfd = sigfd,
 	    .no_ttl_backoff = 100, .res = res };
 	int idle_done = 0;
-	struct lock_busy busy;
+	struct lock_busy busy = { 0 };
 	enum lock_result lr;
 	enum wait_status st;
-	struct failure fail;
-	int64_t start = mono_ms();
+	int64_t start = since;
 	int why, was;
 
 	w.deadline = wait_ms < 0 ? INT64_MAX : start + wait_ms;
@@ -628,13 +622,20 @@ wait_lock(struct lock *l, struct lock_ctx *ctx, int64_t wait_ms,
 	w.caps = lock_caps(l);
 	res->signo = 0;
 	res->answered = 0;
+	memset(&res->busy, 0, sizeof(res->busy));
 	failure_clear(&res->fail);
 	waitline_init(&w.line, ctx->key, ctx->limit, start);
 	w.line.on = w.line.on && wait_ms != 0;
+	/* The run's first connect met weather: that was the first try. */
+	if (!lock_is_open(l) && lock_failure(l)->status != 0) {
+		w.tried_at = start;
+		w.tried_wall = wall_ms() - (mono_ms() - start);
+		if (!weather(&w, lock_failure(l), res, &st))
+			return st;
+	}
 	/* Not queued yet: a --fair waiter joins once subscribed, below. */
 	while ((lr = attempt(&w, 0, res, &busy)) == LOCK_ERROR)
-		if (!weather(&w, new_token(ctx, lock_failure(l), &fail), res,
-		    &st))
+		if (!weather(&w, lock_failure(l), res, &st))
 			return st;
 	back_up(&w, lr == LOCK_BUSY ? &busy : NULL);
 	if (lr == LOCK_GRANTED) {
@@ -642,15 +643,19 @@ wait_lock(struct lock *l, struct lock_ctx *ctx, int64_t wait_ms,
 		lock_set_timeouts(l, w.con0, w.cmd0);
 		return WAIT_GRANTED;
 	}
-	if (wait_ms == 0)
+	if (wait_ms == 0) {
+		res->busy = busy;
 		return give_up(&w, WAIT_TIMEOUT);
+	}
 	w.wk = lock_waker(l, ctx, waitline_on(&w.line) ||
 	    msg_level >= MSG_VERBOSE);
 	for (;;) {
 		/* Subscriptions that dropped are made again (a BLPOP needs
 		 * none); once listening, a release from now on reaches us,
 		 * and one from before is seen by this attempt, which
-		 * (re)joins a --fair queue. */
+		 * (re)joins a --fair queue: as one back from weather, if we
+		 * were queued, so that a server that changed under the queue
+		 * is noticed before anyone is passed over (queue.lua). */
 		was = waker_listening(w.wk) && w.down_since == 0;
 		(void)waker_listen(w.wk);
 		if (!was) {
@@ -659,7 +664,8 @@ wait_lock(struct lock *l, struct lock_ctx *ctx, int64_t wait_ms,
 					continue;
 				return st;
 			}
-			lr = attempt(&w, ctx->fair, res, &busy);
+			lr = attempt(&w, !ctx->fair ? 0 : w.queued ?
+			    LOCK_REJOIN : LOCK_JOIN, res, &busy);
 			if (lr == LOCK_GRANTED)
 				return granted(&w, start, WOKE_MESSAGE);
 			if (lr == LOCK_ERROR) {
@@ -684,8 +690,8 @@ wait_lock(struct lock *l, struct lock_ctx *ctx, int64_t wait_ms,
 			msg_verbose("wake-up connection lost (%s); reconnecting",
 			    waker_failure(w.wk)->why);
 		/* Without a subscription this attempt must not queue us. */
-		lr = attempt(&w, ctx->fair && waker_listening(w.wk), res,
-		    &busy);
+		lr = attempt(&w, ctx->fair && waker_listening(w.wk) ?
+		    LOCK_JOIN : 0, res, &busy);
 		if (lr == LOCK_GRANTED)
 			return granted(&w, start, why);
 		if (lr == LOCK_ERROR &&
@@ -702,4 +708,11 @@ wait_try_ms(int64_t wait_ms, int64_t connect_ms)
 	int64_t t = wait_ms + LAST_TRY_MS;
 
 	return t < connect_ms ? t : connect_ms;
+}
+
+int
+wait_first_weather(int64_t wait_ms, const struct failure *f)
+{
+	return wait_ms > 0 && f->kind != FAIL_UNREACHABLE &&
+	    f->kind != FAIL_TLS && failure_retry(f);
 }

@@ -32,6 +32,9 @@ struct wait_result {
 	int signo;
 	struct failure fail;	/* WAIT_ERROR: why */
 	int answered;		/* an attempt was answered before fail */
+	/* WAIT_TIMEOUT of -n: the busy answer (skip_counted, its holder);
+	 * else zeroed. */
+	struct lock_busy busy;
 };
 
 /*
@@ -46,12 +49,13 @@ struct wait_hooks {
 
 /*
  * Acquire ctx's lock on l, waiting at most wait_ms (-1: forever; 0: one
- * attempt). sigfd's signals interrupt the wait. On any outcome but
- * WAIT_GRANTED nothing of ours is left in Redis; ctx's token may be
- * replaced before the first answer (wait.c).
+ * attempt) from `since` (mono ms: the run's start, so that its first
+ * connect counts; a first connect that failed with weather, l closed, is
+ * the wait's first attempt). sigfd's signals interrupt the wait. On any
+ * outcome but WAIT_GRANTED nothing of ours is left in Redis.
  */
-enum wait_status wait_lock(struct lock *l, struct lock_ctx *ctx,
-    int64_t wait_ms, int sigfd, struct wait_result *res,
+enum wait_status wait_lock(struct lock *l, const struct lock_ctx *ctx,
+    int64_t wait_ms, int64_t since, int sigfd, struct wait_result *res,
     const struct wait_hooks *hooks);
 
 /*
@@ -63,5 +67,14 @@ enum wait_status wait_lock(struct lock *l, struct lock_ctx *ctx,
  * obtained; wait_lock keeps it within the wait's bound.
  */
 int64_t wait_try_ms(int64_t wait_ms, int64_t connect_ms);
+
+/*
+ * Is f, why a run's first connect failed, weather that wait_lock rides
+ * out under a wait of wait_ms (its attempts connect again)? Only with -w,
+ * and only once the server was reached: a connection refused, a name
+ * that does not resolve or a failed TLS handshake most likely mean a
+ * wrong URL.
+ */
+int wait_first_weather(int64_t wait_ms, const struct failure *f);
 
 #endif

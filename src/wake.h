@@ -71,9 +71,11 @@ struct waker *wake_pop_any(struct server *const *s, int n, int need,
 /*
  * Subscriptions to channel ch on n servers, on connections cloned from
  * like[i]; `need` of them must stay alive, or a wait ends WOKE_LOST.
+ * `both`: SUBSCRIBE beside SSUBSCRIBE (another client's channel, which
+ * may be published either way).
  */
 struct waker *wake_sub(struct server *const *like, int n, int need,
-    const char *ch, size_t len);
+    const char *ch, size_t len, int both);
 
 /*
  * The checks of the replies, apart from the connection so they can be

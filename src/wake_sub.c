@@ -5,7 +5,8 @@
  * Sharded pub/sub (Redis 7) where the server has it: in a Cluster a
  * message then reaches the slot's node only, not every node over the
  * bus; the scripts SPUBLISH where they can, so a Redis 6 gets PUBLISH and
- * SUBSCRIBE on both sides.
+ * SUBSCRIBE on both sides. A channel another client publishes on too
+ * (Redisson's: PUBLISH, or SPUBLISH on a Cluster) is subscribed both ways.
  */
 #include "wake.h"
 
@@ -25,6 +26,7 @@ struct sub_waker {
 	int *listening;
 	struct pollfd *p;		/* the signal fd, then each one's */
 	int n, need;
+	int both;			/* SUBSCRIBE too */
 	char *ch;
 	size_t ch_len;
 };
@@ -48,7 +50,27 @@ lost(struct sub_waker *w, struct server *s)
 	server_close(s);
 }
 
-/* SSUBSCRIBE, or SUBSCRIBE where the server has no sharded pub/sub. */
+/* A (S)SUBSCRIBE's reply r (NULL: none came), freed here: 0, or -1
+ * with the failure kept (and the connection closed on a wrong one). */
+static int
+confirmed(struct sub_waker *w, struct server *s, struct reply *r)
+{
+	int ok;
+
+	if (r == NULL) {
+		w->base.fail = *server_failure(s);
+		return -1;
+	}
+	if (!(ok = wake_parse_subscribe(r))) {
+		server_fail_reply(s, "subscribe", r);
+		lost(w, s);
+	}
+	reply_free(r);
+	return ok ? 0 : -1;
+}
+
+/* SSUBSCRIBE, or SUBSCRIBE where the server has no sharded pub/sub; with
+ * `both`, SUBSCRIBE after the SSUBSCRIBE too. */
 static int
 subscribe(struct sub_waker *w, int i)
 {
@@ -57,7 +79,6 @@ subscribe(struct sub_waker *w, int i)
 	const char *argv[2] = { "SSUBSCRIBE", w->ch };
 	size_t lens[2] = { 10, w->ch_len };
 	struct reply *r;
-	int ok;
 
 	if (!server_is_open(s) && server_open(s) != 0) {
 		w->base.fail = *server_failure(s);
@@ -74,26 +95,20 @@ subscribe(struct sub_waker *w, int i)
 	    failure_refused(f, argv[0]))
 		snprintf(f->why + strlen(f->why), sizeof(f->why) -
 		    strlen(f->why), "; --fair needs it");
-	if (r == NULL) {
-		w->base.fail = *server_failure(s);
-		return -1;
-	}
-	if (r->type == REPLY_ERROR &&
+	if (r != NULL && r->type == REPLY_ERROR &&
 	    strstr(r->str, "unknown command") != NULL) {
 		reply_free(r);
 		argv[0] = "SUBSCRIBE";
 		lens[0] = 9;
-		if ((r = server_command(s, 2, argv, lens)) == NULL) {
-			w->base.fail = *server_failure(s);
-			return -1;
-		}
+		r = server_command(s, 2, argv, lens);
 	}
-	if (!(ok = wake_parse_subscribe(r))) {
-		server_fail_reply(s, "subscribe", r);
-		lost(w, s);
-	}
-	reply_free(r);
-	return ok ? 0 : -1;
+	if (confirmed(w, s, r) < 0)
+		return -1;
+	if (!w->both || lens[0] == 9)
+		return 0;
+	argv[0] = "SUBSCRIBE";
+	lens[0] = 9;
+	return confirmed(w, s, server_command(s, 2, argv, lens));
 }
 
 static int
@@ -256,7 +271,7 @@ static const struct waker_ops SUB_OPS = {
 
 struct waker *
 wake_sub(struct server *const *like, int n, int need, const char *ch,
-    size_t len)
+    size_t len, int both)
 {
 	struct sub_waker *w = xcalloc(1, sizeof(*w));
 	int64_t t;
@@ -272,6 +287,7 @@ wake_sub(struct server *const *like, int n, int need, const char *ch,
 	}
 	w->n = n;
 	w->need = need;
+	w->both = both;
 	w->ch = xstrndup(ch, len);
 	w->ch_len = len;
 	return &w->base;

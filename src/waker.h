@@ -17,7 +17,8 @@ enum woke {
 	WOKE_NEXT,		/* only "next" (queue.lua): look soon */
 	WOKE_TIMEOUT,		/* `until` came first */
 	WOKE_LOST,		/* the connection(s) went: try, then listen */
-	WOKE_SIGFD		/* the signal fd is readable: look, call again */
+	/* the signal fd is readable: look, call again */
+	WOKE_SIGFD
 };
 
 struct waker;

@@ -38,6 +38,7 @@ teardown() {
 # rot's connections, as the server counts them.
 rot_conns() { rcli client list | grep -c ' user=rot ' || true; }
 has_rot_conn() { [ "$(rot_conns)" -ge 1 ]; }
+lock_held() { [ "$(rcli exists "rlock:{$1}")" = 1 ]; }
 # EVALSHA calls so far: the holder's extends, when nothing else runs.
 evalshas() {
 	rcli info commandstats | sed -n 's/^cmdstat_evalsha:calls=\([0-9]*\),.*/\1/p'
@@ -90,7 +91,10 @@ evalshas_above() { [ "$(evalshas)" -gt "$1" ]; }
 	"$RLOCK" -u "$U" --password-file "$PWF" -l "$(tf 2)s" -k rot -- \
 		sleep 60 2>"$BATS_TEST_TMPDIR/holder.err" &
 	BG=$!
+	# Held, not only connected: a run still on its way to the lock
+	# (slow under valgrind) would be refused before holding it (77).
 	wait_until 10 has_rot_conn
+	wait_until 10 lock_held rot
 	rcli acl setuser rot '>pw2' '<pw1' >/dev/null
 	rcli client kill user rot >/dev/null
 	# Refused at every reconnect until the lease runs out: lost, 70.
@@ -114,4 +118,41 @@ evalshas_above() { [ "$(evalshas)" -gt "$1" ]; }
 		-n -k other -- echo must-not-run
 	[ -z "$output" ]
 	[[ $stderr == *"refused us: "*"WRONGPASS"* ]] || fail "stderr: $stderr"
+}
+
+# A --password-file that is no regular file gives its line once: a FIFO
+# whose writer has gone, a terminal whose user typed the password. Every
+# login then uses what rlock read at its start, at once, and a reconnect
+# too: none may wait for a writer, or a typist, who will not come.
+@test "--password-file a FIFO written once: every login uses what was read, a reconnect too" {
+	local go=$BATS_TEST_TMPDIR/go fifo=$BATS_TEST_TMPDIR/fifo t st
+	mkfifo "$fifo"
+	printf 'pw1\n' > "$fifo" &
+	timeout -s KILL "$(tf 30)" "$RLOCK" -u "$U" --password-file "$fifo" \
+		-l "$(tf 3)s" -k rot -- \
+		sh -c "until [ -e '$go' ]; do sleep 0.05; done; exit 7" \
+		2>"$BATS_TEST_TMPDIR/holder.err" &
+	BG=$!
+	wait_until 10 has_rot_conn || fail "never logged in"
+	rcli client kill user rot >/dev/null
+	# The renewal thread logs in again and extends the lease there.
+	wait_until 10 has_rot_conn || fail "never logged in again"
+	t=$(evalshas)
+	wait_until 10 evalshas_above "$((t + 1))"
+	touch "$go"
+	st=0
+	wait "$BG" || st=$?
+	BG=
+	[ "$st" -eq 7 ] || fail "holder exited $st: $(cat "$BATS_TEST_TMPDIR/holder.err")"
+	run cat "$BATS_TEST_TMPDIR/holder.err"
+	[ -z "$output" ] || fail "holder said: $output"
+}
+
+@test "--password-file /dev/stdin on a terminal, typed once: the run logs in with it" {
+	# The password is typed once rlock sleeps, reading the terminal.
+	run python3 "$BATS_TEST_DIRNAME/on_tty.py" "$(tf 10)" 'pw1\n' \
+	    "$RLOCK" -u "$U" --password-file /dev/stdin -k rot -- \
+	    sh -c 'echo ran; exit 7'
+	[ "$status" = 7 ] || fail "status $status: $output"
+	assert_output --partial ran
 }

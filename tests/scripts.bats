@@ -48,7 +48,7 @@ acquire_proposing() { # KEY FENCE
 	rcli evalsha "$ACQ" 14 "$k" "$k:meta" "$k:metas" "$k:fence" "$k:sem" \
 	    "$k:limit" "$k:q" "$k:w" "$k:turn" "$k:last" "$k:tok" "$k:sh" \
 	    "$k:xw" "$k:xtok" "$t" 5000 host 1 user cmd 604800000 1 0 \
-	    "$k:wake:" 90000 0 200 '' 6000 "$k:wake" 0 4000 5000 "$2" |
+	    "$k:wake:" 90000 0 200 '' 6000 "$k:wake" 0 4000 5000 '' "$2" |
 	    sed -n 2p
 	rcli del "$k" "$k:meta" > /dev/null
 }

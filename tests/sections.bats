@@ -60,7 +60,7 @@ no_holder_left() { [ -z "$(ls "$XDG_RUNTIME_DIR/rlock" 2>/dev/null)" ]; }
 	redis-cli -s "$REDIS_SOCK" hget "rlock:{$K}:meta" pid
 	"$RLOCK" status "$K" | sed -n 's/^  command *//p'
 	EOF
-	run -0 --separate-stderr timeout 10 sh "$T/s.sh"
+	run -0 --separate-stderr timeout "$(tf 10)" sh "$T/s.sh"
 	[ "${lines[1]}" = "${lines[0]}" ] || fail "holder pid: $output"
 	[ "${lines[2]}" = "sh $T/s.sh" ] || fail "command: $output"
 	wait_ms 1000 released "$K" || fail "still held after the script"
@@ -81,7 +81,7 @@ no_holder_left() { [ -z "$(ls "$XDG_RUNTIME_DIR/rlock" 2>/dev/null)" ]; }
 	"$RLOCK" unlock -k "$K.a"; echo "again=$?"
 	"$RLOCK" unlock; echo "none=$?"
 	EOF
-	run -0 --separate-stderr timeout 10 sh "$T/s.sh"
+	run -0 --separate-stderr timeout "$(tf 10)" sh "$T/s.sh"
 	assert_output "one=0
 below=0
 2
@@ -95,7 +95,7 @@ none=1"
 	no_holder_left
 	# bash runs the last command of -c in its own place: that unlock is
 	# the owner itself.
-	run -0 --separate-stderr timeout 10 bash -c \
+	run -0 --separate-stderr timeout "$(tf 10)" bash -c \
 	    '"$RLOCK" lock -k "$K" && "$RLOCK" unlock -k "$K"'
 	released "$K"
 }
@@ -173,13 +173,13 @@ owner"
 	    while [ ! -e "$T/go" ]; do sleep 0.02; done' 3>&- &
 	PIDS+=($!)
 	started "$T/in"
-	run -75 --separate-stderr timeout 10 sh "$T/s.sh"
+	run -75 --separate-stderr timeout "$(tf 10)" sh "$T/s.sh"
 	[ -z "$output" ]
 	touch "$T/go"
 	wait_ms 5000 released "$K"
 	# A holders' directory others may write to: no holder, nothing held.
 	mkdir -m 755 "$T/rt" "$T/rt/rlock"
-	XDG_RUNTIME_DIR=$T/rt run -71 --separate-stderr timeout 10 sh "$T/s.sh"
+	XDG_RUNTIME_DIR=$T/rt run -71 --separate-stderr timeout "$(tf 10)" sh "$T/s.sh"
 	[ -z "$output" ]
 	[[ $stderr == "rlock: cannot leave a holder for '$K': "* ]]
 	released "$K"
@@ -195,7 +195,7 @@ owner"
 	    "rlock:{$K.3}"
 	EOF
 	for sh in bash dash zsh; do
-		run -0 --separate-stderr timeout 10 "$sh" "$T/s.sh"
+		run -0 --separate-stderr timeout "$(tf 10)" "$sh" "$T/s.sh"
 		assert_output "rc=0 x=[]
 rc=0 y=[]
 rc=0 z=[]
@@ -218,7 +218,7 @@ x\\"
 	    echo fence
 	EOF
 	for sh in sh bash zsh; do
-		run -0 --separate-stderr timeout 10 "$sh" "$T/s.sh"
+		run -0 --separate-stderr timeout "$(tf 10)" "$sh" "$T/s.sh"
 		assert_output "same key
 token
 fence"
@@ -240,7 +240,7 @@ fence"
 	"$RLOCK" unlock -k "$K"; echo "unlock=$?"
 	"$RLOCK" unlock -k "$K"; echo "unlock=$?"
 	EOF
-	run -0 --separate-stderr timeout 10 sh "$T/s.sh"
+	run -0 --separate-stderr timeout "$(tf 10)" sh "$T/s.sh"
 	assert_output "run $K F
 lock=0
 export=F
@@ -259,7 +259,7 @@ unlock=1"
 	eval "$(XDG_RUNTIME_DIR=/nonexistent "$RLOCK" lock -n --export \
 	    -k "$K")"; echo "lock $RLOCK_TOKEN" | sed "s/$t/T/"
 	EOF
-	run -0 --separate-stderr timeout 10 sh "$T/s.sh"
+	run -0 --separate-stderr timeout "$(tf 10)" sh "$T/s.sh"
 	assert_output "run T
 lock T"
 	wait_ms 1000 released "$K"
@@ -271,7 +271,7 @@ lock T"
 	"$RLOCK" lock --max-hold "$MAX" -k "$K" || exit
 	while :; do sleep 0.02; done
 	EOF
-	MAX=$(tf 0.3) run -3 --separate-stderr timeout 10 sh "$T/s.sh"
+	MAX=$(tf 0.3) run -3 --separate-stderr timeout "$(tf 10)" sh "$T/s.sh"
 	[ "$(cat "$T/got")" = TERM ]
 	[[ ${stderr_lines[0]} == "rlock: '$K' has been held for --max-hold "* ]]
 	wait_ms 1000 released "$K"
@@ -325,7 +325,7 @@ owner"
 	echo $$ > "$T/owner"
 	EOF
 	for sh in dash bash zsh; do
-		run -0 --separate-stderr timeout 10 "$sh" "$T/s.sh"
+		run -0 --separate-stderr timeout "$(tf 10)" "$sh" "$T/s.sh"
 		assert_output "1
 unlock=0
 0"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # Signals and endings: the lock is released however COMMAND ends, signals
-# to rlock reach COMMAND (or end the wait), a SIGKILLed rlock does not
+# to rlock reach COMMAND (or, before it starts, end rlock within a second:
+# reading a file, connecting, waiting), a SIGKILLed rlock does not
 # leave COMMAND running unguarded, and COMMAND starts with the signal
 # dispositions rlock was started with, none blocked, and rlock's stdin and
 # stdout.
@@ -42,6 +43,7 @@ teardown() {
 	for p in "${PIDS[@]}"; do
 		proc_alive "$p" && kill -KILL "$p" 2>/dev/null
 	done
+	rcli client unpause > /dev/null
 	rcli del "$L" "$L:meta" > /dev/null
 	return 0
 }
@@ -320,10 +322,11 @@ MORE_SIGS="ALRM VTALRM PROF IO PWR XCPU XFSZ STKFLT SYS TRAP ABRT BUS FPE ILL SE
 	assert_released
 }
 
-# queued N: the --fair queue holds N waiters, each with its entry in :w.
+# queued N: the --fair queue holds N waiters, each with its entry in :w
+# (beside the field 'server', the queue's own).
 queued() {
 	[ "$(rcli llen "$L:q")" = "$1" ] &&
-		[ "$(rcli hlen "$L:w")" = "$1" ]
+		[ "$(rcli hkeys "$L:w" | grep -cvx server)" = "$1" ]
 }
 
 # This test's keys in Redis (earlier tests' keys expire meanwhile).
@@ -335,6 +338,134 @@ our_keys() { rcli --scan --pattern "$L*" | sort; }
 waiting() {
 	[ "$(rcli client list | grep -v ' name=rlock-holder ' |
 	    grep -cE ' flags=[a-zA-Z]*b| sub=[1-9]| psub=[1-9]| ssub=[1-9]')" = "$1" ]
+}
+
+# Signals heard at every moment before COMMAND: while rlock reads a file
+# that gives nothing (a FIFO nobody writes to, a terminal nobody types
+# on), while a server takes the connection and never answers, and while
+# an acquire waits out a CLIENT PAUSE.
+
+# asleep PID: PID's main thread sleeps in the kernel (an open, a read, a
+# poll): whatever comes next, rlock is waiting for it.
+asleep() {
+	local st
+	read -r st 2>/dev/null < /proc/"$1"/stat || return 1
+	st=${st##*) }
+	[ "${st%% *}" = S ]
+}
+
+# stopped_at_once SIG RLOCK-ARGS...: rlock, started in the background
+# with RLOCK-ARGS, falls asleep; SIG then ends it within a second with
+# 128+N, and COMMAND (one that touches $T/ran) never ran.
+stopped_at_once() {
+	local sig=$1 t0 t1
+	shift
+	rm -f "$T/ran"
+	bg_rlock "$@"
+	wait_ms 5000 asleep "$BG" || fail "rlock $* never waited"
+	t0=$(now_ms)
+	kill -"$sig" "$BG"
+	reap "$BG" 3000
+	t1=$(now_ms)
+	[ "$RC" = $((128 + $(signum "$sig"))) ] ||
+		fail "SIG$sig: status $RC: $(cat "$T/err")"
+	[ $((t1 - t0)) -lt "$(tf_ms 1000)" ] ||
+		fail "SIG$sig: exit after $((t1 - t0))ms"
+	[ ! -e "$T/ran" ] || fail "COMMAND ran"
+}
+
+@test "--config FIFO nobody writes to: SIGTERM ends rlock at once (143)" {
+	mkfifo "$T/conf"
+	stopped_at_once TERM --config "$T/conf" -k "$K" -- touch "$T/ran"
+}
+
+@test "--password-file FIFO nobody writes to: SIGTERM ends rlock at once (143)" {
+	mkfifo "$T/pw"
+	stopped_at_once TERM --password-file "$T/pw" -k "$K" -- \
+	    touch "$T/ran"
+	stopped_at_once HUP --password-file "$T/pw" -k "$K" -- touch "$T/ran"
+}
+
+@test "--password-file /dev/stdin on a terminal nobody types on: ^C ends rlock (130)" {
+	# ^C is typed once rlock sleeps, reading the terminal.
+	run python3 "$BATS_TEST_DIRNAME/on_tty.py" "$(tf 5)" '\x03' \
+	    "$RLOCK" --password-file /dev/stdin -k "$K" -- touch "$T/ran"
+	[ "$status" = 130 ] || fail "status $status: $output"
+	[ ! -e "$T/ran" ] || fail "COMMAND ran"
+}
+
+# silent_url: a TCP listener that takes connections (the kernel does)
+# and never reads nor answers, as a server that hangs; its URL in
+# $SILENT_URL.
+silent_url() {
+	local port
+	port=$(closed_port 20000 12000) || fail "no free port"
+	cat > "$T/silent.py" <<-'PY'
+	import signal, socket, sys
+	s = socket.socket()
+	s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+	s.bind(('127.0.0.1', int(sys.argv[1])))
+	s.listen(64)
+	open(sys.argv[2], 'w').close()
+	signal.pause()
+	PY
+	python3 "$T/silent.py" "$port" "$T/silent.ready" 3>&- &
+	PIDS+=("$!")
+	wait_ms 5000 test -e "$T/silent.ready" || fail "no listener"
+	SILENT_URL=redis://127.0.0.1:$port
+}
+
+@test "first contact with a server that never answers: SIGTERM ends -n at once (143, not 69)" {
+	silent_url
+	stopped_at_once TERM --connect-timeout 30s -u "$SILENT_URL" -n \
+	    -k "$K" -- touch "$T/ran"
+}
+
+@test "first contact with a server that never answers: SIGTERM ends a wait without -w at once" {
+	silent_url
+	stopped_at_once TERM --connect-timeout 30s -u "$SILENT_URL" \
+	    -k "$K" -- touch "$T/ran"
+	stopped_at_once INT --connect-timeout 30s -u "$SILENT_URL" \
+	    -k "$K" -- touch "$T/ran"
+}
+
+@test "first contact with a server that never answers: SIGTERM ends -w 30s at once" {
+	silent_url
+	stopped_at_once TERM --connect-timeout 30s -u "$SILENT_URL" -w 30s \
+	    -k "$K" -- touch "$T/ran"
+}
+
+@test "a server that never answers: SIGTERM ends status, list and release at once" {
+	silent_url
+	stopped_at_once TERM status --connect-timeout 30s -u "$SILENT_URL" \
+	    "$K"
+	stopped_at_once TERM list --connect-timeout 30s -u "$SILENT_URL"
+	stopped_at_once TERM release --force --connect-timeout 30s \
+	    -u "$SILENT_URL" "$K"
+}
+
+@test "an acquire in flight under CLIENT PAUSE: SIGINT ends rlock within a second (130), nothing held" {
+	local t0 t1
+	# The scripts cached, as on a server in use.
+	run -0 "$RLOCK" -k "$K" -- true
+	rcli client pause "$(tf_ms 5000)" WRITE > /dev/null
+	bg_rlock -l "$(tf 2)" -k "$K" -- touch "$T/ran"
+	# Its acquire is there, held back by the pause.
+	wait_ms 3000 blocked_is 1 || fail "no acquire in flight"
+	t0=$(now_ms)
+	kill -INT "$BG"
+	reap "$BG" 3000
+	t1=$(now_ms)
+	rcli client unpause > /dev/null
+	[ "$RC" = 130 ] || fail "status $RC: $(cat "$T/err")"
+	[ $((t1 - t0)) -lt "$(tf_ms 1000)" ] ||
+		fail "exit $((t1 - t0))ms after SIGINT"
+	[ ! -e "$T/ran" ] || fail "COMMAND ran"
+	# Taken back, or at worst gone with its lease.
+	wait_ms 3000 released "$K" ||
+		fail "still held: $(rcli pttl "$L")ms left"
+	run keys_without_ttl
+	assert_output ''
 }
 
 # sigkilled ACTION SCRIPT: SIGKILL an rlock -l 1s (scaled) --on-lost ACTION

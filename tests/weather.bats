@@ -32,16 +32,21 @@ teardown() {
 SRV_ARGS=()
 
 # waiter NAME RLOCK-ARGS...: an rlock in the background whose COMMAND
-# notes that it ran ($T/NAME.ran); its status goes to $T/NAME.st, its
-# stderr to $T/NAME.err.
+# notes that it ran ($T/NAME.ran) and appends NAME to $T/order; its status
+# goes to $T/NAME.st, its stderr to $T/NAME.err, the pid of rlock itself
+# to $T/NAME.pid.
 waiter() {
 	local name=$1
 	shift
 	# (bats runs this under set -e: a status that is not 0 must not end
 	# the subshell before it is written.)
-	( st=0; "$RLOCK" -k "$K" "$@" -- sh -c 'touch "$T/$0.ran"' "$name" \
-		2> "$T/$name.err" || st=$?; echo "$st" > "$T/$name.st" ) &
+	( st=0; "$RLOCK" -k "$K" "$@" -- sh -c \
+		'touch "$T/$0.ran"; echo "$0" >> "$T/order"' "$name" \
+		2> "$T/$name.err" & echo $! > "$T/$name.pid"
+	  wait $! || st=$?; echo "$st" > "$T/$name.st" ) &
 	PIDS+=($!)
+	wait_until 5 test -s "$T/$name.pid"
+	PIDS+=("$(cat "$T/$name.pid")")
 }
 done_all() {
 	local n
@@ -55,6 +60,18 @@ ran() {
 			fail "$n: exit $(cat "$T/$n.st"): $(cat "$T/$n.err")"
 	done
 }
+# qlen_is N: the --fair queue of $K holds N waiters.
+qlen_is() { [ "$(rcli llen "rlock:{$K}:q")" = "$1" ]; }
+# subscribed N: N clients or more listen on a channel (--fair waiters).
+subscribed() {
+	[ "$(rcli client list | grep -cE ' ssub=[1-9]| sub=[1-9]')" -ge "$1" ]
+}
+# order_is NAME...: the waiters' COMMANDs ran in this order.
+order_is() {
+	[ "$(cat "$T/order" 2>/dev/null)" = "$(printf '%s\n' "$@")" ] ||
+		fail "order: $(tr '\n' ' ' < "$T/order")"
+}
+
 
 @test "weather: kill -9 of Redis, restarted at once without its data: plain -w, plain and --fair -w waiters get the lock" {
 	# The holder's key is gone with the restart: the waiters must reach
@@ -92,6 +109,68 @@ ran() {
 	touch "$T/go"
 	wait_until 20 done_all w p f
 	ran w p f
+}
+
+# Issue 34: after a restart with AOF, the README's deploy queue ran d1 d2
+# d3 d7 d8 d9 d10 d5 d6 d4: the waiters that came back first passed over
+# those nobody heard yet (their subscriptions went with the old process),
+# who joined again at the back. Here the head and one in the middle are
+# stopped through the restart and go on only once another one is back:
+# the queue must be as it was, and served in order.
+@test "weather: a --fair queue keeps its order through a restart with AOF, the last ones back included" {
+	local i q
+	redis_restart "$SRV" --appendonly yes --appendfsync always
+	"$RLOCK" -k "$K" -- sh -c 'while [ ! -e "$T/go" ]; do sleep 0.05; done' &
+	PIDS+=($!)
+	wait_until 5 held "$K"
+	for i in 1 2 3 4 5 6; do
+		waiter "d$i" --fair -w "$(tf 60)"
+		wait_until 5 qlen_is "$i" || fail "d$i not queued"
+	done
+	q=$(rcli lrange "rlock:{$K}:q" 0 -1)
+	kill -STOP "$(cat "$T/d1.pid")" "$(cat "$T/d4.pid")"
+	redis_restart -9 "$SRV" --appendonly yes --appendfsync always
+	wait_until 10 subscribed 1 || fail "none back: $(rcli client list)"
+	kill -CONT "$(cat "$T/d1.pid")" "$(cat "$T/d4.pid")"
+	wait_until 10 subscribed 6 || fail "not back: $(rcli client list)"
+	[ "$(rcli lrange "rlock:{$K}:q" 0 -1)" = "$q" ] ||
+		fail "the queue was $q, now $(rcli lrange "rlock:{$K}:q" 0 -1)"
+	touch "$T/go"
+	wait_until 30 done_all d1 d2 d3 d4 d5 d6
+	ran d1 d2 d3 d4 d5 d6
+	order_is d1 d2 d3 d4 d5 d6
+	[ -z "$(keys_without_ttl)" ]
+}
+
+# The grace a restart gives (its waiters have yet to subscribe again) is
+# no refuge for a dead one: a head SIGKILLed while the server was down is
+# passed over once the grace is over (3 s from the first one back), well
+# before its turn (6 s), and the others keep their order.
+@test "weather: a --fair head killed while Redis was down is passed over soon after the restart" {
+	local i t0 t1
+	redis_restart "$SRV" --appendonly yes --appendfsync always
+	"$RLOCK" -k "$K" -- sh -c 'while [ ! -e "$T/go" ]; do sleep 0.05; done' &
+	PIDS+=($!)
+	wait_until 5 held "$K"
+	for i in 1 2 3; do
+		waiter "d$i" --fair -w "$(tf 60)"
+		wait_until 5 qlen_is "$i" || fail "d$i not queued"
+	done
+	# Frozen first, so that it never sees d1's socket close.
+	kill -STOP "$(cat "$REDIS_PIDFILE")"
+	kill -KILL "$(cat "$T/d1.pid")"
+	redis_restart -9 "$SRV" --appendonly yes --appendfsync always
+	wait_until 10 subscribed 2 || fail "not back: $(rcli client list)"
+	t0=$(now_ms)
+	touch "$T/go"
+	wait_until 30 done_all d2 d3
+	t1=$(now_ms)
+	ran d2 d3
+	order_is d2 d3
+	[ ! -e "$T/d1.ran" ]
+	[ $((t1 - t0)) -lt "$(tf_ms 5000)" ] ||
+		fail "d2 and d3 ran $((t1 - t0)) ms after the holder"
+	[ -z "$(keys_without_ttl)" ]
 }
 
 @test "weather: max clients: none of 16 -w waiters exits 69 while the server answered; all run" {
@@ -161,9 +240,8 @@ bounded() {
 }
 
 @test "weather: a first contact that gets no answer at all is tried again under -w, and gets the lock" {
-	# Every command held back, PING and the login's too: the first try
-	# times out with its undo written behind it. The next try, under a
-	# new token, is one the undo cannot take back.
+	# Every command held back, the login's PING too: the first contact
+	# times out, and the wait tries again until the pause ends.
 	rcli client pause "$(tf_ms 2000)" all > /dev/null
 	waiter f -w "$(tf 10)" --connect-timeout "$(tf 0.5)" -v
 	wait_until "$(tf 20)" done_all f || fail "still waiting: $(cat "$T/f.err")"

@@ -5,7 +5,7 @@
 -- KEYS: shares writers wtokens
 -- ARGV: token lease_ms host pid user cmd fence_ttl_ms limit join
 -- ARGV: wake_prefix waiter_ttl_ms want_holder look_ms needs turn_ms wake
--- ARGV: shared writer_ttl_ms wake_ttl_ms fence_proposed?
+-- ARGV: shared writer_ttl_ms wake_ttl_ms skip_ttl_ms fence_proposed?
 -- meta: a mutex holder's, metas: the -N holders' (lib/meta.lua); queue
 -- and waiters: the --fair queue (lib/queue.lua); turn: P{K}:turn, "TOKEN
 -- DUE", the queue head whose turn runs out at DUE; last: P{K}:last, where
@@ -24,13 +24,21 @@
 -- requests readers wait for, each there writer_ttl_ms from its last
 -- attempt; wtokens, the wake tokens only those BLPOP. wake_ttl_ms: how
 -- long a wake token a grant leaves for the next plain waiter lasts.
+-- skip_ttl_ms: '' for a caller that may wait; else the caller will not
+-- (-n), and a busy KEY counts its run as skipped in last (lib/skip.lua,
+-- as record.lua would), last then expiring in skip_ttl_ms, with the
+-- holder in the busy reply when it is one exclusive holder.
 -- What it runs, and what the holder and waiter will run later (the
 -- scripts named with @, and the commands rlock sends itself), asked
 -- before any write (lua-text.sh): refused with RLOCK_NOPERM, writing
--- nothing, when the caller's ACL lacks one, not at the release.
+-- nothing, when the caller's ACL lacks one, not at the release; but
+-- the head below, for a caller that will not wait, asks only what it
+-- writes.
+-- PRECHECK: called
 -- RUNS: EVALSHA x 0; EVAL x 0; TIME; GET fence; SET fence 1 PX 1
 -- RUNS: GET turn; SET turn x PX 1; DEL turn; HDEL waiters x; @record
--- RUNS: LINDEX queue 0; LPOP queue; HGET waiters x
+-- RUNS: LINDEX queue 0; LPOP queue; HGET waiters x; INFO? server
+-- RUNS: HSET? waiters x x
 -- RUNS: PUBSUB? SHARDNUMSUB =wake_prefix+x; PUBSUB? NUMSUB =wake_prefix+x
 -- RUNS mutex: ZCOUNT sem 0 0; GET limit; GET lock; PTTL lock
 -- RUNS mutex: PEXPIRE lock 1; PEXPIRE meta 1; HGET meta f
@@ -44,7 +52,8 @@
 -- RUNS fair: LPOS queue x; RPUSH queue x; HSET waiters x x
 -- RUNS fair: PTTL queue; PEXPIRE queue 1; PTTL waiters; PEXPIRE waiters 1
 -- RUNS fair: SSUBSCRIBE =wake_prefix+x; PUBSUB NUMSUB =wake_prefix+x
--- RUNS fair: PUBSUB SHARDNUMSUB =wake_prefix+x; @dequeue; @heartbeat
+-- RUNS fair: PUBSUB SHARDNUMSUB =wake_prefix+x; INFO server
+-- RUNS fair: @dequeue; @heartbeat
 -- RUNS blpop: BLPOP wtokens tokens 0; EXISTS writers; ZADD writers 1 x
 -- RUNS blpop: ZREM writers x; PEXPIRE writers 1
 -- RUNS shared: ZSCORE shares x; ZADD shares 1 x; ZRANGE shares 0 0
@@ -79,9 +88,54 @@
 -- that waits (writers, or an exclusive request ahead in the queue);
 -- fence = max(last + 1, server ms, the fence proposed but at most 1 s
 -- past server ms), one counter for every mode.
+
+-- The head (lua-text.sh: made before most libraries and the pre-check):
+-- KEY held by another mutex holder, what a run that will not wait finds
+-- most (a cron fleet's minute: every host but one). Nothing the rest
+-- does could change the answer: KEY is not free, so nobody takes it, a
+-- --fair head's turn starts only at a free KEY, and this caller joins
+-- no queue and no writers; which mode KEY is in need not be asked
+-- either (a semaphore is refused while KEY is set, and KEY while it has
+-- slots). The skip counts against the holder's grant (its meta's fence;
+-- the counter's when there is none). Asked of the ACL: only the count's
+-- writes. A refusal, or any error, before them ends the head and the
+-- rest, pre-check first, answers as it would without one.
+if a_skip_ttl_ms ~= '' and a_limit == '1' and a_shared ~= '1' then
+  local function look()
+    local cur = redis.call('GET', k_lock)
+    if not cur or cur == a_token or cur == 'shared' then return nil end
+    local can = redis.acl_check_cmd
+    if can and not (can('HSET', k_last, 'f', 'v') and
+        can('PEXPIRE', k_last, '1')) then
+      return nil
+    end
+    local m = redis.call('HMGET', k_meta, 'user', 'host', 'pid', 'cmd',
+      'since', 'ended', 'fence')
+    local foreign = not m[1] and redis.call('EXISTS', k_meta) == 0
+    return m, redis.call('PTTL', k_lock), server_ms(), foreign,
+      m[7] or redis.call('GET', k_fence) or '',
+      redis.call('HMGET', k_last, 'skip_fence', 'skips')
+  end
+  local ok, m, wait, now, foreign, fence, counted = pcall(look)
+  if ok and m then
+    local nows = string.format('%d', now)
+    record_skip(k_last, counted, fence, a_user, a_host, a_pid, nows,
+      a_skip_ttl_ms)
+    return reply_busy({got = 0, wait = wait, position = -1,
+      user = m[1] or '', host = m[2] or '', pid = m[3] or '',
+      cmd = m[4] or '', since = m[5] or '', now = nows, lease_left = wait,
+      foreign = foreign and 1 or 0, ended = m[6] or '', writer = 0})
+  end
+end
+-- HEAD ENDS
+
 local token, lease, n = a_token, tonumber(a_lease_ms), tonumber(a_limit)
 local shared = a_shared == '1'
 local plain_waiter = string.find(a_needs, 'w', 1, true) ~= nil
+-- join '1': join the --fair queue (or stay in it); '2': the same, from a
+-- waiter that subscribed again (its connection dropped: the server may
+-- have changed under the queue, lib/queue.lua).
+local join = a_join ~= '0'
 -- On the paths every run takes, numbers go to redis.call as the strings
 -- they came as, or formatted once: Redis prints a number argument with
 -- "%.17g", a few thousand instructions each time.
@@ -90,6 +144,9 @@ local turn = k_turn
 local mkey, mtok = k_meta, nil
 if n > 1 or shared then mkey, mtok = k_metas, token end
 
+local skip = a_skip_ttl_ms ~= ''
+local refused = acl_precheck()
+if refused then return refused end
 local now = server_ms()
 local nows = string.format('%d', now)
 
@@ -162,10 +219,11 @@ end
 
 -- Dead waiters leave the queue when they reach its head (we are alive,
 -- whatever our entry and subscription say: the entry is refreshed below
--- if we stay queued, and we may be trying before we subscribe).
-local head = redis.call('LINDEX', k_queue, '0')
+-- if we stay queued, and we may be trying before we subscribe). grace:
+-- nobody hears the head yet, after the server changed; until when.
+local head, grace, _ = redis.call('LINDEX', k_queue, '0'), nil, nil
 if head and head ~= token then
-  head = live_head(k_queue, k_waiters, a_wake_prefix, now, head)
+  head, _, grace = live_head(k_queue, k_waiters, a_wake_prefix, now, head)
 end
 
 local free, wait, open
@@ -192,7 +250,7 @@ local foreign, writer = 0, 0
 local take
 if shared then
   shares_prune(k_shares, k_metas, now)
-  local fair = string.find(a_needs, 'f', 1, true) or a_join == '1'
+  local fair = string.find(a_needs, 'f', 1, true) or join
   take = open and (fair or writers_waiting(k_writers, now) == 0)
   if take and head then
     for _, tok in ipairs(redis.call('LRANGE', k_queue, 0, 999)) do
@@ -239,8 +297,8 @@ while not take and free and head and head ~= token do
   due = tonumber(at)
   if now < due then break end
   redis.call('LPOP', k_queue)
-  redis.call('HDEL', k_waiters, head)
-  head = live_head(k_queue, k_waiters, a_wake_prefix, now)
+  queue_left(k_queue, k_waiters, head)
+  head, _, grace = live_head(k_queue, k_waiters, a_wake_prefix, now)
   if head and head ~= token then publish(a_wake_prefix .. head, 'turn') end
 end
 if n == 1 and not free and cur ~= 'shared' and
@@ -284,8 +342,8 @@ if take then
     meta_drop(k_metas, token)
   end
   -- Only a --fair caller has an entry in the queue.
-  if a_join == '1' or string.find(a_needs, 'f', 1, true) then
-    redis.call('HDEL', k_waiters, token)
+  if join or string.find(a_needs, 'f', 1, true) then
+    queue_left(k_queue, k_waiters, token)
   end
   if plain_waiter and not shared then redis.call('ZREM', k_writers, token) end
   if shared then
@@ -321,7 +379,7 @@ if take then
 end
 
 local pos = -1
-if a_join == '1' then
+if join then
   pos = redis.call('LPOS', k_queue, token)
   if not pos then
     pos = redis.call('RPUSH', k_queue, token) - 1
@@ -330,6 +388,12 @@ if a_join == '1' then
     if cur and string.sub(cur, 1, #token + 1) == token .. ' ' then
       redis.call('DEL', turn)
     end
+  end
+  -- A queue begun now is on this server; one we come back to may not be.
+  if pos == 0 and not head then
+    queue_server(k_waiters, now, 'new')
+  elseif a_join == '2' then
+    queue_server(k_waiters, now, 'back')
   end
   redis.call('HSET', k_waiters, token, string.format('%d',
     now + tonumber(a_waiter_ttl_ms)) .. (shared and 's' or '') .. '\31' ..
@@ -346,6 +410,8 @@ end
 -- line sooner, as the head may die first (live_head sees that at once:
 -- its subscription goes with its process).
 if due then
+  -- A head nobody hears yet is passed over when its grace ends.
+  if grace and grace < due then due = grace end
   wait = math.max(due - now, 1)
   local look = tonumber(a_look_ms)
   if pos == 1 and wait > look then wait = look end
@@ -354,7 +420,7 @@ end
 -- An exclusive request that will wait while KEY is shared (or while
 -- other writers wait): readers wait for it from now on. Its claim lapses
 -- unless it tries again, so it tries at least every third of it.
-if not shared and n == 1 and plain_waiter and a_join ~= '1' and
+if not shared and n == 1 and plain_waiter and not join and
     (cur == 'shared' or redis.call('EXISTS', k_writers) == 1) then
   local ttl = tonumber(a_writer_ttl_ms)
   redis.call('ZADD', k_writers, now + ttl, token)
@@ -364,16 +430,23 @@ if not shared and n == 1 and plain_waiter and a_join ~= '1' and
 end
 
 local m = {}
-if a_want_holder == '1' and n == 1 and cur ~= 'shared' then
+-- A skip's answer names a holder only when it is the one exclusive
+-- holder (run.c words the others itself).
+if (a_want_holder == '1' or skip) and n == 1 and cur ~= 'shared' then
   m = redis.call('HMGET', k_meta, 'user', 'host', 'pid', 'cmd', 'since',
     'ended')
-elseif a_want_holder == '1' and cur == 'shared' then
+elseif a_want_holder == '1' and not skip and cur == 'shared' then
   -- The share that ends last, as the lease left is its.
   local last = redis.call('ZRANGE', k_shares, -1, -1)
   if last[1] then
     m = redis.call('HMGET', k_metas, unpack(meta_names(last[1], 'user',
       'host', 'pid', 'cmd', 'since', 'ended')))
   end
+end
+if skip then
+  record_skip(k_last, redis.call('HMGET', k_last, 'skip_fence', 'skips'),
+    redis.call('GET', k_fence) or '', a_user, a_host, a_pid, nows,
+    a_skip_ttl_ms)
 end
 return reply_busy({got = 0, wait = wait, position = pos, user = m[1] or '',
   host = m[2] or '', pid = m[3] or '', cmd = m[4] or '', since = m[5] or '',

@@ -11,11 +11,12 @@
 -- RUNS: HGET waiters x; LPOP queue; SPUBLISH =wake_prefix+x x
 -- RUNS: PUBSUB? SHARDNUMSUB =wake_prefix+x; PUBSUB? NUMSUB =wake_prefix+x
 -- RUNS: PUBLISH? =wake_prefix+x x; ZREM writers x; LRANGE queue 0 0
+-- RUNS: INFO? server; HSET? waiters x x
 -- RUNS: ZCARD writers; LPUSH tokens 1; LTRIM tokens 0 0; PEXPIRE tokens 1
 -- Returns 1 if we were queued, else 0.
 local was_head = redis.call('LINDEX', k_queue, 0) == a_token
 local n = redis.call('LREM', k_queue, 1, a_token)
-redis.call('HDEL', k_waiters, a_token)
+queue_left(k_queue, k_waiters, a_token)
 if redis.call('ZREM', k_writers, a_token) == 1 and
     redis.call('ZCARD', k_writers) == 0 then
   wake_plain(k_tokens, 1, 1, a_wake_ttl_ms)

@@ -18,6 +18,7 @@
 -- RUNS: DEL lock shares metas; ZCOUNT writers 0 0; LPUSH wtokens 1
 -- RUNS: LTRIM wtokens 0 0; PEXPIRE wtokens 1; LRANGE queue 0 0
 -- RUNS: LPUSH broken 1; PEXPIRE broken 1
+-- RUNS: INFO? server; HSET? waiters x x
 -- Returns the holders broken, {{user, host, pid, cmd}, ...} ('' where
 -- rlock wrote nothing); empty when nothing was held, and then nothing has
 -- been written.

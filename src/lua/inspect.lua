@@ -9,12 +9,13 @@
 -- RUNS: GET limit; HMGET metas x; LLEN queue; LRANGE queue 0 0
 -- RUNS: HGET waiters x; EXISTS last; HMGET last user; INFO? replication
 -- RUNS: PUBSUB? SHARDNUMSUB =wake_prefix+x; PUBSUB? NUMSUB =wake_prefix+x
+-- RUNS: INFO? server
 -- The reply, by these names (lua-text.sh makes reply() and the lists
 -- r_holders, r_waiters, r_last of them; embed-lua.sh C's
 -- INSPECT_R_NOW, INSPECT_HOLDERS_USER, ...):
 -- REPLY: now mode limit holders queued waiters last writers
 -- REPLY holders: lease_left user host pid cmd since lease fence ended exit
--- REPLY holders: hold_until
+-- REPLY holders: hold_until owner count
 -- REPLY waiters: user host pid cmd
 -- REPLY last: user host pid cmd started ended exit fence lost ok_ended
 -- REPLY last: skips skip_fence skip_user skip_host skip_pid skip_at
@@ -24,7 +25,9 @@
 --   holders  one array per holder: lease_left ms (-1: no expiry), then
 --            the strings of its meta ('' where rlock wrote nothing: the
 --            last three are set once the run ended and --min-hold keeps
---            KEY); semaphore holders and shares soonest-expiring first
+--            KEY; owner and count, a Redisson holder's ID:THREAD and
+--            re-entries, are redisson_inspect.lua's); semaphore holders
+--            and shares soonest-expiring first
 --   queued   live --fair waiters (entries past the first 1000 uncounted
 --            for liveness, counted as they are)
 --   waiters  the first waiters_shown live waiters
@@ -77,11 +80,14 @@ end
 -- Dead waiters stay in the list until they reach its head: skip them (an
 -- entry no longer due, or nobody listening on its wake channel:
 -- lib/queue.lua). On a replica nobody listens (waiters subscribe on the
--- master): there an entry due alone says a waiter is queued. A user
--- without INFO is taken to be on a master.
+-- master): there an entry due alone says a waiter is queued, and so it
+-- does right after the server changed under the queue, while its
+-- waiters come back (queue_server). A user without INFO is taken to be
+-- on a master that did not change.
 local info = redis.pcall('INFO', 'replication')
 local on_replica = type(info) == 'string' and
   string.find(info, 'role:slave', 1, true) ~= nil
+local grace = nil
 local qlen = redis.call('LLEN', k_queue)
 local walk = math.min(qlen, 1000)
 local queued, waiters, want = qlen - walk, {}, tonumber(a_waiters_shown)
@@ -89,8 +95,14 @@ if walk > 0 then
   for _, tok in ipairs(redis.call('LRANGE', k_queue, 0, walk - 1)) do
     local v = redis.call('HGET', k_waiters, tok)
     local due = entry_due(v)
-    if due and due > now and (on_replica or
-        subscribed(a_wake_prefix .. tok)) then
+    local live = due and due > now
+    if live and not on_replica and not subscribed(a_wake_prefix .. tok) then
+      if grace == nil then
+        grace = queue_server(k_waiters, now, 'look') or false
+      end
+      live = grace
+    end
+    if live then
       queued = queued + 1
       if #waiters < want then
         -- "due\31user\31host\31pid\31cmd"; cmd may hold \31 itself.

@@ -7,7 +7,6 @@
 -- for 'lost' only: fence (ARGV) the run's, ran_ms: ms since the grant by
 -- the holder's clock, exit: rlock's exit status.
 -- RUNS: TIME; HMGET last f; HSET last f v; PEXPIRE last 1; GET fence
--- RUNS: HGET last skip_fence; HINCRBY last skips 1
 -- PRECHECK: none (the acquire asked for all of this; a refusal changes
 -- nothing but the record)
 -- Returns 1.
@@ -22,12 +21,7 @@ if a_what == 'lost' then
     a_fence}, now, a_exit, '1', a_last_ttl_ms)
   return 1
 end
-local fence = redis.call('GET', k_fence) or ''
-if redis.call('HGET', k_last, 'skip_fence') ~= fence then
-  redis.call('HSET', k_last, 'skips', '0', 'skip_fence', fence)
-end
-redis.call('HINCRBY', k_last, 'skips', 1)
-redis.call('HSET', k_last, 'skip_user', a_user, 'skip_host', a_host,
-  'skip_pid', a_pid, 'skip_at', now)
-redis.call('PEXPIRE', k_last, a_last_ttl_ms)
+record_skip(k_last, redis.call('HMGET', k_last, 'skip_fence', 'skips'),
+  redis.call('GET', k_fence) or '', a_user, a_host, a_pid, now,
+  a_last_ttl_ms)
 return 1

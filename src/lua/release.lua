@@ -38,6 +38,7 @@
 -- RUNS: LPOP queue; HDEL waiters x; SPUBLISH =wake_prefix+x x
 -- RUNS: PUBLISH? =wake_prefix+x x; PUBSUB? SHARDNUMSUB =wake_prefix+x
 -- RUNS: PUBSUB? NUMSUB =wake_prefix+x
+-- RUNS: INFO? server; HSET? waiters x x
 -- RUNS mutex: GET lock; HMGET meta user; PEXPIRE meta 1; PEXPIRE lock 1
 -- RUNS mutex: HSET meta f v; DEL lock meta
 -- RUNS sem: ZSCORE sem x; HMGET metas x; PTTL metas; PEXPIRE metas 1

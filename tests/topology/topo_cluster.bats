@@ -284,6 +284,35 @@ pick_keys() {
 	BG=()
 }
 
+# --redisson on a Cluster: every name rlock adds beside Redisson's keys
+# is in KEY's slot (the scripts would be refused CROSSSLOT otherwise),
+# for a KEY without and with a '{' (Redisson then adds no braces).
+@test "cluster: --redisson keeps to KEY's slot; a --fair waiter is woken" {
+	local k o
+	for k in rdsn 'a{rdsn}b'; do
+		run -0 --separate-stderr timeout 20 "$RLOCK" -u "$CLUSTER_URL" \
+			--redisson -k "$k" -- sh -c '"$1" -u "$2" status --redisson "$RLOCK_KEY"' \
+			sh "$RLOCK" "$CLUSTER_URL"
+		[ "${lines[0]}" = "$k: held (Redisson lock)" ] ||
+			fail "-k '$k': ${lines[0]:-} $stderr"
+		[ -z "$stderr" ] || fail "-k '$k': $stderr"
+	done
+	o=$(owner_of rdsn)
+	bg "$RLOCK" -u "$CLUSTER_URL" --redisson -k rdsn -- sh -c '
+		until [ -e "$1/go" ]; do sleep 0.02; done' sh "$T"
+	wait_until 10 has_key "$o" rdsn
+	bg "$RLOCK" -u "$CLUSTER_URL" --redisson --fair -w 20 -k rdsn -- \
+		touch "$T/second"
+	wait_until 10 eval '[ "$(topo_cli "$o" llen "redisson_lock_queue:{rdsn}")" = 1 ]'
+	touch "$T/go"
+	wait_until 10 test -e "$T/second" || fail "waiter not woken"
+	for k in "${BG[@]}"; do
+		wait_exit "$k"
+		[ "$STATUS" = 0 ] || fail "status $STATUS"
+	done
+	BG=()
+}
+
 @test "cluster: --min-hold, the last run and skips through the cluster" {
 	local k
 	pick_keys

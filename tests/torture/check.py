@@ -9,6 +9,9 @@ Reads event logs written by tests/torture/stamp (one line per event,
   exit  ID ARG=status         written by the worker after rlock returned
   frozen ID                   the injector SIGSTOPped this section's rlock
   fault ARG=what              the injector did something (counted)
+  launch ID                   the worker is about to start this rlock
+  queued ID                   a --fair rlock first had its place in the
+                              queue (its RLOCK_TRACE, copied by the worker)
 
 A section runs from `start` to the first of `end` and `gone` (`gone` is
 written by a watcher when the section's process is gone, even after a
@@ -24,6 +27,14 @@ untold sections include one whose rlock had been SIGSTOPped (`frozen`)
 before B started is the frozen-supervisor limitation: counted apart, and
 fatal unless --allow-frozen.
 
+Order (--order, N=1): a --fair waiter A had its place in the queue
+(`queued`) before another rlock B was launched, and both ran: A must
+start first, whatever the weather in between (the queue survives a
+restart with AOF, and a live waiter keeps its place). One that timed
+out, was killed or never ran leaves the order: only pairs that both ran
+are compared. Every B (plain or --fair) counts, since a plain waiter
+never overtakes a live --fair one either.
+
 Fences: with N=1, sections ordered by start must carry strictly
 increasing fences. With N>1 (holders overlap, so start order is not grant
 order), fences must be distinct, and a section that started after another
@@ -34,6 +45,7 @@ Exit status: 0 when all holds, 1 on any violation, 2 on bad input.
 """
 
 import argparse
+import bisect
 import heapq
 import json
 import os
@@ -45,7 +57,7 @@ INF = float("inf")
 
 class Section:
     __slots__ = ("id", "fence", "start", "end", "gone", "told", "exit",
-                 "frozen", "launch", "exit_at")
+                 "frozen", "launch", "exit_at", "queued")
 
     def __init__(self, sid):
         self.id = sid
@@ -58,6 +70,7 @@ class Section:
         self.frozen = None
         self.launch = None
         self.exit_at = None
+        self.queued = None
 
     def stop(self):
         """When the section stopped running (INF if never seen to)."""
@@ -102,6 +115,8 @@ def parse(paths):
                     s.told = ns if s.told is None else min(s.told, ns)
                 elif ev == "launch":
                     s.launch = ns if s.launch is None else min(s.launch, ns)
+                elif ev == "queued":
+                    s.queued = ns if s.queued is None else min(s.queued, ns)
                 elif ev == "frozen":
                     s.frozen = ns if s.frozen is None else min(s.frozen, ns)
                 elif ev == "exit":
@@ -130,7 +145,33 @@ def fence_repeats(fenced):
     return errors
 
 
-def check(secs, n, t0=None):
+def order_errors(ran, t0):
+    """Service order against arrival order (--order): (pairs compared,
+    one message per section B that started before a section A queued
+    before B's launch)."""
+    queued = sorted(s.queued for s in ran if s.queued is not None)
+    pairs = 0
+    for b in ran:
+        if b.launch is not None:
+            pairs += bisect.bisect_left(queued, b.launch)
+    errors = []
+    # From the last start back: the earliest queued among later starts.
+    first = None
+    for b in sorted(ran, key=lambda s: (s.start, s.id), reverse=True):
+        if b.launch is not None and first is not None and \
+                first.queued < b.launch:
+            errors.append("%s (queued %s) started at %s, after %s "
+                          "(launched %s, started %s)"
+                          % (first.id, ms(first.queued - t0),
+                             ms(first.start - t0), b.id,
+                             ms(b.launch - t0), ms(b.start - t0)))
+        if b.queued is not None and (first is None or
+                                     b.queued < first.queued):
+            first = b
+    return pairs, errors
+
+
+def check(secs, n, t0=None, order=False, unfenced=()):
     """Returns a result dict; problems are in r["violations"] etc."""
     ran = sorted((s for s in secs.values() if s.start is not None),
                  key=lambda s: (s.start, s.id))
@@ -146,6 +187,7 @@ def check(secs, n, t0=None):
         "exits": {},
         "max_holders": 0,
         "longest_idle_ms": 0,
+        "order_pairs": None, "order_errors": [],
     }
     for s in secs.values():
         if s.exit is not None:
@@ -224,7 +266,11 @@ def check(secs, n, t0=None):
                 r["fence_errors"].append(
                     "%s (fence %d) launched after %s (fence %d) ended"
                     % (s.id, s.fence, best_id, best))
-    missing = [s.id for s in ran if s.fence is None]
+    if order:
+        r["order_pairs"], r["order_errors"] = order_errors(ran, t0)
+    # Another client's sections (--unfenced ID prefixes) carry no fence.
+    missing = [s.id for s in ran if s.fence is None and
+               not s.id.startswith(tuple(unfenced))]
     if missing:
         r["fence_errors"].append("%d sections without a fence (%s...)" %
                                  (len(missing), missing[0]))
@@ -234,7 +280,8 @@ def check(secs, n, t0=None):
 def report(r, label, faults, allow_frozen, out=sys.stdout, verbose=True,
            tolerate=False):
     ok = (tolerate or not r["violations"]) and not r["fence_errors"] and \
-        not r["unterminated"] and (allow_frozen or not r["frozen"])
+        not r["unterminated"] and (allow_frozen or not r["frozen"]) and \
+        not r["order_errors"]
     exits = " ".join("%s:%d" % (k, v) for k, v in sorted(r["exits"].items()))
     inc = {a["id"] for d in r["violations"] + r["frozen"]
            for a in d["running"]}
@@ -242,11 +289,14 @@ def report(r, label, faults, allow_frozen, out=sys.stdout, verbose=True,
     print("%s: sections=%d attempts=%d faults=%d overlaps=%d announced=%d "
           "frozen_supervisor=%d violations=%d incidents=%d fence_errors=%d "
           "lost70=%d told=%d max_holders=%d unterminated=%d "
-          "longest_idle=%dms exits=[%s] %s" %
+          "longest_idle=%dms exits=[%s]%s %s" %
           (label, r["sections"], r["attempts"], len(faults), r["overlaps"],
            r["announced"], len(r["frozen"]), len(r["violations"]),
            len(inc), len(r["fence_errors"]), r["exit70"], r["told"], r["max_holders"],
            len(r["unterminated"]), r["longest_idle_ms"], exits,
+           "" if r["order_pairs"] is None else
+           " order_pairs=%d order_errors=%d" % (r["order_pairs"],
+                                                len(r["order_errors"])),
            "OK" if ok else "FAIL"), file=out)
     if verbose:
         for d in r["violations"][:10]:
@@ -259,6 +309,8 @@ def report(r, label, faults, allow_frozen, out=sys.stdout, verbose=True,
             print("  FENCE: %s" % e, file=out)
         for u in r["unterminated"][:10]:
             print("  UNTERMINATED: %s never seen to stop" % u, file=out)
+        for e in r["order_errors"][:10]:
+            print("  ORDER: %s" % e, file=out)
     return ok
 
 
@@ -397,10 +449,56 @@ launch 11 - b
 start 12 4 b
 end 13 4 b 0
 """, False, {"fence_errors": 1}),
+        # --order: h holds; a is queued before b and c are launched.
+        ("order: served in arrival order", 1, False, """
+start 0 1 h
+launch 1 - a
+queued 2 - a
+launch 3 - b
+queued 4 - b
+launch 5 - c
+end 10 1 h 0
+start 11 2 a
+end 12 2 a 0
+start 13 3 b
+end 14 3 b 0
+start 15 4 c
+end 16 4 c 0
+""", True, {"order_pairs": 3, "order_errors": 0}, True),
+        ("order: a later arrival served first", 1, False, """
+start 0 1 h
+launch 1 - a
+queued 2 - a
+launch 3 - b
+queued 4 - b
+end 10 1 h 0
+start 11 2 b
+end 12 2 b 0
+start 13 3 a
+end 14 3 a 0
+""", False, {"order_pairs": 1, "order_errors": 1}, True),
+        # Launched before a was queued: b may go first (it may have
+        # joined first); c, which timed out, leaves the order.
+        ("order: not waiting at the same time, or never served", 1,
+         False, """
+start 0 1 h
+launch 1 - b
+launch 2 - a
+queued 3 - a
+queued 4 - b
+launch 5 - c
+queued 6 - c
+end 10 1 h 0
+start 11 2 b
+end 12 2 b 0
+start 13 3 a
+end 14 3 a 0
+exit 20 - c 75
+""", True, {"order_pairs": 0, "order_errors": 0}, True),
     ]
     failed = 0
     with tempfile.TemporaryDirectory() as d:
-        for name, n, allow, text, want_ok, want in cases:
+        for name, n, allow, text, want_ok, want, *order in cases:
             p = os.path.join(d, "log")
             with open(p, "w") as f:
                 for ln in text.strip().splitlines():
@@ -408,11 +506,14 @@ end 13 4 b 0
                     w[1] = str(int(w[1]) * ms1)
                     f.write(" ".join(w) + "\n")
             secs, faults, bad = parse([p])
-            r = check(secs, n)
+            r = check(secs, n, order=bool(order))
             with open(os.devnull, "w") as null:
                 ok = report(r, name, faults, allow, out=null)
             got = {k: (len(v) if isinstance(v, list) else v)
                    for k, v in r.items()}
+            # A case of the order check that got no answer from it fails.
+            if order and r["order_pairs"] is None:
+                got["order_pairs"] = "none"
             mism = {k: (got[k], v) for k, v in want.items() if got[k] != v}
             if ok != want_ok or mism or bad:
                 failed += 1
@@ -445,7 +546,12 @@ def main():
     ap.add_argument("--tolerate-overlaps", action="store_true",
                     help="violations are reported only (a run outside the "
                     "contract, e.g. Redis lost its data); fences still count")
+    ap.add_argument("--order", action="store_true",
+                    help="service order must be arrival order (--fair "
+                    "waiters' queued events; N=1)")
     ap.add_argument("--json", help="also write the result here")
+    ap.add_argument("--unfenced", action="append", default=[],
+                    help="sections whose ID starts so have no fence")
     ap.add_argument("--self-test", action="store_true")
     a = ap.parse_args()
     if a.self_test:
@@ -456,7 +562,7 @@ def main():
     if bad:
         print("%s: %d unreadable lines" % (a.label, bad), file=sys.stderr)
         return 2
-    r = check(secs, a.N)
+    r = check(secs, a.N, order=a.order, unfenced=a.unfenced)
     ok = report(r, a.label, faults, a.allow_frozen,
                 tolerate=a.tolerate_overlaps)
     if a.json:

@@ -151,6 +151,10 @@ proxy_stop() {
 #   SECTIONS=1  the section is a script's: a sh takes the lock with
 #               `rlock lock --export`, runs it, and gives it back with
 #               `rlock unlock` (even sections) or by ending (odd ones)
+#   ORDER_STAMP 1: each --fair rlock's RLOCK_TRACE goes to a file of its
+#               worker, and the worker copies its `queued` event (when it
+#               had its place in the queue) to the log as one of its own,
+#               for check.py --order (with LAUNCH_STAMP=1)
 WORKERS=${WORKERS:-16}
 
 # The worker's sh under SECTIONS=1; "$@" are rlock's options.
@@ -161,12 +165,13 @@ eval "$v"
 [ $((MS % 2)) = 1 ] || "$RLOCK" unlock -k "$K"'
 
 worker() { # I
-	local i=$1 n=0 pid rc ms url args
+	local i=$1 n=0 pid rc ms url args trace=
 	local min=${SECTION_MS% *} max=${SECTION_MS#* }
 	url=${URLS[i % ${#URLS[@]}]}
 	args=("${WARGS[@]}")
 	if [ "${FAIR_EVERY:-0}" -gt 0 ] && [ $((i % FAIR_EVERY)) = 0 ]; then
 		args+=(--fair)
+		[ "${ORDER_STAMP:-0}" = 1 ] && trace=$SC/trace.w$i
 	fi
 	while [ ! -e "$SC/stop" ]; do
 		n=$((n + 1))
@@ -176,20 +181,24 @@ worker() { # I
 		fi
 		[ "${LAUNCH_STAMP:-0}" = 1 ] &&
 			TORTURE_ID=w$i.$n "$STAMP" "$SC/log" launch
+		[ -z "$trace" ] || : > "$trace"
 		if [ "${SECTIONS:-0}" = 1 ]; then
 			TORTURE_ID=w$i.$n U=$url K=$KEY LOG=$SC/log MS=$ms \
-				sh -c "$SECTION_SH" sh "${args[@]}" \
-				2>>"$SC/err/w$i" &
+				RLOCK_TRACE=$trace sh -c "$SECTION_SH" sh \
+				"${args[@]}" 2>>"$SC/err/w$i" &
 		else
-			TORTURE_ID=w$i.$n "$RLOCK" -u "$url" -k "$KEY" \
-				"${args[@]}" -- "$STAMP" "$SC/log" section "$ms" \
-				2>>"$SC/err/w$i" &
+			TORTURE_ID=w$i.$n RLOCK_TRACE=$trace "$RLOCK" -u "$url" \
+				-k "$KEY" "${args[@]}" \
+				-- "$STAMP" "$SC/log" section "$ms" 2>>"$SC/err/w$i" &
 		fi
 		pid=$!
 		echo "$pid" > "$SC/pids/w$i"
 		wait "$pid"
 		rc=$?
 		TORTURE_ID=w$i.$n "$STAMP" "$SC/log" exit "$rc"
+		# "queued NS PID" (rlock's clock is stamp's) as "queued NS - ID".
+		[ -z "$trace" ] || awk -v id="w$i.$n" '$1 == "queued" {
+			print "queued", $2, "-", id; exit }' "$trace" >> "$SC/log"
 		# A refused connection returns at once: do not spin on it.
 		case $rc in 69|75|76) sleep 0.0$((RANDOM % 5 + 1)) ;; esac
 	done

@@ -12,7 +12,7 @@
 #   TORTURE_VERBOSE=1  workers run rlock -v (their stderr is in the logs)
 #   TORTURE_STAMP    a built tests/torture/stamp.c (else built here with cc)
 #
-# Scenarios: a1 a2 a3 b1 b2 c1 c2 c3 c4 d1 d2 e1 e2 e3 f w rw s1 s2
+# Scenarios: a1 a2 a3 b1 b2 c1 c2 c3 c4 d1 d2 e1 e2 e3 f w wf rw s1 s2 x
 # (default: all).
 # c2 (a frozen supervisor) and d2 (Redis restarted without persistence)
 # are outside what rlock can guarantee: their overlaps are reported, not
@@ -71,9 +71,12 @@ begin() {
 	SECTION_MS="1 5"
 	LIMIT=1
 	CHECK_ARGS=()
+	UNFENCED=""
 	LAUNCH_STAMP=0
 	LONG_PCT=0
 	LONG_MS="300 1500"
+	ORDER_STAMP=0
+	ORDER=0
 	NOTE=""
 	EXTRA_FAIL=0
 	SECTIONS=0
@@ -94,8 +97,11 @@ finish() {
 	sleep 0.2
 	nottl=$(keys_without_ttl "$name")
 	secs=$(( $(now_ms) - T0 ))
+	local order=()
+	[ "$ORDER" = 1 ] && order=(--order)
 	line=$(python3 "$HERE/check.py" -N "$LIMIT" --label "$SCN" \
-		--json "$SC/result.json" "${CHECK_ARGS[@]}" "$SC/log") || ok=0
+		--json "$SC/result.json" "${CHECK_ARGS[@]}" "${order[@]}" \
+		${UNFENCED:+--unfenced "$UNFENCED"} "$SC/log") || ok=0
 	lines=$(printf '%s\n' "$line" | sed 1d)
 	line=$(printf '%s\n' "$line" | sed -n 1p)
 	lost=$(cat "$SC"/err/* 2>/dev/null | grep -c 'lost the lock')
@@ -105,8 +111,15 @@ finish() {
 	eval "$(python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))
-print("S=%d F=%d V=%d L=%d" % (r["sections"], r["faults"],
-      len(r["violations"]), r["exit70"]))' "$SC/result.json")"
+print("S=%d F=%d V=%d L=%d O=%d" % (r["sections"], r["faults"],
+      len(r["violations"]), r["exit70"],
+      -1 if r["order_pairs"] is None else r["order_pairs"]))' \
+		"$SC/result.json")"
+	# An order check that compared nothing proves nothing.
+	if [ "$ORDER" = 1 ] && [ "$O" -le 0 ]; then
+		ok=0
+		echo "  ORDER: no two --fair waiters were seen waiting at once"
+	fi
 	TOTAL_SECTIONS=$((TOTAL_SECTIONS + S))
 	TOTAL_FAULTS=$((TOTAL_FAULTS + F))
 	TOTAL_LOST=$((TOTAL_LOST + L))
@@ -151,6 +164,7 @@ sc_a2() {
 	begin a2 "16 workers, mutex --fair, -l 1s, sections 1-5 ms"
 	redis_start a2 || { nostart; return; }
 	URLS=("$(unix_url a2)"); FAIR_EVERY=1
+	LAUNCH_STAMP=1; ORDER_STAMP=1; ORDER=1
 	workers_start; run_for "$SECS"; finish a2
 }
 
@@ -191,6 +205,7 @@ sc_b2() {
 	begin b2 "as a2 (all --fair), random SIGKILL of rlock holders and waiters every 0.5-1 s"
 	redis_start b2 || { nostart; return; }
 	URLS=("$(unix_url b2)"); LONG_PCT=1; FAIR_EVERY=1
+	LAUNCH_STAMP=1; ORDER_STAMP=1; ORDER=1
 	NOTE="a SIGKILLed --fair waiter blocks the queue until its heartbeat key lapses (up to 6 s): see longest_idle"
 	workers_start; sleep 0.5; until_done kill_one 500 1000; finish b2
 }
@@ -459,10 +474,25 @@ busy_for() {
 	wait "$p" 2>/dev/null
 }
 
+# waiters_lost: fail the scenario on any waiter lost to a blip. A run
+# started while the server is down is refused at its first contact and
+# exits 69 at once (a wrong URL looks the same): not a waiter lost. Any
+# other 69 or 76 is.
+waiters_lost() {
+	local first lost
+	first=$(cat "$SC"/err/* | grep -cE '^rlock: cannot reach .*: (Connection refused|No such file or directory); check')
+	lost=$(awk '$1 == "exit" && ($5 == 69 || $5 == 76) { n++ }
+		END { print n + 0 }' "$SC/log")
+	lost=$((lost - first))
+	echo "  waiters lost to a blip: $lost (runs refused at their first contact: $first)"
+	[ "$lost" = 0 ] || EXTRA_FAIL=1
+}
+
 # w: the weather a waiter must ride out within its -w (the contract's
 # Weather): crash and clean restarts (AOF, so the holder's key survives),
 # maxclients reached, a BUSY script, in turn. Every wait is long enough
 # for any of them: a worker that exits 69 (or 76) was lost to a blip.
+# The --fair quarter keeps its order (check.py --order).
 # No failover: the suite has no Sentinel or Cluster (make check-topology
 # has the Cluster one, tests/topology/topo_weather.bats).
 sc_w() {
@@ -470,6 +500,7 @@ sc_w() {
 	redis_start w --appendonly yes --appendfsync always \
 		--busy-reply-threshold 100 || { nostart; return; }
 	URLS=("$(unix_url w)"); LONG_PCT=1; FAIR_EVERY=4
+	LAUNCH_STAMP=1; ORDER_STAMP=1; ORDER=1
 	WARGS=(-l 1s -w 20s)
 	[ -n "${TORTURE_VERBOSE:-}" ] && WARGS+=(-v)
 	workers_start; sleep 0.5
@@ -489,17 +520,35 @@ sc_w() {
 	done
 	sleep 1
 	workers_stop
-	# A run started while the server is down is refused at its first
-	# contact and exits 69 at once (a wrong URL looks the same): not a
-	# waiter lost. Any other 69 or 76 is.
-	local first lost
-	first=$(cat "$SC"/err/* | grep -cE '^rlock: cannot reach .*: (Connection refused|No such file or directory); check')
-	lost=$(awk '$1 == "exit" && ($5 == 69 || $5 == 76) { n++ }
-		END { print n + 0 }' "$SC/log")
-	lost=$((lost - first))
-	echo "  waiters lost to a blip: $lost (runs refused at their first contact: $first)"
-	[ "$lost" = 0 ] || EXTRA_FAIL=1
+	waiters_lost
 	finish w
+}
+
+# ---------------------------------------------------------------- x
+
+# Redisson's lock shared: half the workers are rlock --redisson, half are
+# node-redisson's lock() (tests/redisson.js; .ci/deps installs it), its
+# watchdog at the same 1 s lease. Their sections carry no fence.
+sc_x() {
+	local WORKERS=8 i d
+	begin x "8 rlock --redisson and 8 node-redisson workers, one KEY, -l 1s, sections 1-5 ms"
+	d=${RLOCK_NODE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/rlock/node}
+	if [ ! -f "$d/node_modules/node-redisson/package.json" ]; then
+		echo "  node-redisson is not in $d: run .ci/deps"
+		RESULTS+=("$SCN FAIL: no node-redisson"); FAILED+=("$SCN")
+		return
+	fi
+	redis_start x || { nostart; return; }
+	URLS=("$(unix_url x)"); WARGS+=(--redisson); UNFENCED=n
+	workers_start
+	for i in $(seq 0 7); do
+		NODE_PATH=$d/node_modules REDISSON_WATCHDOG_MS=1000 \
+		    node "$HERE/../redisson.js" "$(redis_sock x)" sections \
+		    "$KEY" "$SC/stop" "n$i" 1 5 "$STAMP" "$SC/log" section \
+		    2>>"$SC/err/n$i" &
+		echo $! >> "$SC/workers"
+	done
+	run_for "$SECS"; finish x
 }
 
 # ---------------------------------------------------------------- s
@@ -540,9 +589,33 @@ sc_s2() {
 	workers_start; sleep 0.5; until_done kill_section 100 300; finish s2
 }
 
+# wf: a --fair queue through restarts (issue 34): every worker --fair,
+# the server crashed and stopped cleanly in turn (AOF: the queue
+# survives). Served in arrival order (check.py --order), none lost.
+sc_wf() {
+	begin wf "all --fair (-w 20s) under restarts with AOF: served in arrival order"
+	redis_start wf --appendonly yes --appendfsync always ||
+		{ nostart; return; }
+	URLS=("$(unix_url wf)"); LONG_PCT=1; FAIR_EVERY=1
+	LAUNCH_STAMP=1; ORDER_STAMP=1; ORDER=1
+	WARGS=(-l 1s -w 20s)
+	[ -n "${TORTURE_VERBOSE:-}" ] && WARGS+=(-v)
+	workers_start; sleep 0.5
+	local sig
+	for sig in KILL TERM KILL; do
+		sleep $((SECS / 4 + 1))
+		fault "redis-server restart ($sig)"
+		redis_restart wf "$sig" || echo "  could not restart wf"
+	done
+	sleep 1
+	workers_stop
+	waiters_lost
+	finish wf
+}
+
 # ---------------------------------------------------------------- main
 
-ALL=(a1 a2 a3 b1 b2 c1 c2 c3 c4 d1 d2 e1 e2 e3 f w rw s1 s2)
+ALL=(a1 a2 a3 b1 b2 c1 c2 c3 c4 d1 d2 e1 e2 e3 f w wf rw s1 s2 x)
 [ $# -gt 0 ] && ALL=("$@")
 START=$(now_ms)
 echo "torture: $RLOCK, ${SECS}s of contention per scenario, logs in $TR_ROOT"

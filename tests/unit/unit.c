@@ -11,6 +11,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
@@ -32,7 +33,9 @@
 #include "glob.h"
 #include "keys.h"
 #include "lease.h"
+#include "mode.h"
 #include "reply.h"
+#include "resolve.h"
 #include "retry.h"
 #include "server.h"
 #include "tls.h"
@@ -899,19 +902,41 @@ test_failure_kind(void)
 	}
 	failure_make(&f, FAIL_TIMEOUT, RL_EXIT_UNAVAILABLE, "x");
 	CHECK(failure_retry(&f), "a timeout is worth a retry");
-	f.again = AGAIN_NOT;
-	CHECK(failure_retry(&f), "a login refused and heard out: a new try");
-	f.again = AGAIN_NOT_THERE;
-	CHECK(!failure_retry(&f), "not while an undo may still reach it");
 	failure_make(&f, FAIL_TLS_PLAIN, RL_EXIT_UNAVAILABLE, "x");
 	CHECK(!failure_retry(&f), "not plain text against a TLS port");
 	failure_make(&f, FAIL_NOT_REDIS, RL_EXIT_PROTOCOL, "x");
 	CHECK(!failure_retry(&f) && f.code[0] == '\0',
 	    "not a peer that is not Redis");
+	failure_make(&f, FAIL_INTERRUPTED, RL_EXIT_UNAVAILABLE, "x");
+	CHECK(!failure_retry(&f), "not a try a stop signal cut short");
 }
 
-/* The retry policy's table: weather is 69's class, but not a login left
- * unanswered with its undo on the way; the backoff doubles up to 1 s. */
+/* Lookups by a deadline, on a thread (no sig_setup here: not listening):
+ * an address at once, a name by the deadline, a past deadline refused. */
+static void
+test_resolve(void)
+{
+	struct addrinfo hints = { .ai_family = AF_INET,
+	    .ai_socktype = SOCK_STREAM }, *ai = NULL;
+	int rc;
+
+	rc = resolve("127.0.0.1", "6379", &hints, mono_ms() - 1, &ai);
+	CHECK(rc == 0 && ai != NULL, "an address needs no time: %d", rc);
+	if (ai)
+		freeaddrinfo(ai);
+	ai = NULL;
+	rc = resolve("localhost", "6379", &hints, mono_ms() + 5000, &ai);
+	CHECK(rc == 0 && ai != NULL && ai->ai_family == AF_INET,
+	    "localhost on a thread: %d", rc);
+	if (ai)
+		freeaddrinfo(ai);
+	ai = NULL;
+	rc = resolve("localhost", "6379", &hints, mono_ms() - 1, &ai);
+	CHECK(rc == EAI_AGAIN && ai == NULL, "a deadline passed: %d", rc);
+}
+
+/* The retry policy's table: weather is 69's class; the backoff doubles
+ * up to 1 s. */
 static void
 test_retry(void)
 {
@@ -921,10 +946,6 @@ test_retry(void)
 
 	failure_set(&f, RL_EXIT_UNAVAILABLE, "Connection refused");
 	CHECK(failure_retry(&f), "retry: unreachable is weather");
-	f.again = AGAIN_NOT;
-	CHECK(failure_retry(&f), "retry: a login refused, heard out");
-	f.again = AGAIN_NOT_THERE;
-	CHECK(!failure_retry(&f), "retry: not with an undo on the way");
 	failure_set(&f, RL_EXIT_PROTOCOL, "WRONGTYPE");
 	CHECK(!failure_retry(&f), "retry: not 76");
 	failure_set(&f, RL_EXIT_NOPERM, "WRONGPASS");
@@ -1321,7 +1342,8 @@ test_cli_password_blanked(void)
 		for (j = 0; j < argc; j++)
 			if (strstr(av[j], rows[i].secret))
 				leaked = 1;
-		kept = o.url && strstr(o.url, rows[i].secret) != NULL;
+		kept = o.nurls && strstr(o.urls[o.nurls - 1],
+		    rows[i].secret) != NULL;
 		CHECK(!leaked && kept && strstr(err, rows[i].secret) == NULL,
 		    "cli: password blanked from argv (%s), kept for use",
 		    rows[i].w[0]);
@@ -1389,7 +1411,8 @@ test_cli_env(void)
 			    strstr(err, e->msg), "cli env: %s", e->name);
 		else
 			CHECK(st == 0 && (e->url == NULL ||
-			    STREQ(o.url, e->url)) && STREQ(o.password, e->pw),
+			    STREQ(o.urls[o.nurls - 1], e->url)) &&
+			    STREQ(o.password, e->pw),
 			    "cli env: %s", e->name);
 		cli_free(&o);
 		free_argv(av);
@@ -1516,28 +1539,6 @@ static const struct { const char *key, *name; } KEY_ROWS[] = {
 	{ "a\\", "rlock:{a\\}" },
 };
 
-/* A new token renames the wake channel as a fresh ctx would. */
-static void
-test_keys_new_token(void)
-{
-	struct lock_ctx ctx, fresh;
-	char old[37];
-
-	lock_ctx_init(&ctx, "rlock:", "}k", 30000, 1, 0, NULL, xstrdup(""));
-	snprintf(old, sizeof(old), "%s", ctx.token);
-	lock_ctx_new_token(&ctx);
-	lock_ctx_init(&fresh, "rlock:", "}k", 30000, 1, 0, ctx.token,
-	    xstrdup(""));
-	CHECK(strcmp(old, ctx.token) != 0 && strlen(ctx.token) == 36,
-	    "a new token differs from the old one");
-	CHECK(strcmp(ctx.k.my_wake, fresh.k.my_wake) == 0 &&
-	    ctx.k.my_wake_len == fresh.k.my_wake_len,
-	    "the wake channel follows the new token ('%s', '%s')",
-	    ctx.k.my_wake, fresh.k.my_wake);
-	lock_ctx_free(&ctx);
-	lock_ctx_free(&fresh);
-}
-
 static void
 test_keys(void)
 {
@@ -1578,7 +1579,6 @@ test_keys(void)
 	CHECK(keys_bad_prefix("a{}") && keys_bad_prefix("{}") &&
 	    !keys_bad_prefix("rlock:") && !keys_bad_prefix("a{b}") &&
 	    !keys_bad_prefix("a{"), "keys_bad_prefix");
-	test_keys_new_token();
 }
 
 /* ---------------------------------------------------------------- ACL */
@@ -1632,7 +1632,7 @@ static const struct {
 static void
 test_acl(void)
 {
-	char line[512], err[600];
+	char line[512], rule[96];
 	const char *cure;
 	size_t i;
 
@@ -1643,9 +1643,9 @@ test_acl(void)
 			    "acl: '%.40s' is no refusal", ACL_ROWS[i].err);
 			continue;
 		}
-		acl_explain(ACL_ROWS[i].err, line, sizeof(line));
-		snprintf(err, sizeof(err), "acquire: %s", line);
-		cure = acl_cure(err, ACL_ROWS[i].user);
+		acl_explain(ACL_ROWS[i].err, line, sizeof(line), rule,
+		    sizeof(rule));
+		cure = acl_cure(rule, ACL_ROWS[i].user);
 		CHECK(acl_is_refusal(ACL_ROWS[i].err) &&
 		    strncmp(line, ACL_ROWS[i].line, strlen(ACL_ROWS[i].line)) ==
 		    0 && cure && strstr(cure, ACL_ROWS[i].cure) &&
@@ -1653,8 +1653,8 @@ test_acl(void)
 		    "acl row %zu -> '%s'; '%s'", i, line,
 		    cure ? cure : "(none)");
 	}
-	CHECK(acl_cure("acquire: Redis answered: WRONGTYPE", "app") == NULL,
-	    "acl: no cure for what is not a refusal");
+	CHECK(strstr(acl_cure("", "app"), "in rlock(1)") != NULL,
+	    "acl: a refusal that names nothing points at rlock(1)");
 	acl_set_prefix("rlock:");
 }
 
@@ -1987,84 +1987,27 @@ loopback_cfg(struct conn_cfg *cfg, char *host, const struct sockaddr_in *sa)
 }
 
 /*
- * A login sent ahead that nobody answers, with a command behind it whose
- * own deadline comes first (on a busy machine it is read off the clock a
- * ms before the login's): the silence is the login's. The undo follows in
- * the same stream and the socket closes in order, not with a reset that
- * would leave the command in flight with nothing behind it.
- */
-static void
-test_conn_login_silence(void)
-{
-	static const char undo_bytes[] = "*2\r\n$3\r\nDEL\r\n$1\r\nk\r\n";
-	const char *get[] = { "GET", "k" }, *del[] = { "DEL", "k" };
-	const size_t lens[] = { 3, 1 };
-	struct conn_req undo = { .argc = 2, .flags = CONN_UNDO };
-	struct sockaddr_in sa;
-	struct conn_cfg cfg;
-	struct conn *cn;
-	struct reply *r;
-	char buf[4096], host[] = "127.0.0.1";
-	size_t got = 0;
-	ssize_t n = -1;
-	int ls, c = -1, st;
-
-	/* Never accepted until we are gone. */
-	if ((ls = listen_loopback(&sa, 1, 1)) < 0) {
-		CHECK(0, "conn login silence: a listening socket");
-		return;
-	}
-	loopback_cfg(&cfg, host, &sa);
-	cn = conn_new(&cfg, 100);
-	st = conn_connect(cn, NULL, 0, mono_ms() + 400, CONN_LOGIN_AHEAD);
-	undo.argv = del;
-	undo.lens = lens;
-	(void)conn_queue(cn, &undo);
-	r = conn_command(cn, 2, get, lens);
-	CHECK(st == 0 && r == NULL &&
-	    conn_failure(cn)->again == AGAIN_NOT_THERE &&
-	    strstr(conn_failure(cn)->why, "PING: no answer within "),
-	    "conn login silence: the login's failure (%s)",
-	    conn_failure(cn)->why);
-	reply_free(r);
-	conn_free(cn);
-	if ((c = accept(ls, NULL, NULL)) >= 0) {
-		while (got < sizeof(buf) &&
-		    (n = read(c, buf + got, sizeof(buf) - got)) > 0)
-			got += (size_t)n;
-		close(c);
-	}
-	close(ls);
-	CHECK(n == 0 && got >= sizeof(undo_bytes) - 1 &&
-	    memcmp(buf + got - (sizeof(undo_bytes) - 1), undo_bytes,
-	    sizeof(undo_bytes) - 1) == 0,
-	    "conn login silence: the undo last in the stream, then an "
-	    "orderly close (read %zd, %zu bytes)", n, got);
-}
-
-/*
- * conn_connect_start starts only what conn_connect then merely waits for
- * (an address, the login deferred, no TLS or SELECT); conn_connect uses
- * that connect, and one that failed is tried again as usual and named.
+ * conn_connect_start starts only what conn_connect_started can finish (an
+ * address, no TLS or SELECT); conn_connect uses that connect (and waits
+ * for the login: nobody answers it here), and one that failed is tried
+ * again as usual and named.
  */
 static void
 test_conn_connect_start(void)
 {
-	static const struct { const char *host; int defer, tls, db, open;
-	    int early, st; } rows[] = {
-		{ "127.0.0.1", 1, 0, 0, 1, 1, 0 },
-		{ "127.0.0.1", 0, 0, 0, 1, 0, -1 },
-		{ "127.0.0.1", 1, 1, 0, 1, 0, -1 },
-		{ "127.0.0.1", 1, 0, 2, 1, 0, -1 },
-		{ "localhost", 1, 0, 0, 1, 0, -1 },
-		{ "127.0.0.1", 1, 0, 0, 0, -1, RL_EXIT_UNAVAILABLE },
+	static const struct { const char *host; int tls, db, open, early;
+	    const char *why; } rows[] = {
+		{ "127.0.0.1", 0, 0, 1, 1, "PING: no answer within 100ms" },
+		{ "127.0.0.1", 1, 0, 1, 0, NULL },
+		{ "127.0.0.1", 0, 2, 1, 0, NULL },
+		{ "localhost", 0, 0, 1, 0, NULL },
+		{ "127.0.0.1", 0, 0, 0, -1, "refused" },
 	};
 	struct sockaddr_in sa;
 	struct conn_cfg cfg;
 	struct conn *cn;
 	char host[16];
 	size_t i;
-	unsigned how;
 	int ls, early, st;
 
 	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
@@ -2074,23 +2017,22 @@ test_conn_connect_start(void)
 		}
 		snprintf(host, sizeof(host), "%s", rows[i].host);
 		loopback_cfg(&cfg, host, &sa);
+		cfg.connect_timeout_ms = 100;
 		cfg.ep.tls = rows[i].tls;
 		cfg.ep.db = rows[i].db;
-		cn = conn_new(&cfg, 300);
-		how = rows[i].defer ? CONN_LOGIN_AHEAD : 0;
-		early = conn_connect_start(cn, mono_ms() + 300, how);
+		cn = conn_new(&cfg, 100);
+		early = conn_connect_start(cn, mono_ms() + 300);
 		/* Only the rows that connect for real: no TLS, no SELECT
 		 * to a socket that never answers. */
-		st = rows[i].st >= 0 ?
-		    conn_connect(cn, NULL, 0, mono_ms() + 300, how) : -1;
+		st = rows[i].why ? conn_connect(cn, NULL, 0, mono_ms() + 100) :
+		    -1;
 		CHECK((rows[i].early < 0 || early == rows[i].early) &&
-		    st == rows[i].st && (st != 0 || conn_fd(cn) >= 0) &&
-		    (st != RL_EXIT_UNAVAILABLE ||
-		    strstr(conn_failure(cn)->why, "refused")),
-		    "conn_connect_start: %s, defer %d, tls %d, db %d, %s: "
-		    "early %d, connect %d (%s)", rows[i].host, rows[i].defer,
-		    rows[i].tls, rows[i].db, rows[i].open ? "listening" :
-		    "closed", early, st, conn_failure(cn)->why);
+		    (rows[i].why == NULL || (st == RL_EXIT_UNAVAILABLE &&
+		    strstr(conn_failure(cn)->why, rows[i].why))),
+		    "conn_connect_start: %s, tls %d, db %d, %s: early %d, "
+		    "connect %d (%s)", rows[i].host, rows[i].tls, rows[i].db,
+		    rows[i].open ? "listening" : "closed", early, st,
+		    conn_failure(cn)->why);
 		conn_free(cn);
 		if (ls > 0)
 			close(ls);
@@ -2098,52 +2040,51 @@ test_conn_connect_start(void)
 }
 
 /*
- * Connects started together by conn_connect_start time out together: a
- * listener whose queue is full drops the SYNs, and the second connect
- * waited for after the first timed out has no time of its own left. A
- * third, to a listener that takes it, done long since, still connects.
+ * conn_connect_started: connects started together end together, and the
+ * logins overlap. Two connects stalled (a listener whose queue is full
+ * drops the SYNs) and two logins nobody answers (a listener that takes
+ * the connects and never reads) cost one deadline in all, not one each,
+ * and each failure is named as conn_connect names it.
  */
 static void
-test_conn_connect_start_deadline(void)
+test_conn_connect_started(void)
 {
+	static const char *const why[] = { "timed out", "timed out",
+	    "PING: no answer within 400ms", "PING: no answer within 400ms" };
 	struct sockaddr_in sa, ok;
 	struct conn_cfg cfg, okcfg;
-	struct conn *cn[3];
+	struct conn *cn[4];
 	char host[] = "127.0.0.1";
-	int64_t t0, took[3];
-	int ls, lok, fill, st[3], i;
+	int64_t t0, took;
+	int ls, lok, fill, st[4], i, early = 0;
 
 	ls = listen_loopback(&sa, 1, 0);
 	lok = listen_loopback(&ok, 1, 4);
 	fill = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (ls < 0 || lok < 0 || fill < 0 ||
 	    connect(fill, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		CHECK(0, "conn_connect_start: a listener with a full queue");
+		CHECK(0, "conn_connect_started: a listener with a full queue");
 		return;
 	}
 	loopback_cfg(&cfg, host, &sa);
 	loopback_cfg(&okcfg, host, &ok);
 	t0 = mono_ms();
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < 4; i++) {
 		cn[i] = conn_new(i < 2 ? &cfg : &okcfg, 400);
-		(void)conn_connect_start(cn[i], t0 + 400, CONN_LOGIN_AHEAD);
+		early += conn_connect_start(cn[i], t0 + 400);
 	}
-	for (i = 0; i < 3; i++) {
-		t0 = mono_ms();
-		st[i] = conn_connect(cn[i], NULL, 0, mono_ms() + 400,
-		    CONN_LOGIN_AHEAD);
-		took[i] = mono_ms() - t0;
-	}
-	CHECK(st[0] == RL_EXIT_UNAVAILABLE && st[1] == RL_EXIT_UNAVAILABLE &&
-	    took[0] >= 350 && took[1] < 200,
-	    "conn_connect_start: two stalled connects end together (%d in "
-	    "%lldms, %d in %lldms more: %s)", st[0], (long long)took[0],
-	    st[1], (long long)took[1], conn_failure(cn[1])->why);
-	CHECK(st[2] == 0, "conn_connect_start: one done long since, waited "
-	    "for after them, connects (%d: %s)", st[2],
-	    conn_failure(cn[2])->why);
-	for (i = 0; i < 3; i++)
+	conn_connect_started(cn, 4, st);
+	took = mono_ms() - t0;
+	CHECK(early == 4 && took >= 350 && took < 750,
+	    "conn_connect_started: all end together (%d started, %lldms)",
+	    early, (long long)took);
+	for (i = 0; i < 4; i++) {
+		CHECK(st[i] == RL_EXIT_UNAVAILABLE && conn_fd(cn[i]) < 0 &&
+		    strstr(conn_failure(cn[i])->why, why[i]),
+		    "conn_connect_started: %d: %d (%s)", i, st[i],
+		    conn_failure(cn[i])->why);
 		conn_free(cn[i]);
+	}
 	close(fill);
 	close(lok);
 	close(ls);
@@ -2271,6 +2212,7 @@ main(void)
 	test_conn_format();
 	test_reply_status();
 	test_failure_kind();
+	test_resolve();
 	test_retry();
 	test_cli_rows();
 	test_cli_keys();
@@ -2283,9 +2225,8 @@ main(void)
 	test_tls_setup();
 	test_tls_handshake();
 	test_tls_probe();
-	test_conn_login_silence();
 	test_conn_connect_start();
-	test_conn_connect_start_deadline();
+	test_conn_connect_started();
 	test_keys();
 	printf("1..%d\n", tests);
 	if (fails)

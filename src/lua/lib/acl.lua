@@ -36,7 +36,8 @@ local function acl_why(cmd, ...)
   -- given per subcommand (+pubsub|numsub).
   local CHANNEL = {SPUBLISH = true, PUBLISH = true, SSUBSCRIBE = true,
     SUBSCRIBE = true}
-  local KEYLESS = {EVAL = true, EVALSHA = true, TIME = true, PUBSUB = true}
+  local KEYLESS = {EVAL = true, EVALSHA = true, TIME = true, PUBSUB = true,
+    INFO = true}
   local ALLKEYS = {DEL = true, EXISTS = true}
   local CONTAINER = {PUBSUB = true}
   -- A question about a command this server does not know (renamed away)
