@@ -1,4 +1,5 @@
-"""benchlib.py: what the bench scripts share: the percentile, and a Redis
+"""benchlib.py: what the bench scripts share: the percentile, the
+configurations given on a command line, and a Redis
 connection of their own (unix socket, RESP2) for INFO: no redis-cli
 process per reading, whose connection Redis would count in the figures."""
 import socket
@@ -36,6 +37,19 @@ class Redis:
             if line.startswith(('used_cpu_sys:', 'used_cpu_user:')):
                 cpu += float(line.split(':')[1])
         return usec, cpu * 1e6
+
+
+def configs(args):
+    """The configurations of ARGS, each a name and its command, ':::'
+    between them: [(name, [arg, ...]), ...]."""
+    cs, cur = [], []
+    for a in args + [':::']:
+        if a == ':::':
+            cs.append((cur[0], cur[1:]))
+            cur = []
+        else:
+            cur.append(a)
+    return cs
 
 
 def pct(xs, p):

@@ -22,7 +22,7 @@ import os
 import sys
 import time
 
-from benchlib import Redis, pct
+from benchlib import Redis, configs, pct
 
 
 def herd(n, cmd, go):
@@ -77,13 +77,7 @@ def calls(r):
 def main():
     sock, n, rounds, go, base = sys.argv[1], int(sys.argv[2]), \
         int(sys.argv[3]), sys.argv[4], sys.argv[5]
-    cs, cur = [], []
-    for a in sys.argv[6:] + [':::']:
-        if a == ':::':
-            cs.append((cur[0], cur[1:]))
-            cur = []
-        else:
-            cur.append(a)
+    cs = configs(sys.argv[6:])
     r = Redis(sock)
     cpu = {c[0]: [] for c in cs}
     wall = {c[0]: [] for c in cs}

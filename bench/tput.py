@@ -21,7 +21,7 @@ import os
 import subprocess
 import sys
 
-from benchlib import Redis, pct
+from benchlib import Redis, configs, pct
 
 
 def main():
@@ -29,13 +29,7 @@ def main():
         sys.argv[3], int(sys.argv[4]), sys.argv[5]
     load = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                         '..', 'build', 'load')
-    cs, cur = [], []
-    for a in sys.argv[6:] + [':::']:
-        if a == ':::':
-            cs.append((cur[0], cur[1:]))
-            cur = []
-        else:
-            cur.append(a)
+    cs = configs(sys.argv[6:])
     r = Redis(sock)
     fig = {n: [] for n, _ in cs}
     failed = {n: 0 for n, _ in cs}
