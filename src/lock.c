@@ -183,17 +183,10 @@ lock_timeouts(const struct lock *l, int64_t *connect_ms, int64_t *cmd_ms)
 	l->ops->timeouts(l, connect_ms, cmd_ms);
 }
 
-/* A name CLIENT LIST shows for a holder's connections, so that an
- * operator (and the tests) can tell its BLPOP from a waiter's; a user
- * that may not name them leaves them unnamed. */
+/* A name CLIENT LIST shows for a holder's listening connection, so that
+ * an operator (and the tests) can tell it from a waiter blocked in BLPOP;
+ * a user that may not name it leaves it unnamed. */
 #define LISTENER_NAME "rlock-holder"
-
-static void
-named(void *arg, const struct reply *r)
-{
-	(void)arg;
-	(void)r;
-}
 
 struct waker *
 lock_listener(struct lock *l, const struct lock_ctx *ctx)
@@ -203,12 +196,9 @@ lock_listener(struct lock *l, const struct lock_ctx *ctx)
 	struct server *s[REDLOCK_MAX];
 	int i, n = lock_nodes(l);
 
-	for (i = 0; i < n; i++) {
-		s[i] = lock_node(l, i)->srv;
-		/* It rides with the next command there: no round trip. */
-		(void)lock_node_ask_ahead(lock_node(l, i), 3, argv, lens,
-		    named, NULL);
-	}
+	for (i = 0; i < n; i++)
+		if (server_is_open(s[i] = lock_node(l, i)->srv))
+			reply_free(server_command(s[i], 3, argv, lens));
 	if (n == 1)
 		return wake_pop(s[0], ctx->k.broken, ctx->k.broken_len, NULL);
 	return wake_pop_any(s, n, 1, ctx->k.broken, ctx->k.broken_len);

@@ -140,11 +140,11 @@ struct waker *lock_waker(struct lock *l, const struct lock_ctx *ctx,
     int want_holder);
 
 /*
- * How a holder of ctx hears a release --force (renew.h): a BLPOP on
+ * How a holder of ctx hears a release --force (forced.h): a BLPOP on
  * P{KEY}:broken, on the one server or on the first --redlock master that
- * answers (force_release runs on each), on l's own connections, named
- * rlock-holder (CLIENT SETNAME ahead of their next command, where the
- * user may). Call with l open; free with waker_free.
+ * answers (force_release runs on each), its connections named
+ * rlock-holder (CLIENT SETNAME, where the user may). Call with l open;
+ * free with waker_free.
  */
 struct waker *lock_listener(struct lock *l, const struct lock_ctx *ctx);
 

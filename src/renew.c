@@ -2,15 +2,17 @@
 /*
  * The renewal loop, which also hears a release --force: between extends
  * it blocks in BLPOP on P{KEY}:broken (lock_listener, where force_release
- * pushes one element for each holder it broke) on the lock's own
- * connection, so a holder is one thread and one connection. An element
- * is only a hint (one may be left from a release that broke an earlier
- * holder): what counts is Redis's answer to "is it ours?". A connection
- * the server dropped (restart, failover, CLIENT KILL, a Cluster slot that
- * moved), the BLPOP's or the idle one's, is reconnected and the lock
- * verified at once, so a restart that lost the key is noticed in one
- * round trip instead of at the next tick. Retries are spaced so an
- * outage costs Redis a handful of commands, not a storm.
+ * pushes one element for each holder it broke) on a connection of its
+ * own (lock_new_like), so that the release never waits for a BLPOP: on
+ * the lock's connection, one in flight at COMMAND's end would have to be
+ * abandoned with its connection, and the release, which the next holder
+ * waits for, would pay a reconnect first. An element is only a hint (one
+ * may be left from a release that broke an earlier holder): what counts
+ * is Redis's answer to "is it ours?". A connection the server dropped
+ * (restart, failover, CLIENT KILL, a Cluster slot that moved) is
+ * reconnected and the lock verified at once, so a restart that lost the
+ * key is noticed in one round trip instead of at the next tick. Retries
+ * are spaced so an outage costs Redis a handful of commands, not a storm.
  */
 #include "renew.h"
 
@@ -25,18 +27,17 @@
 #include "sig.h"
 #include "util.h"
 
-/* COMMAND runs this long before we listen: a run that ends sooner has
- * no BLPOP in flight when its release needs the connection (abandoning
- * one costs the release a reconnect), and one broken meanwhile is still
- * told (force_release's element waits 5 s). */
+/* COMMAND runs this long before we listen: a run that ends sooner opens
+ * no second connection, and one broken meanwhile is still told
+ * (force_release's element waits 5 s). */
 #define LISTEN_AFTER_MS 250
 /* Each BLPOP lasts this long at most, short of the idle timeouts proxies
  * keep, so a quiet holding is not taken for a dead connection. */
 #define LISTEN_SPAN_MS 10000
 /* Redis times a BLPOP out on its own clock tick, up to 1000/hz ms (100 ms
- * by default) late, and the extend waits behind it: a BLPOP asks for
- * this much less than what is left until the extend, and none is sent
- * when that is less than twice this. */
+ * by default) late, and the thread's extend waits behind it: a BLPOP asks
+ * for this much less than what is left until the extend, and none is
+ * sent when that is less than twice this. */
 #define LISTEN_LATE_MS 100
 /* After a BLPOP that failed (refused: a user made without +blpop, a
  * proxy without blocking commands; or its connection went), we listen
@@ -118,44 +119,52 @@ nap(struct renewer *rw, int64_t until)
 
 /*
  * Listen for a release --force until a little before `until` (the next
- * extend), mu held: renew_take_conn ends the BLPOP with a byte on the
- * stop pipe (its connection goes with it). Returns as nap does: 1 stop
- * (or Redis says the lock is not ours), 2 renew now (the BLPOP failed),
- * 0 nothing came.
+ * extend) on the thread's own lock (lw), mu released meanwhile: the main
+ * thread may release on l. Returns as nap does: 1 stop (or Redis says
+ * the lock is not ours), 2 renew now (the BLPOP failed: l's connection,
+ * which a restart also dropped, is closed), 0 nothing came.
  */
 static int
 hear(struct renewer *rw, int64_t until)
 {
-	int64_t end = until - LISTEN_LATE_MS, now = mono_ms();
-	enum woke r = WOKE_SIGFD;
-	int ours;
+	int64_t end = until - LISTEN_LATE_MS, now = mono_ms(), connect, cmd;
+	enum woke r;
+	int ours = 1;
 
 	if (end > now + LISTEN_SPAN_MS)
 		end = now + LISTEN_SPAN_MS;
-	if (rw->w == NULL)
-		rw->w = lock_listener(rw->l, rw->ctx);
-	/* Either the main thread sees this and writes the byte, or we see
-	 * `stopping` here. */
-	atomic_store(&rw->popping, 1);
-	if (!atomic_load(&rw->stopping))
-		r = waker_wait(rw->w, end, rw->stop_pipe[0]);
-	atomic_store(&rw->popping, 0);
-	if (r == WOKE_SIGFD) {
-		waker_cancel(rw->w);
-		return 1;
+	if (rw->lw == NULL) {
+		rw->lw = lock_new_like(rw->l);
+		/* Bounded as an extend is: the next one waits behind it. */
+		lock_timeouts(rw->l, &connect, &cmd);
+		lock_set_timeouts(rw->lw, connect, cmd);
 	}
+	pthread_mutex_unlock(&rw->mu);
+	if (!lock_is_open(rw->lw)) {
+		/* A new connection is named anew (lock_listener). */
+		waker_free(rw->w);
+		rw->w = lock_open(rw->lw) == 0 ?
+		    lock_listener(rw->lw, rw->ctx) : NULL;
+	}
+	r = rw->w != NULL ? waker_wait(rw->w, end, rw->stop_pipe[0]) :
+	    WOKE_LOST;
+	if (r == WOKE_MESSAGE)
+		ours = lock_is_ours(rw->lw, rw->ctx);
+	pthread_mutex_lock(&rw->mu);
+	if (r == WOKE_SIGFD || atomic_load(&rw->stopping))
+		return 1;
 	if (r == WOKE_LOST) {
 		msg_verbose("listening for release --force: %s; reconnecting",
-		    waker_failure(rw->w)->why);
+		    (rw->w != NULL ? waker_failure(rw->w) :
+		    lock_failure(rw->lw))->why);
+		lock_close(rw->l);
 		rw->listen_at = mono_ms() + rw->listen_retry;
 		rw->listen_retry = lease_clamp(rw->listen_retry * 2, 0,
 		    LISTEN_RETRY_MAX_MS);
 		return 2;
 	}
 	rw->listen_retry = LISTEN_RETRY_MS;
-	if (r != WOKE_MESSAGE || atomic_load(&rw->stopping))
-		return 0;
-	if ((ours = lock_is_ours(rw->l, rw->ctx)) == 0) {
+	if (ours == 0) {
 		msg_verbose("Redis says the lock is no longer ours "
 		    "(release --force?)");
 		not_ours(rw);
@@ -165,46 +174,35 @@ hear(struct renewer *rw, int64_t until)
 }
 
 /*
- * Extend, but never past rw->hold_until (--max-hold): 1 extended, 0 not
- * ours, -1 error, 2 nothing left to extend.
+ * One renewal, never past rw->hold_until (--max-hold: the last extend
+ * asks for a shorter lease, then none is left); returns when the next is
+ * due, or -1 once Redis says the lock is not ours (or --max-hold leaves
+ * nothing to extend).
  */
-static int
-extend_until(struct renewer *rw, int64_t t0)
-{
-	struct lock_ctx capped;
-
-	if (rw->hold_until - t0 >= rw->ctx->lease_ms)
-		return lock_extend(rw->l, rw->ctx);
-	if (rw->hold_until - t0 < 1)
-		return 2;
-	capped = *rw->ctx;
-	capped.lease_ms = rw->hold_until - t0;
-	return lock_extend(rw->l, &capped);
-}
-
-/* One renewal; returns when the next is due, or -1 once Redis says the
- * lock is not ours (or --max-hold leaves nothing to extend). */
 static int64_t
 renew_once(struct renewer *rw, int *failing)
 {
-	int64_t lease = rw->ctx->lease_ms, t0;
-	int64_t retry = lease_retry_ms(lease);
-	int r;
+	struct lock_ctx c = *rw->ctx;
+	struct pollfd p = { .events = POLLIN };
+	int64_t t0;
+	int r = -1;
 
 	/* Behind Sentinel, extend where the master is now: the old one may
 	 * stay writable for seconds after a failover, and extending there
 	 * would keep a lock the new one lets go. */
 	(void)lock_recheck(rw->l);
-	if (!lock_is_open(rw->l) && lock_open(rw->l) != 0) {
-		keep_failure(rw, lock_failure(rw->l));
-		if (!(*failing)++)
-			msg_warn("cannot extend the lease: %s; retrying",
-			    lock_failure(rw->l)->why);
-		return mono_ms() + retry;
+	/* The server may have closed the idle connection while we listened
+	 * on ours (an idle timeout): start afresh, not with a failure. */
+	p.fd = lock_watch_fd(rw->l);
+	if (poll(&p, 1, 0) > 0)
+		lock_close(rw->l);
+	if (lock_is_open(rw->l) || lock_open(rw->l) == 0) {
+		t0 = mono_ms();
+		if (rw->hold_until - t0 < 1)
+			return -1;
+		c.lease_ms = lease_clamp(rw->hold_until - t0, 1, c.lease_ms);
+		r = lock_extend(rw->l, &c);
 	}
-	t0 = mono_ms();
-	if ((r = extend_until(rw, t0)) == 2)
-		return -1;
 	if (r == 1) {
 		atomic_store(&rw->last_ok, t0);
 		keep_failure(rw, NULL);
@@ -215,7 +213,7 @@ renew_once(struct renewer *rw, int *failing)
 			    "attempt%s", *failing, *failing > 1 ? "s" : "");
 		*failing = 0;
 		notify(rw);
-		return t0 + lease_renew_interval_ms(lease);
+		return t0 + lease_renew_interval_ms(rw->ctx->lease_ms);
 	}
 	if (r == 0) {
 		not_ours(rw);
@@ -228,7 +226,7 @@ renew_once(struct renewer *rw, int *failing)
 	/* An error reply (READONLY, LOADING...) may mean we talk to the
 	 * wrong server now: reconnect. */
 	lock_close(rw->l);
-	return mono_ms() + retry;
+	return mono_ms() + lease_retry_ms(rw->ctx->lease_ms);
 }
 
 /*
@@ -257,8 +255,9 @@ parked(struct renewer *rw)
 /*
  * l is touched only with mu held, once armed, and never once `stopping`
  * is set: the main thread may then release (or reopen) on it while we
- * still sleep. Between extends the thread listens (hear) on a connection
- * that is open, and otherwise naps watching the idle socket.
+ * still sleep. Between extends the thread listens (hear), or, before
+ * LISTEN_AFTER_MS, after a failed BLPOP and near an extend, naps watching
+ * l's idle socket.
  */
 static void *
 renew_loop(void *arg)
@@ -272,8 +271,7 @@ renew_loop(void *arg)
 	    lease_renew_interval_ms(rw->ctx->lease_ms);
 	while (next >= 0 && !atomic_load(&rw->stopping)) {
 		now = mono_ms();
-		if (now < rw->listen_at || !lock_is_open(rw->l) ||
-		    next - now < 2 * LISTEN_LATE_MS)
+		if (now < rw->listen_at || next - now < 2 * LISTEN_LATE_MS)
 			r = nap(rw, now < rw->listen_at && rw->listen_at < next ?
 			    rw->listen_at : next);
 		else
@@ -283,9 +281,6 @@ renew_loop(void *arg)
 		if (r == 0 && mono_ms() < next)
 			continue;
 		next = renew_once(rw, &failing);
-		/* A new listener names what the extend may have opened. */
-		waker_free(rw->w);
-		rw->w = NULL;
 	}
 	pthread_mutex_unlock(&rw->mu);
 	return NULL;
@@ -336,12 +331,6 @@ renew_park(struct renewer *rw, struct lock *l, const struct lock_ctx *ctx)
 	return make_thread(rw);
 }
 
-void
-renew_granted(struct renewer *rw, int64_t granted_at)
-{
-	atomic_store(&rw->last_ok, granted_at);
-}
-
 int
 renew_start(struct renewer *rw)
 {
@@ -366,27 +355,33 @@ renew_start(struct renewer *rw)
 	if (lease_park_wake(mono_ms(), atomic_load(&rw->last_ok),
 	    rw->ctx->lease_ms))
 		pthread_cond_signal(&rw->park);
+	else
+		rw->wake_at = rw->listen_at;
 	pthread_mutex_unlock(&rw->mu);
 	return 0;
 }
 
-static void
-tell_stop(struct renewer *rw)
+int64_t
+renew_wake_due(struct renewer *rw)
 {
-	char b = 1;
+	int64_t now = mono_ms();
 
-	if (!rw->told) {
-		rw->told = 1;
-		(void)!write(rw->stop_pipe[1], &b, 1);
-	}
+	if (rw->wake_at == 0)
+		return -1;
+	if (now < rw->wake_at)
+		return rw->wake_at - now;
+	rw->wake_at = 0;
+	/* Armed under mu: a thread not in its wait sees it without this. */
+	pthread_cond_signal(&rw->park);
+	return -1;
 }
 
 /*
- * Unless a BLPOP holds the connection, the thread is not woken here: the
- * caller's next request is the release a waiter waits for, and the
- * wake-up would go first. It wakes on that request's answer (on the
- * socket it watches), or on renew_stop's word (a parked one too), sees
- * `stopping` and ends.
+ * The thread is not woken here: the caller's next request is the release
+ * a waiter waits for, and the wake-up would go first. It wakes on that
+ * request's answer (on the socket it watches), on the end of its BLPOP
+ * (on a connection of its own), or on renew_stop's word (a parked one
+ * too), sees `stopping` and ends.
  */
 void
 renew_take_conn(struct renewer *rw)
@@ -394,8 +389,6 @@ renew_take_conn(struct renewer *rw)
 	if (!rw->running || atomic_load(&rw->stopping))
 		return;
 	atomic_store(&rw->stopping, 1);
-	if (atomic_load(&rw->popping))
-		tell_stop(rw);
 	pthread_mutex_lock(&rw->mu);
 	pthread_mutex_unlock(&rw->mu);
 }
@@ -403,10 +396,12 @@ renew_take_conn(struct renewer *rw)
 void
 renew_stop(struct renewer *rw)
 {
+	char b = 1;
+
 	if (!rw->running)
 		return;
 	renew_take_conn(rw);
-	tell_stop(rw);
+	(void)!write(rw->stop_pipe[1], &b, 1);
 	pthread_mutex_lock(&rw->mu);
 	pthread_cond_signal(&rw->park);
 	pthread_mutex_unlock(&rw->mu);
@@ -414,12 +409,8 @@ renew_stop(struct renewer *rw)
 	rw->running = 0;
 	waker_free(rw->w);
 	rw->w = NULL;
+	lock_free(rw->lw);
+	rw->lw = NULL;
 	pthread_cond_destroy(&rw->park);
 	thread_pipes_close(rw->stop_pipe, rw->event_pipe);
-}
-
-int
-renew_event_fd(const struct renewer *rw)
-{
-	return rw->event_pipe[0];
 }

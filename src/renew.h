@@ -2,9 +2,9 @@
 /*
  * The renewal thread: extends the lease every lease/3 on the holder's
  * connection, reconnecting and retrying on errors, and between extends
- * listens there for a release --force; it tells the main thread through
- * a pipe when Redis says the lock is no longer ours. It never exits the
- * process and never decides what to do about a loss.
+ * listens for a release --force on a connection of its own; it tells the
+ * main thread through a pipe when Redis says the lock is no longer ours.
+ * It never exits the process and never decides what to do about a loss.
  */
 #ifndef RLOCK_RENEW_H
 #define RLOCK_RENEW_H
@@ -22,7 +22,8 @@ struct renewer {
 					 * until renew_take_conn */
 	const struct lock_ctx *ctx;
 	int stop_pipe[2];
-	int event_pipe[2];		/* read end: renew_event_fd */
+	int event_pipe[2];		/* read end: readable (a byte to
+					 * drain) when the state changed */
 	_Atomic int64_t last_ok;	/* mono ms: start of the last good extend */
 	_Atomic int not_ours;		/* Redis said: someone else's lock */
 	/* Why the extends fail since the last good one (FAIL_NONE while
@@ -36,9 +37,8 @@ struct renewer {
 	int armed;
 	pthread_cond_t park;
 	_Atomic int stopping;		/* l is the caller's again */
-	_Atomic int popping;		/* a BLPOP of the thread's holds l */
-	int told;			/* the stop byte is written */
 	int running;			/* started, not yet joined */
+	int64_t wake_at;		/* renew_wake_due's; 0 none */
 	/* --max-hold: mono ms no extend may reach past (a last one gets a
 	 * shorter lease; then none); INT64_MAX by default. Set before
 	 * renew_start. */
@@ -46,8 +46,11 @@ struct renewer {
 	/* Where last_ok is stored too (the watcher's page, watch.h), or
 	 * NULL. Set before renew_start. */
 	_Atomic int64_t *last_ok_too;
-	/* The thread's own: its listener (lock_listener), when it listens
-	 * again after a failed BLPOP, and that pause. */
+	/* The thread's own: the lock it listens on (a second connection,
+	 * so that the release never waits for a BLPOP), its listener
+	 * (lock_listener), when it listens again after a failed BLPOP, and
+	 * that pause. */
+	struct lock *lw;
 	struct waker *w;
 	int64_t listen_at, listen_retry;
 };
@@ -65,12 +68,11 @@ void renew_init(struct renewer *rw, struct lock *l,
  * hand-off does not wait for pthread_create (and the vfork right behind
  * a new thread is slower too): it sleeps, touching nothing of l, until
  * renew_start, and renew_stop ends it if the lock never comes. The grant
- * is given with renew_granted before renew_start. Returns 0 or -1
- * (errno), as renew_start.
+ * is stored in last_ok before renew_start. Returns 0 or -1 (errno), as
+ * renew_start.
  */
 int renew_park(struct renewer *rw, struct lock *l,
     const struct lock_ctx *ctx);
-void renew_granted(struct renewer *rw, int64_t granted_at);
 
 /*
  * Start renewing (start the thread, or arm a parked one: it looks for
@@ -82,13 +84,19 @@ void renew_granted(struct renewer *rw, int64_t granted_at);
 int renew_start(struct renewer *rw);
 
 /*
- * Make l the caller's again at once: waits only for an extend in flight
- * (a BLPOP in flight is abandoned with its connection, which the
- * caller's next request opens again), and the thread never touches l
- * (nor extends) after this returns. Unless it was in a BLPOP, the thread
- * is not woken (the release goes first): it ends when it next wakes, on
- * the release's answer or renew_stop's word, which also joins it.
- * Idempotent.
+ * A parked thread armed by renew_start sees it at its next look, every
+ * sixth of the lease: maybe later than it is to listen for a release
+ * --force. The supervisor calls this, which wakes the thread then; ms
+ * until that, or -1. Main thread only.
+ */
+int64_t renew_wake_due(struct renewer *rw);
+
+/*
+ * Make l the caller's again at once: waits only for an extend in flight,
+ * and the thread never touches l (nor extends) after this returns. The
+ * thread is not woken (the release goes first): it ends when it next
+ * wakes, on the release's answer or renew_stop's word, which also joins
+ * it. Idempotent.
  */
 void renew_take_conn(struct renewer *rw);
 
@@ -101,8 +109,5 @@ void renew_stop(struct renewer *rw);
  * thread runs, and never waits for an extend in flight.
  */
 void renew_failure(struct renewer *rw, struct failure *f);
-
-/* Readable when the renewal state changed (a byte to drain). */
-int renew_event_fd(const struct renewer *rw);
 
 #endif

@@ -482,7 +482,7 @@ supervise(struct sup *s)
 
 	p[0] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
 	p[1] = (struct pollfd){ .fd = s->rw->running ?
-	    renew_event_fd(s->rw) : -1, .events = POLLIN };
+	    s->rw->event_pipe[0] : -1, .events = POLLIN };
 	p[2] = (struct pollfd){ .fd = s->owner ? s->owner->fds[0] : -1,
 	    .events = POLLIN };
 	p[3] = (struct pollfd){ .fd = s->owner ? s->owner->fds[1] : -1,
@@ -490,6 +490,7 @@ supervise(struct sup *s)
 	for (;;) {
 		next = check_max_hold(s);
 		next = sooner(next, check_lease(s));
+		next = sooner(next, renew_wake_due(s->rw));
 		tmo = next < 0 ? DEADLINE_POLL_MAX_MS :
 		    deadline_poll_ms(mono_ms() + next);
 		if (s->owner != NULL && tmo > 1000)
@@ -831,7 +832,7 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	export_env(ctx, o->key, res->fence);
 	if (a != NULL && a->rw.running) {
 		s.rw = &a->rw;
-		renew_granted(s.rw, granted);
+		atomic_store(&s.rw->last_ok, granted);
 	} else {
 		renew_init(s.rw, l, ctx, granted);
 	}

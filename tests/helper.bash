@@ -168,8 +168,7 @@ rcli() { redis-cli -s "$REDIS_SOCK" "$@"; }
 
 # blocked [N]: at least N (default 1) waiters wait on the test's server:
 # blocked in a BLPOP on wake tokens, or subscribed (--fair), not counting
-# a holder, whose connection (named rlock-holder) blocks in a BLPOP on
-# P{KEY}:broken between its extends.
+# a holder's own listener (named rlock-holder).
 blocked() {
 	[ "$(rcli client list | grep -v ' name=rlock-holder ' |
 	    grep -cE ' flags=[a-zA-Z]*b| cmd=s?subscribe ')" -ge "${1:-1}" ]
@@ -391,8 +390,7 @@ end_test_procs() {
 
 # blocked_is N: N clients of the file's server are blocked (BLPOP, a
 # subscription's wait), not counting a holder that listens for a
-# release --force between its extends (its connection is named
-# rlock-holder).
+# release --force (its connection is named rlock-holder).
 blocked_is() {
 	[ "$(rcli client list | grep ' flags=[a-zA-Z]*b' |
 	    grep -cv ' name=rlock-holder ')" = "$1" ]
