@@ -55,8 +55,7 @@ struct sup {
 	int exec_fd;			/* exec's outcome not read yet; else -1 */
 	int exec_errno;			/* exec failed with this; 0 it ran */
 	int wstatus;
-	struct renewer *rw;		/* own_rw, or a parked one */
-	struct renewer own_rw;
+	struct renewer *rw;		/* the sup_ahead's, maybe parked */
 	enum lost_how lost;
 	int64_t term_at;		/* when SIGTERM went out; 0 not yet */
 	int kill_sent;
@@ -815,12 +814,11 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
     int sigfd, const struct wait_result *res, struct sup_ahead *a)
 {
 	struct sup s = { .o = o, .ctx = ctx, .l = l, .sigfd = sigfd,
-	    .exec_fd = -1, .granted = res->heard_at, .fence = res->fence };
+	    .exec_fd = -1, .granted = res->heard_at, .fence = res->fence,
+	    .rw = &a->rw, .owner = a->owner };
 	int64_t granted = res->granted_at, lease = ctx->lease_ms;
 	int st, e = 0;
 
-	s.rw = &s.own_rw;
-	s.owner = a != NULL ? a->owner : NULL;
 	printable(o->key, strlen(o->key), s.key, sizeof(s.key));
 	if ((st = confirm_grant(&s, &granted)) != 0)
 		return finish(&s, st);
@@ -830,12 +828,10 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	 * wait for may be cut short by one. */
 	(void)sig_stop_watch(0);
 	export_env(ctx, o->key, res->fence);
-	if (a != NULL && a->rw.running) {
-		s.rw = &a->rw;
+	if (s.rw->running)
 		atomic_store(&s.rw->last_ok, granted);
-	} else {
+	else
 		renew_init(s.rw, l, ctx, granted);
-	}
 	if (o->max_hold_ms > 0) {
 		/* Held for --max-hold since the grant, not since COMMAND
 		 * started; the lease outlives the SIGKILL by a little only. */
@@ -849,7 +845,7 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	/* The OS refusing us a pipe or a process is not COMMAND's fault:
 	 * 71, not 126 (not executable). The exec pipe first: without it
 	 * there is nothing to run, so nothing to renew for. */
-	if (a != NULL && a->piped) {
+	if (a->piped) {
 		s.exec_pipe[0] = a->exec_pipe[0];
 		s.exec_pipe[1] = a->exec_pipe[1];
 		a->piped = 0;
