@@ -121,8 +121,9 @@ nap(struct renewer *rw, int64_t until)
  * Listen for a release --force until a little before `until` (the next
  * extend) on the thread's own lock (lw), mu released meanwhile: the main
  * thread may release on l. Returns as nap does: 1 stop (or Redis says
- * the lock is not ours), 2 renew now (the BLPOP failed: l's connection,
- * which a restart also dropped, is closed), 0 nothing came.
+ * the lock is not ours), 2 renew now (Redis did not say), 0 nothing came,
+ * or the BLPOP failed: the nap until listen_at watches l's idle socket,
+ * which a restart drops too.
  */
 static int
 hear(struct renewer *rw, int64_t until)
@@ -157,11 +158,10 @@ hear(struct renewer *rw, int64_t until)
 		msg_verbose("listening for release --force: %s; reconnecting",
 		    (rw->w != NULL ? waker_failure(rw->w) :
 		    lock_failure(rw->lw))->why);
-		lock_close(rw->l);
 		rw->listen_at = mono_ms() + rw->listen_retry;
 		rw->listen_retry = lease_clamp(rw->listen_retry * 2, 0,
 		    LISTEN_RETRY_MAX_MS);
-		return 2;
+		return 0;
 	}
 	rw->listen_retry = LISTEN_RETRY_MS;
 	if (ours == 0) {
