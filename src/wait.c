@@ -31,10 +31,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "deadline.h"
 #include "exitcode.h"
 #include "lease.h"
-#include "retry.h"
 #include "sig.h"
 #include "util.h"
 #include "waitline.h"
@@ -76,7 +74,7 @@ struct waiter {
 	int64_t busy_at;		/* when the last busy reply came */
 	struct failure why;		/* why we give up, on WAIT_ERROR */
 	struct wait_result *res;
-	/* --- bounds and weather (retry.h) --- */
+	/* --- bounds and weather (retry_backoff_ms) --- */
 	int64_t wait_ms;		/* as given: 0 is -n, -1 forever */
 	int64_t bound;			/* no I/O past this (INT64_MAX: none) */
 	int64_t con0, cmd0;		/* the timeouts the caller set */
@@ -523,7 +521,7 @@ ran_out(struct waiter *w)
 
 /*
  * An attempt (or a --fair waiter's subscription) failed with f. If the
- * wait goes on and f is weather (retry.h), back off and return 1: try
+ * wait goes on and f is weather (failure_retry), back off and return 1: try
  * again (on the same connection when the failure was an answer, BUSY or
  * LOADING; the next attempt reconnects one that dropped). 0:
  * give up (failed). WOKE_SIGNAL: a signal ended the wait meanwhile.
