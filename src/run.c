@@ -170,10 +170,8 @@ not_obtained(const struct rlock_opts *o, struct lock *l,
 			    "%s", key, who, wait);
 		}
 	}
-	if (b->skip_counted)
-		return o->conflict_exit;
-	if ((!lock_is_open(l) && lock_open(l) != 0) ||
-	    lock_record(l, ctx, NULL, 0) < 0)
+	if (!b->skip_counted && ((!lock_is_open(l) && lock_open(l) != 0) ||
+	    lock_record(l, ctx, NULL, 0) < 0))
 		msg_verbose("could not count the skipped run of '%s': %s",
 		    key, lock_failure(l)->why);
 	return o->conflict_exit;

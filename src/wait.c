@@ -72,7 +72,6 @@ struct waiter {
 	/* --- a foreign holder (foreign.h): look, not BLPOP --- */
 	int look;
 	int64_t busy_at;		/* when the last busy reply came */
-	struct failure why;		/* why we give up, on WAIT_ERROR */
 	struct wait_result *res;
 	/* --- bounds and weather (retry_backoff_ms) --- */
 	int64_t wait_ms;		/* as given: 0 is -n, -1 forever */
@@ -444,10 +443,8 @@ give_up(struct waiter *w, enum wait_status st)
 	if (w->uncertain)
 		(void)lock_release(w->l, w->ctx);
 out:
-	if (st == WAIT_ERROR) {
-		w->res->fail = w->why;
+	if (st == WAIT_ERROR)
 		w->res->answered = w->reached;
-	}
 	(void)done(w, st);
 	(void)sig_stop_watch(stop);
 	return st;
@@ -495,7 +492,8 @@ ran_out(struct waiter *w)
 	char since[32], d[32];
 	time_t t = (time_t)(w->down_wall / 1000);
 	struct tm tm;
-	size_t n = strlen(w->why.why);
+	struct failure *f = &w->res->fail;
+	size_t n = strlen(f->why);
 
 	if (w->down_since == 0)
 		return give_up(w, WAIT_TIMEOUT);
@@ -503,7 +501,7 @@ ran_out(struct waiter *w)
 	    strftime(since, sizeof(since), "%H:%M:%S", &tm) == 0)
 		snprintf(since, sizeof(since), "?");
 	dur_format(mono_ms() - w->down_since, d, sizeof(d));
-	snprintf(w->why.why + n, sizeof(w->why.why) - n, " (unreachable "
+	snprintf(f->why + n, sizeof(f->why) - n, " (unreachable "
 	    "since %s, for %s)", since, d);
 	return give_up(w, WAIT_ERROR);
 }
@@ -530,7 +528,7 @@ weather(struct waiter *w, const struct failure *f)
 		return give_up(w, WAIT_SIGNAL);
 	if (w->no_time)
 		return ran_out(w);
-	w->why = *f;
+	w->res->fail = *f;
 	/* A run without --timeout rides out weather once it has reached
 	 * Redis: until then its failure is most likely the user's. */
 	if (w->wait_ms == 0 || (w->wait_ms < 0 && !w->reached) ||
