@@ -25,8 +25,8 @@ on_policy(void *arg, const struct reply *r)
 	/* Managed services block CONFIG (renamed, or not in the ACL): that
 	 * costs the warning, and a line with -v, nothing more. */
 	if (r->type == REPLY_ERROR)
-		msg_verbose("cannot check the server's maxmemory-policy (CONFIG "
-		    "GET: %.80s); it must be noeviction", r->str);
+		msg_verbose("cannot check the server's maxmemory-policy "
+		    "(CONFIG GET: %.80s); it must be noeviction", r->str);
 	if (r->type == REPLY_ARRAY && r->elements == 2 &&
 	    (v = r->element[1])->type == REPLY_STRING &&
 	    strcmp(v->str, "noeviction") != 0) {
