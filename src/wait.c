@@ -78,9 +78,8 @@ struct waiter {
 	int64_t bound;			/* no I/O past this (INT64_MAX: none) */
 	int64_t con0, cmd0;		/* the timeouts the caller set */
 	int64_t down_since;		/* mono ms Redis stopped answering; 0 */
-	int64_t down_wall;		/* the same on the wall clock */
 	int backoffs;			/* failed tries since down_since */
-	int64_t tried_at, tried_wall;	/* when the last attempt began */
+	int64_t tried_at;		/* when the last attempt began */
 	int reached;			/* an attempt was answered */
 	int no_time;			/* attempt() found the bound passed */
 };
@@ -180,7 +179,6 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 	int tries;
 
 	w->tried_at = mono_ms();
-	w->tried_wall = wall_ms();
 	for (tries = 0; tries < (w->wait_ms == 0 ? 1 : 2); tries++) {
 		/* Out of time before the first try (a late wake-up on a
 		 * busy machine): nothing changed since the last outcome,
@@ -490,7 +488,8 @@ static enum wait_status
 ran_out(struct waiter *w)
 {
 	char since[32], d[32];
-	time_t t = (time_t)(w->down_wall / 1000);
+	/* On the wall clock, as the user reads it. */
+	time_t t = (time_t)((wall_ms() - mono_ms() + w->down_since) / 1000);
 	struct tm tm;
 	struct failure *f = &w->res->fail;
 	size_t n = strlen(f->why);
@@ -536,7 +535,6 @@ weather(struct waiter *w, const struct failure *f)
 		return give_up(w, WAIT_ERROR);
 	if (w->down_since == 0) {
 		w->down_since = w->tried_at;
-		w->down_wall = w->tried_wall;
 		w->backoffs = 0;
 		if (w->deadline == INT64_MAX)
 			snprintf(d, sizeof(d), "for ever");
@@ -584,7 +582,6 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 	/* The run's first connect met weather: that was the first try. */
 	if (!lock_is_open(l) && lock_failure(l)->status != 0) {
 		w.tried_at = start;
-		w.tried_wall = wall_ms() - (mono_ms() - start);
 		if ((st = weather(&w, lock_failure(l))) != RIDE_ON)
 			return st;
 	}
