@@ -35,7 +35,6 @@
 
 #include <hiredis/hiredis.h>
 
-#include "deadline.h"
 #include "exitcode.h"
 #include "resolve.h"
 #include "sig.h"

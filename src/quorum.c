@@ -25,7 +25,6 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "deadline.h"
 #include "exitcode.h"
 #include "fanout.h"
 #include "lease.h"

@@ -13,7 +13,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "deadline.h"
 #include "lease.h"
 #include "sig.h"
 #include "util.h"

@@ -29,12 +29,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "deadline.h"
 #include "exitcode.h"
 #include "forced.h"
 #include "lease.h"
 #include "renew.h"
-#include "retry.h"
 #include "sig.h"
 #include "util.h"
 #include "watch.h"

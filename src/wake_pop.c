@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "deadline.h"
 #include "exitcode.h"
 #include "util.h"
 
