@@ -250,8 +250,8 @@ retry_at(struct waiter *w, const struct lock_busy *b)
 		w->no_ttl_backoff = 100;
 	} else {
 		t = w->no_ttl_backoff;
-		if (w->no_ttl_backoff < NO_TTL_BACKOFF_MAX_MS)
-			w->no_ttl_backoff *= 2;
+		w->no_ttl_backoff = t * 2 < NO_TTL_BACKOFF_MAX_MS ? t * 2 :
+		    NO_TTL_BACKOFF_MAX_MS;
 	}
 	/* A foreign holder's end wakes nobody: try (--redlock) or look
 	 * (still_foreign) again within a second. */
