@@ -288,19 +288,27 @@ usage_error(const struct parse *p, const char *fmt, ...)
 	return RL_EXIT_USAGE;
 }
 
+/* A duration of at least min ms (0: any). */
 static int
 parse_dur_opt(const struct parse *p, const char *name, const char *arg,
-    int64_t *out)
+    int64_t min, int64_t *out)
 {
+	char least[32];
 	int r = dur_parse(arg, out);
 
-	if (r == 0)
-		return 0;
 	if (r == DUR_TOO_LONG)
 		return usage_error(p, "%s: '%s' is too long (at most %s, about "
 		    "ten years)", name, arg, DUR_MAX_TEXT);
-	return usage_error(p, "%s: invalid duration '%s' (use e.g. 500ms, "
-	    "1.5, 30s, 5m, 2h)", name, arg);
+	if (r != 0)
+		return usage_error(p, "%s: invalid duration '%s' (use e.g. "
+		    "500ms, 1.5, 30s, 5m, 2h)", name, arg);
+	if (*out >= min)
+		return 0;
+	if (min == 1)
+		return usage_error(p, "%s must be more than 0", name);
+	dur_format(min, least, sizeof(least));
+	return usage_error(p, "%s must be at least %s, not '%s'", name, least,
+	    arg);
 }
 
 /*
@@ -580,8 +588,6 @@ tls_opt(struct parse *p, struct rlock_opts *o, int c, char *arg)
 static int
 common_opt(struct parse *p, struct rlock_opts *o, int c, char *arg)
 {
-	int st;
-
 	switch (c) {
 	case OPT_REDLOCK:
 		o->redlock = arg == NULL;
@@ -592,13 +598,8 @@ common_opt(struct parse *p, struct rlock_opts *o, int c, char *arg)
 		o->config = arg;
 		return 0;
 	case OPT_CONNECT_TIMEOUT:
-		if ((st = parse_dur_opt(p, "--connect-timeout", arg,
-		    &o->connect_timeout_ms)) != 0)
-			return st;
-		if (o->connect_timeout_ms == 0)
-			return usage_error(p, "--connect-timeout must be more "
-			    "than 0");
-		return 0;
+		return parse_dur_opt(p, "--connect-timeout", arg, 1,
+		    &o->connect_timeout_ms);
 	case OPT_PREFIX:
 		o->prefix = arg;
 		if (keys_bad_prefix(arg))
@@ -646,7 +647,6 @@ static int
 hold_opt(struct parse *p, struct rlock_opts *o, int c, char *arg)
 {
 	long long v;
-	int st;
 
 	switch (c) {
 	case 'k':
@@ -656,14 +656,10 @@ hold_opt(struct parse *p, struct rlock_opts *o, int c, char *arg)
 		o->wait_ms = 0;
 		return 0;
 	case 'w':
-		return parse_dur_opt(p, "--timeout", arg, &o->wait_ms);
+		return parse_dur_opt(p, "--timeout", arg, 0, &o->wait_ms);
 	case 'l':
-		if ((st = parse_dur_opt(p, "--lease", arg, &o->lease_ms)))
-			return st;
-		if (o->lease_ms < LEASE_MIN_MS)
-			return usage_error(p, "--lease must be at least 100ms, "
-			    "not '%s'", arg);
-		return 0;
+		return parse_dur_opt(p, "--lease", arg, LEASE_MIN_MS,
+		    &o->lease_ms);
 	case 'E':
 		if (int_parse(arg, 0, 255, &v) < 0)
 			return usage_error(p, "--conflict-exit-code: '%s' is "
@@ -689,15 +685,14 @@ hold_opt(struct parse *p, struct rlock_opts *o, int c, char *arg)
 	case OPT_ON_LOST:
 		return parse_on_lost(p, o, arg);
 	case OPT_KILL_AFTER:
-		return parse_dur_opt(p, "--kill-after", arg, &o->kill_after_ms);
+		return parse_dur_opt(p, "--kill-after", arg, 0,
+		    &o->kill_after_ms);
 	case OPT_MIN_HOLD:
-		return parse_dur_opt(p, "--min-hold", arg, &o->min_hold_ms);
+		return parse_dur_opt(p, "--min-hold", arg, 0,
+		    &o->min_hold_ms);
 	case OPT_MAX_HOLD:
-		if ((st = parse_dur_opt(p, "--max-hold", arg, &o->max_hold_ms)))
-			return st;
-		if (o->max_hold_ms == 0)
-			return usage_error(p, "--max-hold must be more than 0");
-		return 0;
+		return parse_dur_opt(p, "--max-hold", arg, 1,
+		    &o->max_hold_ms);
 	case OPT_SYSLOG:
 		/* The files' is opened once they are read (load_conf). */
 		if (p->now == FROM_ARGV)
@@ -934,7 +929,46 @@ parse_subcommand(struct parse *p, int argc, char **argv)
 	return 0;
 }
 
-static int finish_run(struct parse *p, int argc, char **argv);
+static int
+finish_run(struct parse *p, int argc, char **argv)
+{
+	struct rlock_opts *o = p->o;
+	size_t klen = o->key ? strlen(o->key) : 1;	/* unlock: none */
+
+	if (klen == 0)
+		return usage_error(p, "the key is empty");
+	if (klen > KEY_MAX_LEN)
+		return usage_error(p, "the key is longer than 512 bytes");
+	o->cmd = argv + optind;
+	if (o->mode != MODE_RUN && (o->shell_cmd || optind < argc))
+		return usage_error(p, "%s takes no command (found '%s')",
+		    argv[0], o->shell_cmd ? "-c" : argv[optind]);
+	if (o->mode == MODE_RUN && (given(p, OPT_PID) ||
+	    given(p, OPT_EXPORT)))
+		return usage_error(p, "--pid and --export go with 'rlock "
+		    "lock'");
+	if (o->shell_cmd && optind < argc)
+		return usage_error(p, "-c takes the whole shell command; "
+		    "nothing may follow it (found '%s')", argv[optind]);
+	if (!o->shell_cmd && optind >= argc && o->mode == MODE_RUN)
+		return usage_error(p, "missing command to run under the lock");
+	/* Shared holders are not counted: -N would mean a semaphore of
+	 * readers, which is a semaphore. */
+	if (o->shared && given(p, 'N'))
+		return usage_error(p, "--shared does not go with --limit: "
+		    "shared holders are not counted (use one or the other)");
+	/* As in flock(1): --nonblock wins over --timeout, whichever came
+	 * first; the order of two options must not decide whether a cron
+	 * line waits. */
+	if (given(p, 'n')) {
+		if (given(p, 'w'))
+			msg_verbose("--timeout has no effect with --nonblock");
+		o->wait_ms = 0;
+	}
+	if (o->fair && o->wait_ms == 0)
+		msg_verbose("--fair has no effect with --nonblock");
+	return 0;
+}
 
 /* lock: the run mode's options, without COMMAND; unlock: -k only. */
 static int
@@ -978,47 +1012,6 @@ select_mode(struct parse *p, int argc, char **argv)
 			return usage_error(p, "options of the run mode do not "
 			    "go with '%s'", word);
 	return parse_subcommand(p, argc - optind, argv + optind);
-}
-
-static int
-finish_run(struct parse *p, int argc, char **argv)
-{
-	struct rlock_opts *o = p->o;
-	size_t klen = o->key ? strlen(o->key) : 1;	/* unlock: none */
-
-	if (klen == 0)
-		return usage_error(p, "the key is empty");
-	if (klen > KEY_MAX_LEN)
-		return usage_error(p, "the key is longer than 512 bytes");
-	o->cmd = argv + optind;
-	if (o->mode != MODE_RUN && (o->shell_cmd || optind < argc))
-		return usage_error(p, "%s takes no command (found '%s')",
-		    argv[0], o->shell_cmd ? "-c" : argv[optind]);
-	if (o->mode == MODE_RUN && (given(p, OPT_PID) ||
-	    given(p, OPT_EXPORT)))
-		return usage_error(p, "--pid and --export go with 'rlock "
-		    "lock'");
-	if (o->shell_cmd && optind < argc)
-		return usage_error(p, "-c takes the whole shell command; "
-		    "nothing may follow it (found '%s')", argv[optind]);
-	if (!o->shell_cmd && optind >= argc && o->mode == MODE_RUN)
-		return usage_error(p, "missing command to run under the lock");
-	/* Shared holders are not counted: -N would mean a semaphore of
-	 * readers, which is a semaphore. */
-	if (o->shared && given(p, 'N'))
-		return usage_error(p, "--shared does not go with --limit: "
-		    "shared holders are not counted (use one or the other)");
-	/* As in flock(1): --nonblock wins over --timeout, whichever came
-	 * first; the order of two options must not decide whether a cron
-	 * line waits. */
-	if (given(p, 'n')) {
-		if (given(p, 'w'))
-			msg_verbose("--timeout has no effect with --nonblock");
-		o->wait_ms = 0;
-	}
-	if (o->fair && o->wait_ms == 0)
-		msg_verbose("--fair has no effect with --nonblock");
-	return 0;
 }
 
 /*
@@ -1351,10 +1344,7 @@ cli_command_line(const struct rlock_opts *o)
 		len += strlen(o->cmd[i]) + 1;
 	s = p = xmalloc(len + 1);
 	for (i = 0; o->cmd[i]; i++) {
-		size_t n = strlen(o->cmd[i]);
-
-		memcpy(p, o->cmd[i], n);
-		p += n;
+		p = stpcpy(p, o->cmd[i]);
 		*p++ = ' ';
 	}
 	if (p > s)

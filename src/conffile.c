@@ -191,17 +191,20 @@ skip_theirs(const char *path, const struct conf_base *b, long owner,
 	return 0;
 }
 
-/* A default file that exists but cannot be read: 78, and how to fix it
- * (its settings, a prefix or a lease, are not to be missed silently: runs
- * with and without them would not exclude each other). */
+/* A file that exists but cannot be read: 78; for a default file (by:
+ * NULL) refused to us, how to fix it (its settings, a prefix or a lease,
+ * are not to be missed silently: runs with and without them would not
+ * exclude each other). */
 static int
-unreadable(const char *path, int e, const struct conf_base *b)
+unreadable(const char *path, const char *by, int e,
+    const struct conf_base *b)
 {
 	char shown[512];
 
 	show(path, shown, sizeof(shown));
-	if (e != EACCES) {
-		msg_err("cannot read %s: %s", shown, strerror(e));
+	if (by != NULL || e != EACCES) {
+		msg_err("cannot read %s%s%s: %s", by ? by : "", by ? " " : "",
+		    shown, strerror(e));
 		return RL_EXIT_CONFIG;
 	}
 	msg_err("cannot read %s: %s; make it readable (chmod %s %s%s), or "
@@ -234,11 +237,7 @@ read_file(const char *path, const char *by, const struct conf_base *b,
 			return 0;
 		if (errno == EACCES && owner >= 0)
 			return skip_theirs(path, b, owner, strerror(errno));
-		if (by == NULL)
-			return unreadable(path, errno, b);
-		show(path, shown, sizeof(shown));
-		msg_err("cannot read %s %s: %s", by, shown, strerror(errno));
-		return RL_EXIT_CONFIG;
+		return unreadable(path, by, errno, b);
 	}
 	/* Root's files pass the checks below, as the system file does. */
 	if (owner > 0) {
@@ -279,15 +278,13 @@ user_file(struct conf_base *b)
 
 	/* The XDG spec: a relative value is invalid and to be ignored. */
 	if (x && x[0] == '/') {
-		b->var = "XDG_CONFIG_HOME";
-		b->dir = x;
+		*b = (struct conf_base){ "XDG_CONFIG_HOME", x };
 		p = xmalloc(strlen(x) + sizeof("/rlock/rlock.conf"));
 		return strcat(strcpy(p, x), "/rlock/rlock.conf");
 	}
 	if (h == NULL || h[0] == '\0')
 		return NULL;
-	b->var = "HOME";
-	b->dir = h;
+	*b = (struct conf_base){ "HOME", h };
 	p = xmalloc(strlen(h) + sizeof("/.config/rlock/rlock.conf"));
 	return strcat(strcpy(p, h), "/.config/rlock/rlock.conf");
 }

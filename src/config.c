@@ -132,35 +132,23 @@ config_report(const struct lock_cfg *cfg, const struct failure *f,
 		snprintf(url, sizeof(url), "%d masters (--redlock)", cfg->n);
 	else
 		url_redacted(&cfg->servers[0].ep, url, sizeof(url));
-	/* TLS's lines carry their own cure (tls.c). */
+	/*
+	 * TLS's lines carry their own cure (tls.c), and a refusal there is
+	 * ours of the server (or its of our certificate), not of a password.
+	 * Once the server answered, the URL is right: no line sends the user
+	 * to check it.
+	 */
 	if (tls)
 		todo = NULL;
-	switch (f->status) {
-	case RL_EXIT_UNAVAILABLE:
-		if (tls || (todo == NULL && answered))
-			msg_err("cannot reach %s: %s", url, err);
-		else
-			msg_err("cannot reach %s: %s; %s", url, err,
-			    todo ? todo : check_url_hint(cfg));
-		break;
-	case RL_EXIT_NOPERM:
-		if (tls) {
-			/* We refused the server (or it our certificate): no
-			 * password to check. */
-			msg_err("%s: %s", url, err);
-			break;
-		}
-		msg_err("%s refused us: %s; %s", url, err, todo ? todo :
-		    "check the user and password (URL, --password-file, "
-		    "RLOCK_PASSWORD)");
-		break;
-	default:
-		msg_err("%s: %s%s%s", url, err, todo ? "; " : "",
-		    todo ? todo : "");
-		break;
-	}
+	else if (f->status == RL_EXIT_UNAVAILABLE && !todo && !answered)
+		todo = check_url_hint(cfg);
+	else if (f->status == RL_EXIT_NOPERM && !todo)
+		todo = "check the user and password (URL, --password-file, "
+		    "RLOCK_PASSWORD)";
+	msg_err("%s%s%s: %s%s%s", f->status == RL_EXIT_UNAVAILABLE ?
+	    "cannot reach " : "", url, f->status == RL_EXIT_NOPERM && !tls ?
+	    " refused us" : "", err, todo ? "; " : "", todo ? todo : "");
 }
-
 
 int
 config_start(const struct rlock_opts *o, char *err, size_t errlen)

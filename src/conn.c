@@ -35,7 +35,6 @@
 
 #include <hiredis/hiredis.h>
 
-#include "deadline.h"
 #include "exitcode.h"
 #include "resolve.h"
 #include "sig.h"
@@ -58,7 +57,7 @@
 struct req {
 	conn_done_fn done;		/* takes the reply */
 	void *ctx;
-	char name[24];			/* its command */
+	enum peer_cmd cmd;		/* its command */
 };
 
 #define QUEUE_MAX 8
@@ -84,9 +83,9 @@ struct conn {
 	struct req q[QUEUE_MAX];	/* replies owed, oldest first */
 	int nq;
 	/* The caller's own commands written, replies owed, and the
-	 * command of the oldest ("" once that is not known). */
+	 * command of the oldest (CMD_NONE once that is not known). */
 	int owed;
-	char sent[24];
+	enum peer_cmd sent;
 };
 
 struct conn *
@@ -141,16 +140,6 @@ conn_timeout(const struct conn *cn)
 	return cn->cmd_timeout_ms;
 }
 
-/* The oldest owed request, taken off the queue. */
-static struct req
-dequeue(struct conn *cn)
-{
-	struct req e = cn->q[0];
-
-	memmove(cn->q, cn->q + 1, (size_t)--cn->nq * sizeof(cn->q[0]));
-	return e;
-}
-
 static void
 drop(struct conn *cn, int reset)
 {
@@ -177,7 +166,7 @@ drop(struct conn *cn, int reset)
 	 * not yet written, unsent. */
 	cn->nq = 0;
 	cn->owed = 0;
-	cn->sent[0] = '\0';
+	cn->sent = CMD_NONE;
 	free(cn->out);
 	cn->out = NULL;
 	cn->out_len = 0;
@@ -328,25 +317,8 @@ last_words(struct conn *cn, const char *what)
 	return 0;
 }
 
-/*
- * The peer closed or reset the connection with replies owed: the command
- * it closed on (struct failure's closed_on), as far as the order tells.
- * A proxy that does not take a command closes on it unanswered, and with
- * it goes any answer still owed to what was written ahead of it in the
- * same write: so the guess is the first owed request, the queued ones (a
- * check sent ahead) before the caller's own.
- */
-static void
-name_closed_on(struct conn *cn)
-{
-	const char *name = cn->nq > 0 ? cn->q[0].name : cn->owed > 0 ?
-	    cn->sent : "";
-
-	snprintf(cn->fail.closed_on, sizeof(cn->fail.closed_on), "%s", name);
-}
-
-/* The I/O of `what` failed with errno e (0: the peer closed). */
-static void
+/* The I/O of `what` failed with errno e (0: the peer closed): -1. */
+static int
 io_failed(struct conn *cn, const char *what, int e)
 {
 	char why[256];
@@ -355,7 +327,7 @@ io_failed(struct conn *cn, const char *what, int e)
 	cn->last_errno = e;
 	if ((e == EPIPE || e == ECONNRESET) && last_words(cn, what) == 0) {
 		drop(cn, 1);
-		return;
+		return -1;
 	}
 	if (e == EPROTO && cn->tls) {
 		/* Under TLS 1.3 the server's verdict on our client certificate
@@ -375,29 +347,38 @@ io_failed(struct conn *cn, const char *what, int e)
 	else
 		failure_make(&cn->fail, FAIL_DROPPED, RL_EXIT_UNAVAILABLE,
 		    "%s: %s", what, strerror(e));
+	/*
+	 * The peer closed or reset the connection with replies owed: the
+	 * command it closed on, as far as the order tells. A proxy that
+	 * does not take a command closes on it unanswered, and with it goes
+	 * any answer still owed to what was written ahead of it in the same
+	 * write: so the guess is the first owed request, the queued ones (a
+	 * check sent ahead) before the caller's own.
+	 */
 	if (e == 0 || e == ECONNRESET || e == EPIPE)
-		name_closed_on(cn);
+		cn->fail.closed_on = cn->nq > 0 ? cn->q[0].cmd :
+		    cn->owed > 0 ? cn->sent : CMD_NONE;
 	drop(cn, 1);
+	return -1;
 }
 
 /* Something answered, so it is reachable; but it is not Redis (an HTTP
- * server, a wrong port): 76, not 69. */
-static void
+ * server, a wrong port): 76, not 69. -1. */
+static int
 not_redis(struct conn *cn, const char *what)
 {
 	/* A TLS port may answer plain text with an alert record. */
 	if (cn->tls == NULL && cn->reader && tls_looks_like_tls(
-	    (const unsigned char *)cn->reader->buf, cn->reader->len)) {
+	    (const unsigned char *)cn->reader->buf, cn->reader->len))
 		failure_make(&cn->fail, FAIL_TLS_PLAIN, RL_EXIT_UNAVAILABLE,
 		    "%s", TLS_PLAIN_TO_TLS);
-		drop(cn, 1);
-		return;
-	}
-	failure_make(&cn->fail, FAIL_NOT_REDIS, RL_EXIT_PROTOCOL,
-	    "%s: the answer is not in the Redis protocol (%s)", what,
-	    cn->reader && cn->reader->errstr[0] ?
-	    cn->reader->errstr : "unreadable reply");
+	else
+		failure_make(&cn->fail, FAIL_NOT_REDIS, RL_EXIT_PROTOCOL,
+		    "%s: the answer is not in the Redis protocol (%s)", what,
+		    cn->reader && cn->reader->errstr[0] ?
+		    cn->reader->errstr : "unreadable reply");
 	drop(cn, 1);
+	return -1;
 }
 
 /* Wait for ev on the socket until deadline: 1 ready, 0 time is up, -1
@@ -436,14 +417,10 @@ write_all(struct conn *cn, const char *buf, size_t len, int64_t deadline,
 		}
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
-			io_failed(cn, what, errno);
-			return -1;
-		}
-		if ((w = wait_fd(cn->fd, want, deadline)) <= 0) {
-			io_failed(cn, what, w == 0 ? ETIMEDOUT : errno);
-			return -1;
-		}
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			return io_failed(cn, what, errno);
+		if ((w = wait_fd(cn->fd, want, deadline)) <= 0)
+			return io_failed(cn, what, w == 0 ? ETIMEDOUT : errno);
 	}
 	return 0;
 }
@@ -544,10 +521,6 @@ static int
 send_by(struct conn *cn, int argc, const char **argv, const size_t *lens,
     int64_t deadline)
 {
-	char small[512], *cmd;
-	size_t len;
-	int st;
-
 	if (cn->fd < 0) {
 		if (cn->fail.status == 0)
 			failure_make(&cn->fail, FAIL_DROPPED,
@@ -556,17 +529,8 @@ send_by(struct conn *cn, int argc, const char **argv, const size_t *lens,
 	}
 	failure_clear(&cn->fail);
 	if (cn->owed++ == 0)
-		snprintf(cn->sent, sizeof(cn->sent), "%.*s",
-		    (int)(lens[0] < sizeof(cn->sent) ? lens[0] : 0), argv[0]);
-	if (cn->out_len > 0)
-		return flush(cn, argc, argv, lens, deadline, argv[0]);
-	len = conn_format_len(argc, lens);
-	cmd = len <= sizeof(small) ? small : xmalloc(len);
-	conn_format(cmd, argc, argv, lens);
-	st = write_all(cn, cmd, len, deadline, argv[0]);
-	if (cmd != small)
-		free(cmd);
-	return st;
+		cn->sent = peer_cmd(argv[0], lens[0]);
+	return flush(cn, argc, argv, lens, deadline, argv[0]);
 }
 
 int
@@ -586,8 +550,7 @@ conn_queue(struct conn *cn, const struct conn_req *rq)
 	memset(e, 0, sizeof(*e));
 	e->done = rq->done;
 	e->ctx = rq->ctx;
-	snprintf(e->name, sizeof(e->name), "%.*s", (int)(rq->lens[0] <
-	    sizeof(e->name) ? rq->lens[0] : 0), rq->argv[0]);
+	e->cmd = peer_cmd(rq->argv[0], rq->lens[0]);
 	append_cmd(&cn->out, &cn->out_len, rq->argc, rq->argv, rq->lens);
 	return 0;
 }
@@ -607,8 +570,6 @@ conn_pending(struct conn *cn)
 		return 0;
 	return take(cn->reader, &cn->stash) != 0;
 }
-
-static void interrupted(struct conn *cn, const char *what);
 
 static int
 recv_one(struct conn *cn, int64_t deadline, struct reply **out,
@@ -636,8 +597,7 @@ recv_one(struct conn *cn, int64_t deadline, struct reply **out,
 		case 1:
 			return 1;
 		case -1:
-			not_redis(cn, what);
-			return -1;
+			return not_redis(cn, what);
 		}
 		n = sock_read(cn, buf, sizeof(buf), &want);
 		if (n > 0) {
@@ -646,53 +606,29 @@ recv_one(struct conn *cn, int64_t deadline, struct reply **out,
 				oom();
 			continue;
 		}
-		if (n == 0) {
-			io_failed(cn, what, 0);
-			return -1;
-		}
+		if (n == 0)
+			return io_failed(cn, what, 0);
 		if (errno == EINTR)
 			continue;
-		if (errno != EAGAIN && errno != EWOULDBLOCK) {
-			io_failed(cn, what, errno);
-			return -1;
-		}
-		if ((w = wait_fd(cn->fd, want, deadline)) < 0) {
-			if (errno == ECANCELED)
-				interrupted(cn, what);
-			else
-				io_failed(cn, what, errno);
-			return -1;
-		}
-		if (w == 0 && !timeout_fails)
+		if (errno != EAGAIN && errno != EWOULDBLOCK)
+			return io_failed(cn, what, errno);
+		/* ECANCELED: a stop signal came while we waited (sig.h):
+		 * given up as on a timeout, now. The waiting loop above
+		 * reads the signal and undoes what may have been granted. */
+		if ((w = wait_fd(cn->fd, want, deadline)) < 0 ||
+		    (w == 0 && timeout_fails))
+			return io_failed(cn, what, w == 0 ? ETIMEDOUT : errno);
+		if (w == 0)
 			return 0;
-		if (w == 0) {
-			io_failed(cn, what, ETIMEDOUT);
-			return -1;
-		}
 	}
 }
 
 void
 conn_give_up(struct conn *cn, const char *what)
 {
-	failure_make(&cn->fail, FAIL_TIMEOUT, RL_EXIT_UNAVAILABLE, "%s: no "
-	    "answer within %lldms", what, (long long)cn->cmd_timeout_ms);
 	/* A late reply is still possible: the reset drops it, and the
 	 * command with it should the kernel still hold it. */
-	drop(cn, 1);
-}
-
-/*
- * A stop signal came while we waited for `what` (sig.h): given up as on
- * a timeout, now. The waiting loop above reads the signal and undoes what
- * may have been granted.
- */
-static void
-interrupted(struct conn *cn, const char *what)
-{
-	drop(cn, 1);
-	failure_make(&cn->fail, FAIL_INTERRUPTED, RL_EXIT_UNAVAILABLE,
-	    "%s: %s", what, INTERRUPTED);
+	(void)io_failed(cn, what, ETIMEDOUT);
 }
 
 /* The next reply; those owed to queued requests go to them first. */
@@ -710,14 +646,15 @@ recv_by(struct conn *cn, int64_t deadline, struct reply **out,
 		if ((st = recv_one(cn, deadline, out, what,
 		    timeout_fails)) <= 0)
 			return st;
-		e = dequeue(cn);
+		e = cn->q[0];
+		memmove(cn->q, cn->q + 1, (size_t)--cn->nq * sizeof(cn->q[0]));
 		e.done(e.ctx, *out);
 		reply_free(*out);
 		*out = NULL;
 	}
 	if ((st = recv_one(cn, deadline, out, what, timeout_fails)) > 0 &&
 	    cn->owed > 0 && --cn->owed > 0)
-		cn->sent[0] = '\0';
+		cn->sent = CMD_NONE;
 	return st;
 }
 
@@ -857,10 +794,20 @@ conn_connect_start(struct conn *cn, int64_t deadline)
 	return cn->connecting >= 0;
 }
 
+/* No connection: the failure, as "where: why" (where NULL: why alone);
+ * -1. */
+static int
+unreachable(struct conn *cn, const char *where, const char *why)
+{
+	failure_make(&cn->fail, FAIL_UNREACHABLE, RL_EXIT_UNAVAILABLE,
+	    "%s%s%s", where ? where : "", where ? ": " : "", why);
+	return -1;
+}
+
 /*
  * conn_connect_start's connect, waited for by its own deadline (those
  * started together end together, however many are stalled) if sooner:
- * 0 with cn->fd and cn->peer set, or -1 with the failure recorded (an
+ * 0 with cn->fd (tuned) and cn->peer set, or -1 with the failure recorded (an
  * address has no other to try).
  */
 static int
@@ -870,15 +817,13 @@ connected(struct conn *cn, int64_t deadline)
 
 	cn->connecting = -1;
 	if (connect_wait(fd, cn->connecting_by < deadline ?
-	    cn->connecting_by : deadline) < 0) {
-		failure_make(&cn->fail, FAIL_UNREACHABLE, RL_EXIT_UNAVAILABLE,
-		    "%s", strerror(errno));
-		return -1;
-	}
+	    cn->connecting_by : deadline) < 0)
+		return unreachable(cn, NULL, strerror(errno));
 	cn->peer_len = sizeof(cn->peer);
 	if (getpeername(fd, (struct sockaddr *)&cn->peer, &cn->peer_len) < 0)
 		cn->peer_len = 0;
 	cn->fd = fd;
+	tune_tcp(fd);
 	return 0;
 }
 
@@ -887,18 +832,12 @@ open_unix(struct conn *cn, const char *path, int64_t deadline)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 
-	if (strlen(path) >= sizeof(sun.sun_path)) {
-		failure_make(&cn->fail, FAIL_UNREACHABLE, RL_EXIT_UNAVAILABLE,
-		    "socket path too long");
-		return -1;
-	}
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return unreachable(cn, NULL, "socket path too long");
 	memcpy(sun.sun_path, path, strlen(path) + 1);
 	if ((cn->fd = connect_one(AF_UNIX, (struct sockaddr *)&sun,
-	    sizeof(sun), deadline)) < 0) {
-		failure_make(&cn->fail, FAIL_UNREACHABLE, RL_EXIT_UNAVAILABLE,
-		    "%s", strerror(errno));
-		return -1;
-	}
+	    sizeof(sun), deadline)) < 0)
+		return unreachable(cn, NULL, strerror(errno));
 	return 0;
 }
 
@@ -909,22 +848,15 @@ open_tcp(struct conn *cn, const char *host, int port, int64_t deadline,
 {
 	struct addrinfo hints = { .ai_family = AF_UNSPEC,
 	    .ai_socktype = SOCK_STREAM }, *ai, *a;
-	char ps[16];
+	char ps[16], where[300];
 	int g, e = ETIMEDOUT;
 
-	if (!say_where && cn->connecting >= 0) {
-		if (connected(cn, deadline) < 0)
-			return -1;
-		tune_tcp(cn->fd);
-		return 0;
-	}
+	if (!say_where && cn->connecting >= 0)
+		return connected(cn, deadline);
 	snprintf(ps, sizeof(ps), "%d", port);
-	if ((g = resolve(host, ps, &hints, deadline, &ai)) != 0) {
-		failure_make(&cn->fail, FAIL_UNREACHABLE, RL_EXIT_UNAVAILABLE,
-		    "%s%s%s", say_where ? host : "", say_where ? ": " : "",
+	if ((g = resolve(host, ps, &hints, deadline, &ai)) != 0)
+		return unreachable(cn, say_where ? host : NULL,
 		    g == EAI_SYSTEM ? strerror(errno) : gai_strerror(g));
-		return -1;
-	}
 	for (a = ai; a != NULL && mono_ms() < deadline; a = a->ai_next) {
 		cn->fd = connect_one(a->ai_family, a->ai_addr, a->ai_addrlen,
 		    deadline);
@@ -936,37 +868,11 @@ open_tcp(struct conn *cn, const char *host, int port, int64_t deadline,
 		e = errno;
 	}
 	freeaddrinfo(ai);
-	if (cn->fd < 0) {
-		if (say_where)
-			failure_make(&cn->fail, FAIL_UNREACHABLE,
-			    RL_EXIT_UNAVAILABLE, "%s:%d: %s", host, port,
-			    strerror(e));
-		else
-			failure_make(&cn->fail, FAIL_UNREACHABLE,
-			    RL_EXIT_UNAVAILABLE, "%s", strerror(e));
-		return -1;
-	}
+	snprintf(where, sizeof(where), "%s:%d", host, port);
+	if (cn->fd < 0)
+		return unreachable(cn, say_where ? where : NULL, strerror(e));
 	tune_tcp(cn->fd);
 	return 0;
-}
-
-/* One handshake command by the deadline; 0, or its exit status. */
-static int
-ask(struct conn *cn, const char *what, int argc, const char **argv,
-    int64_t deadline)
-{
-	size_t lens[3];
-	struct reply *r;
-	int i;
-
-	for (i = 0; i < argc; i++)
-		lens[i] = strlen(argv[i]);
-	if ((r = command_by(cn, argc, argv, lens, deadline)) == NULL)
-		return cn->fail.status;
-	if (r->type == REPLY_ERROR)
-		failure_from_reply(&cn->fail, what, r);
-	reply_free(r);
-	return cn->fail.status;
 }
 
 /*
@@ -1094,8 +1000,10 @@ login_answer(struct conn *cn, int64_t deadline)
 static int
 handshake(struct conn *cn, int64_t deadline, int db)
 {
-	const char *argv[2];
 	char dbs[16];
+	const char *argv[2] = { "SELECT", dbs };
+	size_t lens[2] = { 6, 0 };
+	struct reply *r;
 	int st;
 
 	if ((cn->cfg->password || db == 0) &&
@@ -1104,10 +1012,13 @@ handshake(struct conn *cn, int64_t deadline, int db)
 		return st;
 	if (db == 0)
 		return 0;
-	snprintf(dbs, sizeof(dbs), "%d", db);
-	argv[0] = "SELECT";
-	argv[1] = dbs;
-	return ask(cn, "cannot select the database", 2, argv, deadline);
+	lens[1] = (size_t)snprintf(dbs, sizeof(dbs), "%d", db);
+	if ((r = command_by(cn, 2, argv, lens, deadline)) == NULL)
+		return cn->fail.status;
+	if (r->type == REPLY_ERROR)
+		failure_from_reply(&cn->fail, "cannot select the database", r);
+	reply_free(r);
+	return cn->fail.status;
 }
 
 /*
@@ -1265,8 +1176,7 @@ conn_connect(struct conn *cn, const char *host, int port, int64_t deadline)
 	 * (twemproxy), or a restart. A connection without it tells them
 	 * apart: one whose login is answered refused SELECT.
 	 */
-	if (st == 0 || cn->fail.kind != FAIL_DROPPED ||
-	    strcmp(cn->fail.closed_on, "SELECT") != 0)
+	if (st == 0 || !failure_closed_on(&cn->fail, CMD_SELECT))
 		return st;
 	closed = cn->fail;
 	if (connect_db(cn, host, port, deadline, 0) != 0) {
@@ -1274,7 +1184,7 @@ conn_connect(struct conn *cn, const char *host, int port, int64_t deadline)
 		return st;
 	}
 	cn->fail = closed;
-	(void)failure_refused(&cn->fail, "SELECT");
+	(void)failure_refused(&cn->fail, CMD_SELECT);
 	conn_close(cn);
 	return cn->fail.status;
 }

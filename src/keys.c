@@ -70,52 +70,33 @@ keys_bad_prefix(const char *prefix)
 	return b != NULL && b[1] == '}';
 }
 
-/* P{KEY}suffix; a KEY starting with '}' or '\' is marked (keys.h). */
-static char *
-key_name(const char *prefix, const char *key, size_t keylen,
-    const char *suffix, size_t *len)
-{
-	return keys_name(prefix, key, keylen, suffix, len);
-}
-
-/* key_name with suffix ":what:" + token (or ":what:" alone). */
-static char *
-token_key(const char *prefix, const char *key, size_t keylen,
-    const char *what, const char *token, size_t *len)
-{
-	char suffix[64];
-
-	snprintf(suffix, sizeof(suffix), ":%s:%s", what, token ? token : "");
-	return key_name(prefix, key, keylen, suffix, len);
-}
-
 void
 lock_keys_init(struct lock_keys *k, const char *prefix, const char *key,
     size_t keylen, const char *token)
 {
-	const char *tok = token ? token : "";
+	char my_wake[64];
 
 	memset(k, 0, sizeof(*k));
-	k->lock = key_name(prefix, key, keylen, "", &k->lock_len);
-	k->meta = key_name(prefix, key, keylen, ":meta", &k->meta_len);
-	k->metas = key_name(prefix, key, keylen, ":metas", &k->metas_len);
-	k->fence = key_name(prefix, key, keylen, ":fence", &k->fence_len);
-	k->sem = key_name(prefix, key, keylen, ":sem", &k->sem_len);
-	k->limit = key_name(prefix, key, keylen, ":limit", &k->limit_len);
-	k->queue = key_name(prefix, key, keylen, ":q", &k->queue_len);
-	k->waiters = key_name(prefix, key, keylen, ":w", &k->waiters_len);
-	k->wake = key_name(prefix, key, keylen, ":wake", &k->wake_len);
-	k->last = key_name(prefix, key, keylen, ":last", &k->last_len);
-	k->tokens = key_name(prefix, key, keylen, ":tok", &k->tokens_len);
-	k->turn = key_name(prefix, key, keylen, ":turn", &k->turn_len);
-	k->broken = key_name(prefix, key, keylen, ":broken", &k->broken_len);
-	k->shares = key_name(prefix, key, keylen, ":sh", &k->shares_len);
-	k->writers = key_name(prefix, key, keylen, ":xw", &k->writers_len);
-	k->wtokens = key_name(prefix, key, keylen, ":xtok", &k->wtokens_len);
-	k->wake_prefix = token_key(prefix, key, keylen, "wake", NULL,
+	k->lock = keys_name(prefix, key, keylen, "", &k->lock_len);
+	k->meta = keys_name(prefix, key, keylen, ":meta", &k->meta_len);
+	k->metas = keys_name(prefix, key, keylen, ":metas", &k->metas_len);
+	k->fence = keys_name(prefix, key, keylen, ":fence", &k->fence_len);
+	k->sem = keys_name(prefix, key, keylen, ":sem", &k->sem_len);
+	k->limit = keys_name(prefix, key, keylen, ":limit", &k->limit_len);
+	k->queue = keys_name(prefix, key, keylen, ":q", &k->queue_len);
+	k->waiters = keys_name(prefix, key, keylen, ":w", &k->waiters_len);
+	k->wake = keys_name(prefix, key, keylen, ":wake", &k->wake_len);
+	k->last = keys_name(prefix, key, keylen, ":last", &k->last_len);
+	k->tokens = keys_name(prefix, key, keylen, ":tok", &k->tokens_len);
+	k->turn = keys_name(prefix, key, keylen, ":turn", &k->turn_len);
+	k->broken = keys_name(prefix, key, keylen, ":broken", &k->broken_len);
+	k->shares = keys_name(prefix, key, keylen, ":sh", &k->shares_len);
+	k->writers = keys_name(prefix, key, keylen, ":xw", &k->writers_len);
+	k->wtokens = keys_name(prefix, key, keylen, ":xtok", &k->wtokens_len);
+	k->wake_prefix = keys_name(prefix, key, keylen, ":wake:",
 	    &k->wake_prefix_len);
-	k->my_wake = token_key(prefix, key, keylen, "wake", tok,
-	    &k->my_wake_len);
+	snprintf(my_wake, sizeof(my_wake), ":wake:%s", token ? token : "");
+	k->my_wake = keys_name(prefix, key, keylen, my_wake, &k->my_wake_len);
 }
 
 void

@@ -143,13 +143,13 @@ lock_is_ours(struct lock *l, const struct lock_ctx *ctx)
 int
 lock_heartbeat(struct lock *l, const struct lock_ctx *ctx)
 {
-	return l->ops->heartbeat(l, ctx);
+	return l->ops->heartbeat ? l->ops->heartbeat(l, ctx) : 0;
 }
 
 int
 lock_dequeue(struct lock *l, const struct lock_ctx *ctx)
 {
-	return l->ops->dequeue(l, ctx);
+	return l->ops->dequeue ? l->ops->dequeue(l, ctx) : 0;
 }
 
 void
@@ -168,13 +168,13 @@ lock_waker(struct lock *l, const struct lock_ctx *ctx, int want_holder)
 int
 lock_caps(const struct lock *l)
 {
-	return l->ops->caps(l);
+	return l->ops->caps ? l->ops->caps(l) : 0;
 }
 
 int
 lock_look_foreign(struct lock *l, const struct lock_ctx *ctx)
 {
-	return l->ops->look_foreign(l, ctx);
+	return l->ops->look_foreign ? l->ops->look_foreign(l, ctx) : 0;
 }
 
 void
@@ -207,13 +207,13 @@ lock_listener(struct lock *l, const struct lock_ctx *ctx)
 int
 lock_recheck(struct lock *l)
 {
-	return l->ops->recheck(l);
+	return l->ops->recheck ? l->ops->recheck(l) : 0;
 }
 
 int
 lock_watch_fd(const struct lock *l)
 {
-	return l->ops->watch_fd(l);
+	return l->ops->watch_fd ? l->ops->watch_fd(l) : -1;
 }
 
 int

@@ -140,7 +140,7 @@ struct waker *lock_waker(struct lock *l, const struct lock_ctx *ctx,
     int want_holder);
 
 /*
- * How a holder of ctx hears a release --force (forced.h): a BLPOP on
+ * How a holder of ctx hears a release --force (renew.h): a BLPOP on
  * P{KEY}:broken, on the one server or on the first --redlock master that
  * answers (force_release runs on each), its connections named
  * rlock-holder (CLIENT SETNAME, where the user may). Call with l open;
@@ -153,8 +153,9 @@ int lock_caps(const struct lock *l);
 
 /*
  * With LOCK_CAN_LOOK: is KEY still held by a client other than rlock
- * (foreign.h)? 1 yes, 0 no (free, or rlock's now: an attempt tells), -1
- * a failure (recorded), for which an attempt is as good a next step.
+ * (P{KEY} without :meta)? 1 yes, 0 no (free, or rlock's now: an attempt
+ * tells), -1 a failure (recorded), for which an attempt is as good a
+ * next step.
  */
 int lock_look_foreign(struct lock *l, const struct lock_ctx *ctx);
 

@@ -22,7 +22,9 @@ struct lock_node;
 struct waker;
 
 /* Every operation leaves its failure where `failure` finds it; see
- * lock.h for what each one means. */
+ * lock.h for what each one means. Those a lock has no use for may be
+ * NULL (lock.c answers for them): heartbeat, dequeue, look_foreign,
+ * recheck and caps 0, watch_fd -1. */
 struct lock_ops {
 	int (*open)(struct lock *l);
 	void (*close)(struct lock *l);

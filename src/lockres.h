@@ -34,7 +34,7 @@
  * while waiting stops readers for this long at most. */
 #define WRITER_TTL_MS 4000
 /* How often a waiter on a holder that is not rlock looks whether it is
- * gone (foreign.h): its release wakes nobody. */
+ * gone (lock_look_foreign): its release wakes nobody. */
 #define FOREIGN_LOOK_MS 1000
 /* A wake token nobody took is stale after this; see release.lua. */
 #define WAKE_TOKEN_TTL_MS 5000

@@ -19,14 +19,6 @@
 #include "sig.h"
 #include "util.h"
 
-static int
-version(void)
-{
-	printf("rlock %s (%s, %s)\n", RLOCK_VERSION, lock_protocol_library(),
-	    config_tls_library());
-	return 0;
-}
-
 /*
  * A standard fd our caller closed (rlock ... 2>&-) must not be the next
  * one we open: the Redis socket on fd 2 would get our messages as
@@ -79,7 +71,8 @@ main(int argc, char **argv)
 		cli_usage();
 		break;
 	case MODE_VERSION:
-		st = version();
+		printf("rlock %s (%s, %s)\n", RLOCK_VERSION,
+		    lock_protocol_library(), config_tls_library());
 		break;
 	case MODE_RUN:
 	case MODE_LOCK:

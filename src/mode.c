@@ -29,11 +29,33 @@ mode_by_name(const char *name)
 	return NULL;
 }
 
-const char *
-mode_num(struct mode_call *c, int i, long long v)
+struct script_args *
+mode_start(struct mode_call *c, const char *what, const struct lua_script *sc)
 {
-	snprintf(c->num[i], sizeof(c->num[i]), "%lld", v);
-	return c->num[i];
+	c->what = what;
+	c->counts_skip = 0;
+	c->nums = 0;
+	script_args_init(&c->a, sc);
+	return &c->a;
+}
+
+const char *
+mode_num(struct mode_call *c, long long v)
+{
+	char *s;
+
+	/* A call with more numbers than room is a bug in rlock. */
+	if (c->nums == (int)(sizeof(c->num) / sizeof(c->num[0])))
+		abort();
+	s = c->num[c->nums++];
+	snprintf(s, sizeof(c->num[0]), "%lld", v);
+	return s;
+}
+
+void
+mode_arg_num(struct mode_call *c, int name, long long v)
+{
+	script_arg_str(&c->a, name, mode_num(c, v));
 }
 
 void

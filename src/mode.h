@@ -22,11 +22,11 @@
 struct mode_call {
 	const char *what;		/* for messages: "acquire", ... */
 	struct script_args a;
-	char num[8][24];
+	char num[12][24];
+	int nums;			/* of num, used */
 	char field[48];			/* a mode's holder field */
-	/* Set by the acquire when it counts a busy answer as this run
-	 * skipped (ctx->skip_count, where the mode can); single.c zeroes
-	 * it first. */
+	/* Does the acquire count a busy answer as this run skipped
+	 * (ctx->skip_count, where the mode can)? mode_start: no. */
 	int counts_skip;
 };
 
@@ -91,7 +91,12 @@ void lock_ctx_init(struct lock_ctx *ctx, const struct lock_mode *mode,
 /* The holder's pid as recorded (rlock lock: the section's owner). */
 void lock_ctx_set_pid(struct lock_ctx *ctx, long pid);
 
-/* "%lld" of v into c->num[i], returned. */
-const char *mode_num(struct mode_call *c, int i, long long v);
+/* Start c, the call of script sc (`what` in messages); its args. */
+struct script_args *mode_start(struct mode_call *c, const char *what,
+    const struct lua_script *sc);
+
+/* "%lld" of v in the next of c->num, returned; and as argument `name`. */
+const char *mode_num(struct mode_call *c, long long v);
+void mode_arg_num(struct mode_call *c, int name, long long v);
 
 #endif

@@ -118,49 +118,39 @@ acquire(struct mode_call *c, const struct lock_ctx *ctx, int queue,
     int want_holder)
 {
 	const struct lock_keys *k = &ctx->k;
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "acquire", &lua_redisson_acquire);
 
 	(void)want_holder;
-	c->what = "acquire";
-	script_args_init(a, &lua_redisson_acquire);
 	REDISSON_ACQUIRE_KEYS(a, k);
 	script_arg_str(a, REDISSON_ACQUIRE_A_FIELD, field(c, ctx));
-	script_arg_str(a, REDISSON_ACQUIRE_A_LEASE_MS,
-	    mode_num(c, 0, ctx->lease_ms));
-	script_arg_str(a, REDISSON_ACQUIRE_A_FENCE_TTL_MS,
-	    mode_num(c, 1, FENCE_TTL_MS));
+	mode_arg_num(c, REDISSON_ACQUIRE_A_LEASE_MS, ctx->lease_ms);
+	mode_arg_num(c, REDISSON_ACQUIRE_A_FENCE_TTL_MS, FENCE_TTL_MS);
 	script_arg_str(a, REDISSON_ACQUIRE_A_HOST, ctx->host);
 	script_arg_str(a, REDISSON_ACQUIRE_A_PID, ctx->pid);
 	script_arg_str(a, REDISSON_ACQUIRE_A_USER, ctx->user);
 	script_arg_str(a, REDISSON_ACQUIRE_A_CMD, ctx->cmdline);
 	script_arg_str(a, REDISSON_ACQUIRE_A_FAIR, ctx->fair ? "1" : "0");
 	script_arg_str(a, REDISSON_ACQUIRE_A_JOIN, queue ? "1" : "0");
-	script_arg_str(a, REDISSON_ACQUIRE_A_ALLOWANCE_MS,
-	    mode_num(c, 2, FAIR_WAIT_MS));
-	script_arg_str(a, REDISSON_ACQUIRE_A_LOOK_MS,
-	    mode_num(c, 3, HANDOFF_LOOK_MS));
+	mode_arg_num(c, REDISSON_ACQUIRE_A_ALLOWANCE_MS, FAIR_WAIT_MS);
+	mode_arg_num(c, REDISSON_ACQUIRE_A_LOOK_MS, HANDOFF_LOOK_MS);
 	script_arg(a, REDISSON_ACQUIRE_A_WAKE, k->wake, k->wake_len);
 	script_arg(a, REDISSON_ACQUIRE_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
 	script_arg_str(a, REDISSON_ACQUIRE_A_NEEDS,
 	    ctx->acl_needs ? ctx->acl_needs : "");
 	script_arg_str(a, REDISSON_ACQUIRE_A_INFO, ctx->waiter_info);
-	script_arg_str(a, REDISSON_ACQUIRE_A_WAITER_TTL_MS,
-	    mode_num(c, 4, WAITER_TTL_MS));
+	mode_arg_num(c, REDISSON_ACQUIRE_A_WAITER_TTL_MS, WAITER_TTL_MS);
 	script_args_done(a);
 }
 
 static void
 extend(struct mode_call *c, const struct lock_ctx *ctx)
 {
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "extend", &lua_redisson_extend);
 
-	c->what = "extend";
-	script_args_init(a, &lua_redisson_extend);
 	REDISSON_EXTEND_KEYS(a, &ctx->k);
 	script_arg_str(a, REDISSON_EXTEND_A_FIELD, field(c, ctx));
-	script_arg_str(a, REDISSON_EXTEND_A_LEASE_MS,
-	    mode_num(c, 0, ctx->lease_ms));
+	mode_arg_num(c, REDISSON_EXTEND_A_LEASE_MS, ctx->lease_ms);
 	script_args_done(a);
 }
 
@@ -169,27 +159,22 @@ release(struct mode_call *c, const struct lock_ctx *ctx)
 {
 	const struct lock_keys *k = &ctx->k;
 	const struct run_end *e = ctx->end;
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "release", &lua_redisson_release);
 
-	c->what = "release";
-	script_args_init(a, &lua_redisson_release);
 	REDISSON_RELEASE_KEYS(a, k);
 	script_arg_str(a, REDISSON_RELEASE_A_FIELD, field(c, ctx));
-	script_arg_str(a, REDISSON_RELEASE_A_LEASE_MS,
-	    mode_num(c, 0, ctx->lease_ms));
+	mode_arg_num(c, REDISSON_RELEASE_A_LEASE_MS, ctx->lease_ms);
 	script_arg(a, REDISSON_RELEASE_A_WAKE, k->wake, k->wake_len);
 	script_arg(a, REDISSON_RELEASE_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
 	if (e) {
 		script_key(a, REDISSON_RELEASE_K_LAST, k->last, k->last_len);
-		script_arg_str(a, REDISSON_RELEASE_A_EXIT,
-		    mode_num(c, 1, e->exit_status));
+		mode_arg_num(c, REDISSON_RELEASE_A_EXIT, e->exit_status);
 		script_arg_str(a, REDISSON_RELEASE_A_LOST,
 		    e->lease_lost ? "1" : "0");
-		script_arg_str(a, REDISSON_RELEASE_A_LAST_TTL_MS,
-		    mode_num(c, 2, LAST_RUN_TTL_MS));
-		script_arg_str(a, REDISSON_RELEASE_A_RAN_MS,
-		    mode_num(c, 3, e->ran_ms));
+		mode_arg_num(c, REDISSON_RELEASE_A_LAST_TTL_MS,
+		    LAST_RUN_TTL_MS);
+		mode_arg_num(c, REDISSON_RELEASE_A_RAN_MS, e->ran_ms);
 	}
 	script_args_done(a);
 }
@@ -197,10 +182,9 @@ release(struct mode_call *c, const struct lock_ctx *ctx)
 static void
 is_ours(struct mode_call *c, const struct lock_ctx *ctx)
 {
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "re-entry check",
+	    &lua_redisson_is_ours);
 
-	c->what = "re-entry check";
-	script_args_init(a, &lua_redisson_is_ours);
 	REDISSON_IS_OURS_KEYS(a, &ctx->k);
 	script_arg_str(a, REDISSON_IS_OURS_A_FIELD, field(c, ctx));
 	script_args_done(a);
@@ -210,14 +194,11 @@ static void
 dequeue(struct mode_call *c, const struct lock_ctx *ctx)
 {
 	const struct lock_keys *k = &ctx->k;
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "dequeue", &lua_redisson_dequeue);
 
-	c->what = "dequeue";
-	script_args_init(a, &lua_redisson_dequeue);
 	REDISSON_DEQUEUE_KEYS(a, k);
 	script_arg_str(a, REDISSON_DEQUEUE_A_FIELD, field(c, ctx));
-	script_arg_str(a, REDISSON_DEQUEUE_A_ALLOWANCE_MS,
-	    mode_num(c, 0, FAIR_WAIT_MS));
+	mode_arg_num(c, REDISSON_DEQUEUE_A_ALLOWANCE_MS, FAIR_WAIT_MS);
 	script_arg(a, REDISSON_DEQUEUE_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
 	script_args_done(a);
@@ -226,10 +207,8 @@ dequeue(struct mode_call *c, const struct lock_ctx *ctx)
 static void
 inspect(struct mode_call *c, const struct lock_keys *k)
 {
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "inspect", &lua_redisson_inspect);
 
-	c->what = "inspect";
-	script_args_init(a, &lua_redisson_inspect);
 	REDISSON_INSPECT_KEYS(a, k);
 	script_arg_str(a, REDISSON_INSPECT_A_WAITERS_SHOWN, WAITERS_SHOWN);
 	script_args_done(a);
@@ -238,16 +217,14 @@ inspect(struct mode_call *c, const struct lock_keys *k)
 static void
 force(struct mode_call *c, const struct lock_keys *k)
 {
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "force release",
+	    &lua_redisson_force);
 
-	c->what = "force release";
-	script_args_init(a, &lua_redisson_force);
 	REDISSON_FORCE_KEYS(a, k);
 	script_arg(a, REDISSON_FORCE_A_WAKE, k->wake, k->wake_len);
 	script_arg(a, REDISSON_FORCE_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
-	script_arg_str(a, REDISSON_FORCE_A_WAKE_TTL_MS,
-	    mode_num(c, 0, WAKE_TOKEN_TTL_MS));
+	mode_arg_num(c, REDISSON_FORCE_A_WAKE_TTL_MS, WAKE_TOKEN_TTL_MS);
 	script_args_done(a);
 }
 

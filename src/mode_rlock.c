@@ -11,10 +11,6 @@
 #include "lockres.h"
 #include "lua_scripts.h"
 
-/* A number macro as a string argument. */
-#define STR_(x) #x
-#define STR(x) STR_(x)
-
 /* Waiters inspect.lua describes; `length` counts them all. */
 #define WAITERS_SHOWN "5"
 
@@ -23,52 +19,47 @@ acquire(struct mode_call *c, const struct lock_ctx *ctx, int queue,
     int want_holder)
 {
 	const struct lock_keys *k = &ctx->k;
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "acquire", &lua_acquire);
 
-	c->what = "acquire";
-	script_args_init(a, &lua_acquire);
 	ACQUIRE_KEYS(a, k);
 	script_arg_str(a, ACQUIRE_A_TOKEN, ctx->token);
-	script_arg_str(a, ACQUIRE_A_LEASE_MS, mode_num(c, 0, ctx->lease_ms));
+	mode_arg_num(c, ACQUIRE_A_LEASE_MS, ctx->lease_ms);
 	script_arg_str(a, ACQUIRE_A_HOST, ctx->host);
 	script_arg_str(a, ACQUIRE_A_PID, ctx->pid);
 	script_arg_str(a, ACQUIRE_A_USER, ctx->user);
 	script_arg_str(a, ACQUIRE_A_CMD, ctx->cmdline);
-	script_arg_str(a, ACQUIRE_A_FENCE_TTL_MS, mode_num(c, 1, FENCE_TTL_MS));
-	script_arg_str(a, ACQUIRE_A_LIMIT, mode_num(c, 2, ctx->limit));
+	mode_arg_num(c, ACQUIRE_A_FENCE_TTL_MS, FENCE_TTL_MS);
+	mode_arg_num(c, ACQUIRE_A_LIMIT, ctx->limit);
 	script_arg_str(a, ACQUIRE_A_JOIN, queue == LOCK_REJOIN ? "2" :
 	    queue ? "1" : "0");
 	script_arg(a, ACQUIRE_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
-	script_arg_str(a, ACQUIRE_A_WAITER_TTL_MS, STR(WAITER_TTL_MS));
+	mode_arg_num(c, ACQUIRE_A_WAITER_TTL_MS, WAITER_TTL_MS);
 	script_arg_str(a, ACQUIRE_A_WANT_HOLDER, want_holder ? "1" : "0");
-	script_arg_str(a, ACQUIRE_A_LOOK_MS, STR(HANDOFF_LOOK_MS));
+	mode_arg_num(c, ACQUIRE_A_LOOK_MS, HANDOFF_LOOK_MS);
 	script_arg_str(a, ACQUIRE_A_NEEDS,
 	    ctx->acl_needs ? ctx->acl_needs : "");
-	script_arg_str(a, ACQUIRE_A_TURN_MS, STR(TURN_MS));
+	mode_arg_num(c, ACQUIRE_A_TURN_MS, TURN_MS);
 	script_arg(a, ACQUIRE_A_WAKE, k->wake, k->wake_len);
 	script_arg_str(a, ACQUIRE_A_SHARED, ctx->shared ? "1" : "0");
-	script_arg_str(a, ACQUIRE_A_WRITER_TTL_MS, STR(WRITER_TTL_MS));
-	script_arg_str(a, ACQUIRE_A_WAKE_TTL_MS, STR(WAKE_TOKEN_TTL_MS));
+	mode_arg_num(c, ACQUIRE_A_WRITER_TTL_MS, WRITER_TTL_MS);
+	mode_arg_num(c, ACQUIRE_A_WAKE_TTL_MS, WAKE_TOKEN_TTL_MS);
 	c->counts_skip = ctx->skip_count;
 	script_arg_str(a, ACQUIRE_A_SKIP_TTL_MS,
-	    ctx->skip_count ? mode_num(c, 4, LAST_RUN_TTL_MS) : "");
+	    ctx->skip_count ? mode_num(c, LAST_RUN_TTL_MS) : "");
 	if (ctx->fence_proposed > 0)
-		script_arg_str(a, ACQUIRE_A_FENCE_PROPOSED,
-		    mode_num(c, 3, ctx->fence_proposed));
+		mode_arg_num(c, ACQUIRE_A_FENCE_PROPOSED, ctx->fence_proposed);
 	script_args_done(a);
 }
 
 static void
 is_ours(struct mode_call *c, const struct lock_ctx *ctx)
 {
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "re-entry check", &lua_is_ours);
 
-	c->what = "re-entry check";
-	script_args_init(a, &lua_is_ours);
 	IS_OURS_KEYS(a, &ctx->k);
 	script_arg_str(a, IS_OURS_A_TOKEN, ctx->token);
-	script_arg_str(a, IS_OURS_A_LIMIT, mode_num(c, 0, ctx->limit));
+	mode_arg_num(c, IS_OURS_A_LIMIT, ctx->limit);
 	script_arg_str(a, IS_OURS_A_SHARED, ctx->shared ? "1" : "0");
 	script_args_done(a);
 }
@@ -76,14 +67,12 @@ is_ours(struct mode_call *c, const struct lock_ctx *ctx)
 static void
 extend(struct mode_call *c, const struct lock_ctx *ctx)
 {
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "extend", &lua_extend);
 
-	c->what = "extend";
-	script_args_init(a, &lua_extend);
 	EXTEND_KEYS(a, &ctx->k);
 	script_arg_str(a, EXTEND_A_TOKEN, ctx->token);
-	script_arg_str(a, EXTEND_A_LEASE_MS, mode_num(c, 0, ctx->lease_ms));
-	script_arg_str(a, EXTEND_A_LIMIT, mode_num(c, 1, ctx->limit));
+	mode_arg_num(c, EXTEND_A_LEASE_MS, ctx->lease_ms);
+	mode_arg_num(c, EXTEND_A_LIMIT, ctx->limit);
 	script_arg_str(a, EXTEND_A_SHARED, ctx->shared ? "1" : "0");
 	script_args_done(a);
 }
@@ -94,28 +83,23 @@ release(struct mode_call *c, const struct lock_ctx *ctx)
 {
 	const struct lock_keys *k = &ctx->k;
 	const struct run_end *e = ctx->end;
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "release", &lua_release);
 
-	c->what = "release";
-	script_args_init(a, &lua_release);
 	RELEASE_KEYS(a, k);
 	script_arg_str(a, RELEASE_A_TOKEN, ctx->token);
-	script_arg_str(a, RELEASE_A_LIMIT, mode_num(c, 0, ctx->limit));
+	mode_arg_num(c, RELEASE_A_LIMIT, ctx->limit);
 	script_arg_str(a, RELEASE_A_SHARED, ctx->shared ? "1" : "0");
 	script_arg(a, RELEASE_A_WAKE, k->wake, k->wake_len);
 	script_arg(a, RELEASE_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
-	script_arg_str(a, RELEASE_A_WAKE_TTL_MS, STR(WAKE_TOKEN_TTL_MS));
+	mode_arg_num(c, RELEASE_A_WAKE_TTL_MS, WAKE_TOKEN_TTL_MS);
 	if (e) {
 		script_key(a, RELEASE_K_LAST, k->last, k->last_len);
-		script_arg_str(a, RELEASE_A_MIN_HOLD_MS,
-		    mode_num(c, 1, e->min_hold_ms));
-		script_arg_str(a, RELEASE_A_EXIT, mode_num(c, 2,
-		    e->exit_status));
+		mode_arg_num(c, RELEASE_A_MIN_HOLD_MS, e->min_hold_ms);
+		mode_arg_num(c, RELEASE_A_EXIT, e->exit_status);
 		script_arg_str(a, RELEASE_A_LOST, e->lease_lost ? "1" : "0");
-		script_arg_str(a, RELEASE_A_LAST_TTL_MS,
-		    mode_num(c, 3, LAST_RUN_TTL_MS));
-		script_arg_str(a, RELEASE_A_RAN_MS, mode_num(c, 4, e->ran_ms));
+		mode_arg_num(c, RELEASE_A_LAST_TTL_MS, LAST_RUN_TTL_MS);
+		mode_arg_num(c, RELEASE_A_RAN_MS, e->ran_ms);
 	}
 	script_args_done(a);
 }
@@ -124,29 +108,25 @@ static void
 dequeue(struct mode_call *c, const struct lock_ctx *ctx)
 {
 	const struct lock_keys *k = &ctx->k;
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "dequeue", &lua_dequeue);
 
-	c->what = "dequeue";
-	script_args_init(a, &lua_dequeue);
 	DEQUEUE_KEYS(a, k);
 	script_arg_str(a, DEQUEUE_A_TOKEN, ctx->token);
 	script_arg(a, DEQUEUE_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
-	script_arg_str(a, DEQUEUE_A_WAKE_TTL_MS, STR(WAKE_TOKEN_TTL_MS));
+	mode_arg_num(c, DEQUEUE_A_WAKE_TTL_MS, WAKE_TOKEN_TTL_MS);
 	script_args_done(a);
 }
 
 static void
 heartbeat(struct mode_call *c, const struct lock_ctx *ctx)
 {
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "heartbeat", &lua_heartbeat);
 
-	c->what = "heartbeat";
-	script_args_init(a, &lua_heartbeat);
 	HEARTBEAT_KEYS(a, &ctx->k);
 	script_arg_str(a, HEARTBEAT_A_TOKEN, ctx->token);
 	script_arg_str(a, HEARTBEAT_A_INFO, ctx->waiter_info);
-	script_arg_str(a, HEARTBEAT_A_WAITER_TTL_MS, STR(WAITER_TTL_MS));
+	mode_arg_num(c, HEARTBEAT_A_WAITER_TTL_MS, WAITER_TTL_MS);
 	script_arg_str(a, HEARTBEAT_A_SHARED, ctx->shared ? "1" : "0");
 	script_args_done(a);
 }
@@ -154,10 +134,8 @@ heartbeat(struct mode_call *c, const struct lock_ctx *ctx)
 static void
 inspect(struct mode_call *c, const struct lock_keys *k)
 {
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "inspect", &lua_inspect);
 
-	c->what = "inspect";
-	script_args_init(a, &lua_inspect);
 	INSPECT_KEYS(a, k);
 	script_arg(a, INSPECT_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
@@ -168,15 +146,14 @@ inspect(struct mode_call *c, const struct lock_keys *k)
 static void
 force(struct mode_call *c, const struct lock_keys *k)
 {
-	struct script_args *a = &c->a;
+	struct script_args *a = mode_start(c, "force release",
+	    &lua_force_release);
 
-	c->what = "force release";
-	script_args_init(a, &lua_force_release);
 	FORCE_RELEASE_KEYS(a, k);
 	script_arg(a, FORCE_RELEASE_A_WAKE, k->wake, k->wake_len);
 	script_arg(a, FORCE_RELEASE_A_WAKE_PREFIX, k->wake_prefix,
 	    k->wake_prefix_len);
-	script_arg_str(a, FORCE_RELEASE_A_WAKE_TTL_MS, STR(WAKE_TOKEN_TTL_MS));
+	mode_arg_num(c, FORCE_RELEASE_A_WAKE_TTL_MS, WAKE_TOKEN_TTL_MS);
 	script_args_done(a);
 }
 

@@ -25,7 +25,6 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "deadline.h"
 #include "exitcode.h"
 #include "fanout.h"
 #include "lease.h"
@@ -62,7 +61,7 @@ struct quorum {
 	 * it began (0: none), what every master was asked, who was sent it. */
 	int64_t t0;
 	struct lock_ctx asked;
-	int asked_want;
+	struct mode_call call;		/* asked's acquire */
 	unsigned char sent[REDLOCK_MAX];
 	struct failure fail;
 };
@@ -89,12 +88,6 @@ static int
 m_open(const struct lock *m)
 {
 	return m->ops->is_open(m);
-}
-
-static struct server *
-m_server(struct lock *m)
-{
-	return single_server(m);
 }
 
 static const struct failure *
@@ -191,7 +184,7 @@ open_closed(struct quorum *q)
 
 	for (i = 0; i < q->n; i++)
 		if (!m_open(q->m[i])) {
-			s[n] = m_server(q->m[i]);
+			s[n] = single_server(q->m[i]);
 			early += server_open_start(s[n]);
 			o.at[n++] = i;
 		}
@@ -265,59 +258,57 @@ answers_by(const struct quorum *q)
 	return mono_ms() + q->cmd_ms;
 }
 
-/* fence_raise.lua's call for F = fence (f, ttl: room for the numbers). */
-static void
-fence_args(struct script_args *a, const struct lock_ctx *ctx, int64_t fence,
-    char *f, char *ttl)
+static int64_t
+split_retry_ms(void)
 {
-	const struct lock_keys *k = &ctx->k;
+	unsigned short r = 0;
 
-	snprintf(f, 24, "%lld", (long long)fence);
-	snprintf(ttl, 24, "%lld", (long long)FENCE_TTL_MS);
-	script_args_init(a, &lua_fence_raise);
-	FENCE_RAISE_KEYS(a, k);
-	script_arg_str(a, FENCE_RAISE_A_TOKEN, ctx->token);
-	script_arg_str(a, FENCE_RAISE_A_FENCE, f);
-	script_arg_str(a, FENCE_RAISE_A_FENCE_TTL_MS, ttl);
-	script_args_done(a);
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
+		r = (unsigned short)mono_ms();
+	return 1 + r % SPLIT_RETRY_MAX_MS;
 }
 
-/*
- * Script sc, with the same arguments, on every connected master in `to`
- * (NULL: every one) at once: each one's integer answer in said[i], -1
- * for an error or a master not asked.
- */
+/* Send c to every connected master in `to` (NULL: every one); sent[i]
+ * says who got it. said[i] of those becomes -1 until answered. */
 static void
-script_all(struct quorum *q, const struct script_args *a,
-    const unsigned char *to, long long *said)
+send_all(struct quorum *q, const struct mode_call *c,
+    const unsigned char *to, unsigned char *sent, int *said)
 {
-	const struct lua_script *sc = a->sc;
-	unsigned char sent[REDLOCK_MAX];
-	struct reply *r;
-	struct server *s;
-	int64_t by;
 	int i;
 
 	for (i = 0; i < q->n; i++) {
+		sent[i] = 0;
+		if (to != NULL && !to[i])
+			continue;
 		said[i] = -1;
-		sent[i] = (to == NULL || to[i]) && m_open(q->m[i]) &&
-		    script_send(m_server(q->m[i]), sc, a->nkeys, a->nargs,
-		    a->v, a->len) == 0;
+		sent[i] = m_open(q->m[i]) && single_send(q->m[i], c) == 0;
 	}
-	by = answers_by(q);
-	for (i = 0; i < q->n; i++) {
-		if (!sent[i])
-			continue;
-		s = m_server(q->m[i]);
-		if ((r = script_recv(s, sc, a->nkeys, a->nargs, a->v, a->len,
-		    by)) == NULL)
-			continue;
-		if (reply_int(r, &said[i]) < 0) {
-			server_fail_reply(s, sc->name, r);
-			said[i] = -1;
-		}
-		reply_free(r);
-	}
+}
+
+/* The answers of the masters in `sent`, each awaited until `by`: 1, 0 or
+ * -1 (an error) in said[i]. */
+static void
+recv_all(struct quorum *q, const struct mode_call *c,
+    const unsigned char *sent, int64_t by, int *said)
+{
+	int i;
+
+	for (i = 0; i < q->n; i++)
+		if (sent[i])
+			said[i] = single_recv(q->m[i], c, by);
+}
+
+/* c on every connected master in `to` (NULL: every one) at once: each
+ * one's answer in said[i], 1, 0 or -1 (an error, or a master not
+ * connected); said[i] of a master not in `to` is left as it was. */
+static void
+ask_all(struct quorum *q, const struct mode_call *c, const unsigned char *to,
+    int *said)
+{
+	unsigned char sent[REDLOCK_MAX];
+
+	send_all(q, c, to, sent, said);
+	recv_all(q, c, sent, answers_by(q), said);
 }
 
 /*
@@ -332,11 +323,9 @@ static int
 fence_raise(struct quorum *q, const struct lock_ctx *ctx, int64_t fence,
     const unsigned char *granted, const int64_t *drew)
 {
-	struct script_args a;
-	char f[24], ttl[24];
+	struct mode_call c;
 	unsigned char to[REDLOCK_MAX];
-	long long said[REDLOCK_MAX];
-	int i, raised = 0, behind = 0;
+	int said[REDLOCK_MAX], i, raised = 0, behind = 0;
 
 	for (i = 0; i < q->n; i++) {
 		to[i] = granted[i] && drew[i] < fence;
@@ -345,66 +334,16 @@ fence_raise(struct quorum *q, const struct lock_ctx *ctx, int64_t fence,
 	}
 	if (behind == 0)
 		return raised;
-	fence_args(&a, ctx, fence, f, ttl);
-	script_all(q, &a, to, said);
+	mode_start(&c, "fence_raise", &lua_fence_raise);
+	FENCE_RAISE_KEYS(&c.a, &ctx->k);
+	script_arg_str(&c.a, FENCE_RAISE_A_TOKEN, ctx->token);
+	mode_arg_num(&c, FENCE_RAISE_A_FENCE, fence);
+	mode_arg_num(&c, FENCE_RAISE_A_FENCE_TTL_MS, FENCE_TTL_MS);
+	script_args_done(&c.a);
+	ask_all(q, &c, to, said);
 	for (i = 0; i < q->n; i++)
-		raised += said[i] == 1;
+		raised += to[i] && said[i] == 1;
 	return raised;
-}
-
-static int64_t
-split_retry_ms(void)
-{
-	unsigned short r = 0;
-
-	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
-		r = (unsigned short)mono_ms();
-	return 1 + r % SPLIT_RETRY_MAX_MS;
-}
-
-/* Send op to every connected master in `to` (NULL: every one); sent[i]
- * says who got it. said[i] of those becomes -1 until answered. */
-static void
-send_all(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
-    const unsigned char *to, unsigned char *sent, int *said)
-{
-	int i;
-
-	for (i = 0; i < q->n; i++) {
-		sent[i] = 0;
-		if (to != NULL && !to[i])
-			continue;
-		said[i] = -1;
-		sent[i] = m_open(q->m[i]) &&
-		    single_send(q->m[i], op, ctx, 0) == 0;
-	}
-}
-
-/* The answers of the masters in `sent`, each awaited until `by`: 1, 0 or
- * -1 (an error) in said[i]. */
-static void
-recv_all(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
-    const unsigned char *sent, int64_t by, int *said)
-{
-	int i;
-
-	for (i = 0; i < q->n; i++)
-		if (sent[i])
-			said[i] = single_recv(q->m[i], op, ctx, by);
-}
-
-/* op (extend, release or the re-entry check) on every connected master
- * in `to` (NULL: every one) at once: each one's answer in said[i], 1, 0
- * or -1 (an error, or a master not connected); said[i] of a master not in
- * `to` is left as it was. */
-static void
-ask_all(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
-    const unsigned char *to, int *said)
-{
-	unsigned char sent[REDLOCK_MAX];
-
-	send_all(q, op, ctx, to, sent, said);
-	recv_all(q, op, ctx, sent, answers_by(q), said);
 }
 
 /*
@@ -415,8 +354,8 @@ ask_all(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
  * once, and the script runs only on the EVAL that follows.
  */
 static void
-recv_some(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
-    unsigned char *sent, int need, int64_t until, int64_t by, int *said)
+recv_some(struct quorum *q, const struct mode_call *c, unsigned char *sent,
+    int need, int64_t until, int64_t by, int *said)
 {
 	struct pollfd p[REDLOCK_MAX + 1];
 	struct server *s;
@@ -427,7 +366,7 @@ recv_some(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
 		for (i = 0, n = 0; i < q->n && got < need; i++) {
 			if (!sent[i])
 				continue;
-			s = m_server(q->m[i]);
+			s = single_server(q->m[i]);
 			if (server_fd(s) >= 0 && !server_pending(s)) {
 				p[n].fd = server_fd(s);
 				p[n].events = POLLIN;
@@ -435,7 +374,7 @@ recv_some(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
 				at[n++] = i;
 				continue;
 			}
-			said[i] = single_recv(q->m[i], op, ctx, by);
+			said[i] = single_recv(q->m[i], c, by);
 			sent[i] = 0;
 			got += said[i] >= 0;
 		}
@@ -452,7 +391,7 @@ recv_some(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
 		for (i = 0; i < n && got < need; i++) {
 			if (p[i].revents == 0)
 				continue;
-			said[at[i]] = single_recv(q->m[at[i]], op, ctx, by);
+			said[at[i]] = single_recv(q->m[at[i]], c, by);
 			sent[at[i]] = 0;
 			got += said[at[i]] >= 0;
 		}
@@ -468,11 +407,14 @@ recv_some(struct quorum *q, enum single_op op, const struct lock_ctx *ctx,
 static void
 undo(struct quorum *q, const struct lock_ctx *ctx)
 {
-	struct script_args a;
-	long long said[REDLOCK_MAX];
+	struct mode_call c;
+	int said[REDLOCK_MAX];
 
-	single_undo_args(&a, ctx);
-	script_all(q, &a, NULL, said);
+	mode_start(&c, "undo", &lua_undo);
+	UNDO_KEYS(&c.a, &ctx->k);
+	script_arg_str(&c.a, UNDO_A_TOKEN, ctx->token);
+	script_args_done(&c.a);
+	ask_all(q, &c, NULL, said);
 }
 
 /* The busy reply to pass on: the first one, with the soonest end. */
@@ -505,10 +447,10 @@ op_acquire_start(struct lock *l, const struct lock_ctx *ctx, int queue,
 	/* A skip is recorded on every master that answers (lock_record),
 	 * not by the masters that happen to find KEY held. */
 	q->asked.skip_count = 0;
-	q->asked_want = want_holder;
+	ctx->mode->acquire(&q->call, &q->asked, 0, want_holder);
 	for (i = 0; i < q->n; i++)
-		q->sent[i] = m_open(q->m[i]) && single_send(q->m[i],
-		    SINGLE_ACQUIRE, &q->asked, want_holder) == 0;
+		q->sent[i] = m_open(q->m[i]) &&
+		    single_send(q->m[i], &q->call) == 0;
 	return 0;
 }
 
@@ -537,8 +479,7 @@ op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
 			errs++;
 			continue;
 		}
-		switch (single_recv_acquire(m, &q->asked, q->asked_want, by,
-		    &f, &b)) {
+		switch (single_recv_acquire(m, &q->call, by, &f, &b)) {
 		case LOCK_GRANTED:
 			granted[i] = 1;
 			drew[i] = f;
@@ -614,32 +555,37 @@ count(const struct quorum *q, const int *said, int *yes, int *no)
 	}
 }
 
-/* op on every connected master (after trying the dropped ones again):
- * how many said 1 and how many said 0; errors count as neither. */
-static void
-tally(struct quorum *q, const struct lock_ctx *ctx, enum single_op op,
-    int *said, int *yes, int *no)
+/*
+ * c (an extend or the re-entry check) on every connected master, after
+ * trying the dropped ones again: 1 yes on a majority, 0 no (too many
+ * masters say not ours), -1 undecided (errors): try again before the
+ * deadline.
+ */
+static int
+by_majority(struct quorum *q, const struct mode_call *c, int extend)
 {
+	int said[REDLOCK_MAX], yes, no;
+
 	open_closed(q);
-	ask_all(q, op, ctx, NULL, said);
-	count(q, said, yes, no);
+	ask_all(q, c, NULL, said);
+	count(q, said, &yes, &no);
+	if (yes >= majority(q))
+		return 1;
+	if (no > q->n - majority(q))
+		return 0;
+	/* An extend counts the masters that extended; a check, all that
+	 * answered. */
+	say_short(q, c->what, extend ? yes : yes + no);
+	return -1;
 }
 
-/* 1 extended on a majority, 0 lost (too many masters say not ours), -1
- * undecided (errors): try again before the deadline. */
 static int
 op_extend(struct lock *l, const struct lock_ctx *ctx)
 {
-	struct quorum *q = q_of(l);
-	int said[REDLOCK_MAX], ok, lost;
+	struct mode_call c;
 
-	tally(q, ctx, SINGLE_EXTEND, said, &ok, &lost);
-	if (ok >= majority(q))
-		return 1;
-	if (lost > q->n - majority(q))
-		return 0;
-	say_short(q, "extend", ok);
-	return -1;
+	ctx->mode->extend(&c, ctx);
+	return by_majority(q_of(l), &c, 1);
 }
 
 /*
@@ -652,22 +598,18 @@ op_extend(struct lock *l, const struct lock_ctx *ctx)
 static void
 wake_where_lost(struct quorum *q, const struct lock_ctx *ctx, const int *said)
 {
-	char cap[24], ttl[24];
-	struct script_args a;
+	struct mode_call c;
 	unsigned char to[REDLOCK_MAX];
-	long long woke[REDLOCK_MAX];
-	int i;
+	int woke[REDLOCK_MAX], i;
 
-	snprintf(cap, sizeof(cap), "%ld", ctx->limit);
-	snprintf(ttl, sizeof(ttl), "%d", WAKE_TOKEN_TTL_MS);
-	script_args_init(&a, &lua_wake);
-	WAKE_KEYS(&a, &ctx->k);
-	script_arg_str(&a, WAKE_A_LIMIT, cap);
-	script_arg_str(&a, WAKE_A_WAKE_TTL_MS, ttl);
-	script_args_done(&a);
+	mode_start(&c, "wake", &lua_wake);
+	WAKE_KEYS(&c.a, &ctx->k);
+	mode_arg_num(&c, WAKE_A_LIMIT, ctx->limit);
+	mode_arg_num(&c, WAKE_A_WAKE_TTL_MS, WAKE_TOKEN_TTL_MS);
+	script_args_done(&c.a);
 	for (i = 0; i < q->n; i++)
 		to[i] = said[i] == 0;
-	script_all(q, &a, to, woke);
+	ask_all(q, &c, to, woke);
 }
 
 /*
@@ -693,8 +635,10 @@ op_release(struct lock *l, const struct lock_ctx *ctx)
 	int said[REDLOCK_MAX], done, lost, i, again = 0, waker = -1;
 	unsigned char was_open[REDLOCK_MAX], to[REDLOCK_MAX] = { 0 };
 	unsigned char sent[REDLOCK_MAX], last[REDLOCK_MAX];
+	struct mode_call c;
 	int64_t by;
 
+	ctx->mode->release(&c, ctx);
 	open_closed(q);
 	for (i = 0; i < q->n; i++) {
 		was_open[i] = m_open(q->m[i]);
@@ -704,17 +648,17 @@ op_release(struct lock *l, const struct lock_ctx *ctx)
 	}
 	for (i = 0; i < q->n; i++)
 		to[i] = i != waker;
-	send_all(q, SINGLE_RELEASE, ctx, to, sent, said);
+	send_all(q, &c, to, sent, said);
 	by = answers_by(q);
 	if (waker >= 0) {
-		recv_some(q, SINGLE_RELEASE, ctx, sent, majority(q) - 1,
+		recv_some(q, &c, sent, majority(q) - 1,
 		    mono_ms() + q->cmd_ms / 2, by, said);
 		for (i = 0; i < q->n; i++)
 			to[i] = i == waker;
-		send_all(q, SINGLE_RELEASE, ctx, to, last, said);
+		send_all(q, &c, to, last, said);
 		sent[waker] = last[waker];
 	}
-	recv_all(q, SINGLE_RELEASE, ctx, sent, by, said);
+	recv_all(q, &c, sent, by, said);
 	count(q, said, &done, &lost);
 	/* Undecided, because a master's connection turned out to be dead (it
 	 * restarted since our last command there), which counts as neither
@@ -728,7 +672,7 @@ op_release(struct lock *l, const struct lock_ctx *ctx)
 		again += to[i];
 	}
 	if (again) {
-		ask_all(q, SINGLE_RELEASE, ctx, to, said);
+		ask_all(q, &c, to, said);
 		count(q, said, &done, &lost);
 	}
 	if (lost > q->n - majority(q))
@@ -761,29 +705,13 @@ op_record(struct lock *l, const struct lock_ctx *ctx,
 	return ok > 0 ? 0 : -1;
 }
 
-/* Held by ctx's token on a majority: 1, 0, or -1 on errors. */
 static int
 op_is_ours(struct lock *l, const struct lock_ctx *ctx)
 {
-	struct quorum *q = q_of(l);
-	int said[REDLOCK_MAX], yes, no;
+	struct mode_call c;
 
-	tally(q, ctx, SINGLE_IS_OURS, said, &yes, &no);
-	if (yes >= majority(q))
-		return 1;
-	if (no > q->n - majority(q))
-		return 0;
-	say_short(q, "re-entry check", yes + no);
-	return -1;
-}
-
-/* --fair is refused with --redlock (cli.c): no queue to keep. */
-static int
-op_no_queue(struct lock *l, const struct lock_ctx *ctx)
-{
-	(void)l;
-	(void)ctx;
-	return 0;
+	ctx->mode->is_ours(&c, ctx);
+	return by_majority(q_of(l), &c, 0);
 }
 
 /* Who holds it, by the first master that answers. */
@@ -823,26 +751,9 @@ op_waker(struct lock *l, const struct lock_ctx *ctx, int want_holder)
 
 	(void)want_holder;
 	for (i = 0; i < q->n; i++)
-		s[i] = m_server(q->m[i]);
+		s[i] = single_server(q->m[i]);
 	return wake_pop_any(s, q->n, majority(q), ctx->k.tokens,
 	    ctx->k.tokens_len);
-}
-
-/* A quorum tries where one server's waiters look (its busy replies
- * already come from every master), and watches no sentinels. */
-static int
-op_caps(const struct lock *l)
-{
-	(void)l;
-	return 0;
-}
-
-static int
-op_look_foreign(struct lock *l, const struct lock_ctx *ctx)
-{
-	(void)l;
-	(void)ctx;
-	return 0;
 }
 
 static void
@@ -850,20 +761,6 @@ op_timeouts(const struct lock *l, int64_t *connect_ms, int64_t *cmd_ms)
 {
 	*connect_ms = l->connect_ms;
 	*cmd_ms = cq_of(l)->cmd_ms;
-}
-
-static int
-op_recheck(struct lock *l)
-{
-	(void)l;
-	return 0;
-}
-
-static int
-op_watch_fd(const struct lock *l)
-{
-	(void)l;
-	return -1;
 }
 
 static int
@@ -909,15 +806,13 @@ static const struct lock_ops QUORUM_OPS = {
 	.release = op_release,
 	.record = op_record,
 	.is_ours = op_is_ours,
-	.heartbeat = op_no_queue,
-	.dequeue = op_no_queue,
+	/* No heartbeat, dequeue: --fair is refused with --redlock (cli.c).
+	 * No caps, look_foreign, recheck, watch_fd: a quorum tries where one
+	 * server's waiters look (its busy replies already come from every
+	 * master), and watches no sentinel and no one connection. */
 	.describe_holder = op_describe_holder,
 	.waker = op_waker,
-	.caps = op_caps,
-	.look_foreign = op_look_foreign,
 	.timeouts = op_timeouts,
-	.recheck = op_recheck,
-	.watch_fd = op_watch_fd,
 	.nodes = op_nodes,
 	.node = op_node,
 	.failure = op_failure,

@@ -22,7 +22,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "deadline.h"
 #include "lease.h"
 #include "sig.h"
 #include "util.h"

@@ -42,7 +42,7 @@ vmake(struct failure *f, enum fail_kind kind, int status, const char *fmt,
 	f->kind = kind;
 	f->code[0] = '\0';
 	f->said[0] = '\0';
-	f->closed_on[0] = '\0';
+	f->closed_on = CMD_NONE;
 	f->acl_rule[0] = '\0';
 	vsnprintf(f->why, sizeof(f->why), fmt, ap);
 }
@@ -80,7 +80,8 @@ starts(const char *s, const char *prefix)
 	return strncmp(s, prefix, strlen(prefix)) == 0;
 }
 
-enum fail_kind
+/* The kind of an error reply, from Redis's code and text. */
+static enum fail_kind
 reply_kind(const struct reply *r)
 {
 	const char *s = r->str ? r->str : "";
@@ -116,18 +117,44 @@ reply_status(const struct reply *r)
 	}
 }
 
-int
-failure_refused(struct failure *f, const char *cmd)
-{
-	char c[sizeof(f->closed_on)];
+/* enum peer_cmd's commands as sent. */
+static const char *const CMD_NAMES[] = {
+	[CMD_SELECT] = "SELECT",
+	[CMD_CONFIG] = "CONFIG",
+	[CMD_SCAN] = "SCAN",
+	[CMD_EVALSHA_RO] = "EVALSHA_RO",
+	[CMD_EVAL_RO] = "EVAL_RO",
+	[CMD_BLPOP] = "BLPOP",
+	[CMD_SSUBSCRIBE] = "SSUBSCRIBE",
+};
 
-	if (f->kind != FAIL_DROPPED || strcmp(f->closed_on, cmd) != 0)
+enum peer_cmd
+peer_cmd(const char *name, size_t len)
+{
+	size_t i;
+
+	for (i = CMD_SELECT; i < sizeof(CMD_NAMES) / sizeof(CMD_NAMES[0]); i++)
+		if (strlen(CMD_NAMES[i]) == len &&
+		    memcmp(CMD_NAMES[i], name, len) == 0)
+			return (enum peer_cmd)i;
+	return CMD_NONE;
+}
+
+int
+failure_closed_on(const struct failure *f, enum peer_cmd cmd)
+{
+	return f->kind == FAIL_DROPPED && f->closed_on == cmd;
+}
+
+int
+failure_refused(struct failure *f, enum peer_cmd cmd)
+{
+	if (!failure_closed_on(f, cmd))
 		return 0;
-	memcpy(c, f->closed_on, sizeof(c));
 	failure_make(f, FAIL_REFUSED, RL_EXIT_PROTOCOL, "the server or a "
 	    "proxy in front of it refused %s (it closed the connection on "
-	    "it)", c);
-	memcpy(f->closed_on, c, sizeof(c));
+	    "it)", CMD_NAMES[cmd]);
+	f->closed_on = cmd;
 	return 1;
 }
 

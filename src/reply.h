@@ -38,7 +38,7 @@ int reply_int(const struct reply *r, long long *out);
 /*
  * What kind of thing failed: the data a layer decides on (retry or not,
  * which cure to print), never the words. Status classes follow from it
- * (reply_kind, fail_status) except where a caller knows better.
+ * (reply_status) except where a caller knows better.
  */
 enum fail_kind {
 	FAIL_NONE = 0,
@@ -59,10 +59,29 @@ enum fail_kind {
 	FAIL_OTHER,		/* rlock's own side: a resource, a rule */
 	FAIL_REFUSED,		/* the server, or a proxy in front of it,
 				 * closed the connection on a command it does
-				 * not take (closed_on names it) */
+				 * not take (closed_on says which) */
 	FAIL_INTERRUPTED	/* a stop signal came first (sig.h): what
 				 * waited was given up, as on a timeout */
 };
+
+/*
+ * The commands a proxy may close the connection on rather than answer,
+ * that rlock does without or tells apart (struct failure's closed_on);
+ * CMD_NONE for none, or any other command.
+ */
+enum peer_cmd {
+	CMD_NONE = 0,
+	CMD_SELECT,
+	CMD_CONFIG,
+	CMD_SCAN,
+	CMD_EVALSHA_RO,
+	CMD_EVAL_RO,
+	CMD_BLPOP,
+	CMD_SSUBSCRIBE
+};
+
+/* The command a request's first word (len bytes) names. */
+enum peer_cmd peer_cmd(const char *name, size_t len);
 
 /*
  * Why something failed, for one message: the exit status class (69, 76,
@@ -71,9 +90,9 @@ enum fail_kind {
  * server's own text (for the hints that read Redis's words), and the
  * words of the message. closed_on: for a connection the peer closed or
  * reset with replies owed (FAIL_DROPPED), the command of the request it
- * most likely closed on (conn.c says how it tells), "" for none: a proxy
- * that does not take a command closes the connection on it, where Redis
- * would answer an error.
+ * most likely closed on (conn.c says how it tells): a proxy that does
+ * not take a command closes the connection on it, where Redis would
+ * answer an error.
  */
 struct failure {
 	int status;
@@ -81,7 +100,7 @@ struct failure {
 	char code[24];
 	char said[128];
 	char why[256];
-	char closed_on[24];
+	enum peer_cmd closed_on;
 	char acl_rule[96];	/* FAIL_NOPERM: the rule to add; "" unknown */
 };
 
@@ -98,9 +117,6 @@ void failure_clear(struct failure *f);
  * keys", "... publish to the channel"): NOPERM in all but name. */
 #define SCRIPT_ACL_DENIED "ERR The user executing the script can't"
 
-/* The kind of an error reply, from Redis's code and text. */
-enum fail_kind reply_kind(const struct reply *r);
-
 /*
  * Exit status for an error reply: 77 for NOAUTH/WRONGPASS/NOPERM, 69 for
  * the transient ones (LOADING, BUSY, max clients, ...), 76 otherwise.
@@ -112,13 +128,17 @@ int reply_status(const struct reply *r);
 int failure_from_reply(struct failure *f, const char *what,
     const struct reply *r);
 
+/* Is f the peer closing the connection, most likely on `cmd`? A
+ * proxy that does not take cmd, or a restart: the caller tells. */
+int failure_closed_on(const struct failure *f, enum peer_cmd cmd);
+
 /*
  * Is f the peer closing the connection on `cmd` (closed_on)? Then f
  * becomes the refusal of cmd (FAIL_REFUSED, 76: Redis answered, and no
  * retry changes it) and 1; else 0. For a caller sure enough that it was
  * the command, not a restart (conn.c can only guess).
  */
-int failure_refused(struct failure *f, const char *cmd);
+int failure_refused(struct failure *f, enum peer_cmd cmd);
 
 /* Is this status worth a retry on a new connection? */
 int failure_transient(int status);

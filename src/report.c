@@ -89,7 +89,6 @@
 #include "glob.h"
 #include "keys.h"
 #include "lock.h"
-#include "lua_scripts.h"
 #include "mode.h"
 #include "report_prom.h"
 #include "report_view.h"
@@ -180,11 +179,19 @@ candidate(struct found *f, const char *prefix, const char *pat,
 	f->v[f->n++].keylen = kl;
 }
 
-/* Walk the whole keyspace in COUNT-sized steps: never blocks Redis. */
+struct scan {
+	const char *prefix, *pat;
+	struct found *f;
+};
+
+/* Walk one server's keyspace in COUNT-sized steps: never blocks Redis.
+ * A Cluster spreads the locks over its masters: each of them is walked
+ * (lock_node_each_master). */
 static int
-scan_all(struct lock_node *node, const char *prefix, const char *pat,
-    struct found *f)
+scan_all(struct lock_node *node, void *arg)
 {
+	const struct scan *sc = arg;
+	const char *prefix = sc->prefix, *pat = sc->pat;
 	char cursor[32] = "0";
 	const char *argv[6] = { "SCAN", cursor, "MATCH", NULL, "COUNT",
 	    SCAN_COUNT };
@@ -207,8 +214,7 @@ scan_all(struct lock_node *node, const char *prefix, const char *pat,
 		 * or a restart. Once more, on a new connection that answers
 		 * its login first, tells them apart (report_main). */
 		if (r == NULL && again-- > 0 &&
-		    lock_node_failure(node)->kind == FAIL_DROPPED &&
-		    strcmp(lock_node_failure(node)->closed_on, "SCAN") == 0)
+		    failure_closed_on(lock_node_failure(node), CMD_SCAN))
 			r = lock_node_command(node, 6, argv, lens);
 		if (r == NULL)
 			break;
@@ -223,7 +229,7 @@ scan_all(struct lock_node *node, const char *prefix, const char *pat,
 		for (i = 0; i < r->element[1]->elements; i++)
 			if ((e = r->element[1]->element[i])->type ==
 			    REPLY_STRING)
-				candidate(f, prefix, pat, e->str, e->len);
+				candidate(sc->f, prefix, pat, e->str, e->len);
 		memcpy(cursor, c->str, c->len + 1);
 		reply_free(r);
 		if (strcmp(cursor, "0") == 0) {
@@ -233,29 +239,6 @@ scan_all(struct lock_node *node, const char *prefix, const char *pat,
 	}
 	free(match);
 	return st;
-}
-
-struct scan {
-	const char *prefix, *pat;
-	struct found *f;
-};
-
-static int
-scan_one(struct lock_node *node, void *arg)
-{
-	struct scan *sc = arg;
-
-	return scan_all(node, sc->prefix, sc->pat, sc->f);
-}
-
-/* A Cluster spreads the locks over its masters: SCAN each of them. */
-static int
-scan_everywhere(struct lock_node *node, const char *prefix, const char *pat,
-    struct found *f)
-{
-	struct scan sc = { prefix, pat, f };
-
-	return lock_node_each_master(node, scan_one, &sc);
 }
 
 static int
@@ -299,8 +282,7 @@ keep_held(struct found *f)
 			f->v[n++] = f->v[i];
 			continue;
 		}
-		if (f->v[i].r != NULL)
-			reply_free(f->v[i].r);
+		reply_free(f->v[i].r);
 		free(f->v[i].key);
 	}
 	f->n = n;
@@ -310,12 +292,12 @@ keep_held(struct found *f)
 static int
 list_main(const struct rlock_opts *o, struct lock_node *node)
 {
-	const char *pat = o->nargs > 0 ? o->args[0] : "*";
 	struct found f = { NULL, 0, 0 };
+	struct scan sc = { o->prefix, o->nargs > 0 ? o->args[0] : "*", &f };
 	size_t i;
 	int st;
 
-	if ((st = scan_everywhere(node, o->prefix, pat, &f)) == 0)
+	if ((st = lock_node_each_master(node, scan_all, &sc)) == 0)
 		found_unique(&f);
 	for (i = 0; i < f.n && st == 0; i++) {
 		/* Some other client's hash or list under a lock's name is
@@ -350,15 +332,13 @@ release_report(const struct rlock_opts *o, struct lock_node *node,
 {
 	size_t i;
 
-	if (r->type != REPLY_ARRAY) {
+	for (i = 0; r->type == REPLY_ARRAY && i < r->elements; i++)
+		if (!view_strings(r->element[i], VIEW_WHO_N, 0))
+			break;
+	if (r->type != REPLY_ARRAY || i < r->elements) {
 		lock_node_fail_reply(node, "release --force", r);
 		return -1;
 	}
-	for (i = 0; i < r->elements; i++)
-		if (!view_strings(r->element[i], VIEW_WHO_N, 0)) {
-			lock_node_fail_reply(node, "release --force", r);
-			return -1;
-		}
 	if (r->elements == 0) {
 		msg_warn("'%s' is not held; nothing to release", o->args[0]);
 		return RL_EXIT_FALSE;
@@ -432,15 +412,10 @@ static int
 close_stdout(int st)
 {
 	errno = 0;
-	if (fflush(stdout) == 0 && !ferror(stdout))
+	if ((fflush(stdout) == 0 && !ferror(stdout)) || errno == EPIPE)
 		return st;
-	if (errno == EPIPE)
-		return st;
-	if (errno != 0)
-		msg_err("write error on standard output: %s",
-		    strerror(errno));
-	else
-		msg_err("write error on standard output");
+	msg_err("write error on standard output%s%s", errno ? ": " : "",
+	    errno ? strerror(errno) : "");
 	return RL_EXIT_IOERR;
 }
 
@@ -455,11 +430,33 @@ one_server(const struct rlock_opts *o, struct lock_node *node)
 }
 
 /*
+ * The --redlock verdict once `answered` masters did: -1 (in fail) when
+ * fewer than a majority answered; else status is 0 when a majority
+ * (`yes`) shows every KEY held, release --force when it broke the lock
+ * on one, list always.
+ */
+static int
+verdict(const struct rlock_opts *o, struct lock *l, int answered, int yes,
+    struct failure *fail)
+{
+	if (answered < lock_majority(l)) {
+		failure_set(fail, RL_EXIT_UNAVAILABLE, "only %d of %d masters "
+		    "answered", answered, lock_nodes(l));
+		return -1;
+	}
+	if (o->mode == MODE_LIST)
+		return RL_EXIT_OK;
+	if (o->mode == MODE_RELEASE)
+		return yes > 0 ? RL_EXIT_OK : RL_EXIT_FALSE;
+	return yes >= lock_majority(l) ? RL_EXIT_OK : RL_EXIT_FALSE;
+}
+
+/*
  * --redlock: each master's own view, under its URL, since they may well
- * disagree (a master that was down, a lease that lapsed on one). status
- * is 0 when a majority shows every KEY held; release --force breaks the
- * lock on every master and is 0 when it broke one anywhere. With --json,
- * an array of {"master": URL, "view": what one server would print}.
+ * disagree (a master that was down, a lease that lapsed on one); release
+ * --force breaks the lock on every master (verdict: the exit status).
+ * With --json, an array of {"master": URL, "view": what one server would
+ * print}.
  */
 static int
 each_master(const struct rlock_opts *o, struct lock *l, struct failure *fail)
@@ -501,23 +498,13 @@ each_master(const struct rlock_opts *o, struct lock *l, struct failure *fail)
 	}
 	if (o->json)
 		fputs("\n]\n", stdout);
-	if (answered < lock_majority(l)) {
-		failure_set(fail, RL_EXIT_UNAVAILABLE, "only %d of %d masters "
-		    "answered", answered, n);
-		return -1;
-	}
-	if (o->mode == MODE_LIST)
-		return RL_EXIT_OK;
-	if (o->mode == MODE_RELEASE)
-		return yes > 0 ? RL_EXIT_OK : RL_EXIT_FALSE;
-	return yes >= lock_majority(l) ? RL_EXIT_OK : RL_EXIT_FALSE;
+	return verdict(o, l, answered, yes, fail);
 }
 
 /*
  * status --prometheus --redlock: one exposition for all masters (a metric
- * family may appear once), each series labelled with its master. 0 when a
- * majority shows every KEY held, as status says; -1 (in fail) when fewer
- * than a majority answered.
+ * family may appear once), each series labelled with its master; printed
+ * when a majority answered (verdict).
  */
 static int
 prom_masters(const struct rlock_opts *o, struct lock *l, struct failure *fail)
@@ -527,7 +514,6 @@ prom_masters(const struct rlock_opts *o, struct lock *l, struct failure *fail)
 	char (*url)[300] = xcalloc((size_t)n, sizeof(*url));
 	struct view **v = xcalloc((size_t)n, sizeof(*v));
 	struct lock_node *p;
-	size_t k = 0;
 
 	for (i = 0; i < n; i++) {
 		p = lock_node(l, i);
@@ -537,25 +523,19 @@ prom_masters(const struct rlock_opts *o, struct lock *l, struct failure *fail)
 			msg_warn("%s: %s", url[i], lock_node_failure(p)->why);
 			continue;
 		}
-		answered++;
 		yes += st == 0;
-		src[k++] = (struct prom_src){ url[i], v[i],
+		src[answered++] = (struct prom_src){ url[i], v[i],
 		    (size_t)o->nargs };
 	}
 	if (answered >= lock_majority(l))
-		prom_print(src, k);
+		prom_print(src, (size_t)answered);
 	for (i = 0; i < n; i++)
 		if (v[i])
 			report_view_free_all(v[i], (size_t)o->nargs, 0);
 	free(v);
 	free(url);
 	free(src);
-	if (answered < lock_majority(l)) {
-		failure_set(fail, RL_EXIT_UNAVAILABLE, "only %d of %d masters "
-		    "answered", answered, n);
-		return -1;
-	}
-	return yes >= lock_majority(l) ? RL_EXIT_OK : RL_EXIT_FALSE;
+	return verdict(o, l, answered, yes, fail);
 }
 
 int
@@ -583,7 +563,7 @@ report_main(const struct rlock_opts *o)
 		st = one_server(o, lock_node(l, 0));
 		fail = *lock_node_failure(lock_node(l, 0));
 		/* Closed on SCAN twice (scan_all): it is not taken there. */
-		if (failure_refused(&fail, "SCAN"))
+		if (failure_refused(&fail, CMD_SCAN))
 			snprintf(fail.why + strlen(fail.why), sizeof(fail.why) -
 			    strlen(fail.why), "; rlock list needs it (rlock "
 			    "status KEY does not)");

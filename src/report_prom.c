@@ -19,8 +19,10 @@ enum family {
 	F_DURATION, F_EXIT, F_LOST, F_OK, F_N
 };
 
+/* secs: the value is in ms, shown in seconds. */
 static const struct {
 	const char *name, *help;
+	int secs;
 } FAMILIES[F_N] = {
 	{ "rlock_held", "1 if KEY is held now (also while --min-hold keeps "
 	    "it after its run ended), else 0." },
@@ -29,25 +31,25 @@ static const struct {
 	    "after its run ended)." },
 	{ "rlock_lease_left_seconds", "Time until the holder's lease (or "
 	    "--min-hold) ends, the soonest of a semaphore's holders; 0 when "
-	    "free, +Inf when the key never expires." },
+	    "free, +Inf when the key never expires.", 1 },
 	{ "rlock_waiters", "--fair waiters queued for KEY (plain waiters "
 	    "are not counted)." },
 	{ "rlock_skipped_runs", "Runs of KEY not obtained (-n, or --timeout "
 	    "ran out) since the latest grant, the holder's or the last "
 	    "run's." },
 	{ "rlock_last_run_start_timestamp_seconds", "When the last recorded "
-	    "run of KEY acquired it (Unix time)." },
+	    "run of KEY acquired it (Unix time).", 1 },
 	{ "rlock_last_run_end_timestamp_seconds", "When the last recorded run "
-	    "of KEY ended (Unix time)." },
+	    "of KEY ended (Unix time).", 1 },
 	{ "rlock_last_run_duration_seconds", "How long the last recorded run "
-	    "of KEY held it, from the grant to the end of COMMAND." },
+	    "of KEY held it, from the grant to the end of COMMAND.", 1 },
 	{ "rlock_last_run_exit_status", "rlock's exit status for the last "
 	    "recorded run of KEY (COMMAND's, 128+N, 70 lease lost, 124 "
 	    "--max-hold)." },
 	{ "rlock_last_run_lease_lost", "1 if the last recorded run of KEY "
 	    "lost its lease, else 0." },
 	{ "rlock_last_success_timestamp_seconds", "When the last run of KEY "
-	    "that exited 0 with its lease ended (Unix time)." },
+	    "that exited 0 with its lease ended (Unix time).", 1 },
 };
 
 /* A label value: \ " and newline escaped as the format wants; a control
@@ -58,33 +60,10 @@ label_value(const char *s, size_t len)
 	view_put_escaped(s, len, "\\\"\n", "\\\\");
 }
 
-static void
-series(enum family f, const char *master, const struct view *v)
-{
-	printf("%s{key=\"", FAMILIES[f].name);
-	label_value(v->key, v->keylen);
-	if (master) {
-		fputs("\",master=\"", stdout);
-		label_value(master, strlen(master));
-	}
-	fputs("\"} ", stdout);
-}
+/* lease_left's value when a holder's key never expires: +Inf. */
+#define NEVER (-2)
 
-static void
-seconds(long long ms)
-{
-	printf("%lld.%03lld\n", ms / 1000, ms % 1000);
-}
-
-static long long
-field(const struct view *v, int i)
-{
-	long long n;
-
-	return view_num(v->last->element[i], &n) ? n : -1;
-}
-
-/* The soonest lease end among the holders: -1 none, -2 never. */
+/* The soonest lease end among the holders: 0 none, or NEVER. */
 static long long
 lease_left(const struct view *v)
 {
@@ -95,94 +74,74 @@ lease_left(const struct view *v)
 		l = v->holders->element[i]->element[
 		    INSPECT_HOLDERS_LEASE_LEFT]->integer;
 		if (l < 0)
-			return -2;
+			return NEVER;
 		if (left < 0 || l < left)
 			left = l;
 	}
-	return left;
+	return left < 0 ? 0 : left;
 }
 
+/* One family's value for v: -1 if v has none (the last-run families of a
+ * KEY with no recorded run, a field rlock did not write), or NEVER. */
 static long long
-skips(const struct view *v)
+value(enum family f, const struct view *v)
 {
-	if (view_held(v))
-		return view_skips(v, v->holders->element[0]->element[
-		    INSPECT_HOLDERS_FENCE]);
-	return view_has_run(v) ?
-	    view_skips(v, v->last->element[INSPECT_LAST_FENCE]) : 0;
-}
-
-/* One family's sample for v; 0 if v has none. */
-static int
-sample(enum family f, const char *master, const struct view *v)
-{
-	long long a, b;
+	struct reply *const *l = v->last->element;
+	int run = view_has_run(v);
+	long long a = run ? view_num(l[INSPECT_LAST_STARTED]) : -1;
+	long long b = run ? view_num(l[INSPECT_LAST_ENDED]) : -1;
 
 	switch (f) {
 	case F_HELD:
-		series(f, master, v);
-		printf("%d\n", view_held(v));
-		return 1;
+		return view_held(v);
 	case F_RUNNING:
-		series(f, master, v);
-		printf("%d\n", view_held(v) && !view_resting(v));
-		return 1;
+		return view_held(v) && !view_resting(v);
 	case F_LEASE_LEFT:
-		series(f, master, v);
-		if ((a = lease_left(v)) == -2)
-			puts("+Inf");
-		else
-			seconds(a < 0 ? 0 : a);
-		return 1;
+		return lease_left(v);
 	case F_WAITERS:
-		series(f, master, v);
-		printf("%lld\n", v->queued > 0 ? v->queued : 0);
-		return 1;
+		return v->queued > 0 ? v->queued : 0;
 	case F_SKIPS:
-		series(f, master, v);
-		printf("%lld\n", skips(v));
-		return 1;
-	default:
-		break;
-	}
-	if (!view_has_run(v))
-		return 0;
-	a = field(v, INSPECT_LAST_STARTED);
-	b = field(v, INSPECT_LAST_ENDED);
-	switch (f) {
+		if (view_held(v))
+			return view_skips(v, v->holders->element[0]->element[
+			    INSPECT_HOLDERS_FENCE]);
+		return run ? view_skips(v, l[INSPECT_LAST_FENCE]) : 0;
 	case F_START:
+		return a;
 	case F_END:
-		if ((f == F_START ? a : b) < 0)
-			return 0;
-		series(f, master, v);
-		seconds(f == F_START ? a : b);
-		return 1;
+		return b;
 	case F_DURATION:
-		if (a < 0 || b < 0)
-			return 0;
-		series(f, master, v);
-		seconds(b > a ? b - a : 0);
-		return 1;
+		return a < 0 || b < 0 ? -1 : b > a ? b - a : 0;
 	case F_EXIT:
-		if ((a = field(v, INSPECT_LAST_EXIT)) < 0)
-			return 0;
-		series(f, master, v);
-		printf("%lld\n", a);
-		return 1;
+		return run ? view_num(l[INSPECT_LAST_EXIT]) : -1;
 	case F_LOST:
-		series(f, master, v);
-		printf("%d\n", strcmp(v->last->element[
-		    INSPECT_LAST_LOST]->str, "1") == 0);
-		return 1;
+		return run ? strcmp(l[INSPECT_LAST_LOST]->str, "1") == 0 : -1;
 	case F_OK:
-		if ((a = field(v, INSPECT_LAST_OK_ENDED)) < 0)
-			return 0;
-		series(f, master, v);
-		seconds(a);
-		return 1;
+		return run ? view_num(l[INSPECT_LAST_OK_ENDED]) : -1;
 	default:
-		return 0;
+		return -1;
 	}
+}
+
+/* One family's sample for v, if it has one. */
+static void
+sample(enum family f, const char *master, const struct view *v)
+{
+	long long x = value(f, v);
+
+	if (x == -1)
+		return;
+	printf("%s{key=\"", FAMILIES[f].name);
+	label_value(v->key, v->keylen);
+	if (master) {
+		fputs("\",master=\"", stdout);
+		label_value(master, strlen(master));
+	}
+	if (x == NEVER)
+		puts("\"} +Inf");
+	else if (FAMILIES[f].secs)
+		printf("\"} %lld.%03lld\n", x / 1000, x % 1000);
+	else
+		printf("\"} %lld\n", x);
 }
 
 /* A KEY given twice would be a duplicate series, which the format
@@ -211,7 +170,7 @@ prom_print(const struct prom_src *src, size_t n)
 		for (i = 0; i < n; i++)
 			for (j = 0; j < src[i].n; j++)
 				if (!seen_before(&src[i], j))
-					(void)sample((enum family)f,
-					    src[i].master, &src[i].v[j]);
+					sample((enum family)f, src[i].master,
+					    &src[i].v[j]);
 	}
 }

@@ -9,10 +9,7 @@
 
 #include <stddef.h>
 
-#include "keys.h"
 #include "lock.h"
-#include "reply.h"
-#include "script_args.h"
 #include "view.h"
 
 struct lock_mode;	/* mode.h */

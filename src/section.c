@@ -340,25 +340,22 @@ section_hold(const struct rlock_opts *o, struct lock_ctx *ctx,
 	    .ready = -1, .client = -1 };
 	int p[2], st = RL_EXIT_OSERR;
 	char name[96];
-	pid_t pid;
+	pid_t pid = -1;
 
-	printable(o->key, strlen(o->key), name, sizeof(name));
-	if (pipe2(p, O_CLOEXEC) < 0 || (pid = fork()) < 0) {
-		msg_err("cannot leave a holder for '%s': %s", name,
-		    strerror(errno));
-		(void)lock_release(l, ctx);
-		return st;
-	}
-	if (pid > 0) {
+	if (pipe2(p, O_CLOEXEC) == 0 && (pid = fork()) > 0) {
 		close(p[1]);
 		caller(o, p[0], l, ctx, res->fence);
 	}
-	close(p[0]);
-	h.ready = p[1];
-	if (detach(&h) == 0) {
+	/* The holder, or no fork (then nothing below holds anything). */
+	if (pid == 0) {
+		close(p[0]);
+		h.ready = p[1];
+	}
+	if (pid == 0 && detach(&h) == 0) {
 		a->owner = &h.own;
 		st = sup_run(o, ctx, l, sigfd, res, a);
 	} else {
+		printable(o->key, strlen(o->key), name, sizeof(name));
 		msg_err("cannot leave a holder for '%s': %s", name,
 		    strerror(errno));
 		(void)lock_release(l, ctx);

@@ -287,19 +287,16 @@ sentinel_ask(struct server *s, int64_t deadline, char *host, size_t hlen,
 		unknown += r == 1;
 		refused += no;
 	}
-	if (unknown > 0 && unknown + refused == ep->nseeds) {
+	if (unknown > 0 && unknown + refused == ep->nseeds)
 		failure_set(&s->fail, RL_EXIT_PROTOCOL, "no sentinel knows a "
 		    "master named '%.64s'", ep->master_name);
-		return s->fail.status;
-	}
-	if (refused > 0 && refused == ep->nseeds) {
+	else if (refused > 0 && refused == ep->nseeds)
 		s->fail.status = RL_EXIT_NOPERM;
-		return s->fail.status;
-	}
-	if (s->fail.why[0] == '\0')
+	else if (s->fail.why[0] == '\0')
 		failure_set(&s->fail, RL_EXIT_UNAVAILABLE, "no sentinel "
 		    "answered in time");
-	s->fail.status = RL_EXIT_UNAVAILABLE;
+	else
+		s->fail.status = RL_EXIT_UNAVAILABLE;
 	return s->fail.status;
 }
 
@@ -514,13 +511,6 @@ server_open(struct server *s)
 }
 
 int
-server_reopen(struct server *s)
-{
-	conn_close(s->cn);
-	return server_open(s);
-}
-
-int
 server_open_node(struct server *s, const char *host, int port)
 {
 	set_node(s, host, port);
@@ -599,6 +589,7 @@ server_command(struct server *s, int argc, const char **argv,
 	int64_t start = mono_ms(), limit = conn_timeout(s->cn);
 	char host[256];
 	int hops, port, ask;
+	enum redirect go;
 	struct reply *r;
 
 	failure_clear(&s->fail);
@@ -612,13 +603,12 @@ server_command(struct server *s, int argc, const char **argv,
 		ask = 0;
 		if (r == NULL)
 			return r;
-		if (hops == MAX_HOPS) {
-			if (classify(s, r, host, sizeof(host), &port) ==
-			    GO_MOVED)
-				return moved_nowhere(s, r, NULL, 0);
+		go = classify(s, r, host, sizeof(host), &port);
+		if (hops == MAX_HOPS && go == GO_MOVED)
+			return moved_nowhere(s, r, NULL, 0);
+		if (hops == MAX_HOPS)
 			return r;
-		}
-		switch (classify(s, r, host, sizeof(host), &port)) {
+		switch (go) {
 		case GO_NOWHERE:
 			return r;
 		case GO_TRYAGAIN:

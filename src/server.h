@@ -36,7 +36,6 @@ void server_free(struct server *s);
  * learnt (the Cluster node, the sentinel that answered last).
  */
 int server_open(struct server *s);
-int server_reopen(struct server *s);
 
 /* Connect to host:port of s's Cluster (list's SCAN of each master). */
 int server_open_node(struct server *s, const char *host, int port);

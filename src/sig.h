@@ -16,7 +16,8 @@
 #include <signal.h>
 #include <sys/signalfd.h>
 
-/* Block CHLD and every signal that would end rlock (sig.c), ignore PIPE,
+/* Block CHLD and every signal that would end rlock (sig.c) but those our
+ * caller ignored, ignore PIPE,
  * and start listening; return a signalfd (close-on-exec, non-blocking)
  * or -1. Call before any thread starts. */
 int sig_setup(void);

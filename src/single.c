@@ -63,7 +63,6 @@
 #include <time.h>
 
 #include "exitcode.h"
-#include "foreign.h"
 #include "lua_scripts.h"
 #include "mode.h"
 #include "script.h"
@@ -208,65 +207,6 @@ single_parse_acquire(const struct reply *r, int64_t *fence,
 	return LOCK_ERROR;
 }
 
-/* The mode's acquire call; c->counts_skip says whether it counts a busy
- * answer as this run skipped. */
-static void
-acquire_call(struct mode_call *c, const struct lock_ctx *ctx, int queue,
-    int want_holder)
-{
-	c->counts_skip = 0;
-	ctx->mode->acquire(c, ctx, queue, want_holder);
-}
-
-static void
-call_build(struct mode_call *c, enum single_op op, const struct lock_ctx *ctx,
-    int want_holder)
-{
-	const struct lock_mode *m = ctx->mode;
-
-	switch (op) {
-	case SINGLE_ACQUIRE:
-		acquire_call(c, ctx, 0, want_holder);
-		break;
-	case SINGLE_EXTEND:
-		m->extend(c, ctx);
-		break;
-	case SINGLE_RELEASE:
-		m->release(c, ctx);
-		break;
-	case SINGLE_IS_OURS:
-		m->is_ours(c, ctx);
-		break;
-	}
-}
-
-/* undo.lua's call for ctx (quorum.c takes back a grant with it). */
-void
-single_undo_args(struct script_args *a, const struct lock_ctx *ctx)
-{
-	script_args_init(a, &lua_undo);
-	UNDO_KEYS(a, &ctx->k);
-	script_arg_str(a, UNDO_A_TOKEN, ctx->token);
-	script_args_done(a);
-}
-
-/* acquire.lua's reply r (freed here) to the call c as a lock_result. */
-static enum lock_result
-acquire_result(struct server *s, const struct mode_call *c, struct reply *r,
-    int64_t *fence, struct lock_busy *busy)
-{
-	enum lock_result res;
-
-	if (r == NULL)
-		return LOCK_ERROR;
-	if ((res = single_parse_acquire(r, fence, busy)) == LOCK_ERROR)
-		server_fail_reply(s, "acquire", r);
-	else if (res == LOCK_BUSY)
-		busy->skip_counted = c->counts_skip;
-	reply_free(r);
-	return res;
-}
-
 /* An extend, release or re-entry check's reply r (freed here): 1, 0, or
  * -1 (failure recorded). */
 static int
@@ -302,9 +242,8 @@ op_acquire_start(struct lock *l, const struct lock_ctx *ctx, int queue,
 	int64_t t = mono_ms();
 
 	(void)cmd_srv(l);
-	acquire_call(&c, ctx, queue, want_holder);
-	if (script_send(srv(l), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v,
-	    c.a.len) < 0)
+	ctx->mode->acquire(&c, ctx, queue, want_holder);
+	if (single_send(l, &c) < 0)
 		return -1;
 	s->started_at = t;
 	s->started_queue = queue;
@@ -319,8 +258,6 @@ op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
 {
 	struct single *s = sg(l);
 	struct mode_call c;
-	struct reply *r;
-	int64_t by;
 
 	settle(s);
 	if (s->started_at == 0) {
@@ -329,11 +266,9 @@ op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
 		return LOCK_ERROR;
 	}
 	s->started_at = 0;
-	acquire_call(&c, ctx, s->started_queue, s->started_want);
-	by = mono_ms() + server_cmd_timeout(srv(l));
-	r = script_recv(srv(l), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v,
-	    c.a.len, by);
-	return acquire_result(srv(l), &c, r, fence, busy);
+	ctx->mode->acquire(&c, ctx, s->started_queue, s->started_want);
+	return single_recv_acquire(l, &c, mono_ms() +
+	    server_cmd_timeout(srv(l)), fence, busy);
 }
 
 static int
@@ -367,30 +302,37 @@ op_is_ours(struct lock *l, const struct lock_ctx *ctx)
 	return v == 1 || v == 2 ? (int)v : 0;
 }
 
+/* Run c, a call of another op than the acquire (cmd_srv), answered
+ * with an integer: 0, or -1 (failure recorded). */
+static int
+run_int(struct lock *l, const struct mode_call *c)
+{
+	struct server *s = cmd_srv(l);
+	long long v;
+
+	return int_reply(s, c->what, script_call(s, &c->a), &v);
+}
+
 /* A --fair waiter still in the queue, its entry refreshed
  * (heartbeat.lua); a mode without one keeps its place by its attempts. */
 static int
 op_heartbeat(struct lock *l, const struct lock_ctx *ctx)
 {
-	struct server *s = cmd_srv(l);
 	struct mode_call c;
-	long long v;
 
 	if (ctx->mode->heartbeat == NULL)
 		return 0;
 	ctx->mode->heartbeat(&c, ctx);
-	return int_reply(s, c.what, script_call(s, &c.a), &v);
+	return run_int(l, &c);
 }
 
 static int
 op_dequeue(struct lock *l, const struct lock_ctx *ctx)
 {
-	struct server *s = cmd_srv(l);
 	struct mode_call c;
-	long long v;
 
 	ctx->mode->dequeue(&c, ctx);
-	return int_reply(s, c.what, script_call(s, &c.a), &v);
+	return run_int(l, &c);
 }
 
 /* Run c, a call of another op than the acquire (cmd_srv); yes_no. */
@@ -421,225 +363,146 @@ op_release(struct lock *l, const struct lock_ctx *ctx)
 }
 
 int
-single_send(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
-    int want_holder)
+single_send(struct lock *m, const struct mode_call *c)
 {
-	struct mode_call c;
-
-	call_build(&c, op, ctx, want_holder);
-	return script_send(srv(m), c.a.sc, c.a.nkeys, c.a.nargs, c.a.v,
-	    c.a.len);
+	return script_send(srv(m), &c->a);
 }
 
 static struct reply *
-call_recv(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
-    int want_holder, int64_t deadline, struct mode_call *c)
+call_recv(struct lock *m, const struct mode_call *c, int64_t deadline)
 {
-	call_build(c, op, ctx, want_holder);
-	return script_recv(srv(m), c->a.sc, c->a.nkeys, c->a.nargs, c->a.v,
-	    c->a.len, deadline);
+	return script_recv(srv(m), &c->a, deadline);
 }
 
 enum lock_result
-single_recv_acquire(struct lock *m, const struct lock_ctx *ctx,
-    int want_holder, int64_t deadline, int64_t *fence,
-    struct lock_busy *busy)
+single_recv_acquire(struct lock *m, const struct mode_call *c,
+    int64_t deadline, int64_t *fence, struct lock_busy *busy)
 {
-	struct mode_call c;
-	struct reply *r = call_recv(m, SINGLE_ACQUIRE, ctx, want_holder,
-	    deadline, &c);
+	struct reply *r = call_recv(m, c, deadline);
+	enum lock_result res;
 
-	return acquire_result(srv(m), &c, r, fence, busy);
+	if (r == NULL)
+		return LOCK_ERROR;
+	if ((res = single_parse_acquire(r, fence, busy)) == LOCK_ERROR)
+		server_fail_reply(srv(m), "acquire", r);
+	else if (res == LOCK_BUSY)
+		busy->skip_counted = c->counts_skip;
+	reply_free(r);
+	return res;
 }
 
 int
-single_recv(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
-    int64_t deadline)
+single_recv(struct lock *m, const struct mode_call *c, int64_t deadline)
 {
-	struct mode_call c;
-	struct reply *r = call_recv(m, op, ctx, 0, deadline, &c);
-
-	return yes_no(srv(m), c.what, r);
+	return yes_no(srv(m), c->what, call_recv(m, c, deadline));
 }
 
 static int
 op_record(struct lock *l, const struct lock_ctx *ctx,
     const struct run_end *end, int64_t fence)
 {
-	struct server *s = cmd_srv(l);
-	const struct lock_keys *k = &ctx->k;
-	struct script_args a;
-	char ttl[24], f[24], ran[24], st[24];
-	long long v;
+	struct mode_call c;
+	struct script_args *a = mode_start(&c, "record", &lua_record);
 
-	snprintf(ttl, sizeof(ttl), "%lld", (long long)LAST_RUN_TTL_MS);
-	script_args_init(&a, &lua_record);
-	RECORD_KEYS(&a, k);
-	script_arg_str(&a, RECORD_A_WHAT, end ? "lost" : "skip");
-	script_arg_str(&a, RECORD_A_USER, ctx->user);
-	script_arg_str(&a, RECORD_A_HOST, ctx->host);
-	script_arg_str(&a, RECORD_A_PID, ctx->pid);
-	script_arg_str(&a, RECORD_A_CMD, ctx->cmdline);
-	script_arg_str(&a, RECORD_A_LAST_TTL_MS, ttl);
+	RECORD_KEYS(a, &ctx->k);
+	script_arg_str(a, RECORD_A_WHAT, end ? "lost" : "skip");
+	script_arg_str(a, RECORD_A_USER, ctx->user);
+	script_arg_str(a, RECORD_A_HOST, ctx->host);
+	script_arg_str(a, RECORD_A_PID, ctx->pid);
+	script_arg_str(a, RECORD_A_CMD, ctx->cmdline);
+	mode_arg_num(&c, RECORD_A_LAST_TTL_MS, LAST_RUN_TTL_MS);
 	if (end) {
-		snprintf(f, sizeof(f), "%lld", (long long)fence);
-		snprintf(ran, sizeof(ran), "%lld", (long long)end->ran_ms);
-		snprintf(st, sizeof(st), "%d", end->exit_status);
-		script_arg_str(&a, RECORD_A_FENCE, f);
-		script_arg_str(&a, RECORD_A_RAN_MS, ran);
-		script_arg_str(&a, RECORD_A_EXIT, st);
+		mode_arg_num(&c, RECORD_A_FENCE, fence);
+		mode_arg_num(&c, RECORD_A_RAN_MS, end->ran_ms);
+		mode_arg_num(&c, RECORD_A_EXIT, end->exit_status);
 	}
-	script_args_done(&a);
-	return int_reply(s, "record", script_call(s, &a), &v);
+	script_args_done(a);
+	return run_int(l, &c);
 }
 
-static const char *
-field(const struct reply *r, const char *name)
+/* inspect's holder h: "user@host" into at, "pid P: cmd" into run; 0, or
+ * -1 when h is not one inspect gives or rlock recorded no holder. */
+static int
+holder_words(const struct reply *h, char *at, size_t alen, char *run,
+    size_t rlen)
 {
-	size_t i;
-
-	for (i = 0; i + 1 < r->elements; i += 2)
-		if (r->element[i]->type == REPLY_STRING &&
-		    strcmp(r->element[i]->str, name) == 0 &&
-		    r->element[i + 1]->type == REPLY_STRING)
-			return r->element[i + 1]->str;
-	return NULL;
-}
-
-/* One command's reply, with arguments a (n of them, NUL-terminated but
- * the keys, whose lengths come in kl, 0 for the others). */
-static struct reply *
-cmd(struct server *cn, int n, const char **a, const size_t *kl)
-{
-	size_t lens[6];
+	struct reply *const *e = h->element;
+	char pcmd[80], until[48] = "";
+	struct tm tm;
+	time_t t;
 	int i;
 
-	for (i = 0; i < n; i++)
-		lens[i] = kl[i] ? kl[i] : strlen(a[i]);
-	return server_command(cn, n, a, lens);
-}
-
-/* "N shared holders (user@host, pid P: cmd, and M more)". */
-static void
-describe_shares(struct server *cn, const struct lock_keys *k, char *buf,
-    size_t len)
-{
-	const char *a[6] = { "ZRANGE", k->shares, "0", "-1" };
-	size_t kl[6] = { 0, k->shares_len, 0, 0 };
-	char f[4][48], pcmd[80], more[32] = "";
-	struct reply *r, *m;
-	size_t n, i;
-
-	if ((r = cmd(cn, 4, a, kl)) == NULL || r->type != REPLY_ARRAY ||
-	    r->elements == 0 || r->element[0]->type != REPLY_STRING) {
-		reply_free(r);
-		return;
-	}
-	n = r->elements;
-	snprintf(buf, len, "%zu shared holder%s", n, n == 1 ? "" : "s");
-	for (i = 0; i < 4; i++)
-		snprintf(f[i], sizeof(f[i]), "%.36s:%s", r->element[0]->str,
-		    (const char *[]){ "user", "host", "pid", "cmd" }[i]);
-	reply_free(r);
-	a[0] = "HMGET", a[1] = k->metas, kl[1] = k->metas_len;
-	for (i = 0; i < 4; i++)
-		a[2 + i] = f[i], kl[2 + i] = 0;
-	if ((m = cmd(cn, 6, a, kl)) == NULL)
-		return;
-	if (m->type == REPLY_ARRAY && m->elements == 4) {
-		for (i = 0; i < 4; i++)
-			if (m->element[i]->type != REPLY_STRING)
-				break;
-		if (i == 4) {
-			printable(m->element[3]->str, m->element[3]->len, pcmd,
-			    sizeof(pcmd));
-			if (n > 1)
-				snprintf(more, sizeof(more), ", and %zu more",
-				    n - 1);
-			snprintf(buf, len, "%zu shared holder%s (%s@%s, pid "
-			    "%s: %s%s)", n, n == 1 ? "" : "s",
-			    m->element[0]->str, m->element[1]->str,
-			    m->element[2]->str, pcmd, more);
-		}
-	}
-	reply_free(m);
+	if (h->type != REPLY_ARRAY || h->elements != INSPECT_HOLDERS_N)
+		return -1;
+	for (i = INSPECT_HOLDERS_USER; i <= INSPECT_HOLDERS_HOLD_UNTIL; i++)
+		if (e[i]->type != REPLY_STRING)
+			return -1;
+	if (e[INSPECT_HOLDERS_USER]->len == 0)
+		return -1;
+	printable(e[INSPECT_HOLDERS_CMD]->str, e[INSPECT_HOLDERS_CMD]->len,
+	    pcmd, sizeof(pcmd));
+	/* A run that ended, whose KEY --min-hold keeps: say so. */
+	if ((t = (time_t)(strtoll(e[INSPECT_HOLDERS_HOLD_UNTIL]->str, NULL,
+	    10) / 1000)) > 0 && localtime_r(&t, &tm) != NULL)
+		strftime(until, sizeof(until), "; run ended, --min-hold until "
+		    "%H:%M:%S", &tm);
+	snprintf(at, alen, "%s@%s", e[INSPECT_HOLDERS_USER]->str,
+	    e[INSPECT_HOLDERS_HOST]->str);
+	snprintf(run, rlen, "pid %s: %s%s", e[INSPECT_HOLDERS_PID]->str, pcmd,
+	    until);
+	return 0;
 }
 
 /*
- * No holder's meta: a shared KEY, a --fair head taking its turn, or (for
- * a reader) an exclusive request that readers wait for.
+ * Whom a waiter waits for, from the mode's inspect call (status's reply):
+ * the holder rlock recorded; else, in rlock's own layout, the shared
+ * holders (the first of them named), an exclusive request that readers
+ * wait for, or a free KEY's --fair head taking its turn.
  */
-static void
-describe_other(struct server *cn, const struct lock_ctx *ctx, char *buf,
-    size_t len)
-{
-	const struct lock_keys *k = &ctx->k;
-	const char *a[2] = { "GET", k->lock };
-	size_t kl[2] = { 0, k->lock_len }, n;
-	struct reply *r;
-	int shared, free, writers = 0;
-
-	if ((r = cmd(cn, 2, a, kl)) == NULL)
-		return;
-	shared = r->type == REPLY_STRING && r->len == 6 &&
-	    memcmp(r->str, "shared", 6) == 0;
-	free = r->type == REPLY_NIL;
-	reply_free(r);
-	if (ctx->shared) {
-		a[0] = "ZCARD", a[1] = k->writers, kl[1] = k->writers_len;
-		if ((r = cmd(cn, 2, a, kl)) == NULL)
-			return;
-		writers = r->type == REPLY_INTEGER && r->integer > 0;
-		reply_free(r);
-	}
-	if (shared)
-		describe_shares(cn, k, buf, len);
-	else if (free && writers)
-		snprintf(buf, len, "nobody, but an exclusive request is "
-		    "waiting");
-	else if (free)
-		snprintf(buf, len, "nobody, but it is the turn of the next "
-		    "--fair waiter,");
-	n = strlen(buf);
-	if (shared && writers)
-		snprintf(buf + n, len - n, "; an exclusive request is waiting");
-}
-
 static void
 op_describe_holder(struct lock *l, const struct lock_ctx *ctx, char *buf,
     size_t len)
 {
 	struct server *s = cmd_srv(l);
-	const struct lock_keys *k = &ctx->k;
-	const char *argv[2] = { "HGETALL", k->meta };
-	size_t lens[2] = { 7, k->meta_len };
-	const char *user, *host, *pid, *cmd, *hold;
-	char pcmd[80], until[48] = "";
+	const struct reply *hs, *mode, *wr;
+	struct mode_call c;
 	struct reply *r;
-	struct tm tm;
-	time_t t;
+	char at[330], run[200], named[600] = "", more[32] = "";
+	int shared, writers, known;
+	size_t n;
 
 	snprintf(buf, len, "%s", ctx->mode->stranger);
-	if ((r = server_command(s, 2, argv, lens)) == NULL)
+	ctx->mode->inspect(&c, &ctx->k);
+	if ((r = script_call_ro(s, &c.a)) == NULL)
 		return;
-	if (r->type == REPLY_ARRAY && r->elements == 0) {
+	if (r->type != REPLY_ARRAY || r->elements != INSPECT_R_N ||
+	    (mode = r->element[INSPECT_R_MODE])->type != REPLY_STRING ||
+	    (hs = r->element[INSPECT_R_HOLDERS])->type != REPLY_ARRAY ||
+	    (wr = r->element[INSPECT_R_WRITERS])->type != REPLY_INTEGER) {
+		server_fail_reply(s, c.what, r);
 		reply_free(r);
-		if (ctx->mode->own_layout)
-			describe_other(s, ctx, buf, len);
 		return;
 	}
-	if (r->type == REPLY_ARRAY && (user = field(r, "user")) &&
-	    (host = field(r, "host")) && (pid = field(r, "pid")) &&
-	    (cmd = field(r, "cmd"))) {
-		printable(cmd, strlen(cmd), pcmd, sizeof(pcmd));
-		/* A run that ended, whose KEY --min-hold keeps: say so. */
-		if ((hold = field(r, "hold_until")) != NULL &&
-		    (t = (time_t)(strtoll(hold, NULL, 10) / 1000)) > 0 &&
-		    localtime_r(&t, &tm) != NULL)
-			strftime(until, sizeof(until), "; run ended, --min-hold "
-			    "until %H:%M:%S", &tm);
-		snprintf(buf, len, "%s@%s (pid %s: %s%s)", user, host, pid,
-		    pcmd, until);
+	n = hs->elements;
+	shared = strcmp(mode->str, "shared") == 0;
+	writers = ctx->shared && wr->integer > 0;
+	known = n > 0 && holder_words(hs->element[0], at, sizeof(at), run,
+	    sizeof(run)) == 0;
+	if (known && !shared) {
+		snprintf(buf, len, "%s (%s)", at, run);
+	} else if (shared && ctx->mode->own_layout) {
+		if (n > 1)
+			snprintf(more, sizeof(more), ", and %zu more", n - 1);
+		if (known)
+			snprintf(named, sizeof(named), " (%s, %s%s)", at, run,
+			    more);
+		snprintf(buf, len, "%zu shared holder%s%s%s", n,
+		    n == 1 ? "" : "s", named,
+		    writers ? "; an exclusive request is waiting" : "");
+	} else if (n == 0 && ctx->mode->own_layout) {
+		snprintf(buf, len, "nobody, but %s", writers ? "an exclusive "
+		    "request is waiting" : "it is the turn of the next --fair "
+		    "waiter,");
 	}
 	reply_free(r);
 }
@@ -648,7 +511,7 @@ static int
 op_open(struct lock *l)
 {
 	settle(sg(l));
-	return server_is_open(srv(l)) ? 0 : server_reopen(srv(l));
+	return server_is_open(srv(l)) ? 0 : server_open(srv(l));
 }
 
 static void
@@ -735,10 +598,25 @@ op_caps(const struct lock *l)
 	    LOCK_FAILOVER : 0);
 }
 
+/*
+ * A holder that is not rlock (a redis-py or node-redlock lock on P{KEY},
+ * without :meta) wakes nobody at its release, so its waiters look every
+ * FOREIGN_LOOK_MS whether it is gone: one EXISTS, the cheapest command
+ * that tells "gone" and "rlock's now" from "still foreign".
+ */
 static int
 op_look_foreign(struct lock *l, const struct lock_ctx *ctx)
 {
-	return foreign_look(cmd_srv(l), &ctx->k);
+	struct server *s = cmd_srv(l);
+	const char *argv[3] = { "EXISTS", ctx->k.lock, ctx->k.meta };
+	size_t lens[3] = { 6, ctx->k.lock_len, ctx->k.meta_len };
+	long long n;
+
+	if (int_reply(s, "EXISTS", server_command(s, 3, argv, lens), &n) < 0)
+		return -1;
+	/* 2: rlock's holder now, 0: gone. 1 is the lock alone (a meta left
+	 * without its lock cannot outlive the lease it shares). */
+	return n == 1;
 }
 
 static int

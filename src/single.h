@@ -24,34 +24,22 @@ struct lock_node {
 struct lock *single_new(const struct conn_cfg *cfg, int64_t connect_ms,
     int64_t cmd_ms);
 
-/*
- * The two halves of acquire, extend, release and the re-entry check on
- * one server, so that a quorum asks its masters at once: single_send
- * writes the script (0, or -1 with m closed and the failure recorded);
- * single_recv_acquire / single_recv read its reply by `deadline` (mono
- * ms), given the same ctx (and want_holder) again, and answer as
- * lock_acquire (never queued) and lock_extend, lock_release and
- * lock_is_ours do. One send, then one receive, per op on m.
- */
 /* m's server, for a quorum that speaks to its masters itself. */
 struct server *single_server(struct lock *m);
 
-enum single_op { SINGLE_ACQUIRE, SINGLE_EXTEND, SINGLE_RELEASE,
-	SINGLE_IS_OURS };
-
-struct script_args;
-
-/* undo.lua's call for ctx: take back a grant nobody uses, waking nobody
- * (a --redlock attempt without a majority). */
-void single_undo_args(struct script_args *a, const struct lock_ctx *ctx);
-
-int single_send(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
-    int want_holder);
+/*
+ * The two halves of a mode's call (mode.h) on one server, so that a
+ * quorum asks its masters at once: single_send writes c (0, or -1 with m
+ * closed and the failure recorded); single_recv_acquire reads an
+ * acquire's reply by `deadline` (mono ms) and answers as lock_acquire,
+ * single_recv any other's as lock_extend, lock_release and lock_is_ours
+ * do (1, 0, -1), given the same c. One send, then one receive, per call.
+ */
+int single_send(struct lock *m, const struct mode_call *c);
 enum lock_result single_recv_acquire(struct lock *m,
-    const struct lock_ctx *ctx, int want_holder, int64_t deadline,
-    int64_t *fence, struct lock_busy *busy);
-int single_recv(struct lock *m, enum single_op op, const struct lock_ctx *ctx,
-    int64_t deadline);
+    const struct mode_call *c, int64_t deadline, int64_t *fence,
+    struct lock_busy *busy);
+int single_recv(struct lock *m, const struct mode_call *c, int64_t deadline);
 
 /*
  * The checks of acquire.lua's reply r, apart from the connection so they

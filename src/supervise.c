@@ -28,11 +28,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "deadline.h"
 #include "exitcode.h"
 #include "lease.h"
 #include "renew.h"
-#include "retry.h"
 #include "sig.h"
 #include "util.h"
 #include "watch.h"

@@ -85,21 +85,17 @@ static int
 check_file(const char *path, const char *what, char *err, size_t errlen)
 {
 	struct stat st;
-	int fd;
+	int fd = open(path, O_RDONLY | O_CLOEXEC), e = errno;
 
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		snprintf(err, errlen, "cannot read %s %s: %s", what, path,
-		    strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+	if (fd >= 0) {
+		e = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) ? EISDIR : 0;
 		close(fd);
-		snprintf(err, errlen, "cannot read %s %s: %s", what, path,
-		    strerror(EISDIR));
-		return -1;
 	}
-	close(fd);
-	return 0;
+	if (e == 0)
+		return 0;
+	snprintf(err, errlen, "cannot read %s %s: %s", what, path,
+	    strerror(e));
+	return -1;
 }
 
 /* 64 with "what: OpenSSL's reason" (or what alone); the half-built
@@ -343,9 +339,6 @@ set_names(struct tls_session *s, const char *name)
 	return X509_VERIFY_PARAM_set1_host(vp, name, 0) == 1 ? 0 : -1;
 }
 
-/* How a wait in the handshake ended: go on, or why it stopped. */
-enum hs_wait { HS_GO, HS_PLAIN, HS_TIMEOUT, HS_ERRNO };
-
 /*
  * Wait for the fd as SSL_connect wants (e), probing for a plain port
  * meanwhile; the first bytes the server sends are peeked before OpenSSL
@@ -356,20 +349,16 @@ hs_wait(struct tls_session *s, int e, int64_t start, int64_t deadline,
     struct tls_probe_state *pr, int *heard)
 {
 	short want = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
-	int w;
+	enum hs_wait w = tls_wait_fd(s->fd, want, start, deadline, pr,
+	    *heard);
+	int plain;
 
-	switch (tls_wait_fd(s->fd, want, start, deadline, pr, *heard)) {
-	case 2:
-		return HS_PLAIN;
-	case 0:
-		return HS_TIMEOUT;
-	case -1:
-		return HS_ERRNO;
-	}
+	if (w != HS_GO)
+		return w;
 	if (!*heard && want == POLLIN) {
-		if ((w = tls_peek_plain(s->fd)) > 0)
+		if ((plain = tls_peek_plain(s->fd)) > 0)
 			return HS_PLAIN;
-		if (w < 0)
+		if (plain < 0)
 			return HS_ERRNO;
 		*heard = 1;
 	}
@@ -480,13 +469,12 @@ fail:
 static ssize_t
 io_failed(struct tls_session *s, int rc, short *want)
 {
-	switch (SSL_get_error(s->ssl, rc)) {
+	int e = SSL_get_error(s->ssl, rc);
+
+	switch (e) {
 	case SSL_ERROR_WANT_READ:
-		*want = POLLIN;
-		errno = EAGAIN;
-		return -1;
 	case SSL_ERROR_WANT_WRITE:
-		*want = POLLOUT;
+		*want = e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT;
 		errno = EAGAIN;
 		return -1;
 	case SSL_ERROR_ZERO_RETURN:

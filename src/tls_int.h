@@ -116,12 +116,16 @@ struct tls_probe_state {
 
 void tls_probe_end(struct tls_probe_state *pr);
 
+/* How a wait in the handshake ended: go on, or why it stopped. */
+enum hs_wait { HS_GO, HS_PLAIN, HS_TIMEOUT, HS_ERRNO };
+
 /*
  * tls_wire.c: wait for fd as the handshake wants (want) by deadline,
  * probing for a plain port once the server was silent for half the time
- * since start. 1 ready, 0 timed out, 2 a plain Redis there, -1 errno.
+ * since start: HS_GO ready, HS_TIMEOUT, HS_PLAIN a plain Redis there, or
+ * HS_ERRNO.
  */
-int tls_wait_fd(int fd, short want, int64_t start, int64_t deadline,
+enum hs_wait tls_wait_fd(int fd, short want, int64_t start, int64_t deadline,
     struct tls_probe_state *pr, int heard);
 
 /* tls_wire.c: the server's first bytes, peeked: 1 plain text, 0 TLS or

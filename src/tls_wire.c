@@ -14,7 +14,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "deadline.h"
 #include "sig.h"
 #include "util.h"
 
@@ -111,11 +110,10 @@ probe_step(struct tls_probe_state *pr, short revents)
 
 /*
  * Wait for the fd as the handshake wants, by deadline, with the probe
- * above once the server has been silent for half the time. 1 ready, 0
- * timed out, 2 a plain Redis there, -1 error (errno; ECANCELED: a stop
- * signal, sig.h).
+ * above once the server has been silent for half the time (tls_int.h).
+ * HS_ERRNO's ECANCELED: a stop signal, sig.h.
  */
-int
+enum hs_wait
 tls_wait_fd(int fd, short want, int64_t start, int64_t deadline,
     struct tls_probe_state *pr, int heard)
 {
@@ -132,33 +130,25 @@ tls_wait_fd(int fd, short want, int64_t start, int64_t deadline,
 		until = !pr->started && !heard ? probe_at : deadline;
 		n = sig_poll(p, pr->fd >= 0 ? 2 : 1, deadline_poll_ms(until));
 		if (n < 0 && errno != EINTR)
-			return -1;
+			return HS_ERRNO;
 		if (n <= 0)
 			continue;
 		if (pr->fd >= 0 && p[1].revents && probe_step(pr,
 		    p[1].revents))
-			return 2;
+			return HS_PLAIN;
 		if (p[0].revents)
-			return 1;
+			return HS_GO;
 	}
-	return 0;
+	return HS_TIMEOUT;
 }
 
-/* Wait for one event on fd by deadline: 1 ready, 0 not. */
+/* Wait for one event on fd by deadline, with no probe: 1 ready, 0 not. */
 static int
 wait_one(int fd, short events, int64_t deadline)
 {
-	struct pollfd p[2] = { { .fd = fd, .events = events } };
-	int n;
+	struct tls_probe_state none = { .fd = -1, .started = 1 };
 
-	while (deadline - mono_ms() > 0) {
-		n = sig_poll(p, 1, deadline_poll_ms(deadline));
-		if (n > 0)
-			return 1;
-		if (n < 0 && errno != EINTR)
-			return 0;
-	}
-	return 0;
+	return tls_wait_fd(fd, events, 0, deadline, &none, 1) == HS_GO;
 }
 
 int

@@ -66,8 +66,9 @@ bad:
 	return NULL;
 }
 
+/* The decimal number of n bytes at s, in [min, max]: a port, a db. */
 static int
-parse_db(const char *s, size_t n, int *db)
+parse_num(const char *s, size_t n, int min, int max, int *out)
 {
 	char buf[16];
 	long long v;
@@ -76,51 +77,40 @@ parse_db(const char *s, size_t n, int *db)
 		return -1;
 	memcpy(buf, s, n);
 	buf[n] = '\0';
-	if (int_parse(buf, 0, 1000000, &v) < 0)
+	if (int_parse(buf, min, max, &v) < 0)
 		return -1;
-	*db = (int)v;
+	*out = (int)v;
 	return 0;
 }
 
-/* "?db=N" (the only query parameter we know); end is the URL's end. */
+/*
+ * What follows the host: "/N" (slash up to q; none when the N is empty),
+ * then "?db=N", the only query parameter we know, from q to the URL's
+ * end. "/0?db=2": neither may silently win over the other.
+ */
 static int
-parse_query(const char *q, const char *end, struct endpoint *ep,
-    const char **why)
+parse_db_query(const char *slash, const char *q, const char *end,
+    struct endpoint *ep, const char **why)
 {
+	if (slash + 1 < q && parse_num(slash + 1, (size_t)(q - slash - 1), 0,
+	    1000000, &ep->db) < 0)
+		goto bad_db;
+	if (slash + 1 < q && q < end) {
+		*why = "the database is given twice (/N and ?db=N); "
+		    "give it once";
+		return -1;
+	}
 	if (q == end)
 		return 0;
 	if (end - q < 4 || strncmp(q, "?db=", 4) != 0) {
 		*why = "unknown query parameter (only ?db=N is understood)";
 		return -1;
 	}
-	if (parse_db(q + 4, (size_t)(end - q - 4), &ep->db) < 0) {
-		*why = "bad database number";
-		return -1;
-	}
-	return 0;
-}
-
-/*
- * What follows the host: "/N" (slash up to q; none when slash == q or the
- * N is empty), then the query from q to the URL's end. "/0?db=2": neither
- * may silently win over the other.
- */
-static int
-parse_db_query(const char *slash, const char *q, const char *end,
-    struct endpoint *ep, const char **why)
-{
-	if (slash < q && slash + 1 < q) {
-		if (parse_db(slash + 1, (size_t)(q - slash - 1), &ep->db) < 0) {
-			*why = "bad database number";
-			return -1;
-		}
-		if (q < end) {
-			*why = "the database is given twice (/N and ?db=N); "
-			    "give it once";
-			return -1;
-		}
-	}
-	return parse_query(q, end, ep, why);
+	if (parse_num(q + 4, (size_t)(end - q - 4), 0, 1000000, &ep->db) == 0)
+		return 0;
+bad_db:
+	*why = "bad database number";
+	return -1;
 }
 
 /* userinfo is "user", "user:pass" or ":pass". */
@@ -142,57 +132,41 @@ bad:
 	return -1;
 }
 
+/*
+ * "host[:port]" or "[ipv6][:port]" of n bytes into *host (allocated as
+ * soon as it is cut, so the caller frees it on an error too) and *port.
+ */
 static int
-parse_hostport(const char *s, size_t n, struct endpoint *ep, int dflt_port,
-    const char **why)
+parse_hostport(const char *s, size_t n, char **host, int *port,
+    int dflt_port, const char **why)
 {
-	const char *port = NULL, *hend;
-	long long v;
-	char buf[8];
+	const char *end = s + n, *p;
 
 	if (n > 0 && s[0] == '[') {
-		const char *rb = memchr(s, ']', n);
-
-		if (rb == NULL) {
+		if ((p = memchr(s, ']', n)) == NULL) {
 			*why = "unclosed '[' in host";
 			return -1;
 		}
-		ep->host = xstrndup(s + 1, (size_t)(rb - s - 1));
-		hend = rb + 1;
-		if (hend < s + n) {
-			if (*hend != ':') {
-				*why = "junk after ']' in host";
-				return -1;
-			}
-			port = hend + 1;
+		*host = xstrndup(s + 1, (size_t)(p - s - 1));
+		if (++p < end && *p != ':') {
+			*why = "junk after ']' in host";
+			return -1;
 		}
 	} else {
-		const char *colon = memchr(s, ':', n);
-
-		hend = colon ? colon : s + n;
-		ep->host = xstrndup(s, (size_t)(hend - s));
-		if (colon)
-			port = colon + 1;
+		if ((p = memchr(s, ':', n)) == NULL)
+			p = end;
+		*host = xstrndup(s, (size_t)(p - s));
 	}
-	if (ep->host[0] == '\0') {
+	if (**host == '\0') {
 		*why = "no host";
 		return -1;
 	}
-	ep->port = dflt_port;
-	if (port) {
-		size_t plen = (size_t)(s + n - port);
-
-		if (plen == 0 || plen >= sizeof(buf)) {
-			*why = "bad port";
-			return -1;
-		}
-		memcpy(buf, port, plen);
-		buf[plen] = '\0';
-		if (int_parse(buf, 1, 65535, &v) < 0 || buf[0] == '-') {
-			*why = "bad port (1-65535)";
-			return -1;
-		}
-		ep->port = (int)v;
+	/* p: the ':' before the port, or the end. */
+	*port = dflt_port;
+	if (p < end && parse_num(p + 1, (size_t)(end - p - 1), 1, 65535,
+	    port) < 0) {
+		*why = "bad port (1-65535)";
+		return -1;
 	}
 	return 0;
 }
@@ -219,29 +193,6 @@ userinfo_end(const char *rest, int is_unix)
 }
 
 static int
-parse_tcp(const char *rest, struct endpoint *ep, const char **why)
-{
-	const char *auth_end = userinfo_end(rest, 0);
-	const char *hp = auth_end ? auth_end + 1 : rest;
-	const char *end = hp + strlen(hp);
-	const char *q = memchr(hp, '?', (size_t)(end - hp));
-	const char *slash;
-
-	if (auth_end && parse_userinfo(rest, (size_t)(auth_end - rest), ep,
-	    why) < 0)
-		return -1;
-	if (q == NULL)
-		q = end;
-	slash = memchr(hp, '/', (size_t)(q - hp));
-	if (slash == NULL)
-		slash = q;
-	ep->kind = EP_TCP;
-	if (parse_hostport(hp, (size_t)(slash - hp), ep, 6379, why) < 0)
-		return -1;
-	return parse_db_query(slash, q, end, ep, why);
-}
-
-static int
 parse_unix(const char *rest, struct endpoint *ep, const char **why)
 {
 	const char *end = rest + strlen(rest);
@@ -265,7 +216,7 @@ parse_unix(const char *rest, struct endpoint *ep, const char **why)
 	}
 	ep->kind = EP_UNIX;
 	ep->path = xstrndup(path, (size_t)(q - path));
-	return parse_query(q, end, ep, why);
+	return parse_db_query(q, q, end, ep, why);	/* no /N */
 }
 
 /* "host[:port],host[:port]..." of n bytes into ep->seeds. */
@@ -274,37 +225,32 @@ parse_seeds(const char *s, size_t n, struct endpoint *ep, int dflt_port,
     const char **why)
 {
 	const char *end = s + n, *comma;
-	struct endpoint one;
-	int cap = 0;
+	struct hostport *h;
 
 	do {
 		comma = memchr(s, ',', (size_t)(end - s));
 		if (comma == NULL)
 			comma = end;
-		memset(&one, 0, sizeof(one));
-		if (parse_hostport(s, (size_t)(comma - s), &one, dflt_port,
-		    why) < 0) {
-			free(one.host);
+		ep->seeds = xrealloc(ep->seeds, (size_t)(ep->nseeds + 1) *
+		    sizeof(*ep->seeds));
+		/* Counted before it is parsed: url_free frees its host. */
+		h = &ep->seeds[ep->nseeds++];
+		h->host = NULL;
+		if (parse_hostport(s, (size_t)(comma - s), &h->host, &h->port,
+		    dflt_port, why) < 0)
 			return -1;
-		}
-		if (ep->nseeds == cap) {
-			cap = cap ? cap * 2 : 4;
-			ep->seeds = xrealloc(ep->seeds, (size_t)cap *
-			    sizeof(*ep->seeds));
-		}
-		ep->seeds[ep->nseeds].host = one.host;
-		ep->seeds[ep->nseeds++].port = one.port;
 		s = comma + 1;
 	} while (comma < end);
 	return 0;
 }
 
 /*
- * redis+sentinel:// (the sentinels, then /NAME of the master set) and
- * redis+cluster:// (any nodes of the cluster: the seeds).
+ * redis:// (host, port, db), redis+sentinel:// (the sentinels, then /NAME
+ * of the master set) and redis+cluster:// (any nodes of the cluster: the
+ * seeds).
  */
 static int
-parse_multi(const char *rest, struct endpoint *ep, enum endpoint_kind kind,
+parse_net(const char *rest, struct endpoint *ep, enum endpoint_kind kind,
     const char **why)
 {
 	const char *auth_end = userinfo_end(rest, 0);
@@ -320,6 +266,12 @@ parse_multi(const char *rest, struct endpoint *ep, enum endpoint_kind kind,
 		q = end;
 	if ((slash = memchr(hp, '/', (size_t)(q - hp))) == NULL)
 		slash = q;
+	if (kind == EP_TCP) {
+		if (parse_hostport(hp, (size_t)(slash - hp), &ep->host,
+		    &ep->port, 6379, why) < 0)
+			return -1;
+		return parse_db_query(slash, q, end, ep, why);
+	}
 	if (parse_seeds(hp, (size_t)(slash - hp), ep, kind == EP_SENTINEL ?
 	    26379 : 6379, why) < 0)
 		return -1;
@@ -396,15 +348,9 @@ url_parse(const char *url, struct endpoint *ep, const char **why)
 		return -1;
 	}
 	ep->tls = tls;
-	switch (kind) {
-	case EP_SENTINEL:
-	case EP_CLUSTER:
-		return parse_multi(rest, ep, kind, why);
-	case EP_UNIX:
+	if (kind == EP_UNIX)
 		return parse_unix(rest, ep, why);
-	default:
-		return parse_tcp(rest, ep, why);
-	}
+	return parse_net(rest, ep, kind, why);
 }
 
 void
@@ -454,57 +400,45 @@ url_copy(struct endpoint *dst, const struct endpoint *src)
 	}
 }
 
-static void
-redacted_multi(const struct endpoint *ep, const char *user,
-    const char *stars, const char *at, char *buf, size_t len)
-{
-	size_t off;
-	char one[300];
-	int i;
-
-	off = (size_t)snprintf(buf, len, "%s+%s://%s%s%s", ep->tls ? "rediss" :
-	    "redis", ep->kind == EP_SENTINEL ? "sentinel" : "cluster", user,
-	    stars, at);
-	for (i = 0; i < ep->nseeds && off < len; i++) {
-		printable(ep->seeds[i].host, strlen(ep->seeds[i].host), one,
-		    sizeof(one));
-		off += (size_t)snprintf(buf + off, len - off, "%s%s%s%s:%d",
-		    i ? "," : "", strchr(one, ':') ? "[" : "", one,
-		    strchr(one, ':') ? "]" : "", ep->seeds[i].port);
-	}
-	if (ep->kind == EP_SENTINEL && off < len) {
-		printable(ep->master_name, strlen(ep->master_name), one,
-		    sizeof(one));
-		snprintf(buf + off, len - off, "/%s/%d", one, ep->db);
-	}
-}
-
 void
 url_redacted(const struct endpoint *ep, char *buf, size_t len)
 {
-	const char *at = (ep->user || ep->pass) ? "@" : "";
-	const char *stars = ep->pass ? ":***" : "";
-	const char *where = ep->kind == EP_UNIX ? ep->path : ep->host ?
-	    ep->host : "";
-	char user[128], place[512];
+	static const char *const suffix[] = { [EP_SENTINEL] = "+sentinel",
+	    [EP_CLUSTER] = "+cluster" };
+	/* TCP: its one host, written as a seed is. */
+	struct hostport tcp = { ep->host, ep->port };
+	const struct hostport *hp = ep->kind == EP_TCP ? &tcp : ep->seeds;
+	int i, n = ep->kind == EP_TCP ? 1 : ep->nseeds;
+	char user[128], one[512];
+	size_t off;
 
 	/* A decoded %0A must not split the one-line message. */
 	printable(ep->user ? ep->user : "", ep->user ? strlen(ep->user) : 0,
 	    user, sizeof(user));
-	if (ep->kind == EP_SENTINEL || ep->kind == EP_CLUSTER) {
-		redacted_multi(ep, user, stars, at, buf, len);
+	off = (size_t)snprintf(buf, len, "%s%s://%s%s%s", ep->kind == EP_UNIX ?
+	    "unix" : ep->tls ? "rediss" : "redis", suffix[ep->kind] ?
+	    suffix[ep->kind] : "", user, ep->pass ? ":***" : "", ep->user ||
+	    ep->pass ? "@" : "");
+	if (ep->kind == EP_UNIX) {
+		printable(ep->path, strlen(ep->path), one, sizeof(one));
+		if (off < len)
+			snprintf(buf + off, len - off, "%s?db=%d", one, ep->db);
 		return;
 	}
-	printable(where, strlen(where), place, sizeof(place));
-	if (ep->kind == EP_UNIX) {
-		snprintf(buf, len, "unix://%s%s%s%s?db=%d", user, stars, at,
-		    place, ep->db);
+	for (i = 0; i < n && off < len; i++) {
+		printable(hp[i].host, strlen(hp[i].host), one, sizeof(one));
+		off += (size_t)snprintf(buf + off, len - off, "%s%s%s%s:%d",
+		    i ? "," : "", strchr(one, ':') ? "[" : "", one,
+		    strchr(one, ':') ? "]" : "", hp[i].port);
+	}
+	if (ep->kind == EP_CLUSTER || off >= len)
+		return;
+	if (ep->kind == EP_SENTINEL) {
+		printable(ep->master_name, strlen(ep->master_name), one,
+		    sizeof(one));
+		snprintf(buf + off, len - off, "/%s/%d", one, ep->db);
 	} else {
-		int v6 = strchr(ep->host, ':') != NULL;
-
-		snprintf(buf, len, "%s://%s%s%s%s%s%s:%d/%d", ep->tls ?
-		    "rediss" : "redis", user, stars, at, v6 ? "[" : "", place,
-		    v6 ? "]" : "", ep->port, ep->db);
+		snprintf(buf + off, len - off, "/%d", ep->db);
 	}
 }
 

@@ -165,6 +165,27 @@ nap_ms(int64_t ms)
 		;
 }
 
+int
+deadline_poll_ms(int64_t until)
+{
+	int64_t left = until - mono_ms();
+
+	if (left <= 0)
+		return 0;
+	return (int)(left > DEADLINE_POLL_MAX_MS ? DEADLINE_POLL_MAX_MS :
+	    left);
+}
+
+int64_t
+retry_backoff_ms(int n)
+{
+	int64_t ms = 100;
+
+	while (n-- > 0 && ms < RETRY_BACKOFF_MAX_MS)
+		ms *= 2;
+	return ms < RETRY_BACKOFF_MAX_MS ? ms : RETRY_BACKOFF_MAX_MS;
+}
+
 static int to_syslog;
 
 void
@@ -183,26 +204,20 @@ msg_syslog_on(void)
 	return to_syslog;
 }
 
-/* The attribute lets clang check the callers' formats, not only gcc. */
-static void vmsg(int prio, int show, const char *prefix, const char *fmt,
-    va_list ap) __attribute__((format(printf, 4, 0)));
-
-/*
- * One line: on stderr if show (prefix after "rlock: "), and to syslog at
- * prio with --syslog (prio < 0: never). -q and -v decide `show` only, so
- * a quiet cron job still leaves its trace in the log.
- */
-static void
-vmsg(int prio, int show, const char *prefix, const char *fmt, va_list ap)
+void
+msg_line(int prio, int level, const char *prefix, const char *fmt, ...)
 {
 	char line[2048];
-	int n;
+	va_list ap;
+	int n, show = msg_level >= level;
 
 	if (!show && (prio < 0 || !to_syslog))
 		return;
 	/* One write(2)-sized line so parallel rlocks do not interleave. */
 	n = snprintf(line, sizeof(line), "rlock: %s", prefix);
+	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	va_end(ap);
 	if (prio >= 0 && to_syslog)
 		syslog(prio, "%s%s", prefix, line + n);
 	if (!show)
@@ -210,66 +225,6 @@ vmsg(int prio, int show, const char *prefix, const char *fmt, va_list ap)
 	strcat(line, "\n");
 	fputs(line, stderr);
 	fflush(stderr);
-}
-
-void
-msg_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vmsg(LOG_ERR, 1, "", fmt, ap);
-	va_end(ap);
-}
-
-void
-msg_warn(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vmsg(LOG_WARNING, msg_level >= MSG_NORMAL, "warning: ", fmt, ap);
-	va_end(ap);
-}
-
-void
-msg_hazard(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vmsg(LOG_WARNING, 1, "warning: ", fmt, ap);
-	va_end(ap);
-}
-
-void
-msg_verbose(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vmsg(-1, msg_level >= MSG_VERBOSE, "", fmt, ap);
-	va_end(ap);
-}
-
-void
-msg_event(int prio, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vmsg(prio, msg_level >= MSG_VERBOSE, "", fmt, ap);
-	va_end(ap);
-}
-
-void
-msg_notice(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vmsg(LOG_NOTICE, msg_level >= MSG_NORMAL, "", fmt, ap);
-	va_end(ap);
 }
 
 static void (*oom_hook)(void);
@@ -407,7 +362,10 @@ utf8_len(const unsigned char *s, size_t left, uint32_t *code)
 void
 json_string(FILE *f, const char *s, size_t len)
 {
+	/* The escapes JSON has a letter for, and those letters. */
+	static const char named[] = "\"\\\n\t\r", letter[] = "\"\\ntr";
 	const unsigned char *u = (const unsigned char *)s;
+	const char *e;
 	size_t i = 0, n;
 	uint32_t cp;
 
@@ -415,18 +373,10 @@ json_string(FILE *f, const char *s, size_t len)
 	while (i < len) {
 		unsigned char c = u[i];
 
-		if (c == '"' || c == '\\') {
-			fputc('\\', f);
-			fputc(c, f);
-		} else if (c == '\n') {
-			fputs("\\n", f);
-		} else if (c == '\t') {
-			fputs("\\t", f);
-		} else if (c == '\r') {
-			fputs("\\r", f);
-		} else if (c < 0x20 || c == 0x7f) {
-			fprintf(f, "\\u%04x", c);
-		} else if ((n = utf8_len(u + i, len - i, &cp)) == 0) {
+		if (c != '\0' && (e = strchr(named, c)) != NULL) {
+			fprintf(f, "\\%c", letter[e - named]);
+		} else if (c < 0x20 || c == 0x7f ||
+		    (n = utf8_len(u + i, len - i, &cp)) == 0) {
 			fprintf(f, "\\u%04x", c);
 		} else {
 			fwrite(u + i, 1, n, f);
@@ -456,17 +406,15 @@ printable(const char *s, size_t len, char *buf, size_t buflen)
 		room = room >= 3 ? room - 3 : room;
 	for (i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)s[i];
+		size_t w = c >= 0x20 && c < 0x7f ? 1 : 4;
 
-		if (c >= 0x20 && c < 0x7f) {
-			if (o + 1 > room)
-				break;
-			buf[o++] = (char)c;
-		} else {
-			if (o + 4 > room)
-				break;
+		if (o + w > room)
+			break;
+		if (w == 1)
+			buf[o] = (char)c;
+		else
 			snprintf(buf + o, buflen - o, "\\x%02x", c);
-			o += 4;
-		}
+		o += w;
 	}
 	if (i < len && o + 3 < buflen) {
 		memcpy(buf + o, "...", 3);

@@ -43,27 +43,53 @@ int64_t wall_ms(void);
 /* Sleep ms milliseconds, through EINTR. */
 void nap_ms(int64_t ms);
 
+/* The longest single poll(): a longer wait polls again, so that the
+ * timeout fits an int whatever the deadline. */
+#define DEADLINE_POLL_MAX_MS 60000
+
+/* Milliseconds from now until `until` (mono ms), as poll() takes them, for
+ * every wait that polls: 0 once it passed, at most DEADLINE_POLL_MAX_MS. */
+int deadline_poll_ms(int64_t until);
+
+/* The longest pause between two tries of a waiter that rides out Redis's
+ * weather (the contract's Weather; which failures are weather:
+ * failure_retry, reply.h). */
+#define RETRY_BACKOFF_MAX_MS 1000
+
+/* The pause before try n+1 of a run of failed ones (n from 0): doubling
+ * from 100 ms up to RETRY_BACKOFF_MAX_MS. */
+int64_t retry_backoff_ms(int n);
+
 
 enum msg_level { MSG_QUIET = -1, MSG_NORMAL = 0, MSG_VERBOSE = 1 };
 extern int msg_level;
 
-/* "rlock: ..." on stderr, one line; warnings hide under -q. */
-void msg_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void msg_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void msg_verbose(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /*
- * With --syslog (msg_syslog_open), errors and warnings also go to
- * syslog(3), -q or not; verbose lines never do. msg_notice: a line stderr
- * shows unless -q, and syslog at LOG_NOTICE (a skipped run).
+ * One line, "rlock: " prefix fmt, on stderr when msg_level is at least
+ * level, and with --syslog (msg_syslog_open) to syslog(3) at prio
+ * (prio < 0: never) whatever -q and -v say, so a quiet cron job still
+ * leaves its trace in the log. Called through the names below.
  */
-void msg_notice(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void msg_line(int prio, int level, const char *prefix, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* An error: shown even under -q. */
+#define msg_err(...)	msg_line(LOG_ERR, MSG_QUIET, "", __VA_ARGS__)
+/* A warning; -q hides it. */
+#define msg_warn(...) \
+	msg_line(LOG_WARNING, MSG_NORMAL, "warning: ", __VA_ARGS__)
 /* A warning that -q does not hide: the lock itself may not hold (an
- * evicting server). Syslog at LOG_WARNING, as any warning. */
-void msg_hazard(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* An event of the run (acquired, released): syslog at prio, stderr
- * only under -v. */
-void msg_event(int prio, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+ * evicting server). */
+#define msg_hazard(...) \
+	msg_line(LOG_WARNING, MSG_QUIET, "warning: ", __VA_ARGS__)
+/* -v only; never syslog. */
+#define msg_verbose(...)	msg_line(-1, MSG_VERBOSE, "", __VA_ARGS__)
+/* A line stderr shows unless -q, and syslog at LOG_NOTICE (a skipped
+ * run). */
+#define msg_notice(...)	msg_line(LOG_NOTICE, MSG_NORMAL, "", __VA_ARGS__)
+/* An event of the run (acquired, released): syslog at prio, stderr only
+ * under -v. */
+#define msg_event(prio, ...)	msg_line(prio, MSG_VERBOSE, "", __VA_ARGS__)
 /* Send these lines to syslog(3) too, ident "rlock", LOG_USER. */
 void msg_syslog_open(void);
 /* Has msg_syslog_open been called? */

@@ -1,24 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
  * One KEY as status shows it, below the reading and printing of
- * report_view.c and report_run.c: the checked reply's accessors, and the
- * few ways a field is written out (terminal text, JSON, dates). Prints on
- * stdout only.
+ * report_view.c and report_prom.c: the checked reply's accessors, and
+ * bytes from Redis written out safely (for a terminal, or as a label
+ * value). Prints on stdout only.
  */
 #include "view.h"
 
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "util.h"
-
-static void
-put_reply(const struct reply *s)
-{
-	view_put_text(s->str, s->len);
-}
 
 /*
  * The length of a UTF-8 sequence at u safe on a terminal, or 0: not for
@@ -66,10 +59,18 @@ view_put_text(const char *s, size_t len)
 	view_put_escaped(s, len, "\\", "\\");
 }
 
-int
-view_num(const struct reply *s, long long *v)
+void
+view_put_reply(const struct reply *s)
 {
-	return s->len > 0 && int_parse(s->str, 0, INT64_MAX, v) == 0;
+	view_put_text(s->str, s->len);
+}
+
+long long
+view_num(const struct reply *s)
+{
+	long long v;
+
+	return s->len > 0 && int_parse(s->str, 0, INT64_MAX, &v) == 0 ? v : -1;
 }
 
 int
@@ -84,19 +85,6 @@ view_resting(const struct view *v)
 		    INSPECT_HOLDERS_ENDED]->len == 0)
 			return 0;
 	return 1;
-}
-
-long long
-view_hold_until(const struct view *v)
-{
-	long long t, until = -1;
-	size_t i;
-
-	for (i = 0; i < v->holders->elements; i++)
-		if (view_num(v->holders->element[i]->element[
-		    INSPECT_HOLDERS_HOLD_UNTIL], &t) && t > until)
-			until = t;
-	return until;
 }
 
 int
@@ -117,7 +105,7 @@ view_skips(const struct view *v, const struct reply *f)
 	sf = v->last->element[INSPECT_LAST_SKIP_FENCE];
 	if (sf->len == 0 || sf->len != f->len ||
 	    memcmp(sf->str, f->str, f->len) != 0 ||
-	    !view_num(v->last->element[INSPECT_LAST_SKIPS], &n))
+	    (n = view_num(v->last->element[INSPECT_LAST_SKIPS])) < 0)
 		return 0;
 	return n;
 }
@@ -142,40 +130,6 @@ view_held(const struct view *v)
 	return v->mode[0] != 'f';
 }
 
-void
-view_json_str(const struct reply *s)
-{
-	if (s->len == 0)
-		fputs("null", stdout);
-	else
-		json_string(stdout, s->str, s->len);
-}
-
-void
-view_json_num(const struct reply *s)
-{
-	long long v;
-
-	if (view_num(s, &v))
-		printf("%lld", v);
-	else
-		fputs("null", stdout);
-}
-
-/* "user", "host", "pid", "command" from four strings in that order. */
-void
-view_json_who(struct reply **e)
-{
-	fputs("\"user\":", stdout);
-	view_json_str(e[0]);
-	fputs(",\"host\":", stdout);
-	view_json_str(e[1]);
-	fputs(",\"pid\":", stdout);
-	view_json_num(e[2]);
-	fputs(",\"command\":", stdout);
-	view_json_str(e[3]);
-}
-
 /* "user@host, pid N" (and ": cmd") from four strings in that order. */
 void
 view_put_who(struct reply **e, int with_cmd)
@@ -184,32 +138,15 @@ view_put_who(struct reply **e, int with_cmd)
 		fputs("unknown (not written by rlock)", stdout);
 		return;
 	}
-	put_reply(e[0]);
+	view_put_reply(e[0]);
 	putchar('@');
-	put_reply(e[1]);
+	view_put_reply(e[1]);
 	if (e[2]->len > 0) {
 		fputs(", pid ", stdout);
-		put_reply(e[2]);
+		view_put_reply(e[2]);
 	}
 	if (with_cmd && e[3]->len > 0) {
 		fputs(": ", stdout);
-		put_reply(e[3]);
+		view_put_reply(e[3]);
 	}
-}
-
-void
-view_label(const char *l)
-{
-	printf("  %-12s", l);
-}
-
-void
-view_when(long long ms, char *buf, size_t len)
-{
-	time_t t = (time_t)(ms / 1000);
-	struct tm tm;
-
-	if (localtime_r(&t, &tm) == NULL ||
-	    strftime(buf, len, "%Y-%m-%d %H:%M:%S %Z", &tm) == 0)
-		snprintf(buf, len, "%lld ms after the epoch", ms);
 }

@@ -2,8 +2,8 @@
 /*
  * One KEY as inspect.lua returns it (struct view, whose shape
  * report_view_parse checks whole), and the helpers that read and write
- * its fields: the modules that print a view (report_view.c, report_run.c,
- * report_prom.c) all stand on this one.
+ * its fields: the modules that print a view (report_view.c,
+ * report_prom.c) both stand on this one.
  */
 #ifndef RLOCK_VIEW_H
 #define RLOCK_VIEW_H
@@ -39,9 +39,6 @@ int view_held(const struct view *v);
  */
 int view_resting(const struct view *v);
 
-/* When the last of v's ended runs stops holding KEY (server ms), or -1. */
-long long view_hold_until(const struct view *v);
-
 /* Has v a recorded last run (not only skips)? */
 int view_has_run(const struct view *v);
 
@@ -54,12 +51,14 @@ long long view_skips(const struct view *v, const struct reply *f);
 /* Is r an array of n elements, strings from index `from` on? */
 int view_strings(const struct reply *r, size_t n, size_t from);
 
-/* A decimal field rlock wrote: 1 with *v set, 0 when absent or not one. */
-int view_num(const struct reply *s, long long *v);
+/* A decimal field rlock wrote, or -1 when absent or not one. */
+long long view_num(const struct reply *s);
 
 /* Bytes for a terminal: control, C1 and non-UTF-8 bytes as \xHH, a
- * backslash doubled; never a raw tab or newline. */
+ * backslash doubled; never a raw tab or newline. view_put_reply: a
+ * string reply's. */
 void view_put_text(const char *s, size_t len);
+void view_put_reply(const struct reply *s);
 
 /*
  * Bytes on stdout as printable ASCII and UTF-8 above U+009F: a byte of
@@ -71,17 +70,5 @@ void view_put_escaped(const char *s, size_t len, const char *quoted,
 
 /* "user@host, pid N" (with_cmd: and ": cmd") from VIEW_WHO_N strings. */
 void view_put_who(struct reply **e, int with_cmd);
-
-/* The label column of status's text. */
-void view_label(const char *l);
-
-/* Server ms since the epoch as local "YYYY-MM-DD HH:MM:SS ZONE". */
-void view_when(long long ms, char *buf, size_t len);
-
-/* JSON of a string rlock wrote (null when empty), a decimal field (null
- * when absent), and "user", "host", "pid", "command" from four strings. */
-void view_json_str(const struct reply *s);
-void view_json_num(const struct reply *s);
-void view_json_who(struct reply **e);
 
 #endif

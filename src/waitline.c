@@ -35,42 +35,45 @@ ordinal(long long n, char *buf, size_t len)
 	snprintf(buf, len, "%lld%s", n, sfx);
 }
 
-/*
- * The holder's run ended and only its --min-hold window keeps KEY: say
- * so, and until when (the server's clock, shown in local time), rather
- * than call the window a lease.
- */
-static void
-describe_resting(const struct lock_busy *b, int64_t since_reply,
-    const char *pos, char *buf, size_t len)
-{
-	char cmd[64], ago[32], left[32], until[16];
-	int64_t lease_left = b->lease_left_ms - since_reply;
-	time_t t = (time_t)((b->now_ms + b->lease_left_ms) / 1000);
-	struct tm tm;
-
-	printable(b->cmd, strlen(b->cmd), cmd, sizeof(cmd));
-	dur_format(b->now_ms - b->ended_ms + since_reply, ago, sizeof(ago));
-	dur_format(lease_left, left, sizeof(left));
-	if (localtime_r(&t, &tm) == NULL ||
-	    strftime(until, sizeof(until), "%H:%M:%S", &tm) == 0)
-		snprintf(until, sizeof(until), "its end");
-	snprintf(buf, len, "held by %s@%s (pid %s: %s; run ended %s ago), "
-	    "--min-hold until %s, %s left%s", b->user, b->host, b->pid, cmd,
-	    ago, until, left, pos);
-}
-
 /* "held by u@h (pid N: cmd) for 2m03s, lease 25.0s left; 3rd in queue" */
 static void
 describe(const struct waitline *wl, int64_t since_reply, char *buf,
     size_t len)
 {
 	const struct lock_busy *b = &wl->last;
-	char who[700], held[32], left[32], pos[64], cmd[64];
+	char who[700], held[32], left[32], pos[64] = "", cmd[64], nth[24];
+	char until[16];
 	int64_t lease_left = b->lease_left_ms - since_reply;
+	time_t t = (time_t)((b->now_ms + b->lease_left_ms) / 1000);
+	struct tm tm;
 
+	printable(b->cmd, strlen(b->cmd), cmd, sizeof(cmd));
+	if (b->lease_left_ms == -1)
+		snprintf(left, sizeof(left), "no expiry");
+	else
+		dur_format(lease_left, left, sizeof(left));
+	if (b->position >= 0) {
+		ordinal(b->position + 1, nth, sizeof(nth));
+		snprintf(pos, sizeof(pos), "; %s in queue", nth);
+	}
+	/*
+	 * The holder's run ended and only its --min-hold window keeps KEY:
+	 * say so, and until when (the server's clock, shown in local time),
+	 * rather than call the window a lease.
+	 */
+	if (b->user[0] && b->ended_ms > 0 && b->lease_left_ms >= 0 &&
+	    wl->limit <= 1) {
+		dur_format(b->now_ms - b->ended_ms + since_reply, held,
+		    sizeof(held));
+		if (localtime_r(&t, &tm) == NULL ||
+		    strftime(until, sizeof(until), "%H:%M:%S", &tm) == 0)
+			snprintf(until, sizeof(until), "its end");
+		snprintf(buf, len, "held by %s@%s (pid %s: %s; run ended %s "
+		    "ago), --min-hold until %s, %s left%s", b->user, b->host,
+		    b->pid, cmd, held, until, left, pos);
+		return;
+	}
 	if (b->user[0]) {
-		printable(b->cmd, strlen(b->cmd), cmd, sizeof(cmd));
 		dur_format(b->now_ms - b->since_ms + since_reply, held,
 		    sizeof(held));
 		snprintf(who, sizeof(who), "held by %s@%s (pid %s: %s) for %s",
@@ -81,22 +84,6 @@ describe(const struct waitline *wl, int64_t since_reply, char *buf,
 		snprintf(who, sizeof(who), "held by a client other than rlock");
 	} else {
 		snprintf(who, sizeof(who), "held by another client");
-	}
-	if (b->lease_left_ms == -1)
-		snprintf(left, sizeof(left), "no expiry");
-	else
-		dur_format(lease_left, left, sizeof(left));
-	pos[0] = '\0';
-	if (b->position >= 0) {
-		char nth[24];
-
-		ordinal(b->position + 1, nth, sizeof(nth));
-		snprintf(pos, sizeof(pos), "; %s in queue", nth);
-	}
-	if (b->user[0] && b->ended_ms > 0 && b->lease_left_ms >= 0 &&
-	    wl->limit <= 1) {
-		describe_resting(b, since_reply, pos, buf, len);
-		return;
 	}
 	/* Free, but not for us: a --fair waiter ahead takes its turn (or,
 	 * --redlock, nobody got a majority). */

@@ -14,12 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "deadline.h"
 #include "exitcode.h"
 #include "util.h"
 
 /* How often a waiter looks at the lock where BLPOP is refused. */
 #define POP_LOOK_MS 500
+
+/* What start() and await() return when the wait goes on (else a woke). */
+#define GO_ON (-1)
 
 struct pop_waker {
 	struct waker base;		/* first: a struct waker * is ours */
@@ -39,24 +41,15 @@ struct pop_waker {
 	size_t also_len;
 };
 
-static struct pop_waker *
-pw(struct waker *w)
-{
-	return (struct pop_waker *)w;
-}
-
-static const struct pop_waker *
-cpw(const struct waker *w)
-{
-	return (const struct pop_waker *)w;
-}
-
-/* How many of the BLPOP servers are connected. */
+/* How many of the BLPOP servers are connected; one server counts as
+ * connected, as a closed one is opened again by the BLPOP. */
 static int
 pop_open(const struct pop_waker *w)
 {
 	int i, up = 0;
 
+	if (w->n == 1)
+		return 1;
 	for (i = 0; i < w->n; i++)
 		up += server_is_open(w->pop[i]);
 	return up;
@@ -65,24 +58,21 @@ pop_open(const struct pop_waker *w)
 static int
 pop_listen(struct waker *wk)
 {
-	struct pop_waker *w = pw(wk);
-
-	return w->n == 1 ? 1 : pop_open(w);
+	return pop_open((struct pop_waker *)wk);
 }
 
-/* One server: a closed one is opened again by the BLPOP. */
 static int
 pop_listening(const struct waker *wk)
 {
-	const struct pop_waker *w = cpw(wk);
+	const struct pop_waker *w = (const struct pop_waker *)wk;
 
-	return w->n == 1 || pop_open(w) >= w->need;
+	return pop_open(w) >= w->need;
 }
 
 static void
 pop_cancel(struct waker *wk)
 {
-	struct pop_waker *w = pw(wk);
+	struct pop_waker *w = (struct pop_waker *)wk;
 
 	if (w->armed)
 		server_close(w->pop[w->at]);
@@ -107,8 +97,8 @@ pop_lost(struct pop_waker *w, const char *why)
 	 * wait goes on without BLPOP, looking at the lock now and then:
 	 * a wrong guess costs only the wake-up's speed.
 	 */
-	if (why == NULL && f->kind == FAIL_DROPPED &&
-	    strcmp(f->closed_on, "BLPOP") == 0 && ++w->closed_on == 2) {
+	if (why == NULL && failure_closed_on(f, CMD_BLPOP) &&
+	    ++w->closed_on == 2) {
 		w->no_pop = 1;
 		failure_set(&w->base.fail, RL_EXIT_UNAVAILABLE, "the server "
 		    "or a proxy in front of it refused BLPOP (it closed the "
@@ -127,11 +117,9 @@ pick(const struct pop_waker *w)
 {
 	int i;
 
-	if (w->n == 1)
-		return 0;
 	if (pop_open(w) < w->need)
 		return -1;
-	for (i = 0; !server_is_open(w->pop[i]); i++)
+	for (i = 0; w->n > 1 && !server_is_open(w->pop[i]); i++)
 		;
 	return i;
 }
@@ -177,43 +165,35 @@ idle_gone(struct server *s)
 	return 1;
 }
 
-/* Arm a BLPOP until `until`, with what goes behind it: 0, or a woke to
- * end the wait with. */
+/* Arm a BLPOP until `until`, with what goes behind it: GO_ON, or a woke
+ * to end the wait with. */
 static int
-start(struct pop_waker *w, int64_t until, int sharp, enum woke *why)
+start(struct pop_waker *w, int64_t until, int sharp)
 {
-	if (until - mono_ms() <= 0) {
-		*why = WOKE_TIMEOUT;
-		return -1;
-	}
+	if (until - mono_ms() <= 0)
+		return WOKE_TIMEOUT;
 	if ((w->at = pick(w)) < 0) {
 		failure_set(&w->base.fail, RL_EXIT_UNAVAILABLE, "fewer than "
 		    "%d servers connected", w->need);
-		*why = WOKE_LOST;
-		return -1;
+		return WOKE_LOST;
 	}
-	if (arm(w, until) < 0) {
-		*why = pop_lost(w, NULL);
-		return -1;
-	}
+	if (arm(w, until) < 0)
+		return pop_lost(w, NULL);
 	w->sharp = sharp;
 	/* Behind a BLPOP that ends at the retry time only: one ended early
 	 * to redraw a line needs no attempt. */
 	if (sharp && w->behind.send && w->n == 1 &&
-	    w->behind.send(w->behind.arg) < 0) {
-		*why = pop_lost(w, NULL);
-		return -1;
-	}
-	return 0;
+	    w->behind.send(w->behind.arg) < 0)
+		return pop_lost(w, NULL);
+	return GO_ON;
 }
 
 /*
  * Wait for the BLPOP's reply until `hard` while the other servers' idle
- * connections are watched: 0 with *r, or a woke to end the wait with.
+ * connections are watched: GO_ON with *r, or a woke to end the wait with.
  */
 static int
-await(struct pop_waker *w, int64_t hard, int sigfd, struct reply **r,
-    enum woke *why)
+await(struct pop_waker *w, int64_t hard, int sigfd, struct reply **r)
 {
 	struct pollfd *p = w->p;
 	int i, n;
@@ -223,29 +203,21 @@ await(struct pop_waker *w, int64_t hard, int sigfd, struct reply **r,
 		if (!server_pending(w->pop[w->at])) {
 			if (w->sharp && mono_ms() >= hard) {
 				/* The next attempt reconnects. */
-				w->armed = 0;
-				server_close(w->pop[w->at]);
-				*why = WOKE_TIMEOUT;
-				return -1;
+				pop_cancel(&w->base);
+				return WOKE_TIMEOUT;
 			}
-			if (mono_ms() >= hard) {
-				*why = pop_lost(w, "no answer");
-				return -1;
-			}
+			if (mono_ms() >= hard)
+				return pop_lost(w, "no answer");
 			for (i = 0; i < w->n; i++)
 				p[1 + i] = (struct pollfd){ .fd =
 				    server_fd(w->pop[i]), .events = POLLIN };
 			n = poll(p, (nfds_t)(1 + w->n), deadline_poll_ms(hard));
-			if (n < 0 && errno != EINTR) {
-				*why = pop_lost(w, strerror(errno));
-				return -1;
-			}
+			if (n < 0 && errno != EINTR)
+				return pop_lost(w, strerror(errno));
 			if (n <= 0)
 				continue;
-			if (p[0].revents & POLLIN) {
-				*why = WOKE_SIGFD;
-				return -1;
-			}
+			if (p[0].revents & POLLIN)
+				return WOKE_SIGFD;
 			for (i = 0; i < w->n; i++) {
 				if (i == w->at || p[1 + i].revents == 0 ||
 				    !idle_gone(w->pop[i]))
@@ -253,21 +225,17 @@ await(struct pop_waker *w, int64_t hard, int sigfd, struct reply **r,
 				if (pop_open(w) < w->need) {
 					w->base.fail = *server_failure(
 					    w->pop[i]);
-					w->armed = 0;
-					server_close(w->pop[w->at]);
-					*why = WOKE_LOST;
-					return -1;
+					pop_cancel(&w->base);
+					return WOKE_LOST;
 				}
 			}
 			if (p[1 + w->at].revents == 0)
 				continue;
 		}
-		if (server_recv(w->pop[w->at], 0, r) < 0) {
-			*why = pop_lost(w, NULL);
-			return -1;
-		}
+		if (server_recv(w->pop[w->at], 0, r) < 0)
+			return pop_lost(w, NULL);
 	}
-	return 0;
+	return GO_ON;
 }
 
 /*
@@ -304,21 +272,19 @@ look_later(int64_t until, int sigfd)
 static enum woke
 pop_wait(struct waker *wk, int64_t until, int sigfd, int sharp)
 {
-	struct pop_waker *w = pw(wk);
+	struct pop_waker *w = (struct pop_waker *)wk;
 	struct reply *r = NULL;
-	enum woke why;
 	int64_t hard;
 	int n;
 
 	if (w->no_pop)
 		return look_later(until, sigfd);
-	if (!w->armed && start(w, until, sharp, &why) < 0)
-		return why;
-	hard = w->armed_until + server_connect_timeout(w->pop[w->at]);
-	if (w->sharp)
-		hard = w->armed_until;
-	if (await(w, hard, sigfd, &r, &why) < 0)
-		return why;
+	if (!w->armed && (n = start(w, until, sharp)) != GO_ON)
+		return (enum woke)n;
+	hard = w->armed_until + (w->sharp ? 0 :
+	    server_connect_timeout(w->pop[w->at]));
+	if ((n = await(w, hard, sigfd, &r)) != GO_ON)
+		return (enum woke)n;
 	w->armed = 0;
 	w->closed_on = 0;
 	if (server_take_redirect(w->pop[w->at], r)) {
@@ -338,7 +304,7 @@ pop_wait(struct waker *wk, int64_t until, int sigfd, int sharp)
 static void
 pop_free(struct waker *wk)
 {
-	struct pop_waker *w = pw(wk);
+	struct pop_waker *w = (struct pop_waker *)wk;
 
 	free(w->pop);
 	free(w->p);
@@ -360,13 +326,11 @@ wake_pop_any(struct server *const *s, int n, int need, const char *list,
     size_t len)
 {
 	struct pop_waker *w = xcalloc(1, sizeof(*w));
-	int i;
 
 	w->base.ops = &POP_OPS;
 	w->pop = xcalloc((size_t)n, sizeof(*w->pop));
 	w->p = xcalloc((size_t)n + 1, sizeof(*w->p));
-	for (i = 0; i < n; i++)
-		w->pop[i] = s[i];
+	memcpy(w->pop, s, (size_t)n * sizeof(*w->pop));
 	w->n = n;
 	w->need = need;
 	w->list = xstrndup(list, len);
@@ -381,14 +345,14 @@ wake_pop(struct server *s, const char *list, size_t len,
 	struct waker *wk = wake_pop_any(&s, 1, 1, list, len);
 
 	if (behind != NULL)
-		pw(wk)->behind = *behind;
+		((struct pop_waker *)wk)->behind = *behind;
 	return wk;
 }
 
 void
 wake_pop_also(struct waker *wk, const char *list, size_t len)
 {
-	struct pop_waker *w = pw(wk);
+	struct pop_waker *w = (struct pop_waker *)wk;
 
 	free(w->also);
 	w->also = xstrndup(list, len);

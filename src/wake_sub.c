@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "deadline.h"
 #include "exitcode.h"
 #include "util.h"
 
@@ -31,25 +30,6 @@ struct sub_waker {
 	size_t ch_len;
 };
 
-static struct sub_waker *
-sw(struct waker *w)
-{
-	return (struct sub_waker *)w;
-}
-
-static const struct sub_waker *
-csw(const struct waker *w)
-{
-	return (const struct sub_waker *)w;
-}
-
-static void
-lost(struct sub_waker *w, struct server *s)
-{
-	w->base.fail = *server_failure(s);
-	server_close(s);
-}
-
 /* A (S)SUBSCRIBE's reply r (NULL: none came), freed here: 0, or -1
  * with the failure kept (and the connection closed on a wrong one). */
 static int
@@ -63,7 +43,8 @@ confirmed(struct sub_waker *w, struct server *s, struct reply *r)
 	}
 	if (!(ok = wake_parse_subscribe(r))) {
 		server_fail_reply(s, "subscribe", r);
-		lost(w, s);
+		w->base.fail = *server_failure(s);
+		server_close(s);
 	}
 	reply_free(r);
 	return ok ? 0 : -1;
@@ -89,22 +70,18 @@ subscribe(struct sub_waker *w, int i)
 	 * restart. Once more on a new connection, which answers its login
 	 * first: closed on again, it is not taken there, and --fair cannot
 	 * wait without it. */
-	if (r == NULL && f->kind == FAIL_DROPPED &&
-	    strcmp(f->closed_on, argv[0]) == 0 &&
+	if (r == NULL && failure_closed_on(f, CMD_SSUBSCRIBE) &&
 	    (r = server_command(s, 2, argv, lens)) == NULL &&
-	    failure_refused(f, argv[0]))
+	    failure_refused(f, CMD_SSUBSCRIBE))
 		snprintf(f->why + strlen(f->why), sizeof(f->why) -
 		    strlen(f->why), "; --fair needs it");
+	/* No sharded pub/sub here: SUBSCRIBE alone; with `both`, after. */
 	if (r != NULL && r->type == REPLY_ERROR &&
-	    strstr(r->str, "unknown command") != NULL) {
+	    strstr(r->str, "unknown command") != NULL)
 		reply_free(r);
-		argv[0] = "SUBSCRIBE";
-		lens[0] = 9;
-		r = server_command(s, 2, argv, lens);
-	}
-	if (confirmed(w, s, r) < 0)
+	else if (confirmed(w, s, r) < 0)
 		return -1;
-	if (!w->both || lens[0] == 9)
+	else if (!w->both)
 		return 0;
 	argv[0] = "SUBSCRIBE";
 	lens[0] = 9;
@@ -114,7 +91,7 @@ subscribe(struct sub_waker *w, int i)
 static int
 sub_listen(struct waker *wk)
 {
-	struct sub_waker *w = sw(wk);
+	struct sub_waker *w = (struct sub_waker *)wk;
 	int i, up = 0;
 
 	for (i = 0; i < w->n; i++) {
@@ -128,7 +105,7 @@ sub_listen(struct waker *wk)
 static int
 sub_listening(const struct waker *wk)
 {
-	const struct sub_waker *w = csw(wk);
+	const struct sub_waker *w = (const struct sub_waker *)wk;
 	int i, up = 0;
 
 	for (i = 0; i < w->n; i++)
@@ -139,7 +116,7 @@ sub_listening(const struct waker *wk)
 static void
 sub_cancel(struct waker *wk)
 {
-	struct sub_waker *w = sw(wk);
+	struct sub_waker *w = (struct sub_waker *)wk;
 	int i;
 
 	for (i = 0; i < w->n; i++) {
@@ -207,15 +184,18 @@ drain(struct sub_waker *w, int i)
 static enum woke
 sub_wait(struct waker *wk, int64_t until, int sigfd, int sharp)
 {
-	struct sub_waker *w = sw(wk);
+	struct sub_waker *w = (struct sub_waker *)wk;
 	struct pollfd *p = w->p;
 	int i, r, d, got = 0, alive;
 
 	(void)sharp;
 	p[0] = (struct pollfd){ .fd = sigfd, .events = POLLIN };
+	memset(p + 1, 0, (size_t)w->n * sizeof(*p));
 	for (;;) {
+		/* What poll saw, or what the transport has buffered. */
 		for (i = 0, alive = 0; i < w->n; i++) {
-			if (w->listening[i] && server_pending(w->sub[i]) &&
+			if (w->listening[i] && (p[1 + i].revents ||
+			    server_pending(w->sub[i])) &&
 			    (d = drain(w, i)) > 0 && got != 1)
 				got = d;
 			alive += w->listening[i];
@@ -235,21 +215,15 @@ sub_wait(struct waker *wk, int64_t until, int sigfd, int sharp)
 			    strerror(errno));
 			return WOKE_LOST;
 		}
-		if (r <= 0)
-			continue;
-		if (p[0].revents & POLLIN)
+		if (r > 0 && (p[0].revents & POLLIN))
 			return WOKE_SIGFD;
-		for (i = 0; i < w->n; i++)
-			if (p[1 + i].revents && (d = drain(w, i)) > 0 &&
-			    got != 1)
-				got = d;
 	}
 }
 
 static void
 sub_free(struct waker *wk)
 {
-	struct sub_waker *w = sw(wk);
+	struct sub_waker *w = (struct sub_waker *)wk;
 	int i;
 
 	for (i = 0; i < w->n; i++)

@@ -211,6 +211,39 @@ forwarded() {
 	assert_released
 }
 
+@test "a SIGHUP its caller ignored (nohup) does not end a wait" {
+	bg_rlock -k "$K" -- sh "$T/hold.sh"
+	HOLDER=$BG
+	wait_cmd
+	env --default-signal --ignore-signal=HUP "$RLOCK" -k "$K" -- \
+	    sh -c 'touch "$T/ran"' > "$T/out" 2> "$T/err" 3>&- &
+	BG=$!
+	PIDS+=("$BG")
+	wait_ms 3000 waiting 1 || fail "waiter not waiting"
+	kill -HUP "$BG"
+	# Time for a wait that heard it to end (before the fix: 129).
+	nap 0.2
+	touch "$T/go"
+	reap "$BG" 5000
+	[ "$RC" = 0 ] || fail "status $RC: $(cat "$T/err")"
+	[ -e "$T/ran" ]
+	reap "$HOLDER" 3000
+	assert_released
+}
+
+@test "a SIGCHLD its caller ignored: COMMAND's status, and ignored in COMMAND" {
+	# Ignored, the kernel would reap COMMAND and rlock never hear it end
+	# (before the fix: held until timeout killed it).
+	run -3 timeout -s KILL "$(tf 10)" env --default-signal \
+	    --ignore-signal=CHLD "$RLOCK" -k "$K" -- sh -c 'exit 3'
+	assert_released
+	sigstate --default-signal --ignore-signal=CHLD
+	local ign
+	ign=$(printf '%s\n' "${lines[@]}" | sed -n 's/^SigIgn:[[:space:]]*//p')
+	[ $(( 0x$ign & 0x10000 )) = $(( 0x10000 )) ] ||
+		fail "SIGCHLD not ignored in COMMAND: SigIgn $ign"
+}
+
 # group_once SIG TRIES: rlock leads its own process group (setsid: no
 # terminal, as under cron, systemd or a supervisor); SIG sent to that
 # whole group reaches COMMAND exactly once, TRIES times in a row.

@@ -682,7 +682,12 @@ refused() {
 	run -75 "$RLOCK" -n -N 2 -k "$S" -- true
 	bg z -v -N 2 -k "$S" -- sh -c "$(fence z)"
 	z=$BG
-	wait_until 5 blocked_is 1 || fail "Z not blocked"
+	# Wait for the state the kill needs, not for a time: on a loaded
+	# machine Z's start and first attempt alone can take seconds. First
+	# told both slots are taken, then blocked for a release.
+	wait_until 30 grep -q "waiting for '$S': all 2 slots taken" \
+	    "$T/z.err" || fail "Z did not wait: $(cat "$T/z.err")"
+	wait_until 5 blocked_is 1 || fail "Z not blocked: $(cat "$T/z.err")"
 	t0=$(now_ms)
 	kill -KILL "$x"
 	wait_ms 4000 test -s "$T/z.pid" || fail "Z did not get X's slot"

@@ -120,11 +120,7 @@ if walk > 0 then
     end
   end
 end
-local last = {}
-if redis.call('EXISTS', k_last) == 1 then
-  last = redis.call('HMGET', k_last, unpack(r_last))
-  for i = 1, #r_last do last[i] = last[i] or '' end
-end
+local last = last_read(k_last, r_last)
 local writers = redis.call('ZCOUNT', k_writers, string.format('(%d', now),
   '+inf')
 return reply({now = now, mode = mode, limit = limit, holders = holders,

@@ -58,10 +58,6 @@ for _, f in ipairs(redis.call('LRANGE', k_queue, 0, -1)) do
     end
   end
 end
-local last = {}
-if redis.call('EXISTS', k_last) == 1 then
-  last = redis.call('HMGET', k_last, unpack(r_last))
-  for i = 1, #r_last do last[i] = last[i] or '' end
-end
+local last = last_read(k_last, r_last)
 return reply({now = now, mode = mode, limit = limit, holders = holders,
   queued = queued, waiters = waiters, last = last, writers = 0})
