@@ -73,12 +73,6 @@ struct tree {
 	pid_t sid;		/* COMMAND's session */
 };
 
-/* What /proc/PID/stat says of a process. */
-struct pstat {
-	pid_t ppid, pgid, sid;
-	unsigned long long start;
-};
-
 static void
 close_from(int lowfd)
 {
@@ -126,13 +120,10 @@ skip(const char **p, const char *end, int n)
 	return 0;
 }
 
-/*
- * /proc/PID/stat: 0, or -1 when the process is gone (or a zombie: it can
- * start nothing more). The command name may hold blanks and parentheses:
- * the fields start after the last ')'.
- */
-static int
-stat_of(pid_t pid, struct pstat *ps)
+/* The command name may hold blanks and parentheses: the fields start
+ * after the last ')'. */
+int
+watch_stat(pid_t pid, struct watch_stat *ps)
 {
 	char path[40], buf[1024];
 	const char *p, *end;
@@ -201,7 +192,7 @@ grow(struct tree *t)
 	char buf[8192];
 	struct dirent64_k *d;
 	long n, off;
-	struct pstat ps;
+	struct watch_stat ps;
 	pid_t pid;
 	int fd, added = 0;
 	const char *c;
@@ -215,7 +206,7 @@ grow(struct tree *t)
 			if (*c < '1' || *c > '9' || t->n == TREE_MAX)
 				continue;
 			pid = (pid_t)number(&c, c + strlen(c));
-			if (in_tree(t, pid) || stat_of(pid, &ps) < 0)
+			if (in_tree(t, pid) || watch_stat(pid, &ps) < 0)
 				continue;
 			if (ps.sid == t->sid && in_tree(t, ps.ppid)) {
 				t->pid[t->n] = pid;
@@ -234,11 +225,11 @@ grow(struct tree *t)
 static int
 prune(struct tree *t)
 {
-	struct pstat ps;
+	struct watch_stat ps;
 	int i, n = 0;
 
 	for (i = 0; i < t->n; i++) {
-		if (stat_of(t->pid[i], &ps) < 0 || ps.start != t->start[i])
+		if (watch_stat(t->pid[i], &ps) < 0 || ps.start != t->start[i])
 			continue;
 		t->pid[n] = t->pid[i];
 		t->pgid[n] = ps.pgid;
@@ -300,9 +291,9 @@ static struct tree tree;	/* this process's own copy: no allocation */
 static int
 tree_root(struct tree *t, pid_t cmd)
 {
-	struct pstat ps = { 0 };
+	struct watch_stat ps = { 0 };
 
-	if (stat_of(cmd, &ps) < 0)
+	if (watch_stat(cmd, &ps) < 0)
 		ps.sid = -1;	/* gone: its group only */
 	t->sid = ps.sid;
 	t->pid[0] = cmd;
