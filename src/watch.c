@@ -220,10 +220,11 @@ grow(struct tree *t)
 	return added;
 }
 
-/* Keep the processes of the tree that still run (the same ones, by their
- * start time); how many are left. */
-static int
-prune(struct tree *t)
+/* Read the tree again: keep the processes that still run (the same ones,
+ * by their start time), then add what they started, read while their
+ * parent is there to be seen. */
+static void
+reread(struct tree *t)
 {
 	struct watch_stat ps;
 	int i, n = 0;
@@ -235,7 +236,9 @@ prune(struct tree *t)
 		t->pgid[n] = ps.pgid;
 		t->start[n++] = t->start[i];
 	}
-	return t->n = n;
+	t->n = n;
+	while (grow(t) > 0)
+		;
 }
 
 /* Read the tree whole, then signal it: a parent that ends hands its
@@ -246,8 +249,7 @@ signal_tree(struct tree *t, pid_t cmd, int led, int sig)
 {
 	int i;
 
-	while (grow(t) > 0)
-		;
+	reread(t);
 	if (led)
 		(void)kill(-cmd, sig);
 	for (i = 0; i < t->n; i++)
@@ -256,14 +258,12 @@ signal_tree(struct tree *t, pid_t cmd, int led, int sig)
 }
 
 /* Anything of the tree still running: one of its processes (with what
- * they started since, read while their parent is there to be seen), or
- * one of COMMAND's group (which may have been adopted by init). */
+ * they started since), or one of COMMAND's group (which may have been
+ * adopted by init). */
 static int
 left(struct tree *t, pid_t cmd, int led)
 {
-	(void)prune(t);
-	while (grow(t) > 0)
-		;
+	reread(t);
 	return t->n > 0 || (led && kill(-cmd, 0) == 0);
 }
 
@@ -320,10 +320,8 @@ stop_tree(pid_t cmd, const struct watch_lease *wl, struct watch_page *page)
 	at = now + wl->grace_ms < dl ? now + wl->grace_ms : dl;
 	while (mono_ms() < at && left(t, cmd, led))
 		nap_until(mono_ms() + LOOK_MS < at ? mono_ms() + LOOK_MS : at);
-	if (mono_ms() >= at) {
-		(void)prune(t);
+	if (mono_ms() >= at)
 		signal_tree(t, cmd, led, SIGKILL);
-	}
 }
 
 /* The watcher's life: never returns. */
@@ -370,26 +368,26 @@ watch_start(struct watcher *w, const struct watch_lease *wl)
 	atomic_init(&page->cmd, 0);
 	atomic_init(&page->stood_down, 0);
 	atomic_init(&page->last_ok, wl->last_ok);
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		e = errno;
-		munmap(page, sizeof(*page));
-		errno = e;
-		return -1;
-	}
+	if (pipe2(p, O_CLOEXEC) < 0)
+		goto fail;
 	if ((pid = fork()) == 0)
 		watcher(p[0], wl, page);
 	e = errno;
 	close(p[0]);
 	if (pid < 0) {
 		close(p[1]);
-		munmap(page, sizeof(*page));
 		errno = e;
-		return -1;
+		goto fail;
 	}
 	w->pid = pid;
 	w->fd = p[1];
 	w->page = page;
 	return 0;
+fail:
+	e = errno;
+	munmap(page, sizeof(*page));
+	errno = e;
+	return -1;
 }
 
 _Atomic int64_t *
@@ -401,10 +399,7 @@ watch_last_ok(const struct watcher *w)
 int
 watch_child(const struct watcher *w)
 {
-	if (w->pid <= 0 || w->fd < 0)
-		return -1;
-	atomic_store(&w->page->cmd, getpid());
-	return 0;
+	return w->fd < 0 ? -1 : watch_adopt(w, getpid());
 }
 
 void
