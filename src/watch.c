@@ -125,20 +125,19 @@ skip(const char **p, const char *end, int n)
 int
 watch_stat(pid_t pid, struct watch_stat *ps)
 {
-	char path[40], buf[1024];
+	char path[40], buf[1024], *q = path + sizeof(path) - 6;
+	pid_t *field[3] = { &ps->ppid, &ps->pgid, &ps->sid }, d;
 	const char *p, *end;
 	long long v;
 	ssize_t n;
-	pid_t d;
-	int fd, i, len = 0;
+	int fd, i;
 
+	/* "/proc/PID/stat", written from its end. */
+	memcpy(q, "/stat", 6);
 	for (d = pid; d > 0; d /= 10)
-		len++;
-	memcpy(path, "/proc/", 6);
-	for (d = pid, i = 6 + len; d > 0; d /= 10)
-		path[--i] = (char)('0' + d % 10);
-	memcpy(path + 6 + len, "/stat", 6);
-	if (pid <= 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		*--q = (char)('0' + d % 10);
+	q = memcpy(q - 6, "/proc/", 6);
+	if (pid <= 0 || (fd = open(q, O_RDONLY | O_CLOEXEC)) < 0)
 		return -1;
 	n = read(fd, buf, sizeof(buf));
 	close(fd);
@@ -149,15 +148,11 @@ watch_stat(pid_t pid, struct watch_stat *ps)
 	if (end - p < 4 || p[1] == 'Z')
 		return -1;
 	p += 3;			/* " S " */
-	if ((v = number(&p, end)) < 0)
-		return -1;
-	ps->ppid = (pid_t)v;
-	if ((v = number(&p, end)) < 0)
-		return -1;
-	ps->pgid = (pid_t)v;
-	if ((v = number(&p, end)) < 0)
-		return -1;
-	ps->sid = (pid_t)v;
+	for (i = 0; i < 3; i++) {
+		if ((v = number(&p, end)) < 0)
+			return -1;
+		*field[i] = (pid_t)v;
+	}
 	/* From the terminal (7th) to the start time (22nd). */
 	if (skip(&p, end, 15) < 0 || (v = number(&p, end)) < 0)
 		return -1;
