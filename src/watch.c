@@ -67,8 +67,7 @@ struct watch_page {
  * was freed and given to another process is never taken for it. */
 struct tree {
 	pid_t pid[TREE_MAX];
-	pid_t pgid[TREE_MAX];
-	unsigned long long start[TREE_MAX];
+	struct watch_stat st[TREE_MAX];	/* as last read */
 	int n;
 	pid_t sid;		/* COMMAND's session */
 };
@@ -205,8 +204,7 @@ grow(struct tree *t)
 				continue;
 			if (ps.sid == t->sid && in_tree(t, ps.ppid)) {
 				t->pid[t->n] = pid;
-				t->pgid[t->n] = ps.pgid;
-				t->start[t->n++] = ps.start;
+				t->st[t->n++] = ps;
 				added++;
 			}
 		}
@@ -225,11 +223,11 @@ reread(struct tree *t)
 	int i, n = 0;
 
 	for (i = 0; i < t->n; i++) {
-		if (watch_stat(t->pid[i], &ps) < 0 || ps.start != t->start[i])
+		if (watch_stat(t->pid[i], &ps) < 0 ||
+		    ps.start != t->st[i].start)
 			continue;
 		t->pid[n] = t->pid[i];
-		t->pgid[n] = ps.pgid;
-		t->start[n++] = t->start[i];
+		t->st[n++] = ps;
 	}
 	t->n = n;
 	while (grow(t) > 0)
@@ -248,7 +246,7 @@ signal_tree(struct tree *t, pid_t cmd, int led, int sig)
 	if (led)
 		(void)kill(-cmd, sig);
 	for (i = 0; i < t->n; i++)
-		if (!led || t->pgid[i] != cmd)
+		if (!led || t->st[i].pgid != cmd)
 			(void)kill(t->pid[i], sig);
 }
 
@@ -292,8 +290,7 @@ tree_root(struct tree *t, pid_t cmd)
 		ps.sid = -1;	/* gone: its group only */
 	t->sid = ps.sid;
 	t->pid[0] = cmd;
-	t->pgid[0] = ps.pgid;
-	t->start[0] = ps.start;
+	t->st[0] = ps;
 	t->n = 1;
 	return getpgid(cmd) == cmd;
 }
