@@ -148,10 +148,11 @@ rundir(char *buf, size_t len, int make)
 	return -1;
 }
 
+/* pre, then s shell-quoted. */
 static void
-quoted(const char *s)
+quoted(const char *pre, const char *s)
 {
-	putchar('\'');
+	printf("%s'", pre);
 	for (; *s; s++)
 		fputs(*s == '\'' ? "'\\''" : (char[]){ *s, '\0' }, stdout);
 	putchar('\'');
@@ -160,12 +161,9 @@ quoted(const char *s)
 void
 section_export(const char *key, const char *token, const char *fence)
 {
-	fputs("export RLOCK_KEY=", stdout);
-	quoted(key);
-	fputs(" RLOCK_TOKEN=", stdout);
-	quoted(token);
-	fputs(" RLOCK_FENCE=", stdout);
-	quoted(fence ? fence : "");
+	quoted("export RLOCK_KEY=", key);
+	quoted(" RLOCK_TOKEN=", token);
+	quoted(" RLOCK_FENCE=", fence ? fence : "");
 	putchar('\n');
 }
 
