@@ -334,8 +334,8 @@ open_sentinel(struct server *s, int64_t deadline)
 		if (st == 0) {
 			conn_close(s->cn);
 			failure_set(&s->fail, RL_EXIT_UNAVAILABLE, "%.100s:%d, "
-			    "named by the sentinels as master '%.64s', is not a "
-			    "master (a failover in progress?)", host, port,
+			    "named by the sentinels as master '%.64s', is not "
+			    "a master (a failover in progress?)", host, port,
 			    s->cfg->ep.master_name);
 			st = RL_EXIT_UNAVAILABLE;
 		}
@@ -465,19 +465,13 @@ server_take_redirect(struct server *s, const struct reply *r)
 {
 	char host[256];
 	int port;
+	enum redirect go = classify(s, r, host, sizeof(host), &port);
 
-	switch (classify(s, r, host, sizeof(host), &port)) {
-	case GO_MOVED:
+	if (go == GO_MOVED)
 		set_node(s, host, port);
-		/* FALLTHROUGH */
-	case GO_REMASTER:
-	case GO_TRYAGAIN:
-	case GO_ASK:
+	if (go != GO_NOWHERE)
 		conn_close(s->cn);
-		return 1;
-	default:
-		return 0;
-	}
+	return go != GO_NOWHERE;
 }
 
 /* ------------------------------------------------------------ commands */
@@ -518,18 +512,16 @@ command_once(struct server *s, int argc, const char **argv,
 }
 
 /* ASKING then the command, once, on the node a migration names; then
- * back home (the slot's owner) for the next command. */
+ * closed, so that the next command goes back home: the slot's owner,
+ * still s's node. */
 static struct reply *
 ask_once(struct server *s, const char *host, int port, int argc,
     const char **argv, const size_t *lens)
 {
 	const char *asking[1] = { "ASKING" };
 	size_t alen[1] = { 6 };
-	char home[sizeof(s->node_host)];
-	int home_port = s->node_port;
 	struct reply *r;
 
-	memcpy(home, s->node_host, sizeof(home));
 	conn_close(s->cn);
 	if (connect_node(s, host, port, mono_ms() + s->connect_ms) != 0 ||
 	    (r = command_once(s, 1, asking, alen)) == NULL)
@@ -537,7 +529,6 @@ ask_once(struct server *s, const char *host, int port, int argc,
 	reply_free(r);
 	r = command_once(s, argc, argv, lens);
 	conn_close(s->cn);
-	set_node(s, home, home_port);
 	return r;
 }
 
@@ -587,8 +578,10 @@ server_command(struct server *s, int argc, const char **argv,
 		if (r == NULL)
 			return r;
 		go = classify(s, r, host, sizeof(host), &port);
+		if (hops == MAX_HOPS && go == GO_MOVED)
+			return moved_nowhere(s, r, NULL, 0);
 		if (hops == MAX_HOPS)
-			return go == GO_MOVED ? moved_nowhere(s, r, NULL, 0) : r;
+			return r;
 		switch (go) {
 		case GO_NOWHERE:
 			return r;
@@ -643,8 +636,7 @@ server_send(struct server *s, int argc, const char **argv,
 int
 server_open_start(struct server *s)
 {
-	return s->cfg->ep.kind == EP_TCP &&
-	    conn_connect_start(s->cn, mono_ms() + s->connect_ms);
+	return conn_connect_start(s->cn, mono_ms() + s->connect_ms);
 }
 
 void
