@@ -40,12 +40,7 @@ failure_make(struct failure *f, enum fail_kind kind, int status,
 {
 	va_list ap;
 
-	f->status = status;
-	f->kind = kind;
-	f->code[0] = '\0';
-	f->said[0] = '\0';
-	f->closed_on = CMD_NONE;
-	f->acl_rule[0] = '\0';
+	*f = (struct failure){ .status = status, .kind = kind };
 	va_start(ap, fmt);
 	vsnprintf(f->why, sizeof(f->why), fmt, ap);
 	va_end(ap);
