@@ -224,23 +224,20 @@ ask_sentinel(struct server *s, const struct hostport *hp, int64_t left,
     char *host, size_t hlen, int *port)
 {
 	struct reply *r;
-	int st;
+	int st = 0;
 
+	failure_clear(&s->fail);
 	if (s->sentinel == NULL) {
 		s->sentinel = conn_new(&s->sentinel_cfg, left);
-		if ((st = conn_connect(s->sentinel, hp->host, hp->port,
-		    mono_ms() + left)) != 0) {
-			failure_set(&s->fail, st, "sentinel %s:%d: %s",
-			    hp->host, hp->port,
-			    conn_failure(s->sentinel)->why);
-			return -1;
-		}
+		st = conn_connect(s->sentinel, hp->host, hp->port,
+		    mono_ms() + left);
 	}
 	conn_set_timeout(s->sentinel, left);
-	failure_clear(&s->fail);
-	if ((r = sentinel_query(s)) == NULL) {
+	if (st != 0 || (r = sentinel_query(s)) == NULL) {
+		/* The connection's failure, unless the query recorded
+		 * its own (a refused AUTH). */
 		if (s->fail.status == 0)
-			failure_set(&s->fail, RL_EXIT_UNAVAILABLE,
+			failure_set(&s->fail, st ? st : RL_EXIT_UNAVAILABLE,
 			    "sentinel %s:%d: %s", hp->host, hp->port,
 			    conn_failure(s->sentinel)->why);
 		return -1;
