@@ -89,15 +89,9 @@ sg(struct lock *l)
 }
 
 static struct server *
-srv(struct lock *l)
+srv(const struct lock *l)
 {
-	return sg(l)->node.srv;
-}
-
-static const struct server *
-csrv(const struct lock *l)
-{
-	return ((const struct single *)l)->node.srv;
+	return l->node[0]->srv;
 }
 
 /* An acquire started whose connection has closed since: its answer is
@@ -267,8 +261,8 @@ op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
 	}
 	s->started_at = 0;
 	ctx->mode->acquire(&c, ctx, s->started_queue, s->started_want);
-	return single_recv_acquire(l, &c, mono_ms() +
-	    server_cmd_timeout(srv(l)), fence, busy);
+	return single_recv_acquire(l, &c, mono_ms() + l->cmd_ms,
+	    fence, busy);
 }
 
 static int
@@ -524,21 +518,15 @@ op_close(struct lock *l)
 static int
 op_is_open(const struct lock *l)
 {
-	return server_is_open(csrv(l));
+	return server_is_open(srv(l));
 }
 
 static void
 op_set_timeouts(struct lock *l, int64_t connect_ms, int64_t cmd_ms)
 {
 	l->connect_ms = connect_ms;
+	l->cmd_ms = cmd_ms;
 	server_set_timeouts(srv(l), connect_ms, cmd_ms);
-}
-
-static void
-op_timeouts(const struct lock *l, int64_t *connect_ms, int64_t *cmd_ms)
-{
-	*connect_ms = server_connect_timeout(csrv(l));
-	*cmd_ms = server_cmd_timeout(csrv(l));
 }
 
 /*
@@ -594,7 +582,7 @@ op_waker(struct lock *l, const struct lock_ctx *ctx, int want_holder)
 static int
 op_caps(const struct lock *l)
 {
-	return LOCK_CAN_LOOK | (server_cfg(csrv(l))->ep.kind == EP_SENTINEL ?
+	return LOCK_CAN_LOOK | (server_cfg(srv(l))->ep.kind == EP_SENTINEL ?
 	    LOCK_FAILOVER : 0);
 }
 
@@ -628,27 +616,7 @@ op_recheck(struct lock *l)
 static int
 op_watch_fd(const struct lock *l)
 {
-	return server_fd(csrv(l));
-}
-
-static int
-op_nodes(const struct lock *l)
-{
-	(void)l;
-	return 1;
-}
-
-static struct lock_node *
-op_node(struct lock *l, int i)
-{
-	(void)i;
-	return &sg(l)->node;
-}
-
-static const struct failure *
-op_failure(const struct lock *l)
-{
-	return server_failure(csrv(l));
+	return server_fd(srv(l));
 }
 
 static void
@@ -676,20 +644,10 @@ static const struct lock_ops SINGLE_OPS = {
 	.waker = op_waker,
 	.caps = op_caps,
 	.look_foreign = op_look_foreign,
-	.timeouts = op_timeouts,
 	.recheck = op_recheck,
 	.watch_fd = op_watch_fd,
-	.nodes = op_nodes,
-	.node = op_node,
-	.failure = op_failure,
 	.free = op_free,
 };
-
-struct server *
-single_server(struct lock *m)
-{
-	return srv(m);
-}
 
 struct lock *
 single_new(const struct conn_cfg *cfg, int64_t connect_ms, int64_t cmd_ms)
@@ -698,7 +656,11 @@ single_new(const struct conn_cfg *cfg, int64_t connect_ms, int64_t cmd_ms)
 
 	s->base.ops = &SINGLE_OPS;
 	s->base.connect_ms = connect_ms;
+	s->base.cmd_ms = cmd_ms;
 	s->base.user_connect_ms = cfg->connect_timeout_ms;
 	s->node.srv = server_new(cfg, connect_ms, cmd_ms);
+	s->base.fail = server_failure(s->node.srv);
+	s->base.n = 1;
+	s->base.node[0] = &s->node;
 	return &s->base;
 }
