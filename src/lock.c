@@ -84,13 +84,14 @@ lock_is_open(const struct lock *l)
 void
 lock_set_timeouts(struct lock *l, int64_t connect_ms, int64_t cmd_ms)
 {
+	l->connect_ms = connect_ms;
 	l->ops->set_timeouts(l, connect_ms, cmd_ms);
 }
 
 int64_t
 lock_connect_timeout(const struct lock *l)
 {
-	return l->user_connect_ms;
+	return l->cfg->connect_timeout_ms;
 }
 
 enum lock_result

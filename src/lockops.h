@@ -61,7 +61,6 @@ struct lock {
 	const struct lock_cfg *cfg;	/* what lock_new was given */
 	int64_t connect_ms;		/* the budget of a reconnect */
 	int64_t cmd_ms;			/* a reply's (each master's), at most */
-	int64_t user_connect_ms;	/* --connect-timeout, for the release */
 	const struct failure *fail;	/* why the last op failed */
 	int n;				/* its servers (lock_node) */
 	struct lock_node *node[REDLOCK_MAX];

@@ -249,7 +249,6 @@ op_set_timeouts(struct lock *l, int64_t connect_ms, int64_t cmd_ms)
 	struct quorum *q = q_of(l);
 	int i;
 
-	l->connect_ms = connect_ms;
 	q->base.cmd_ms = min64(cmd_ms, q->cap);
 	for (i = 0; i < q->base.n; i++)
 		q->m[i]->ops->set_timeouts(q->m[i], min64(connect_ms, q->cap),
@@ -806,7 +805,6 @@ quorum_new(const struct conn_cfg *cfgs, int n, int64_t connect_ms,
 	q->cap = master_ms;
 	q->base.cmd_ms = t;
 	q->base.connect_ms = connect_ms;
-	q->base.user_connect_ms = connect_ms;
 	q->cfgs = cfgs;
 	q->base.n = n > REDLOCK_MAX ? REDLOCK_MAX : n;
 	for (i = 0; i < q->base.n; i++) {

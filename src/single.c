@@ -362,17 +362,11 @@ single_send(struct lock *m, const struct mode_call *c)
 	return script_send(srv(m), &c->a);
 }
 
-static struct reply *
-call_recv(struct lock *m, const struct mode_call *c, int64_t deadline)
-{
-	return script_recv(srv(m), &c->a, deadline);
-}
-
 enum lock_result
 single_recv_acquire(struct lock *m, const struct mode_call *c,
     int64_t deadline, int64_t *fence, struct lock_busy *busy)
 {
-	struct reply *r = call_recv(m, c, deadline);
+	struct reply *r = script_recv(srv(m), &c->a, deadline);
 	enum lock_result res;
 
 	if (r == NULL)
@@ -388,7 +382,7 @@ single_recv_acquire(struct lock *m, const struct mode_call *c,
 int
 single_recv(struct lock *m, const struct mode_call *c, int64_t deadline)
 {
-	return yes_no(srv(m), c->what, call_recv(m, c, deadline));
+	return yes_no(srv(m), c->what, script_recv(srv(m), &c->a, deadline));
 }
 
 static int
@@ -524,7 +518,6 @@ op_is_open(const struct lock *l)
 static void
 op_set_timeouts(struct lock *l, int64_t connect_ms, int64_t cmd_ms)
 {
-	l->connect_ms = connect_ms;
 	l->cmd_ms = cmd_ms;
 	server_set_timeouts(srv(l), connect_ms, cmd_ms);
 }
@@ -657,7 +650,6 @@ single_new(const struct conn_cfg *cfg, int64_t connect_ms, int64_t cmd_ms)
 	s->base.ops = &SINGLE_OPS;
 	s->base.connect_ms = connect_ms;
 	s->base.cmd_ms = cmd_ms;
-	s->base.user_connect_ms = cfg->connect_timeout_ms;
 	s->node.srv = server_new(cfg, connect_ms, cmd_ms);
 	s->base.fail = server_failure(s->node.srv);
 	s->base.n = 1;
