@@ -201,8 +201,6 @@ lock_listener(struct lock *l, const struct lock_ctx *ctx)
 	for (i = 0; i < n; i++)
 		if (server_is_open(s[i] = l->node[i]->srv))
 			reply_free(server_command(s[i], 3, argv, lens));
-	if (n == 1)
-		return wake_pop(s[0], ctx->k.broken, ctx->k.broken_len, NULL);
 	return wake_pop_any(s, n, 1, ctx->k.broken, ctx->k.broken_len);
 }
 

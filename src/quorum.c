@@ -638,7 +638,7 @@ op_release(struct lock *l, const struct lock_ctx *ctx)
 	struct quorum *q = q_of(l);
 	int said[REDLOCK_MAX], done, lost, i, again = 0, waker = -1;
 	unsigned char was_open[REDLOCK_MAX], to[REDLOCK_MAX] = { 0 };
-	unsigned char sent[REDLOCK_MAX], last[REDLOCK_MAX];
+	unsigned char sent[REDLOCK_MAX];
 	struct mode_call c;
 	int64_t by;
 
@@ -649,18 +649,15 @@ op_release(struct lock *l, const struct lock_ctx *ctx)
 		said[i] = -1;
 		if (was_open[i] && waker < 0)
 			waker = i;
-	}
-	for (i = 0; i < q->base.n; i++)
 		to[i] = i != waker;
+	}
 	send_all(q, &c, to, sent, said);
 	by = answers_by(q);
 	if (waker >= 0) {
 		recv_some(q, &c, sent, majority(q) - 1,
 		    mono_ms() + q->base.cmd_ms / 2, by, said);
-		for (i = 0; i < q->base.n; i++)
-			to[i] = i == waker;
-		send_all(q, &c, to, last, said);
-		sent[waker] = last[waker];
+		sent[waker] = m_open(q->m[waker]) &&
+		    single_send(q->m[waker], &c) == 0;
 	}
 	recv_all(q, &c, sent, by, said);
 	count(q, said, &done, &lost);

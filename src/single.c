@@ -557,13 +557,10 @@ op_waker(struct lock *l, const struct lock_ctx *ctx, int want_holder)
 		    ctx->mode->wake == MODE_WAKE_CHANNEL);
 	if (ctx->mode->wake == MODE_WAKE_CHANNEL)
 		return wake_sub(&s, 1, 1, ctx->k.wake, ctx->k.wake_len, 1);
-	if (kind != EP_TCP && kind != EP_UNIX) {
-		w = wake_pop(s, ctx->k.tokens, ctx->k.tokens_len, NULL);
-	} else {
-		sg(l)->behind_ctx = ctx;
-		sg(l)->behind_want = want_holder;
-		w = wake_pop(s, ctx->k.tokens, ctx->k.tokens_len, &behind);
-	}
+	sg(l)->behind_ctx = ctx;
+	sg(l)->behind_want = want_holder;
+	w = wake_pop(s, ctx->k.tokens, ctx->k.tokens_len,
+	    kind == EP_TCP || kind == EP_UNIX ? &behind : NULL);
 	/* Readers that wait for an exclusive waiter are not woken for it. */
 	if (!ctx->shared && ctx->limit == 1)
 		wake_pop_also(w, ctx->k.wtokens, ctx->k.wtokens_len);
