@@ -54,7 +54,6 @@
 struct quorum {
 	struct lock base;		/* first: a struct lock * is ours */
 	struct lock *m[REDLOCK_MAX];	/* one single lock per master */
-	const struct conn_cfg *cfgs;
 	int64_t cap;			/* each master's timeouts, at most */
 	/* An acquire between op_acquire_start and op_acquire_finish: when
 	 * it began (0: none), what every master was asked, who was sent it. */
@@ -121,7 +120,8 @@ say_short(struct quorum *q, const char *what, int ok)
 	}
 	url[0] = '\0';
 	if (why)
-		url_redacted(&q->cfgs[wi].ep, url, sizeof(url));
+		url_redacted(&server_cfg(q->base.node[wi]->srv)->ep, url,
+		    sizeof(url));
 	failure_set(&q->fail, why && why->status != RL_EXIT_UNAVAILABLE ?
 	    why->status : RL_EXIT_UNAVAILABLE, "%s: only %d of %d masters %s "
 	    "(%d needed)%s%.60s%s%.100s", what, ok, q->base.n, strcmp(what,
@@ -802,7 +802,6 @@ quorum_new(const struct conn_cfg *cfgs, int n, int64_t connect_ms,
 	q->cap = master_ms;
 	q->base.cmd_ms = t;
 	q->base.connect_ms = connect_ms;
-	q->cfgs = cfgs;
 	q->base.n = n > REDLOCK_MAX ? REDLOCK_MAX : n;
 	for (i = 0; i < q->base.n; i++) {
 		q->m[i] = single_new(&cfgs[i], t, t);
