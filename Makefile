@@ -63,7 +63,6 @@ endif
 BUILD ?= build
 LUA   = $(sort $(wildcard src/lua/*.lua))
 LIB_SRC = src/acl.c src/cli.c src/conffile.c src/config.c src/conn.c \
-	src/fanout.c \
 	src/glob.c src/guard.c src/keys.c src/lock.c \
 	src/quorum.c src/renew.c src/reply.c src/report.c src/report_prom.c \
 	src/report_view.c src/resolve.c src/run.c src/script.c src/script_args.c \
