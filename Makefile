@@ -63,14 +63,13 @@ endif
 BUILD ?= build
 LUA   = $(sort $(wildcard src/lua/*.lua))
 LIB_SRC = src/acl.c src/cli.c src/conffile.c src/config.c src/conn.c \
-	src/fanout.c \
 	src/glob.c src/guard.c src/keys.c src/lock.c \
-	src/quorum.c src/renew.c src/reply.c src/retry.c src/report.c src/report_prom.c \
+	src/quorum.c src/renew.c src/reply.c src/report.c src/report_prom.c \
 	src/report_view.c src/resolve.c src/run.c src/script.c src/script_args.c \
 	src/server.c src/sig.c src/single.c src/supervise.c src/tls.c \
 	src/tls_lib.c src/tls_why.c src/tls_wire.c src/url.c src/user.c \
 	src/util.c src/view.c src/wait.c src/waitline.c src/wake.c \
-	src/wake_pop.c src/wake_sub.c src/deadline.c src/watch.c src/forced.c \
+	src/wake_pop.c src/wake_sub.c src/watch.c \
 	src/section.c src/mode.c src/mode_rlock.c src/mode_redisson.c
 LIB_OBJ = $(LIB_SRC:src/%.c=$(BUILD)/%.o) $(BUILD)/lua_scripts.o
 BIN = rlock

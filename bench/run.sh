@@ -35,6 +35,9 @@ CLIENTS=${BENCH_CLIENTS:-32}
 # this close to its target needs every round it can get.
 ROUNDS_10=${BENCH_ROUNDS_10:-$(pick 30 4)}
 ROUNDS_100=${BENCH_ROUNDS_100:-$(pick 8 1)}
+# Each hand-off waiter's hold: a hold past 250 ms has its renewal thread
+# listening for a release --force when COMMAND ends.
+HOLD_MS=${BENCH_HOLD_MS:-2}
 BLOCK_S=${BENCH_BLOCK_SECONDS:-$(pick 10 3)}
 RSS_ROUNDS=${BENCH_RSS_ROUNDS:-$(pick 3 1)}
 RL_PAIRS=${BENCH_REDLOCK_PAIRS:-$(pick 30 8)}
@@ -62,6 +65,8 @@ cleanup() {
 		# It writes its last log lines into $D as it exits.
 		for _ in $(seq 200); do [ -d "/proc/$p" ] || break; sleep 0.01; done
 	fi
+	# BENCH_KEEP=DIR keeps the hand-off's files (bench/handoff.py).
+	[ -z "${BENCH_KEEP:-}" ] || [ ! -d "$D/h" ] || cp -r "$D/h" "$BENCH_KEEP"
 	rm -rf "$D"
 }
 trap cleanup EXIT
@@ -149,7 +154,7 @@ start_rlock_waiters() { # BIN W FAIR OUT: W waiters queued or blocked on h
 	until_true 10 key_exists 'rlock:{h}' || return 1
 	for i in $(seq "$w"); do
 		RLOCK_TRACE=$out.trace "$bin" $([ "$fair" = 1 ] && echo --fair) \
-			-k h -- "$B/section" "$out.sec" 2 "w$i" &
+			-k h -- "$B/section" "$out.sec" "$HOLD_MS" "w$i" &
 	done
 	until_true 60 waiting_rlock "$w" "$fair"
 }
@@ -163,7 +168,7 @@ handoff_flock() { # W OUT
 	gate_holder flock "$D/flockfile"
 	sleep 0.1
 	for i in $(seq "$w"); do
-		flock "$D/flockfile" "$B/section" "$2.sec" 2 "w$i" &
+		flock "$D/flockfile" "$B/section" "$2.sec" "$HOLD_MS" "w$i" &
 	done
 	until_true 60 waiting_flock "$w" || return 1
 	touch "$D/go"
@@ -351,7 +356,7 @@ sec_throughput() {
 }
 
 # ------------------------------------------------------------ hand-off
-# A gate holder, W waiters each holding 2 ms, then the gate opens. A round
+# A gate holder, W waiters each holding HOLD_MS, then the gate opens. A round
 # runs every configuration back to back, in an order that rotates; each
 # figure is the median over the rounds, each ratio the median of the
 # same-round ratios (handoff.py).
@@ -362,7 +367,7 @@ sec_handoff() {
 	mkdir "$D/h"
 	for w in 10 100; do
 		rounds=$([ "$w" = 10 ] && echo "$ROUNDS_10" || echo "$ROUNDS_100")
-		section "hand-off, $w waiters holding 2 ms: $rounds rounds of ${confs[*]}"
+		section "hand-off, $w waiters holding $HOLD_MS ms: $rounds rounds of ${confs[*]}"
 		for r in $(seq "$rounds"); do
 			for k in "${!confs[@]}"; do
 				c=${confs[$(( (r + k) % ${#confs[@]} ))]}

@@ -35,7 +35,6 @@
 
 #include <hiredis/hiredis.h>
 
-#include "deadline.h"
 #include "exitcode.h"
 #include "resolve.h"
 #include "sig.h"
@@ -76,6 +75,7 @@ struct conn {
 	redisReader *reader;
 	struct reply *stash;		/* parsed, not yet handed out */
 	int64_t cmd_timeout_ms;
+	int64_t login_ms;		/* in a login: the time it names */
 	struct failure fail;
 	/* Requests formatted, not yet written: they go out in one write
 	 * with the next command (or before the next read). */
@@ -289,27 +289,24 @@ sock_write(struct conn *cn, const void *buf, size_t len, short *want)
  * A server that turns us away at once (maxclients) writes its error and
  * closes. If that beats our first command, the write fails (EPIPE, or
  * ECONNRESET) with the reason still unread in our socket: read it, as an
- * error reply, rather than report a bare "Broken pipe". 0 if there was one.
+ * error reply, rather than report a bare "Broken pipe". 0 if there was one
+ * (recorded), else the errno to report: e, or EPROTO for a TLS alert.
  */
 static int
-last_words(struct conn *cn, const char *what)
+last_words(struct conn *cn, const char *what, int e)
 {
-	char buf[128], why[256];
+	char buf[128];
 	short want;
 	ssize_t n = sock_read(cn, buf, sizeof(buf) - 1, &want);
 	struct reply r = { .type = REPLY_ERROR };
-	int st;
 
 	/* Over TLS the last words may be an alert: under TLS 1.3 the
 	 * server's verdict on our client certificate, sent just before it
 	 * hung up on the command we were writing. */
-	if (n < 0 && errno == EPROTO && cn->tls) {
-		st = tls_error(cn->tls, why, sizeof(why));
-		failure_make(&cn->fail, FAIL_TLS, st, "%s", why);
-		return 0;
-	}
+	if (n < 0 && errno == EPROTO && cn->tls)
+		return EPROTO;
 	if (n < 2 || buf[0] != '-')
-		return -1;
+		return e;
 	buf[n] = '\0';
 	buf[strcspn(buf, "\r\n")] = '\0';
 	r.str = buf + 1;
@@ -326,19 +323,22 @@ io_failed(struct conn *cn, const char *what, int e)
 	int st;
 
 	cn->last_errno = e;
-	if ((e == EPIPE || e == ECONNRESET) && last_words(cn, what) == 0) {
+	if ((e == EPIPE || e == ECONNRESET) &&
+	    (e = last_words(cn, what, e)) == 0) {
 		drop(cn, 1);
 		return -1;
 	}
 	if (e == EPROTO && cn->tls) {
 		/* Under TLS 1.3 the server's verdict on our client certificate
-		 * comes after the handshake: here, at our first read. */
+		 * comes after the handshake: here, at our first read (or as
+		 * the last words of a write it cut). */
 		st = tls_error(cn->tls, why, sizeof(why));
 		failure_make(&cn->fail, FAIL_TLS, st, "%s", why);
 	} else if (e == ETIMEDOUT)
 		failure_make(&cn->fail, FAIL_TIMEOUT, RL_EXIT_UNAVAILABLE,
 		    "%s: no answer within %lldms", what,
-		    (long long)cn->cmd_timeout_ms);
+		    (long long)(cn->login_ms ? cn->login_ms :
+		    cn->cmd_timeout_ms));
 	else if (e == ECANCELED)
 		failure_make(&cn->fail, FAIL_INTERRUPTED, RL_EXIT_UNAVAILABLE,
 		    "%s: %s", what, INTERRUPTED);
@@ -425,8 +425,6 @@ write_all(struct conn *cn, const char *buf, size_t len, int64_t deadline,
 	}
 	return 0;
 }
-
-static void maybe_tls_port(struct conn *cn, int64_t deadline);
 
 /* Decimal digits of n. */
 static size_t
@@ -543,15 +541,10 @@ conn_send(struct conn *cn, int argc, const char **argv, const size_t *lens)
 int
 conn_queue(struct conn *cn, const struct conn_req *rq)
 {
-	struct req *e;
-
 	if (cn->fd < 0 || cn->nq == QUEUE_MAX)
 		return -1;
-	e = &cn->q[cn->nq++];
-	memset(e, 0, sizeof(*e));
-	e->done = rq->done;
-	e->ctx = rq->ctx;
-	e->cmd = peer_cmd(rq->argv[0], rq->lens[0]);
+	cn->q[cn->nq++] = (struct req){ .done = rq->done, .ctx = rq->ctx,
+	    .cmd = peer_cmd(rq->argv[0], rq->lens[0]) };
 	append_cmd(&cn->out, &cn->out_len, rq->argc, rq->argv, rq->lens);
 	return 0;
 }
@@ -852,7 +845,7 @@ open_tcp(struct conn *cn, const char *host, int port, int64_t deadline,
 	char ps[16], where[300];
 	int g, e = ETIMEDOUT;
 
-	if (!say_where && cn->connecting >= 0)
+	if (cn->connecting >= 0)
 		return connected(cn, deadline);
 	snprintf(ps, sizeof(ps), "%d", port);
 	if ((g = resolve(host, ps, &hints, deadline, &ai)) != 0)
@@ -1067,20 +1060,19 @@ maybe_tls_port(struct conn *cn, int64_t deadline)
 
 /*
  * conn_connect up to the login: the socket to host:port (NULL: the cfg's
- * own endpoint), TLS, the reader. 0, or the status (cn closed). A past
- * *deadline is moved to a ms from now; *shown: the time a message names
- * for a silent login.
+ * own endpoint), TLS, the reader. 0 with login_ms set, or the status (cn
+ * closed). A past *deadline is moved to a ms from now.
  */
 static int
 connect_socket(struct conn *cn, const char *host, int port,
-    int64_t *deadline, int64_t *shown)
+    int64_t *deadline)
 {
+	int64_t shown;
 	int st;
 
 	drop(cn, 0);
-	/* Started for the cfg's own TCP address only. */
-	if (cn->connecting >= 0 && (host != NULL ||
-	    cn->cfg->ep.kind != EP_TCP)) {
+	/* Started for the cfg's own TCP address only (never a unix one). */
+	if (cn->connecting >= 0 && host != NULL) {
 		close(cn->connecting);
 		cn->connecting = -1;
 	}
@@ -1090,11 +1082,15 @@ connect_socket(struct conn *cn, const char *host, int port,
 	cn->heard = 0;
 	if (*deadline <= mono_ms())
 		*deadline = mono_ms() + 1;
-	/* A deadline well short of --connect-timeout (-w bounds the wait)
-	 * is the time the message names, to the 10 ms. */
-	*shown = cn->cfg->connect_timeout_ms;
-	if (*deadline - mono_ms() + 50 < *shown)
-		*shown = (*deadline - mono_ms() + 5) / 10 * 10;
+	/*
+	 * A server that accepts and then stays silent counts against the
+	 * same connect timeout, not a fresh command timeout, and the
+	 * message names it; or a deadline well short of --connect-timeout
+	 * (-w bounds the wait), to the 10 ms.
+	 */
+	shown = cn->cfg->connect_timeout_ms;
+	if (*deadline - mono_ms() + 50 < shown)
+		shown = (*deadline - mono_ms() + 5) / 10 * 10;
 	if (host == NULL && cn->cfg->ep.kind == EP_UNIX)
 		st = open_unix(cn, cn->cfg->ep.path, *deadline);
 	else if (host == NULL)
@@ -1112,6 +1108,7 @@ connect_socket(struct conn *cn, const char *host, int port,
 	}
 	if ((cn->reader = redisReaderCreate()) == NULL)
 		oom();
+	cn->login_ms = shown;
 	return 0;
 }
 
@@ -1133,17 +1130,12 @@ static int
 connect_db(struct conn *cn, const char *host, int port, int64_t deadline,
     int db)
 {
-	int64_t cmd = cn->cmd_timeout_ms, shown;
 	int st;
 
-	if ((st = connect_socket(cn, host, port, &deadline, &shown)) != 0)
+	if ((st = connect_socket(cn, host, port, &deadline)) != 0)
 		return st;
-	/* A server that accepts and then stays silent counts against the
-	 * same connect timeout, not a fresh command timeout; the message
-	 * names the connect timeout. */
-	cn->cmd_timeout_ms = shown;
 	st = handshake(cn, deadline, db);
-	cn->cmd_timeout_ms = cmd;
+	cn->login_ms = 0;
 	return st != 0 ? login_failed(cn, deadline) : 0;
 }
 
@@ -1165,7 +1157,6 @@ conn_connect(struct conn *cn, const char *host, int port, int64_t deadline)
 
 	if (sig_stopping()) {
 		drop(cn, 0);
-		failure_clear(&cn->fail);
 		return connect_stopped(cn);
 	}
 	st = connect_db(cn, host, port, deadline, cn->cfg->ep.db);
@@ -1180,27 +1171,23 @@ conn_connect(struct conn *cn, const char *host, int port, int64_t deadline)
 	if (st == 0 || !failure_closed_on(&cn->fail, CMD_SELECT))
 		return st;
 	closed = cn->fail;
-	if (connect_db(cn, host, port, deadline, 0) != 0) {
-		cn->fail = closed;
-		return st;
-	}
+	if (connect_db(cn, host, port, deadline, 0) == 0)
+		(void)failure_refused(&closed, CMD_SELECT);
 	cn->fail = closed;
-	(void)failure_refused(&cn->fail, CMD_SELECT);
 	conn_close(cn);
 	return cn->fail.status;
 }
 
 /* A connect conn_connect_start started, made (or failed): the login
- * written, its answer owed, cmd_timeout_ms the time a silence names. */
+ * written, its answer owed. */
 static int
 login_started(struct conn *cn)
 {
-	int64_t by = cn->connecting_by, shown;
+	int64_t by = cn->connecting_by;
 	int st;
 
-	if ((st = connect_socket(cn, NULL, 0, &by, &shown)) != 0)
+	if ((st = connect_socket(cn, NULL, 0, &by)) != 0)
 		return st;
-	cn->cmd_timeout_ms = shown;
 	return login_send(cn, by) != 0 ? login_failed(cn, by) : 0;
 }
 
@@ -1208,13 +1195,11 @@ void
 conn_connect_started(struct conn *const *cn, int n, int *st)
 {
 	struct pollfd *p = xcalloc((size_t)n + 1, sizeof(*p));
-	int64_t *cmd = xcalloc((size_t)n, sizeof(*cmd)), first;
+	int64_t first;
 	int i, j, k, left;
 
-	for (i = 0; i < n; i++) {
-		cmd[i] = cn[i]->cmd_timeout_ms;
+	for (i = 0; i < n; i++)
 		st[i] = -1;
-	}
 	/* Each login is written as soon as its connect is made (one stalled
 	 * connect must not eat the others' time), and the answers are read
 	 * after: the waits overlap, by the deadline the connects were
@@ -1244,10 +1229,9 @@ conn_connect_started(struct conn *const *cn, int n, int *st)
 		if (st[i] == 0 && (st[i] = login_answer(cn[i],
 		    cn[i]->connecting_by)) != 0)
 			st[i] = login_failed(cn[i], cn[i]->connecting_by);
-		cn[i]->cmd_timeout_ms = cmd[i];
+		cn[i]->login_ms = 0;
 		if (st[i] != 0 && sig_stopping())
 			st[i] = connect_stopped(cn[i]);
 	}
-	free(cmd);
 	free(p);
 }

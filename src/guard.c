@@ -12,37 +12,29 @@
 
 #include "util.h"
 
-/* 1 if r, CONFIG GET maxmemory-policy's reply, says the server may evict
- * (and we said so), else 0. */
-static int
-may_evict(const struct reply *r)
+/* r: CONFIG GET maxmemory-policy's reply. --redlock: the first master
+ * that may evict is worth the line. */
+static void
+on_policy(void *arg, const struct reply *r)
 {
+	struct guard *g = arg;
 	const struct reply *v;
 
+	if (g->warned)
+		return;
 	/* Managed services block CONFIG (renamed, or not in the ACL): that
 	 * costs the warning, and a line with -v, nothing more. */
 	if (r->type == REPLY_ERROR)
-		msg_verbose("cannot check the server's maxmemory-policy (CONFIG "
-		    "GET: %.80s); it must be noeviction", r->str);
+		msg_verbose("cannot check the server's maxmemory-policy "
+		    "(CONFIG GET: %.80s); it must be noeviction", r->str);
 	if (r->type == REPLY_ARRAY && r->elements == 2 &&
 	    (v = r->element[1])->type == REPLY_STRING &&
 	    strcmp(v->str, "noeviction") != 0) {
 		msg_hazard("the server's maxmemory-policy is %s: under memory "
 		    "pressure Redis may evict lock keys and grant a lock "
 		    "twice; set maxmemory-policy noeviction", v->str);
-		return 1;
+		g->warned = 1;
 	}
-	return 0;
-}
-
-/* --redlock: the first master that may evict is worth the line. */
-static void
-on_policy(void *arg, const struct reply *r)
-{
-	struct guard *g = arg;
-
-	if (!g->warned)
-		g->warned = may_evict(r);
 }
 
 /*

@@ -64,7 +64,7 @@ lock_open(struct lock *l)
 int
 lock_reopen(struct lock *l)
 {
-	if (l->ops->nodes(l) == 1)
+	if (l->n == 1)
 		l->ops->close(l);
 	return l->ops->open(l);
 }
@@ -84,13 +84,14 @@ lock_is_open(const struct lock *l)
 void
 lock_set_timeouts(struct lock *l, int64_t connect_ms, int64_t cmd_ms)
 {
+	l->connect_ms = connect_ms;
 	l->ops->set_timeouts(l, connect_ms, cmd_ms);
 }
 
 int64_t
 lock_connect_timeout(const struct lock *l)
 {
-	return l->user_connect_ms;
+	return l->cfg->connect_timeout_ms;
 }
 
 enum lock_result
@@ -180,7 +181,8 @@ lock_look_foreign(struct lock *l, const struct lock_ctx *ctx)
 void
 lock_timeouts(const struct lock *l, int64_t *connect_ms, int64_t *cmd_ms)
 {
-	l->ops->timeouts(l, connect_ms, cmd_ms);
+	*connect_ms = l->connect_ms;
+	*cmd_ms = l->cmd_ms;
 }
 
 /* A name CLIENT LIST shows for a holder's listening connection, so that
@@ -194,13 +196,11 @@ lock_listener(struct lock *l, const struct lock_ctx *ctx)
 	const char *argv[3] = { "CLIENT", "SETNAME", LISTENER_NAME };
 	size_t lens[3] = { 6, 7, sizeof(LISTENER_NAME) - 1 };
 	struct server *s[REDLOCK_MAX];
-	int i, n = lock_nodes(l);
+	int i, n = l->n;
 
 	for (i = 0; i < n; i++)
-		if (server_is_open(s[i] = lock_node(l, i)->srv))
+		if (server_is_open(s[i] = l->node[i]->srv))
 			reply_free(server_command(s[i], 3, argv, lens));
-	if (n == 1)
-		return wake_pop(s[0], ctx->k.broken, ctx->k.broken_len, NULL);
 	return wake_pop_any(s, n, 1, ctx->k.broken, ctx->k.broken_len);
 }
 
@@ -219,25 +219,25 @@ lock_watch_fd(const struct lock *l)
 int
 lock_majority(const struct lock *l)
 {
-	return l->ops->nodes(l) / 2 + 1;
+	return l->n / 2 + 1;
 }
 
 const struct failure *
 lock_failure(const struct lock *l)
 {
-	return l->ops->failure(l);
+	return l->fail;
 }
 
 int
 lock_nodes(const struct lock *l)
 {
-	return l->ops->nodes(l);
+	return l->n;
 }
 
 struct lock_node *
 lock_node(struct lock *l, int i)
 {
-	return l->ops->node(l, i);
+	return l->node[i];
 }
 
 int

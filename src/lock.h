@@ -140,7 +140,7 @@ struct waker *lock_waker(struct lock *l, const struct lock_ctx *ctx,
     int want_holder);
 
 /*
- * How a holder of ctx hears a release --force (forced.h): a BLPOP on
+ * How a holder of ctx hears a release --force (renew.h): a BLPOP on
  * P{KEY}:broken, on the one server or on the first --redlock master that
  * answers (force_release runs on each), its connections named
  * rlock-holder (CLIENT SETNAME, where the user may). Call with l open;

@@ -21,7 +21,7 @@ struct lock_cfg;
 struct lock_node;
 struct waker;
 
-/* Every operation leaves its failure where `failure` finds it; see
+/* Every operation leaves its failure in struct lock's `fail`; see
  * lock.h for what each one means. Those a lock has no use for may be
  * NULL (lock.c answers for them): heartbeat, dequeue, look_foreign,
  * recheck and caps 0, watch_fd -1. */
@@ -50,13 +50,8 @@ struct lock_ops {
 	    int want_holder);
 	int (*caps)(const struct lock *l);
 	int (*look_foreign)(struct lock *l, const struct lock_ctx *ctx);
-	void (*timeouts)(const struct lock *l, int64_t *connect_ms,
-	    int64_t *cmd_ms);
 	int (*recheck)(struct lock *l);
 	int (*watch_fd)(const struct lock *l);
-	int (*nodes)(const struct lock *l);
-	struct lock_node *(*node)(struct lock *l, int i);
-	const struct failure *(*failure)(const struct lock *l);
 	void (*free)(struct lock *l);
 };
 
@@ -65,7 +60,10 @@ struct lock {
 	const struct lock_ops *ops;
 	const struct lock_cfg *cfg;	/* what lock_new was given */
 	int64_t connect_ms;		/* the budget of a reconnect */
-	int64_t user_connect_ms;	/* --connect-timeout, for the release */
+	int64_t cmd_ms;			/* a reply's (each master's), at most */
+	const struct failure *fail;	/* why the last op failed */
+	int n;				/* its servers (lock_node) */
+	struct lock_node *node[REDLOCK_MAX];
 };
 
 #endif

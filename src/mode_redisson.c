@@ -41,19 +41,21 @@ _Static_assert(SAME(REDISSON_INSPECT_R_N, INSPECT_R_N) &&
     "redisson_inspect.lua's reply is inspect.lua's");
 
 /*
- * Redisson's name of what belongs to KEY: head, then KEY in braces (its
- * Cluster hash tag, KEY's own slot), then tail; a KEY that holds a '{'
- * gets no braces, as Redisson's prefixName adds none (the tag is then
- * KEY's own, and the slot KEY's too).
+ * Name *name (replacing rlock's) as Redisson names what belongs to KEY:
+ * head, then KEY in braces (its Cluster hash tag, KEY's own slot), then
+ * tail; a KEY that holds a '{' gets no braces, as Redisson's prefixName
+ * adds none (the tag is then KEY's own, and the slot KEY's too).
  */
-static char *
-tagged(const char *head, const char *key, size_t keylen, const char *tail,
-    size_t *len)
+static void
+rename_key(char **name, size_t *len, const char *head, const char *key,
+    size_t keylen, const char *tail)
 {
 	size_t hl = strlen(head), tl = strlen(tail);
 	int br = memchr(key, '{', keylen) == NULL;
-	char *s = xmalloc(hl + keylen + tl + 3), *p = s;
+	char *p;
 
+	free(*name);
+	*name = p = xmalloc(hl + keylen + tl + 3);
 	memcpy(p, head, hl);
 	p += hl;
 	if (br)
@@ -64,15 +66,6 @@ tagged(const char *head, const char *key, size_t keylen, const char *tail,
 		*p++ = '}';
 	memcpy(p, tail, tl + 1);
 	*len = hl + keylen + tl + 2 * (size_t)br;
-	return s;
-}
-
-static void
-rename_key(char **name, size_t *len, const char *head, const char *key,
-    size_t keylen, const char *tail)
-{
-	free(*name);
-	*name = tagged(head, key, keylen, tail, len);
 }
 
 static void

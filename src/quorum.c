@@ -20,14 +20,13 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
-#include "deadline.h"
 #include "exitcode.h"
-#include "fanout.h"
 #include "lease.h"
 #include "lua_scripts.h"
 #include "script.h"
@@ -54,10 +53,7 @@
 struct quorum {
 	struct lock base;		/* first: a struct lock * is ours */
 	struct lock *m[REDLOCK_MAX];	/* one single lock per master */
-	int n;
-	const struct conn_cfg *cfgs;
 	int64_t cap;			/* each master's timeouts, at most */
-	int64_t cmd_ms;			/* each master's reply, at most */
 	/* An acquire between op_acquire_start and op_acquire_finish: when
 	 * it began (0: none), what every master was asked, who was sent it. */
 	int64_t t0;
@@ -73,16 +69,10 @@ q_of(struct lock *l)
 	return (struct quorum *)l;
 }
 
-static const struct quorum *
-cq_of(const struct lock *l)
-{
-	return (const struct quorum *)l;
-}
-
 static int
 majority(const struct quorum *q)
 {
-	return q->n / 2 + 1;
+	return q->base.n / 2 + 1;
 }
 
 static int
@@ -91,18 +81,12 @@ m_open(const struct lock *m)
 	return m->ops->is_open(m);
 }
 
-static const struct failure *
-m_fail(const struct lock *m)
-{
-	return m->ops->failure(m);
-}
-
 static int
 masters_open(const struct quorum *q)
 {
 	int i, up = 0;
 
-	for (i = 0; i < q->n; i++)
+	for (i = 0; i < q->base.n; i++)
 		up += m_open(q->m[i]);
 	return up;
 }
@@ -110,7 +94,7 @@ masters_open(const struct quorum *q)
 static int
 op_is_open(const struct lock *l)
 {
-	const struct quorum *q = cq_of(l);
+	const struct quorum *q = (const struct quorum *)l;
 
 	return masters_open(q) >= majority(q);
 }
@@ -124,8 +108,8 @@ say_short(struct quorum *q, const char *what, int ok)
 	int i, wi = -1;
 	char url[300];
 
-	for (i = 0; i < q->n; i++) {
-		f = m_fail(q->m[i]);
+	for (i = 0; i < q->base.n; i++) {
+		f = q->m[i]->fail;
 		if (f->why[0] == '\0' || f->status == 0)
 			continue;
 		if (why == NULL || f->status != RL_EXIT_UNAVAILABLE) {
@@ -135,10 +119,11 @@ say_short(struct quorum *q, const char *what, int ok)
 	}
 	url[0] = '\0';
 	if (why)
-		url_redacted(&q->cfgs[wi].ep, url, sizeof(url));
+		url_redacted(&server_cfg(q->base.node[wi]->srv)->ep, url,
+		    sizeof(url));
 	failure_set(&q->fail, why && why->status != RL_EXIT_UNAVAILABLE ?
 	    why->status : RL_EXIT_UNAVAILABLE, "%s: only %d of %d masters %s "
-	    "(%d needed)%s%.60s%s%.100s", what, ok, q->n, strcmp(what,
+	    "(%d needed)%s%.60s%s%.100s", what, ok, q->base.n, strcmp(what,
 	    "connect") ? "answered" : "reachable", majority(q),
 	    why ? "; " : "", url, why ? ": " : "", why ? why->why : "");
 	/* A refused permission keeps its kind and rule: the line gives the
@@ -150,17 +135,22 @@ say_short(struct quorum *q, const char *what, int ok)
 }
 
 struct opening {
-	struct quorum *q;
-	int at[REDLOCK_MAX];		/* the masters to connect */
+	struct lock *m;			/* a master to connect */
+	int stop;			/* the caller's sig_stop_watch */
+	pthread_t t;
+	int started;
 };
 
-static void
-open_master(void *arg, int i)
+/* On a thread of its own, a connect's waits end at a stop signal when
+ * its caller's do. */
+static void *
+open_master(void *arg)
 {
 	struct opening *o = arg;
-	struct lock *m = o->q->m[o->at[i]];
 
-	(void)m->ops->open(m);
+	(void)sig_stop_watch(o->stop);
+	(void)o->m->ops->open(o->m);
+	return NULL;
 }
 
 /*
@@ -170,29 +160,42 @@ open_master(void *arg, int i)
  * another, five masters' connects and PINGs made an uncontended --redlock
  * run cost 1.7 times one node's; at once, they cost the slowest master's,
  * and stalled masters together cost one connect timeout.
- * At once means one thread each (fanout.c), unless every connect can be
- * started first and its login written and answered after
- * (server_open_start, server_open_started): then the waits overlap in
- * this thread, under the one deadline they were started with, and the
- * 4 threads' making cost more than the connects.
+ * At once means one thread for each but the first (whose connect is this
+ * thread's), unless every connect can be started first and its login
+ * written and answered after (server_open_start, server_open_started):
+ * then the waits overlap in this thread, under the one deadline they
+ * were started with, and the 4 threads' making cost more than the
+ * connects. A thread that cannot be made leaves its connect to this
+ * thread, after the others: slower, never lost.
  */
 static void
 open_closed(struct quorum *q)
 {
-	struct opening o = { .q = q };
+	struct opening o[REDLOCK_MAX];
 	struct server *s[REDLOCK_MAX];
-	int i, n = 0, early = 0;
+	int i, n = 0, early = 0, stop = sig_stop_fd() >= 0;
 
-	for (i = 0; i < q->n; i++)
+	for (i = 0; i < q->base.n; i++)
 		if (!m_open(q->m[i])) {
-			s[n] = single_server(q->m[i]);
+			s[n] = q->base.node[i]->srv;
 			early += server_open_start(s[n]);
-			o.at[n++] = i;
+			o[n].stop = stop;
+			o[n++].m = q->m[i];
 		}
-	if (early < n)
-		fanout_run(n, open_master, &o);
-	else if (n > 0)
-		server_open_started(s, n);
+	if (early == n) {
+		if (n > 0)
+			server_open_started(s, n);
+		return;
+	}
+	for (i = 1; i < n; i++)
+		o[i].started = sig_thread_create(&o[i].t, open_master,
+		    &o[i]) == 0;
+	open_master(&o[0]);
+	for (i = 1; i < n; i++)
+		if (!o[i].started)
+			open_master(&o[i]);
+		else
+			pthread_join(o[i].t, NULL);
 }
 
 /* Connect every master that is not connected; 0 when a majority is. */
@@ -212,8 +215,8 @@ op_open(struct lock *l)
 	/* No master that failed was reached (refused, a name that does
 	 * not resolve, TLS): as on one server, most likely the URLs
 	 * (wait_first_weather). */
-	for (i = 0; i < q->n; i++) {
-		k = m_fail(q->m[i])->kind;
+	for (i = 0; i < q->base.n; i++) {
+		k = q->m[i]->fail->kind;
 		reached |= !m_open(q->m[i]) && k != FAIL_UNREACHABLE &&
 		    k != FAIL_TLS;
 	}
@@ -228,7 +231,7 @@ op_close(struct lock *l)
 	struct quorum *q = q_of(l);
 	int i;
 
-	for (i = 0; i < q->n; i++)
+	for (i = 0; i < q->base.n; i++)
 		q->m[i]->ops->close(q->m[i]);
 }
 
@@ -245,18 +248,17 @@ op_set_timeouts(struct lock *l, int64_t connect_ms, int64_t cmd_ms)
 	struct quorum *q = q_of(l);
 	int i;
 
-	l->connect_ms = connect_ms;
-	q->cmd_ms = min64(cmd_ms, q->cap);
-	for (i = 0; i < q->n; i++)
+	q->base.cmd_ms = min64(cmd_ms, q->cap);
+	for (i = 0; i < q->base.n; i++)
 		q->m[i]->ops->set_timeouts(q->m[i], min64(connect_ms, q->cap),
-		    q->cmd_ms);
+		    q->base.cmd_ms);
 }
 
 /* When the replies to what was just sent to the masters are due. */
 static int64_t
 answers_by(const struct quorum *q)
 {
-	return mono_ms() + q->cmd_ms;
+	return mono_ms() + q->base.cmd_ms;
 }
 
 static int64_t
@@ -277,7 +279,7 @@ send_all(struct quorum *q, const struct mode_call *c,
 {
 	int i;
 
-	for (i = 0; i < q->n; i++) {
+	for (i = 0; i < q->base.n; i++) {
 		sent[i] = 0;
 		if (to != NULL && !to[i])
 			continue;
@@ -294,7 +296,7 @@ recv_all(struct quorum *q, const struct mode_call *c,
 {
 	int i;
 
-	for (i = 0; i < q->n; i++)
+	for (i = 0; i < q->base.n; i++)
 		if (sent[i])
 			said[i] = single_recv(q->m[i], c, by);
 }
@@ -328,7 +330,7 @@ fence_raise(struct quorum *q, const struct lock_ctx *ctx, int64_t fence,
 	unsigned char to[REDLOCK_MAX];
 	int said[REDLOCK_MAX], i, raised = 0, behind = 0;
 
-	for (i = 0; i < q->n; i++) {
+	for (i = 0; i < q->base.n; i++) {
 		to[i] = granted[i] && drew[i] < fence;
 		behind += to[i];
 		raised += granted[i] && !to[i];
@@ -342,7 +344,7 @@ fence_raise(struct quorum *q, const struct lock_ctx *ctx, int64_t fence,
 	mode_arg_num(&c, FENCE_RAISE_A_FENCE_TTL_MS, FENCE_TTL_MS);
 	script_args_done(&c.a);
 	ask_all(q, &c, to, said);
-	for (i = 0; i < q->n; i++)
+	for (i = 0; i < q->base.n; i++)
 		raised += to[i] && said[i] == 1;
 	return raised;
 }
@@ -364,10 +366,10 @@ recv_some(struct quorum *q, const struct mode_call *c, unsigned char *sent,
 	int at[REDLOCK_MAX], i, n, got = 0;
 
 	for (;;) {
-		for (i = 0, n = 0; i < q->n && got < need; i++) {
+		for (i = 0, n = 0; i < q->base.n && got < need; i++) {
 			if (!sent[i])
 				continue;
-			s = single_server(q->m[i]);
+			s = q->base.node[i]->srv;
 			if (server_fd(s) >= 0 && !server_pending(s)) {
 				p[n].fd = server_fd(s);
 				p[n].events = POLLIN;
@@ -449,7 +451,7 @@ op_acquire_start(struct lock *l, const struct lock_ctx *ctx, int queue,
 	 * not by the masters that happen to find KEY held. */
 	q->asked.skip_count = 0;
 	ctx->mode->acquire(&q->call, &q->asked, 0, want_holder);
-	for (i = 0; i < q->n; i++)
+	for (i = 0; i < q->base.n; i++)
 		q->sent[i] = m_open(q->m[i]) &&
 		    single_send(q->m[i], &q->call) == 0;
 	return 0;
@@ -465,7 +467,7 @@ op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
     struct lock_busy *busy)
 {
 	struct quorum *q = q_of(l);
-	int i, n = q->n, got = 0, errs = 0, own = -1, raised;
+	int i, n = q->base.n, got = 0, errs = 0, own = -1, raised;
 	int64_t t0 = q->t0, f, best = 0, by, drew[REDLOCK_MAX];
 	unsigned char granted[REDLOCK_MAX] = { 0 };
 	struct lock_busy b;
@@ -494,7 +496,7 @@ op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
 			break;
 		default:
 			errs++;
-			if (m_fail(m)->kind == FAIL_SCRIPT)
+			if (m->fail->kind == FAIL_SCRIPT)
 				own = i;
 			break;
 		}
@@ -512,7 +514,7 @@ op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
 	if (got > 0 || errs > 0)
 		undo(q, ctx);
 	if (own >= 0) {
-		q->fail = *m_fail(q->m[own]);
+		q->fail = *q->m[own]->fail;
 		return LOCK_ERROR;
 	}
 	if (errs > n - majority(q)) {
@@ -550,7 +552,7 @@ count(const struct quorum *q, const int *said, int *yes, int *no)
 	int i;
 
 	*yes = *no = 0;
-	for (i = 0; i < q->n; i++) {
+	for (i = 0; i < q->base.n; i++) {
 		*yes += said[i] == 1;
 		*no += said[i] == 0;
 	}
@@ -572,7 +574,7 @@ by_majority(struct quorum *q, const struct mode_call *c, int extend)
 	count(q, said, &yes, &no);
 	if (yes >= majority(q))
 		return 1;
-	if (no > q->n - majority(q))
+	if (no > q->base.n - majority(q))
 		return 0;
 	/* An extend counts the masters that extended; a check, all that
 	 * answered. */
@@ -608,7 +610,7 @@ wake_where_lost(struct quorum *q, const struct lock_ctx *ctx, const int *said)
 	mode_arg_num(&c, WAKE_A_LIMIT, ctx->limit);
 	mode_arg_num(&c, WAKE_A_WAKE_TTL_MS, WAKE_TOKEN_TTL_MS);
 	script_args_done(&c.a);
-	for (i = 0; i < q->n; i++)
+	for (i = 0; i < q->base.n; i++)
 		to[i] = said[i] == 0;
 	ask_all(q, &c, to, woke);
 }
@@ -635,29 +637,26 @@ op_release(struct lock *l, const struct lock_ctx *ctx)
 	struct quorum *q = q_of(l);
 	int said[REDLOCK_MAX], done, lost, i, again = 0, waker = -1;
 	unsigned char was_open[REDLOCK_MAX], to[REDLOCK_MAX] = { 0 };
-	unsigned char sent[REDLOCK_MAX], last[REDLOCK_MAX];
+	unsigned char sent[REDLOCK_MAX];
 	struct mode_call c;
 	int64_t by;
 
 	ctx->mode->release(&c, ctx);
 	open_closed(q);
-	for (i = 0; i < q->n; i++) {
+	for (i = 0; i < q->base.n; i++) {
 		was_open[i] = m_open(q->m[i]);
 		said[i] = -1;
 		if (was_open[i] && waker < 0)
 			waker = i;
-	}
-	for (i = 0; i < q->n; i++)
 		to[i] = i != waker;
+	}
 	send_all(q, &c, to, sent, said);
 	by = answers_by(q);
 	if (waker >= 0) {
 		recv_some(q, &c, sent, majority(q) - 1,
-		    mono_ms() + q->cmd_ms / 2, by, said);
-		for (i = 0; i < q->n; i++)
-			to[i] = i == waker;
-		send_all(q, &c, to, last, said);
-		sent[waker] = last[waker];
+		    mono_ms() + q->base.cmd_ms / 2, by, said);
+		sent[waker] = m_open(q->m[waker]) &&
+		    single_send(q->m[waker], &c) == 0;
 	}
 	recv_all(q, &c, sent, by, said);
 	count(q, said, &done, &lost);
@@ -666,8 +665,8 @@ op_release(struct lock *l, const struct lock_ctx *ctx)
 	 * ours nor lost: ask it again at once on a new connection, or a lock
 	 * left on a minority (2 of 5 ours, 2 not, 1 dead) would pass for
 	 * released. */
-	for (i = 0; i < q->n; i++) {
-		to[i] = done < majority(q) && lost <= q->n - majority(q) &&
+	for (i = 0; i < q->base.n; i++) {
+		to[i] = done < majority(q) && lost <= q->base.n - majority(q) &&
 		    was_open[i] && !m_open(q->m[i]) &&
 		    q->m[i]->ops->open(q->m[i]) == 0;
 		again += to[i];
@@ -676,7 +675,7 @@ op_release(struct lock *l, const struct lock_ctx *ctx)
 		ask_all(q, &c, to, said);
 		count(q, said, &done, &lost);
 	}
-	if (lost > q->n - majority(q))
+	if (lost > q->base.n - majority(q))
 		return 0;
 	if (done + lost < majority(q)) {
 		say_short(q, "release", done + lost);
@@ -697,7 +696,7 @@ op_record(struct lock *l, const struct lock_ctx *ctx,
 	struct lock *m;
 	int i, ok = 0;
 
-	for (i = 0; i < q->n; i++)
+	for (i = 0; i < q->base.n; i++)
 		if (m_open(m = q->m[i]) &&
 		    m->ops->record(m, ctx, end, fence) == 0)
 			ok++;
@@ -724,7 +723,7 @@ op_describe_holder(struct lock *l, const struct lock_ctx *ctx, char *buf,
 	int i;
 
 	snprintf(buf, len, "another client");
-	for (i = 0; i < q->n; i++) {
+	for (i = 0; i < q->base.n; i++) {
 		if (!m_open(q->m[i]))
 			continue;
 		q->m[i]->ops->describe_holder(q->m[i], ctx, buf, len);
@@ -751,37 +750,10 @@ op_waker(struct lock *l, const struct lock_ctx *ctx, int want_holder)
 	int i;
 
 	(void)want_holder;
-	for (i = 0; i < q->n; i++)
-		s[i] = single_server(q->m[i]);
-	return wake_pop_any(s, q->n, majority(q), ctx->k.tokens,
+	for (i = 0; i < q->base.n; i++)
+		s[i] = q->base.node[i]->srv;
+	return wake_pop_any(s, q->base.n, majority(q), ctx->k.tokens,
 	    ctx->k.tokens_len);
-}
-
-static void
-op_timeouts(const struct lock *l, int64_t *connect_ms, int64_t *cmd_ms)
-{
-	*connect_ms = l->connect_ms;
-	*cmd_ms = cq_of(l)->cmd_ms;
-}
-
-static int
-op_nodes(const struct lock *l)
-{
-	return cq_of(l)->n;
-}
-
-static struct lock_node *
-op_node(struct lock *l, int i)
-{
-	struct lock *m = q_of(l)->m[i];
-
-	return m->ops->node(m, 0);
-}
-
-static const struct failure *
-op_failure(const struct lock *l)
-{
-	return &cq_of(l)->fail;
 }
 
 static void
@@ -790,7 +762,7 @@ op_free(struct lock *l)
 	struct quorum *q = q_of(l);
 	int i;
 
-	for (i = 0; i < q->n; i++)
+	for (i = 0; i < q->base.n; i++)
 		q->m[i]->ops->free(q->m[i]);
 	free(q);
 }
@@ -813,10 +785,6 @@ static const struct lock_ops QUORUM_OPS = {
 	 * master), and watches no sentinel and no one connection. */
 	.describe_holder = op_describe_holder,
 	.waker = op_waker,
-	.timeouts = op_timeouts,
-	.nodes = op_nodes,
-	.node = op_node,
-	.failure = op_failure,
 	.free = op_free,
 };
 
@@ -829,13 +797,14 @@ quorum_new(const struct conn_cfg *cfgs, int n, int64_t connect_ms,
 	int i;
 
 	q->base.ops = &QUORUM_OPS;
+	q->base.fail = &q->fail;
 	q->cap = master_ms;
-	q->cmd_ms = t;
+	q->base.cmd_ms = t;
 	q->base.connect_ms = connect_ms;
-	q->base.user_connect_ms = connect_ms;
-	q->cfgs = cfgs;
-	q->n = n > REDLOCK_MAX ? REDLOCK_MAX : n;
-	for (i = 0; i < q->n; i++)
+	q->base.n = n > REDLOCK_MAX ? REDLOCK_MAX : n;
+	for (i = 0; i < q->base.n; i++) {
 		q->m[i] = single_new(&cfgs[i], t, t);
+		q->base.node[i] = q->m[i]->node[0];
+	}
 	return &q->base;
 }

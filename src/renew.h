@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The renewal thread: extends the lease every lease/3 on the holder's
- * connection, reconnecting and retrying on errors, and tells the main
- * thread through a pipe when Redis says the lock is no longer ours. It
- * never exits the process and never decides what to do about a loss.
+ * connection, reconnecting and retrying on errors, and between extends
+ * listens for a release --force on a connection of its own; it tells the
+ * main thread through a pipe when Redis says the lock is no longer ours.
+ * It never exits the process and never decides what to do about a loss.
  */
 #ifndef RLOCK_RENEW_H
 #define RLOCK_RENEW_H
@@ -21,7 +22,8 @@ struct renewer {
 					 * until renew_take_conn */
 	const struct lock_ctx *ctx;
 	int stop_pipe[2];
-	int event_pipe[2];		/* read end: renew_event_fd */
+	int event_pipe[2];		/* read end: readable (a byte to
+					 * drain) when the state changed */
 	_Atomic int64_t last_ok;	/* mono ms: start of the last good extend */
 	_Atomic int not_ours;		/* Redis said: someone else's lock */
 	/* Why the extends fail since the last good one (FAIL_NONE while
@@ -29,12 +31,14 @@ struct renewer {
 	 * it, the main thread reads it with renew_failure. */
 	pthread_mutex_t fail_mu;
 	struct failure fail;
-	/* renew_start was called: until then a parked thread must not
-	 * touch l, which the waiter still uses. */
-	_Atomic int armed;
-	int stopping;			/* under mu: l is the caller's again */
-	int told;			/* the stop byte is written */
+	/* Under mu: renew_start was called; until then a parked thread
+	 * must not touch l, which the waiter still uses. It waits on
+	 * `park`, which a stop signals too. */
+	int armed;
+	pthread_cond_t park;
+	_Atomic int stopping;		/* l is the caller's again */
 	int running;			/* started, not yet joined */
+	int64_t wake_at;		/* renew_wake_due's; 0 none */
 	/* --max-hold: mono ms no extend may reach past (a last one gets a
 	 * shorter lease; then none); INT64_MAX by default. Set before
 	 * renew_start. */
@@ -42,6 +46,13 @@ struct renewer {
 	/* Where last_ok is stored too (the watcher's page, watch.h), or
 	 * NULL. Set before renew_start. */
 	_Atomic int64_t *last_ok_too;
+	/* The thread's own: the lock it listens on (a second connection,
+	 * so that the release never waits for a BLPOP), its listener
+	 * (lock_listener), when it listens again after a failed BLPOP, and
+	 * that pause. */
+	struct lock *lw;
+	struct waker *w;
+	int64_t listen_at, listen_retry;
 };
 
 /*
@@ -55,14 +66,13 @@ void renew_init(struct renewer *rw, struct lock *l,
 /*
  * Make the thread ahead of the grant, while waiting for the lock, so a
  * hand-off does not wait for pthread_create (and the vfork right behind
- * a new thread is slower too): it sleeps, touching nothing
- * of l, until renew_start, and renew_stop ends it if the lock never comes.
- * The grant is given with renew_granted before renew_start. Returns 0 or
- * -1 (errno), as renew_start.
+ * a new thread is slower too): it sleeps, touching nothing of l, until
+ * renew_start, and renew_stop ends it if the lock never comes. The grant
+ * is stored in last_ok before renew_start. Returns 0 or -1 (errno), as
+ * renew_start.
  */
 int renew_park(struct renewer *rw, struct lock *l,
     const struct lock_ctx *ctx);
-void renew_granted(struct renewer *rw, int64_t granted_at);
 
 /*
  * Start renewing (start the thread, or arm a parked one: it looks for
@@ -72,6 +82,14 @@ void renew_granted(struct renewer *rw, int64_t granted_at);
  * Returns 0 or -1 (errno).
  */
 int renew_start(struct renewer *rw);
+
+/*
+ * A parked thread armed by renew_start sees it at its next look, every
+ * sixth of the lease: maybe later than it is to listen for a release
+ * --force. The supervisor calls this, which wakes the thread then; ms
+ * until that, or -1. Main thread only.
+ */
+int64_t renew_wake_due(struct renewer *rw);
 
 /*
  * Make l the caller's again at once: waits only for an extend in flight,
@@ -91,8 +109,5 @@ void renew_stop(struct renewer *rw);
  * thread runs, and never waits for an extend in flight.
  */
 void renew_failure(struct renewer *rw, struct failure *f);
-
-/* Readable when the renewal state changed (a byte to drain). */
-int renew_event_fd(const struct renewer *rw);
 
 #endif

@@ -34,37 +34,15 @@ reply_int(const struct reply *r, long long *out)
 	return 0;
 }
 
-static void
-vmake(struct failure *f, enum fail_kind kind, int status, const char *fmt,
-    va_list ap)
-{
-	f->status = status;
-	f->kind = kind;
-	f->code[0] = '\0';
-	f->said[0] = '\0';
-	f->closed_on = CMD_NONE;
-	f->acl_rule[0] = '\0';
-	vsnprintf(f->why, sizeof(f->why), fmt, ap);
-}
-
 void
 failure_make(struct failure *f, enum fail_kind kind, int status,
     const char *fmt, ...)
 {
 	va_list ap;
 
+	*f = (struct failure){ .status = status, .kind = kind };
 	va_start(ap, fmt);
-	vmake(f, kind, status, fmt, ap);
-	va_end(ap);
-}
-
-void
-failure_set(struct failure *f, int status, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vmake(f, FAIL_OTHER, status, fmt, ap);
+	vsnprintf(f->why, sizeof(f->why), fmt, ap);
 	va_end(ap);
 }
 

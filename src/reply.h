@@ -108,8 +108,8 @@ struct failure {
  * cleared. failure_set is the same with FAIL_OTHER. */
 void failure_make(struct failure *f, enum fail_kind kind, int status,
     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-void failure_set(struct failure *f, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+#define failure_set(f, status, ...) \
+	failure_make((f), FAIL_OTHER, (status), __VA_ARGS__)
 void failure_clear(struct failure *f);
 
 /* How Redis 7 starts the error of a command its ACL refused inside a

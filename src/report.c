@@ -271,22 +271,6 @@ found_unique(struct found *f)
 	}
 	f->n = o + 1;
 }
-/* Keep the held views, in order; free the others. */
-static void
-keep_held(struct found *f)
-{
-	size_t i, n = 0;
-
-	for (i = 0; i < f->n; i++) {
-		if (f->v[i].r != NULL && view_held(&f->v[i])) {
-			f->v[n++] = f->v[i];
-			continue;
-		}
-		reply_free(f->v[i].r);
-		free(f->v[i].key);
-	}
-	f->n = n;
-}
 
 /* rlock list: 0, or -1 on an error (in node). */
 static int
@@ -294,7 +278,8 @@ list_main(const struct rlock_opts *o, struct lock_node *node)
 {
 	struct found f = { NULL, 0, 0 };
 	struct scan sc = { o->prefix, o->nargs > 0 ? o->args[0] : "*", &f };
-	size_t i;
+	struct view t;
+	size_t i, held = 0;
 	int st;
 
 	if ((st = lock_node_each_master(node, scan_all, &sc)) == 0)
@@ -310,15 +295,19 @@ list_main(const struct rlock_opts *o, struct lock_node *node)
 			    lock_node_failure(node)->why);
 			st = 0;
 		}
+		/* The held views first, in order. */
+		if (st == 0 && f.v[i].r != NULL && view_held(&f.v[i])) {
+			t = f.v[held];
+			f.v[held++] = f.v[i];
+			f.v[i] = t;
+		}
 	}
-	if (st == 0)
-		keep_held(&f);
 	if (st == 0 && o->json) {
-		report_view_print_json(f.v, f.n);
+		report_view_print_json(f.v, held);
 	} else if (st == 0) {
 		if (isatty(STDOUT_FILENO))
 			puts("KEY\tHOLDER\tLEASE LEFT\tMODE\tCOMMAND");
-		for (i = 0; i < f.n; i++)
+		for (i = 0; i < held; i++)
 			report_view_print_line(&f.v[i]);
 	}
 	report_view_free_all(f.v, f.n, 1);
@@ -373,35 +362,31 @@ release_main(const struct rlock_opts *o, struct lock_node *node)
 	return st;
 }
 
-static int
-usage(const char *what, const char *arg, const char *why)
-{
-	char shown[96];
-
-	printable(arg, strlen(arg), shown, sizeof(shown));
-	msg_err("%s '%s': %s", what, shown, why);
-	fputs("Try 'rlock --help' for more information.\n", stderr);
-	return RL_EXIT_USAGE;
-}
-
 /* Usage errors come before Redis is contacted (contract). */
 static int
 check_args(const struct rlock_opts *o)
 {
+	const char *what = "bad KEY", *why = NULL, *arg = "";
+	char shown[96];
 	size_t len;
 	int i;
 
-	if (o->mode == MODE_LIST && o->nargs > 0 &&
-	    !glob_valid(o->args[0], strlen(o->args[0])))
-		return usage("list: bad PATTERN", o->args[0], "a '[' without "
-		    "its ']', or a '\\' at the end");
-	for (i = 0; i < o->nargs && o->mode != MODE_LIST; i++) {
-		len = strlen(o->args[i]);
-		if (len == 0 || len > KEY_MAX_LEN)
-			return usage("bad KEY", o->args[i], len == 0 ? "empty" :
-			    "longer than 512 bytes");
+	for (i = 0; i < o->nargs && why == NULL; i++) {
+		len = strlen(arg = o->args[i]);
+		if (o->mode == MODE_LIST && !glob_valid(arg, len)) {
+			what = "list: bad PATTERN";
+			why = "a '[' without its ']', or a '\\' at the end";
+		} else if (o->mode != MODE_LIST && (len == 0 ||
+		    len > KEY_MAX_LEN)) {
+			why = len == 0 ? "empty" : "longer than 512 bytes";
+		}
 	}
-	return 0;
+	if (why == NULL)
+		return 0;
+	printable(arg, strlen(arg), shown, sizeof(shown));
+	msg_err("%s '%s': %s", what, shown, why);
+	fputs("Try 'rlock --help' for more information.\n", stderr);
+	return RL_EXIT_USAGE;
 }
 
 /*

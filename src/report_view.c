@@ -250,15 +250,12 @@ report_view_print_json(const struct view *v, size_t n)
 {
 	size_t i;
 
-	if (n == 0) {
-		fputs("[]\n", stdout);
-		return;
-	}
+	putchar('[');
 	for (i = 0; i < n; i++) {
-		fputs(i == 0 ? "[\n" : ",\n", stdout);
+		fputs(i == 0 ? "\n" : ",\n", stdout);
 		json_view(&v[i]);
 	}
-	fputs("\n]\n", stdout);
+	fputs(n > 0 ? "\n]\n" : "]\n", stdout);
 }
 
 /* The label column of status's text. */

@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "deadline.h"
 #include "sig.h"
 #include "util.h"
 

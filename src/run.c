@@ -21,8 +21,36 @@
 #include "util.h"
 #include "wait.h"
 
-static void report_bound(const struct rlock_opts *o,
-    const struct lock_cfg *cfg, const struct failure *f, int answered);
+/*
+ * --timeout bounds the whole wait, connecting included: until the lock is
+ * ours, no connect or command may take longer than the wait and the grace
+ * of its last attempt (wait_try_ms; a shorter --connect-timeout still
+ * wins), so a --timeout shorter than a round trip takes a free lock, as
+ * flock -w does, where a try cut at the wait would find Redis silent.
+ * Holding the lock, releasing it and the renewals have the full
+ * --connect-timeout again.
+ */
+static int
+wait_bound(const struct rlock_opts *o)
+{
+	return o->wait_ms > 0 && o->wait_ms < o->connect_timeout_ms;
+}
+
+/* A failure within the bound names it: --timeout, not --connect-timeout. */
+static void
+report_bound(const struct rlock_opts *o, const struct lock_cfg *cfg,
+    const struct failure *f, int answered)
+{
+	struct failure b = *f;
+	char d[32];
+	size_t n = strlen(b.why);
+
+	if (wait_bound(o) && b.status == RL_EXIT_UNAVAILABLE) {
+		dur_format(o->wait_ms, d, sizeof(d));
+		snprintf(b.why + n, sizeof(b.why) - n, " (--timeout %s)", d);
+	}
+	config_report(cfg, &b, answered);
+}
 
 /*
  * A nested rlock of the KEY its ancestor holds (a run's COMMAND inherits
@@ -142,44 +170,11 @@ not_obtained(const struct rlock_opts *o, struct lock *l,
 			    "%s", key, who, wait);
 		}
 	}
-	if (b->skip_counted)
-		return o->conflict_exit;
-	if ((!lock_is_open(l) && lock_open(l) != 0) ||
-	    lock_record(l, ctx, NULL, 0) < 0)
+	if (!b->skip_counted && ((!lock_is_open(l) && lock_open(l) != 0) ||
+	    lock_record(l, ctx, NULL, 0) < 0))
 		msg_verbose("could not count the skipped run of '%s': %s",
 		    key, lock_failure(l)->why);
 	return o->conflict_exit;
-}
-
-/*
- * --timeout bounds the whole wait, connecting included: until the lock is
- * ours, no connect or command may take longer than the wait and the grace
- * of its last attempt (wait_try_ms; a shorter --connect-timeout still
- * wins), so a --timeout shorter than a round trip takes a free lock, as
- * flock -w does, where a try cut at the wait would find Redis silent.
- * Holding the lock, releasing it and the renewals have the full
- * --connect-timeout again.
- */
-static int
-wait_bound(const struct rlock_opts *o)
-{
-	return o->wait_ms > 0 && o->wait_ms < o->connect_timeout_ms;
-}
-
-/* A failure within the bound names it: --timeout, not --connect-timeout. */
-static void
-report_bound(const struct rlock_opts *o, const struct lock_cfg *cfg,
-    const struct failure *f, int answered)
-{
-	struct failure b = *f;
-	char d[32];
-	size_t n = strlen(b.why);
-
-	if (wait_bound(o) && b.status == RL_EXIT_UNAVAILABLE) {
-		dur_format(o->wait_ms, d, sizeof(d));
-		snprintf(b.why + n, sizeof(b.why) - n, " (--timeout %s)", d);
-	}
-	config_report(cfg, &b, answered);
 }
 
 /*
@@ -241,6 +236,7 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 	else
 		ctx.skip_count = 1;
 	ahead.ctx = &ctx;
+	printable(o->key, strlen(o->key), name, sizeof(name));
 	/* From the first acquire on, something of ours may be in Redis: a
 	 * signal no longer ends rlock where it stands, but ends the wait
 	 * (wait.c undoes what it may have started). */
@@ -256,6 +252,9 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 		else
 			res.fail = *lock_failure(l);
 	}
+	/* A failure, and a signal too: the signal is what to say. */
+	if (ws == WAIT_ERROR && (res.signo = sig_take_stop(sigfd)) != 0)
+		ws = WAIT_SIGNAL;
 	switch (ws) {
 	case WAIT_GRANTED:
 		if (wait_bound(o))
@@ -273,18 +272,8 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 		st = RL_EXIT_SIGNAL_BASE + res.signo;
 		goto out;
 	default:
-		/* A failure, and a signal too: the signal is what to say. */
-		if ((sig = sig_take_stop(sigfd)) != 0) {
-			msg_verbose("signal %d while waiting; giving up", sig);
-			st = RL_EXIT_SIGNAL_BASE + sig;
-			goto out;
-		}
-		if (res.fail.kind == FAIL_SCRIPT) {
-			char key[96];
-
-			printable(o->key, strlen(o->key), key, sizeof(key));
-			msg_err("'%s': %s", key, res.fail.why);
-		}
+		if (res.fail.kind == FAIL_SCRIPT)
+			msg_err("'%s': %s", name, res.fail.why);
 		else
 			report_bound(o, cfg, &res.fail, res.answered);
 		st = res.fail.status;
@@ -292,7 +281,6 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 	}
 	if ((st = sup_stopped(l, &ctx, sigfd)) != 0)
 		goto out;
-	printable(o->key, strlen(o->key), name, sizeof(name));
 	dur_format(mono_ms() - start, waited, sizeof(waited));
 	msg_event(LOG_INFO, "acquired '%s' after %s (fence %lld)", name,
 	    waited, (long long)res.fence);

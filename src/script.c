@@ -6,8 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "exitcode.h"
-
 static int
 error_has(const struct reply *r, const char *what)
 {
@@ -29,19 +27,14 @@ struct eval_argv {
 
 /* cmd ("EVALSHA", "EVAL" or their _RO forms) then the script's sha (or
  * with text, for EVAL, its text), the key count and a's keys and
- * arguments, into e: their count, or -1 when there are too many (failure
- * recorded). */
+ * arguments, into e: their count. No script takes more than e holds
+ * (lua_scripts.c asserts it at build time). */
 static int
-eval_argv(struct server *s, const char *cmd, int text,
-    const struct script_args *a, struct eval_argv *e)
+eval_argv(const char *cmd, int text, const struct script_args *a,
+    struct eval_argv *e)
 {
 	int i, n = a->nkeys + a->nargs;
 
-	if (n > SCRIPT_MAX_ARGS) {
-		failure_set(server_failure_rw(s), RL_EXIT_PROTOCOL,
-		    "%s: too many arguments", a->sc->name);
-		return -1;
-	}
 	snprintf(e->nk, sizeof(e->nk), "%d", a->nkeys);
 	e->av[0] = cmd;
 	e->al[0] = strlen(cmd);
@@ -63,9 +56,9 @@ command(struct server *s, const char *cmd, int text,
     const struct script_args *a)
 {
 	struct eval_argv e;
-	int n = eval_argv(s, cmd, text, a, &e);
+	int n = eval_argv(cmd, text, a, &e);
 
-	return n < 0 ? NULL : server_command(s, n, e.av, e.al);
+	return server_command(s, n, e.av, e.al);
 }
 
 /* evalsha, then eval on NOSCRIPT: "EVALSHA"/"EVAL" or their _RO forms. */
@@ -113,9 +106,9 @@ int
 script_send(struct server *s, const struct script_args *a)
 {
 	struct eval_argv e;
-	int n = eval_argv(s, "EVALSHA", 0, a, &e);
+	int n = eval_argv("EVALSHA", 0, a, &e);
 
-	return n < 0 ? -1 : server_send(s, n, e.av, e.al);
+	return server_send(s, n, e.av, e.al);
 }
 
 struct reply *

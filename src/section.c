@@ -25,19 +25,15 @@
 
 #include "exitcode.h"
 #include "util.h"
+#include "watch.h"
 
 /* How long a holder waits for a request once connected to, and a nested
  * run for a holder's answer. */
 #define ASK_MS 1000
 
-struct proc {
-	long pid, ppid;
-	unsigned long long start;	/* since boot, in clock ticks */
-};
-
 struct holder {
 	struct sup_owner own;		/* first: the callbacks get it */
-	struct proc owner;
+	struct watch_stat owner;	/* own.pid's */
 	const char *key;
 	const char *token;
 	long long fence;
@@ -46,7 +42,7 @@ struct holder {
 	struct sockaddr_un at;
 };
 
-static struct proc owner;
+static struct watch_stat owner;
 
 /* /proc/PID/WHAT in buf, or where it links to (exe, fd/N); length or -1. */
 static ssize_t
@@ -57,7 +53,7 @@ proc_read(long pid, const char *what, char *buf, size_t len)
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%ld/%s", pid, what);
-	if (strcmp(what, "exe") == 0 || strncmp(what, "fd/", 3) == 0) {
+	if (strcmp(what, "cmdline") != 0) {
 		n = readlink(path, buf, len - 1);
 	} else if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
 		n = read(fd, buf, len - 1);
@@ -65,22 +61,6 @@ proc_read(long pid, const char *what, char *buf, size_t len)
 	}
 	buf[n > 0 ? n : 0] = '\0';
 	return n;
-}
-
-/* Parent and start time; -1 when gone or a zombie (it ended). */
-static int
-proc_of(long pid, struct proc *p)
-{
-	char buf[1024], state;
-	const char *s;
-
-	if (proc_read(pid, "stat", buf, sizeof(buf)) <= 0 ||
-	    (s = strrchr(buf, ')')) == NULL || sscanf(s + 1, " %c %ld %*s %*s "
-	    "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu",
-	    &state, &p->ppid, &p->start) != 3 || state == 'Z')
-		return -1;
-	p->pid = pid;
-	return 0;
 }
 
 /* 1 if a and b are one program with one command line (a fork). */
@@ -112,14 +92,14 @@ shell(void)
 	long p = getppid();
 	char out[64], fd[64], name[300];
 	struct dirent *e;
-	struct proc pp;
+	struct watch_stat pp;
 	DIR *d;
 
 	if (proc_read(getpid(), "fd/1", out, sizeof(out)) <= 0 ||
-	    strncmp(out, "pipe:", 5) != 0 || proc_of(p, &pp) < 0 ||
+	    strncmp(out, "pipe:", 5) != 0 || watch_stat((pid_t)p, &pp) < 0 ||
 	    !same_image(p, pp.ppid))
 		return p;
-	snprintf(name, sizeof(name), "/proc/%ld/fd", pp.ppid);
+	snprintf(name, sizeof(name), "/proc/%d/fd", pp.ppid);
 	if ((d = opendir(name)) == NULL)
 		return p;
 	while ((e = readdir(d)) != NULL) {
@@ -139,7 +119,7 @@ section_owner(struct rlock_opts *o)
 {
 	if (o->owner == 0)
 		o->owner = shell();
-	if (proc_of(o->owner, &owner) == 0)
+	if (watch_stat((pid_t)o->owner, &owner) == 0)
 		return 0;
 	msg_err("--pid %ld: no such process", o->owner);
 	return RL_EXIT_USAGE;
@@ -168,10 +148,11 @@ rundir(char *buf, size_t len, int make)
 	return -1;
 }
 
+/* pre, then s shell-quoted. */
 static void
-quoted(const char *s)
+quoted(const char *pre, const char *s)
 {
-	putchar('\'');
+	printf("%s'", pre);
 	for (; *s; s++)
 		fputs(*s == '\'' ? "'\\''" : (char[]){ *s, '\0' }, stdout);
 	putchar('\'');
@@ -180,12 +161,9 @@ quoted(const char *s)
 void
 section_export(const char *key, const char *token, const char *fence)
 {
-	fputs("export RLOCK_KEY=", stdout);
-	quoted(key);
-	fputs(" RLOCK_TOKEN=", stdout);
-	quoted(token);
-	fputs(" RLOCK_FENCE=", stdout);
-	quoted(fence ? fence : "");
+	quoted("export RLOCK_KEY=", key);
+	quoted(" RLOCK_TOKEN=", token);
+	quoted(" RLOCK_FENCE=", fence ? fence : "");
 	putchar('\n');
 }
 
@@ -219,11 +197,11 @@ ended(struct sup_owner *w)
 	struct holder *h = (struct holder *)w;
 	struct pollfd p = { .fd = w->fds[0], .events = POLLIN };
 	char req[KEY_MAX_LEN + 2], ans[64] = { 1 };
-	struct proc now;
+	struct watch_stat now;
 	ssize_t n;
 	int c;
 
-	if (p.fd >= 0 ? poll(&p, 1, 0) > 0 : proc_of(w->pid, &now) < 0 ||
+	if (p.fd >= 0 ? poll(&p, 1, 0) > 0 : watch_stat(w->pid, &now) < 0 ||
 	    now.start != h->owner.start)
 		return 1;
 	while ((c = accept4(w->fds[1], NULL, NULL, SOCK_CLOEXEC)) >= 0) {
@@ -280,7 +258,7 @@ detach(struct holder *h)
 		return -1;
 	h->at.sun_family = AF_UNIX;
 	snprintf(h->at.sun_path, sizeof(h->at.sun_path), "%s/%ld.%llu.%ld",
-	    dir, h->owner.pid, h->owner.start, (long)getpid());
+	    dir, (long)h->own.pid, h->owner.start, (long)getpid());
 	if ((fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK |
 	    SOCK_CLOEXEC, 0)) < 0)
 		return -1;
@@ -291,9 +269,9 @@ detach(struct holder *h)
 #ifdef SYS_pidfd_open
 	/* Opened after the owner's start was noted: a pidfd of a recycled
 	 * pid would fail the check. Without one, ended() looks each second. */
-	h->own.fds[0] = (int)syscall(SYS_pidfd_open, h->owner.pid, 0);
+	h->own.fds[0] = (int)syscall(SYS_pidfd_open, h->own.pid, 0);
 #endif
-	if (proc_of(h->owner.pid, &h->owner) < 0 ||
+	if (watch_stat(h->own.pid, &h->owner) < 0 ||
 	    h->owner.start != owner.start) {
 		h->owner.start = 0;	/* ended already: ended() says so */
 		if (h->own.fds[0] >= 0)
@@ -334,7 +312,7 @@ section_hold(const struct rlock_opts *o, struct lock_ctx *ctx,
     struct lock *l, int sigfd, const struct wait_result *res,
     struct sup_ahead *a)
 {
-	struct holder h = { .own = { .pid = (pid_t)owner.pid, .fds = { -1, -1 },
+	struct holder h = { .own = { .pid = (pid_t)o->owner, .fds = { -1, -1 },
 	    .started = started, .ended = ended }, .owner = owner,
 	    .key = o->key, .token = ctx->token, .fence = res->fence,
 	    .ready = -1, .client = -1 };
@@ -384,10 +362,11 @@ section_hold(const struct rlock_opts *o, struct lock_ctx *ctx,
 static int
 ask(const char *req, size_t n, char *ans, size_t len)
 {
-	struct proc up = { .ppid = getpid() };	/* exec'd in its place */
+	pid_t at = getpid();			/* exec'd in its place */
+	struct watch_stat up;
 	struct timeval tmo = { ASK_MS / 1000, 0 };
-	struct sockaddr_un at = { .sun_family = AF_UNIX };
-	char dir[sizeof(at.sun_path) - 38], lost = 0;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char dir[sizeof(sa.sun_path) - 38], lost = 0;
 	unsigned long long start;
 	struct dirent *e;
 	int fd, any = 0, got = 0;
@@ -404,21 +383,22 @@ ask(const char *req, size_t n, char *ans, size_t len)
 			unlinkat(dirfd(d), e->d_name, 0);	/* it died */
 		else if (e->d_name[0] != '.')
 			any = 1;
-	while (any && !got && up.ppid > 1 && proc_of(up.ppid, &up) == 0) {
+	for (; any && !got && at > 1 && watch_stat(at, &up) == 0;
+	    at = up.ppid) {
 		rewinddir(d);
 		while ((e = readdir(d)) != NULL && !(got && *req == 't')) {
 			if (sscanf(e->d_name, "%ld.%llu.", &pid, &start) != 2 ||
-			    pid != up.pid || start != up.start ||
+			    pid != at || start != up.start ||
 			    (fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC,
 			    0)) < 0)
 				continue;
-			snprintf(at.sun_path, sizeof(at.sun_path), "%s/%.36s",
+			snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/%.36s",
 			    dir, e->d_name);
 			if (*req == 't')
 				setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tmo,
 				    sizeof(tmo));
-			if (connect(fd, (struct sockaddr *)&at,
-			    sizeof(at)) == 0 &&
+			if (connect(fd, (struct sockaddr *)&sa,
+			    sizeof(sa)) == 0 &&
 			    send(fd, req, n, MSG_NOSIGNAL) == (ssize_t)n &&
 			    (r = recv(fd, ans, len - 1, 0)) > 0 &&
 			    (r > 1 || ans[0] != 1)) {

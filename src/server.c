@@ -160,6 +160,13 @@ from_conn(struct server *s)
 	return s->fail.status;
 }
 
+/* conn_connect on the node connection: 0, or its status, recorded. */
+static int
+connect_node(struct server *s, const char *host, int port, int64_t deadline)
+{
+	return conn_connect(s->cn, host, port, deadline) ? from_conn(s) : 0;
+}
+
 /* ------------------------------------------------------------ Sentinel */
 
 /* SENTINEL get-master-addr-by-name NAME; a sentinel that asks for a
@@ -211,50 +218,40 @@ master_addr(const struct reply *r, char *host, size_t hlen, int *port)
 }
 
 /* One sentinel's answer: 0 found, 1 it does not know NAME, -1 failed
- * (refused: *refused set). */
+ * (recorded; status 77 if it refused us). Kept open only when found. */
 static int
 ask_sentinel(struct server *s, const struct hostport *hp, int64_t left,
-    char *host, size_t hlen, int *port, int *refused)
+    char *host, size_t hlen, int *port)
 {
 	struct reply *r;
-	int st;
+	int st = 0;
 
+	failure_clear(&s->fail);
 	if (s->sentinel == NULL) {
 		s->sentinel = conn_new(&s->sentinel_cfg, left);
-		if ((st = conn_connect(s->sentinel, hp->host, hp->port,
-		    mono_ms() + left)) != 0) {
-			*refused = st == RL_EXIT_NOPERM;
-			failure_set(&s->fail, st, "sentinel %s:%d: %s",
-			    hp->host, hp->port,
-			    conn_failure(s->sentinel)->why);
-			sentinel_drop(s);
-			return -1;
-		}
+		st = conn_connect(s->sentinel, hp->host, hp->port,
+		    mono_ms() + left);
 	}
 	conn_set_timeout(s->sentinel, left);
-	failure_clear(&s->fail);
-	if ((r = sentinel_query(s)) == NULL) {
-		*refused = s->fail.status == RL_EXIT_NOPERM;
+	if (st != 0 || (r = sentinel_query(s)) == NULL) {
+		/* The connection's failure, unless the query recorded
+		 * its own (a refused AUTH). */
 		if (s->fail.status == 0)
-			failure_set(&s->fail, RL_EXIT_UNAVAILABLE,
+			failure_set(&s->fail, st ? st : RL_EXIT_UNAVAILABLE,
 			    "sentinel %s:%d: %s", hp->host, hp->port,
 			    conn_failure(s->sentinel)->why);
-		sentinel_drop(s);
 		return -1;
 	}
 	st = master_addr(r, host, hlen, port);
 	if (st < 0 && r->type == REPLY_NIL) {
 		st = 1;
 	} else if (st < 0) {
-		failure_set(&s->fail, RL_EXIT_UNAVAILABLE, "sentinel %s:%d "
-		    "answered: %.120s", hp->host, hp->port,
+		failure_set(&s->fail, r->type == REPLY_ERROR && reply_status(r)
+		    == RL_EXIT_NOPERM ? RL_EXIT_NOPERM : RL_EXIT_UNAVAILABLE,
+		    "sentinel %s:%d answered: %.120s", hp->host, hp->port,
 		    r->type == REPLY_ERROR ? r->str : "an unexpected reply");
-		*refused = r->type == REPLY_ERROR && reply_status(r) ==
-		    RL_EXIT_NOPERM;
 	}
 	reply_free(r);
-	if (st != 0)
-		sentinel_drop(s);
 	return st;
 }
 
@@ -267,7 +264,7 @@ sentinel_ask(struct server *s, int64_t deadline, char *host, size_t hlen,
     int *port)
 {
 	const struct endpoint *ep = &s->cfg->ep;
-	int i, idx, r, unknown = 0, refused = 0, no;
+	int i, idx, r, unknown = 0, refused = 0;
 	int64_t left;
 
 	failure_clear(&s->fail);
@@ -275,17 +272,14 @@ sentinel_ask(struct server *s, int64_t deadline, char *host, size_t hlen,
 		idx = (s->sentinel_at + i) % ep->nseeds;
 		if ((left = deadline - mono_ms()) <= 0)
 			break;
-		if (i > 0)
-			sentinel_drop(s);
-		no = 0;
-		r = ask_sentinel(s, &ep->seeds[idx], left, host, hlen, port,
-		    &no);
+		r = ask_sentinel(s, &ep->seeds[idx], left, host, hlen, port);
 		if (r == 0) {
 			s->sentinel_at = idx;
 			return 0;
 		}
+		sentinel_drop(s);
 		unknown += r == 1;
-		refused += no;
+		refused += r < 0 && s->fail.status == RL_EXIT_NOPERM;
 	}
 	if (unknown > 0 && unknown + refused == ep->nseeds)
 		failure_set(&s->fail, RL_EXIT_PROTOCOL, "no sentinel knows a "
@@ -331,16 +325,14 @@ open_sentinel(struct server *s, int64_t deadline)
 		    &port)) != 0)
 			return st;
 		set_node(s, host, port);
-		st = conn_connect(s->cn, host, port, deadline);
-		if (st != 0) {
-			from_conn(s);
-		} else if (is_master(s)) {
+		if ((st = connect_node(s, host, port, deadline)) == 0 &&
+		    is_master(s))
 			return 0;
-		} else {
+		if (st == 0) {
 			conn_close(s->cn);
 			failure_set(&s->fail, RL_EXIT_UNAVAILABLE, "%.100s:%d, "
-			    "named by the sentinels as master '%.64s', is not a "
-			    "master (a failover in progress?)", host, port,
+			    "named by the sentinels as master '%.64s', is not "
+			    "a master (a failover in progress?)", host, port,
 			    s->cfg->ep.master_name);
 			st = RL_EXIT_UNAVAILABLE;
 		}
@@ -382,28 +374,23 @@ static int
 open_cluster(struct server *s, int64_t deadline)
 {
 	const struct endpoint *ep = &s->cfg->ep;
-	int i, st = RL_EXIT_UNAVAILABLE;
+	int i, st;
 
-	if (s->node_port > 0) {
-		st = conn_connect(s->cn, s->node_host, s->node_port,
-		    deadline);
-		if (st == 0 || !failure_transient(st))
-			return st ? from_conn(s) : 0;
-	}
+	if (s->node_port > 0 && ((st = connect_node(s, s->node_host,
+	    s->node_port, deadline)) == 0 || !failure_transient(st)))
+		return st;
 	for (i = 0; i < ep->nseeds && mono_ms() < deadline; i++) {
-		st = conn_connect(s->cn, ep->seeds[i].host, ep->seeds[i].port,
+		st = connect_node(s, ep->seeds[i].host, ep->seeds[i].port,
 		    deadline);
-		if (st == 0) {
+		if (st == 0)
 			set_node(s, ep->seeds[i].host, ep->seeds[i].port);
-			return 0;
-		}
 		if (!failure_transient(st))
-			return from_conn(s);
+			return st;
 	}
-	if (st != 0 && conn_failure(s->cn)->status != 0)
-		return from_conn(s);
-	failure_set(&s->fail, RL_EXIT_UNAVAILABLE, "no node answered in "
-	    "time");
+	/* The last node's failure, or none tried in time. */
+	if (s->fail.status == 0)
+		failure_set(&s->fail, RL_EXIT_UNAVAILABLE, "no node answered "
+		    "in time");
 	return s->fail.status;
 }
 
@@ -475,19 +462,13 @@ server_take_redirect(struct server *s, const struct reply *r)
 {
 	char host[256];
 	int port;
+	enum redirect go = classify(s, r, host, sizeof(host), &port);
 
-	switch (classify(s, r, host, sizeof(host), &port)) {
-	case GO_MOVED:
+	if (go == GO_MOVED)
 		set_node(s, host, port);
-		/* FALLTHROUGH */
-	case GO_REMASTER:
-	case GO_TRYAGAIN:
-	case GO_ASK:
+	if (go != GO_NOWHERE)
 		conn_close(s->cn);
-		return 1;
-	default:
-		return 0;
-	}
+	return go != GO_NOWHERE;
 }
 
 /* ------------------------------------------------------------ commands */
@@ -496,7 +477,6 @@ int
 server_open(struct server *s)
 {
 	int64_t deadline = mono_ms() + s->connect_ms;
-	int st;
 
 	failure_clear(&s->fail);
 	switch (s->cfg->ep.kind) {
@@ -505,8 +485,7 @@ server_open(struct server *s)
 	case EP_CLUSTER:
 		return open_cluster(s, deadline);
 	default:
-		st = conn_connect(s->cn, NULL, 0, deadline);
-		return st != 0 ? from_conn(s) : 0;
+		return connect_node(s, NULL, 0, deadline);
 	}
 }
 
@@ -515,9 +494,7 @@ server_open_node(struct server *s, const char *host, int port)
 {
 	set_node(s, host, port);
 	failure_clear(&s->fail);
-	if (conn_connect(s->cn, host, port, mono_ms() + s->connect_ms) != 0)
-		return from_conn(s);
-	return 0;
+	return connect_node(s, host, port, mono_ms() + s->connect_ms);
 }
 
 static struct reply *
@@ -532,29 +509,23 @@ command_once(struct server *s, int argc, const char **argv,
 }
 
 /* ASKING then the command, once, on the node a migration names; then
- * back home (the slot's owner) for the next command. */
+ * closed, so that the next command goes back home: the slot's owner,
+ * still s's node. */
 static struct reply *
 ask_once(struct server *s, const char *host, int port, int argc,
     const char **argv, const size_t *lens)
 {
 	const char *asking[1] = { "ASKING" };
 	size_t alen[1] = { 6 };
-	char home[sizeof(s->node_host)];
-	int home_port = s->node_port;
 	struct reply *r;
 
-	memcpy(home, s->node_host, sizeof(home));
 	conn_close(s->cn);
-	if (conn_connect(s->cn, host, port, mono_ms() + s->connect_ms) != 0) {
-		from_conn(s);
-		return NULL;
-	}
-	if ((r = command_once(s, 1, asking, alen)) == NULL)
+	if (connect_node(s, host, port, mono_ms() + s->connect_ms) != 0 ||
+	    (r = command_once(s, 1, asking, alen)) == NULL)
 		return NULL;
 	reply_free(r);
 	r = command_once(s, argc, argv, lens);
 	conn_close(s->cn);
-	set_node(s, home, home_port);
 	return r;
 }
 
@@ -612,17 +583,14 @@ server_command(struct server *s, int argc, const char **argv,
 		case GO_NOWHERE:
 			return r;
 		case GO_TRYAGAIN:
-			if (mono_ms() - start > limit)
-				return r;
-			reply_free(r);
-			nap_ms(TRYAGAIN_PAUSE_MS);
-			break;
 		case GO_ASK:
 			/* ASK, TRYAGAIN, ASK...: the same migration. */
 			if (mono_ms() - start > limit)
 				return r;
 			reply_free(r);
-			ask = 1;
+			if (go == GO_TRYAGAIN)
+				nap_ms(TRYAGAIN_PAUSE_MS);
+			ask = go == GO_ASK;
 			break;
 		case GO_MOVED:
 			set_node(s, host, port);
@@ -665,8 +633,7 @@ server_send(struct server *s, int argc, const char **argv,
 int
 server_open_start(struct server *s)
 {
-	return s->cfg->ep.kind == EP_TCP &&
-	    conn_connect_start(s->cn, mono_ms() + s->connect_ms);
+	return conn_connect_start(s->cn, mono_ms() + s->connect_ms);
 }
 
 void

@@ -38,15 +38,23 @@
  * fault signals (SEGV, BUS, FPE, ILL, TRAP, SYS) count only as sent by
  * kill(2): one that a real fault raises in rlock is delivered whatever
  * the mask, and kills it. Then the real-time signals.
+ *
+ * The first N_HEARD are heard by the exit handler while listening: all
+ * but SIGCHLD and those a fault raises (a real fault must still dump its
+ * core; as sent by kill(2) they wait on the signalfd, as the real-time
+ * signals do). One our caller ignored stays ignored, and unblocked, as
+ * it is while holding: what it does then is what it always did.
  */
 static const int SIGNALS[] = {
-	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGCHLD,
-	SIGALRM, SIGVTALRM, SIGPROF, SIGIO, SIGPWR, SIGXCPU, SIGXFSZ,
+	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM,
+	SIGVTALRM, SIGPROF, SIGIO, SIGPWR, SIGXCPU, SIGXFSZ,
 #ifdef SIGSTKFLT
 	SIGSTKFLT,
 #endif
-	SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS
+	SIGCHLD, SIGABRT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGTRAP, SIGSYS
 };
+#define N_SIGNALS (sizeof(SIGNALS) / sizeof(SIGNALS[0]))
+#define N_HEARD (N_SIGNALS - 8)	/* all but the last line */
 
 /*
  * libc keeps the real-time signals below SIGRTMIN for itself (32 and 33
@@ -78,22 +86,7 @@ static unsigned long reserved_ignored;	/* bit n: signal 32 + n */
 static int pipe_ignored;		/* our caller ignored SIGPIPE */
 static int chld_ignored;		/* and SIGCHLD */
 
-/*
- * Heard by the exit handler while listening: every signal of SIGNALS
- * but SIGCHLD and those a fault raises (a real fault must still dump its
- * core; as sent by kill(2) they wait on the signalfd, as the real-time
- * signals do). One our caller ignored stays ignored, and unblocked, as
- * it is while holding: what it does then is what it always did.
- */
-static const int HEARD[] = {
-	SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM,
-	SIGVTALRM, SIGPROF, SIGIO, SIGPWR, SIGXCPU, SIGXFSZ,
-#ifdef SIGSTKFLT
-	SIGSTKFLT,
-#endif
-};
-
-static sigset_t heard;			/* HEARD, less the ignored ones */
+static sigset_t heard;			/* N_HEARD, less the ignored ones */
 static atomic_int listening;		/* between sig_setup and sig_hold */
 static int stop_sigfd = -1;		/* SIGNALS but SIGCHLD */
 static _Thread_local int stop_watched;	/* this thread's waits poll it */
@@ -119,7 +112,7 @@ exit_on(int sig)
 	_exit(RL_EXIT_SIGNAL_BASE + sig);
 }
 
-/* The exit handler on HEARD (in `heard` those it took); 0 or -1. */
+/* The exit handler on N_HEARD (in `heard` those it took); 0 or -1. */
 static int
 listen_setup(void)
 {
@@ -128,13 +121,13 @@ listen_setup(void)
 
 	sigfillset(&on.sa_mask);
 	sigemptyset(&heard);
-	for (i = 0; i < sizeof(HEARD) / sizeof(HEARD[0]); i++) {
-		if (sigaction(HEARD[i], &on, &was) < 0)
+	for (i = 0; i < N_HEARD; i++) {
+		if (sigaction(SIGNALS[i], &on, &was) < 0)
 			return -1;
 		if (was.sa_handler == SIG_IGN)
-			(void)sigaction(HEARD[i], &was, NULL);
+			(void)sigaction(SIGNALS[i], &was, NULL);
 		else
-			sigaddset(&heard, HEARD[i]);
+			sigaddset(&heard, SIGNALS[i]);
 	}
 	return 0;
 }
@@ -171,7 +164,7 @@ sig_setup(void)
 		signal(SIGCHLD, SIG_DFL);
 	}
 	sigemptyset(&set);
-	for (i = 0; i < sizeof(SIGNALS) / sizeof(SIGNALS[0]); i++)
+	for (i = 0; i < N_SIGNALS; i++)
 		add_unless_ignored(&set, SIGNALS[i]);
 	for (rt = SIGRTMIN; rt <= SIGRTMAX; rt++)
 		add_unless_ignored(&set, rt);

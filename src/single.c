@@ -89,15 +89,9 @@ sg(struct lock *l)
 }
 
 static struct server *
-srv(struct lock *l)
+srv(const struct lock *l)
 {
-	return sg(l)->node.srv;
-}
-
-static const struct server *
-csrv(const struct lock *l)
-{
-	return ((const struct single *)l)->node.srv;
+	return l->node[0]->srv;
 }
 
 /* An acquire started whose connection has closed since: its answer is
@@ -267,8 +261,8 @@ op_acquire_finish(struct lock *l, const struct lock_ctx *ctx, int64_t *fence,
 	}
 	s->started_at = 0;
 	ctx->mode->acquire(&c, ctx, s->started_queue, s->started_want);
-	return single_recv_acquire(l, &c, mono_ms() +
-	    server_cmd_timeout(srv(l)), fence, busy);
+	return single_recv_acquire(l, &c, mono_ms() + l->cmd_ms,
+	    fence, busy);
 }
 
 static int
@@ -368,17 +362,11 @@ single_send(struct lock *m, const struct mode_call *c)
 	return script_send(srv(m), &c->a);
 }
 
-static struct reply *
-call_recv(struct lock *m, const struct mode_call *c, int64_t deadline)
-{
-	return script_recv(srv(m), &c->a, deadline);
-}
-
 enum lock_result
 single_recv_acquire(struct lock *m, const struct mode_call *c,
     int64_t deadline, int64_t *fence, struct lock_busy *busy)
 {
-	struct reply *r = call_recv(m, c, deadline);
+	struct reply *r = script_recv(srv(m), &c->a, deadline);
 	enum lock_result res;
 
 	if (r == NULL)
@@ -394,7 +382,7 @@ single_recv_acquire(struct lock *m, const struct mode_call *c,
 int
 single_recv(struct lock *m, const struct mode_call *c, int64_t deadline)
 {
-	return yes_no(srv(m), c->what, call_recv(m, c, deadline));
+	return yes_no(srv(m), c->what, script_recv(srv(m), &c->a, deadline));
 }
 
 static int
@@ -524,21 +512,14 @@ op_close(struct lock *l)
 static int
 op_is_open(const struct lock *l)
 {
-	return server_is_open(csrv(l));
+	return server_is_open(srv(l));
 }
 
 static void
 op_set_timeouts(struct lock *l, int64_t connect_ms, int64_t cmd_ms)
 {
-	l->connect_ms = connect_ms;
+	l->cmd_ms = cmd_ms;
 	server_set_timeouts(srv(l), connect_ms, cmd_ms);
-}
-
-static void
-op_timeouts(const struct lock *l, int64_t *connect_ms, int64_t *cmd_ms)
-{
-	*connect_ms = server_connect_timeout(csrv(l));
-	*cmd_ms = server_cmd_timeout(csrv(l));
 }
 
 /*
@@ -576,13 +557,10 @@ op_waker(struct lock *l, const struct lock_ctx *ctx, int want_holder)
 		    ctx->mode->wake == MODE_WAKE_CHANNEL);
 	if (ctx->mode->wake == MODE_WAKE_CHANNEL)
 		return wake_sub(&s, 1, 1, ctx->k.wake, ctx->k.wake_len, 1);
-	if (kind != EP_TCP && kind != EP_UNIX) {
-		w = wake_pop(s, ctx->k.tokens, ctx->k.tokens_len, NULL);
-	} else {
-		sg(l)->behind_ctx = ctx;
-		sg(l)->behind_want = want_holder;
-		w = wake_pop(s, ctx->k.tokens, ctx->k.tokens_len, &behind);
-	}
+	sg(l)->behind_ctx = ctx;
+	sg(l)->behind_want = want_holder;
+	w = wake_pop(s, ctx->k.tokens, ctx->k.tokens_len,
+	    kind == EP_TCP || kind == EP_UNIX ? &behind : NULL);
 	/* Readers that wait for an exclusive waiter are not woken for it. */
 	if (!ctx->shared && ctx->limit == 1)
 		wake_pop_also(w, ctx->k.wtokens, ctx->k.wtokens_len);
@@ -594,7 +572,7 @@ op_waker(struct lock *l, const struct lock_ctx *ctx, int want_holder)
 static int
 op_caps(const struct lock *l)
 {
-	return LOCK_CAN_LOOK | (server_cfg(csrv(l))->ep.kind == EP_SENTINEL ?
+	return LOCK_CAN_LOOK | (server_cfg(srv(l))->ep.kind == EP_SENTINEL ?
 	    LOCK_FAILOVER : 0);
 }
 
@@ -628,27 +606,7 @@ op_recheck(struct lock *l)
 static int
 op_watch_fd(const struct lock *l)
 {
-	return server_fd(csrv(l));
-}
-
-static int
-op_nodes(const struct lock *l)
-{
-	(void)l;
-	return 1;
-}
-
-static struct lock_node *
-op_node(struct lock *l, int i)
-{
-	(void)i;
-	return &sg(l)->node;
-}
-
-static const struct failure *
-op_failure(const struct lock *l)
-{
-	return server_failure(csrv(l));
+	return server_fd(srv(l));
 }
 
 static void
@@ -676,20 +634,10 @@ static const struct lock_ops SINGLE_OPS = {
 	.waker = op_waker,
 	.caps = op_caps,
 	.look_foreign = op_look_foreign,
-	.timeouts = op_timeouts,
 	.recheck = op_recheck,
 	.watch_fd = op_watch_fd,
-	.nodes = op_nodes,
-	.node = op_node,
-	.failure = op_failure,
 	.free = op_free,
 };
-
-struct server *
-single_server(struct lock *m)
-{
-	return srv(m);
-}
 
 struct lock *
 single_new(const struct conn_cfg *cfg, int64_t connect_ms, int64_t cmd_ms)
@@ -698,7 +646,10 @@ single_new(const struct conn_cfg *cfg, int64_t connect_ms, int64_t cmd_ms)
 
 	s->base.ops = &SINGLE_OPS;
 	s->base.connect_ms = connect_ms;
-	s->base.user_connect_ms = cfg->connect_timeout_ms;
+	s->base.cmd_ms = cmd_ms;
 	s->node.srv = server_new(cfg, connect_ms, cmd_ms);
+	s->base.fail = server_failure(s->node.srv);
+	s->base.n = 1;
+	s->base.node[0] = &s->node;
 	return &s->base;
 }

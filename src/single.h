@@ -24,9 +24,6 @@ struct lock_node {
 struct lock *single_new(const struct conn_cfg *cfg, int64_t connect_ms,
     int64_t cmd_ms);
 
-/* m's server, for a quorum that speaks to its masters itself. */
-struct server *single_server(struct lock *m);
-
 /*
  * The two halves of a mode's call (mode.h) on one server, so that a
  * quorum asks its masters at once: single_send writes c (0, or -1 with m

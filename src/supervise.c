@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * The supervisor. The main thread sleeps in one poll() on the signalfd,
- * the renewal thread's event pipe (when that thread could be started) and
- * that of the thread that listens for a release --force (forced.h), with a
- * timeout that is the next lease decision.
+ * The supervisor. The main thread sleeps in one poll() on the signalfd
+ * and the renewal thread's event pipe (when that thread could be
+ * started), with a timeout that is the next lease decision.
  * The lease rule (contract, "Guarantees"): Redis may expire the lock at
  * last_ok + lease, where last_ok is when our last successful extend was
  * *sent*; minus a drift margin that is our deadline. --on-lost term sends
@@ -29,12 +28,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "deadline.h"
 #include "exitcode.h"
-#include "forced.h"
 #include "lease.h"
 #include "renew.h"
-#include "retry.h"
 #include "sig.h"
 #include "util.h"
 #include "watch.h"
@@ -43,11 +39,6 @@ enum lost_how { HELD, LOST_NOT_OURS, LOST_UNRENEWED };
 
 /* After a failed poll() (ENOMEM), the next try: short against any lease. */
 #define POLL_RETRY_MS 10
-
-/* How long COMMAND runs before we listen for a release --force (forced.h):
- * a run that ends sooner costs Redis no connection for it, and one broken
- * meanwhile is still told (force_release's element waits 5 s). */
-#define LISTEN_AFTER_MS 250
 
 struct sup {
 	const struct rlock_opts *o;
@@ -62,10 +53,7 @@ struct sup {
 	int exec_fd;			/* exec's outcome not read yet; else -1 */
 	int exec_errno;			/* exec failed with this; 0 it ran */
 	int wstatus;
-	struct renewer *rw;		/* own_rw, or a parked one */
-	struct renewer own_rw;
-	struct forced heed;		/* hears a release --force */
-	int64_t listen_at;		/* mono ms to start it; 0 started */
+	struct renewer *rw;		/* the sup_ahead's, maybe parked */
 	enum lost_how lost;
 	int64_t term_at;		/* when SIGTERM went out; 0 not yet */
 	int kill_sent;
@@ -411,8 +399,7 @@ check_lease(struct sup *s)
 {
 	int64_t now = mono_ms(), dl = deadline_of(s), at, next = -1;
 
-	if (s->lost == HELD && (atomic_load(&s->rw->not_ours) ||
-	    forced_heard(&s->heed)))
+	if (s->lost == HELD && atomic_load(&s->rw->not_ours))
 		declare_lost(s, LOST_NOT_OURS);
 	if (s->lost == HELD) {
 		if (now < (at = lost_at(s, dl)))
@@ -477,56 +464,36 @@ on_signal(struct sup *s, const struct signalfd_siginfo *si)
 	return 0;
 }
 
-/* Start listening for a release --force once it is time; ms until then,
- * or -1. */
-static int64_t
-check_listen(struct sup *s)
-{
-	int64_t now = mono_ms();
-
-	if (s->listen_at == 0)
-		return -1;
-	if (now < s->listen_at)
-		return s->listen_at - now;
-	s->listen_at = 0;
-	if (s->lost == HELD && forced_start(&s->heed, s->l, s->ctx) < 0)
-		msg_verbose("cannot listen for release --force: %s; a broken "
-		    "lock is found at the next extend", strerror(errno));
-	return -1;
-}
-
 /*
- * One poll() on the signalfd, the renewal thread's event pipe and the
- * listener's, with the next lease decision as its timeout.
+ * One poll() on the signalfd and the renewal thread's event pipe (and a
+ * section's owner), with the next lease decision as its timeout.
  */
 static void
 supervise(struct sup *s)
 {
 	struct signalfd_siginfo si;
-	struct pollfd p[5];
+	struct pollfd p[4];
 	int64_t next, t0;
 	int poll_failed = 0, tmo;
 	char drain[64];
 
 	p[0] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
 	p[1] = (struct pollfd){ .fd = s->rw->running ?
-	    renew_event_fd(s->rw) : -1, .events = POLLIN };
-	p[3] = (struct pollfd){ .fd = s->owner ? s->owner->fds[0] : -1,
+	    s->rw->event_pipe[0] : -1, .events = POLLIN };
+	p[2] = (struct pollfd){ .fd = s->owner ? s->owner->fds[0] : -1,
 	    .events = POLLIN };
-	p[4] = (struct pollfd){ .fd = s->owner ? s->owner->fds[1] : -1,
+	p[3] = (struct pollfd){ .fd = s->owner ? s->owner->fds[1] : -1,
 	    .events = POLLIN };
 	for (;;) {
-		next = check_listen(s);
-		p[2] = (struct pollfd){ .fd = forced_fd(&s->heed),
-		    .events = POLLIN };
-		next = sooner(next, check_max_hold(s));
+		next = check_max_hold(s);
 		next = sooner(next, check_lease(s));
+		next = sooner(next, renew_wake_due(s->rw));
 		tmo = next < 0 ? DEADLINE_POLL_MAX_MS :
 		    deadline_poll_ms(mono_ms() + next);
 		if (s->owner != NULL && tmo > 1000)
 			tmo = 1000;
 		t0 = mono_ms();
-		if (poll(p, 5, tmo) < 0 && errno != EINTR) {
+		if (poll(p, 4, tmo) < 0 && errno != EINTR) {
 			/* ENOMEM: the kernel could not track the fds this
 			 * once. Leaving the loop would drop the deadline and
 			 * the forwarding; try again shortly instead. */
@@ -538,9 +505,6 @@ supervise(struct sup *s)
 		stalled(s, tmo, mono_ms() - t0);
 		if (p[1].revents & POLLIN)
 			while (read(p[1].fd, drain, sizeof(drain)) > 0)
-				;
-		if (p[2].revents & POLLIN)
-			while (read(p[2].fd, drain, sizeof(drain)) > 0)
 				;
 		while (sig_take(s->sigfd, &si) != 0)
 			if (on_signal(s, &si))
@@ -848,12 +812,11 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
     int sigfd, const struct wait_result *res, struct sup_ahead *a)
 {
 	struct sup s = { .o = o, .ctx = ctx, .l = l, .sigfd = sigfd,
-	    .exec_fd = -1, .granted = res->heard_at, .fence = res->fence };
+	    .exec_fd = -1, .granted = res->heard_at, .fence = res->fence,
+	    .rw = &a->rw, .owner = a->owner };
 	int64_t granted = res->granted_at, lease = ctx->lease_ms;
 	int st, e = 0;
 
-	s.rw = &s.own_rw;
-	s.owner = a != NULL ? a->owner : NULL;
 	printable(o->key, strlen(o->key), s.key, sizeof(s.key));
 	if ((st = confirm_grant(&s, &granted)) != 0)
 		return finish(&s, st);
@@ -863,12 +826,10 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	 * wait for may be cut short by one. */
 	(void)sig_stop_watch(0);
 	export_env(ctx, o->key, res->fence);
-	if (a != NULL && a->rw.running) {
-		s.rw = &a->rw;
-		renew_granted(s.rw, granted);
-	} else {
+	if (s.rw->running)
+		atomic_store(&s.rw->last_ok, granted);
+	else
 		renew_init(s.rw, l, ctx, granted);
-	}
 	if (o->max_hold_ms > 0) {
 		/* Held for --max-hold since the grant, not since COMMAND
 		 * started; the lease outlives the SIGKILL by a little only. */
@@ -882,7 +843,7 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	/* The OS refusing us a pipe or a process is not COMMAND's fault:
 	 * 71, not 126 (not executable). The exec pipe first: without it
 	 * there is nothing to run, so nothing to renew for. */
-	if (a != NULL && a->piped) {
+	if (a->piped) {
 		s.exec_pipe[0] = a->exec_pipe[0];
 		s.exec_pipe[1] = a->exec_pipe[1];
 		a->piped = 0;
@@ -908,7 +869,6 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	if (st == 0) {
 		msg_verbose("running COMMAND (pid %ld) with fence %lld",
 		    (long)s.child, (long long)res->fence);
-		s.listen_at = mono_ms() + LISTEN_AFTER_MS;
 		supervise(&s);
 		if ((e = exec_settle(&s)) != 0)
 			st = exec_failed(o, e);
@@ -922,7 +882,6 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	watch_stop(&s.watch);
 	renew_take_conn(s.rw);
 	st = finish(&s, st);
-	forced_stop(&s.heed);
 	renew_stop(s.rw);
 	oom_on(NULL);
 	oom_sup = NULL;

@@ -54,8 +54,8 @@ void sup_ahead_drop(struct sup_ahead *a);
 int sup_stopped(struct lock *l, const struct lock_ctx *ctx, int sigfd);
 
 /* Run o's COMMAND under ctx's lock (granted as in res), with what a
- * (or NULL) prepared; returns the exit status. The lock is released
- * before it returns. */
+ * prepared (its renewer is made here if sup_ahead made none); returns
+ * the exit status. The lock is released before it returns. */
 int sup_run(const struct rlock_opts *o, struct lock_ctx *ctx,
     struct lock *l, int sigfd, const struct wait_result *res,
     struct sup_ahead *a);

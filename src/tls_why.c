@@ -192,7 +192,11 @@ tls_explain(struct tls_session *s, const char *name, char *err,
 		return RL_EXIT_NOPERM;
 	case SSL_R_WRONG_VERSION_NUMBER:
 	case SSL_R_PACKET_LENGTH_TOO_LONG:
-		goto not_tls;
+		snprintf(err, errlen, "TLS: the server does not answer in TLS "
+		    "(%s): rediss:// (or --tls) against a plain-text port?; "
+		    "use redis:// there, or the server's TLS port",
+		    tls_ssl_reason());
+		return RL_EXIT_UNAVAILABLE;
 	}
 	snprintf(err, errlen, "TLS: %s", tls_ssl_reason());
 	return RL_EXIT_UNAVAILABLE;
@@ -201,9 +205,4 @@ want_cert:
 	    "give one with --tls-cert FILE and --tls-key FILE (or "
 	    "RLOCK_TLS_CERT, RLOCK_TLS_KEY)");
 	return RL_EXIT_NOPERM;
-not_tls:
-	snprintf(err, errlen, "TLS: the server does not answer in TLS (%s): "
-	    "rediss:// (or --tls) against a plain-text port?; use redis:// "
-	    "there, or the server's TLS port", tls_ssl_reason());
-	return RL_EXIT_UNAVAILABLE;
 }

@@ -164,6 +164,27 @@ nap_ms(int64_t ms)
 		;
 }
 
+int
+deadline_poll_ms(int64_t until)
+{
+	int64_t left = until - mono_ms();
+
+	if (left <= 0)
+		return 0;
+	return (int)(left > DEADLINE_POLL_MAX_MS ? DEADLINE_POLL_MAX_MS :
+	    left);
+}
+
+int64_t
+retry_backoff_ms(int n)
+{
+	int64_t ms = 100;
+
+	while (n-- > 0 && ms < RETRY_BACKOFF_MAX_MS)
+		ms *= 2;
+	return ms < RETRY_BACKOFF_MAX_MS ? ms : RETRY_BACKOFF_MAX_MS;
+}
+
 static int to_syslog;
 
 void

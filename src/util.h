@@ -43,6 +43,23 @@ int64_t wall_ms(void);
 /* Sleep ms milliseconds, through EINTR. */
 void nap_ms(int64_t ms);
 
+/* The longest single poll(): a longer wait polls again, so that the
+ * timeout fits an int whatever the deadline. */
+#define DEADLINE_POLL_MAX_MS 60000
+
+/* Milliseconds from now until `until` (mono ms), as poll() takes them, for
+ * every wait that polls: 0 once it passed, at most DEADLINE_POLL_MAX_MS. */
+int deadline_poll_ms(int64_t until);
+
+/* The longest pause between two tries of a waiter that rides out Redis's
+ * weather (the contract's Weather; which failures are weather:
+ * failure_retry, reply.h). */
+#define RETRY_BACKOFF_MAX_MS 1000
+
+/* The pause before try n+1 of a run of failed ones (n from 0): doubling
+ * from 100 ms up to RETRY_BACKOFF_MAX_MS. */
+int64_t retry_backoff_ms(int n);
+
 enum msg_level { MSG_QUIET = -1, MSG_NORMAL = 0, MSG_VERBOSE = 1 };
 extern int msg_level;
 

@@ -31,10 +31,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "deadline.h"
 #include "exitcode.h"
 #include "lease.h"
-#include "retry.h"
 #include "sig.h"
 #include "util.h"
 #include "waitline.h"
@@ -74,22 +72,22 @@ struct waiter {
 	/* --- a foreign holder (lock_look_foreign): look, not BLPOP --- */
 	int look;
 	int64_t busy_at;		/* when the last busy reply came */
-	struct failure why;		/* why we give up, on WAIT_ERROR */
 	struct wait_result *res;
-	/* --- bounds and weather (retry.h) --- */
+	/* --- bounds and weather (retry_backoff_ms) --- */
 	int64_t wait_ms;		/* as given: 0 is -n, -1 forever */
 	int64_t bound;			/* no I/O past this (INT64_MAX: none) */
 	int64_t con0, cmd0;		/* the timeouts the caller set */
 	int64_t down_since;		/* mono ms Redis stopped answering; 0 */
-	int64_t down_wall;		/* the same on the wall clock */
 	int backoffs;			/* failed tries since down_since */
-	int64_t tried_at, tried_wall;	/* when the last attempt began */
+	int64_t tried_at;		/* when the last attempt began */
 	int reached;			/* an attempt was answered */
 	int no_time;			/* attempt() found the bound passed */
 };
 
 /* waker_wait's outcomes, and one of ours: a signal that ends the wait. */
 #define WOKE_SIGNAL (-1)
+/* weather's, beside a wait_status: the wait goes on. */
+#define RIDE_ON (-1)
 
 /*
  * Did the lock send an attempt behind the BLPOP that just returned
@@ -181,7 +179,6 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 	int tries;
 
 	w->tried_at = mono_ms();
-	w->tried_wall = wall_ms();
 	for (tries = 0; tries < (w->wait_ms == 0 ? 1 : 2); tries++) {
 		/* Out of time before the first try (a late wake-up on a
 		 * busy machine): nothing changed since the last outcome,
@@ -253,8 +250,8 @@ retry_at(struct waiter *w, const struct lock_busy *b)
 		w->no_ttl_backoff = 100;
 	} else {
 		t = w->no_ttl_backoff;
-		if (w->no_ttl_backoff < NO_TTL_BACKOFF_MAX_MS)
-			w->no_ttl_backoff *= 2;
+		w->no_ttl_backoff = t * 2 < NO_TTL_BACKOFF_MAX_MS ? t * 2 :
+		    NO_TTL_BACKOFF_MAX_MS;
 	}
 	/* A foreign holder's end wakes nobody: try (--redlock) or look
 	 * (still_foreign) again within a second. */
@@ -269,9 +266,9 @@ retry_at(struct waiter *w, const struct lock_busy *b)
 /* A signal that should end the wait, if one is pending (any but
  * SIGCHLD, which is read and passed over). */
 static int
-stop_signal(struct waiter *w, struct wait_result *res)
+stop_signal(struct waiter *w)
 {
-	return (res->signo = sig_take_stop(w->sigfd)) != 0;
+	return (w->res->signo = sig_take_stop(w->sigfd)) != 0;
 }
 
 /*
@@ -296,7 +293,7 @@ still_foreign(struct waiter *w, struct lock_busy *b)
 
 /* A plain waiter's sleep between looks: no BLPOP, no command at all. */
 static int
-block_quiet(struct waiter *w, int64_t until, struct wait_result *res)
+block_quiet(struct waiter *w, int64_t until)
 {
 	struct pollfd p = { .fd = w->sigfd, .events = POLLIN };
 	int64_t left;
@@ -306,7 +303,7 @@ block_quiet(struct waiter *w, int64_t until, struct wait_result *res)
 		n = poll(&p, 1, deadline_poll_ms(until));
 		if (n < 0 && errno != EINTR)
 			return WOKE_TIMEOUT;
-		if (n > 0 && stop_signal(w, res))
+		if (n > 0 && stop_signal(w))
 			return WOKE_SIGNAL;
 	}
 	return WOKE_TIMEOUT;
@@ -318,18 +315,18 @@ block_quiet(struct waiter *w, int64_t until, struct wait_result *res)
  * `expiry`: until is when the holder's key expires, to the millisecond.
  */
 static int
-block(struct waiter *w, int64_t until, int expiry, struct wait_result *res)
+block(struct waiter *w, int64_t until, int expiry)
 {
 	enum woke why;
 
 	if (w->look && !w->ctx->fair)
-		return block_quiet(w, until, res);
+		return block_quiet(w, until);
 	for (;;) {
 		why = expiry ? waker_wait_expiry(w->wk, until, w->sigfd) :
 		    waker_wait(w->wk, until, w->sigfd);
 		if (why != WOKE_SIGFD)
 			return (int)why;
-		if (stop_signal(w, res)) {
+		if (stop_signal(w)) {
 			waker_cancel(w->wk);
 			return WOKE_SIGNAL;
 		}
@@ -341,7 +338,7 @@ block(struct waiter *w, int64_t until, int expiry, struct wait_result *res)
  * queue place alive and the wait line fresh on the way.
  */
 static int
-sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
+sleep_until(struct waiter *w, int64_t retry)
 {
 	int why;
 	int64_t until;
@@ -355,7 +352,7 @@ sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
 		if ((w->caps & LOCK_FAILOVER) &&
 		    mono_ms() + SENTINEL_RECHECK_MS < until)
 			until = mono_ms() + SENTINEL_RECHECK_MS;
-		why = block(w, until, until == retry && w->expiry, res);
+		why = block(w, until, until == retry && w->expiry);
 		/* The attempt sent behind the BLPOP has answered, or will:
 		 * it is the caller's to read now. */
 		if (why == WOKE_TIMEOUT && sent_behind(w, NULL))
@@ -389,11 +386,16 @@ sleep_until(struct waiter *w, int64_t retry, struct wait_result *res)
 	}
 }
 
-static void
-close_subs(struct waiter *w)
+/* The wait is over: nothing more to draw or hear, the lock's timeouts
+ * as the caller set them. */
+static enum wait_status
+done(struct waiter *w, enum wait_status st)
 {
+	waitline_clear(&w->line);
 	waker_free(w->wk);
 	w->wk = NULL;
+	lock_set_timeouts(w->l, w->con0, w->cmd0);
+	return st;
 }
 
 /*
@@ -409,15 +411,9 @@ undo_end(const struct waiter *w, enum wait_status st)
 
 	if (st == WAIT_SIGNAL)
 		return now + SIG_UNDO_MS;
-	if (w->wait_ms > 0)
-		end = w->deadline;
-	else if (w->wait_ms == 0)
-		end = w->bound;
-	else
-		end = w->tried_at + lock_connect_timeout(w->l);
-	end += UNDO_PAST_DEADLINE_MS;
-	return end < now + UNDO_PAST_DEADLINE_MS ?
-	    now + UNDO_PAST_DEADLINE_MS : end;
+	end = w->wait_ms > 0 ? w->deadline : w->wait_ms == 0 ? w->bound :
+	    w->tried_at + lock_connect_timeout(w->l);
+	return (end > now ? end : now) + UNDO_PAST_DEADLINE_MS;
 }
 
 /* Leave no trace: the queue place, and a grant we may have got unseen.
@@ -445,18 +441,14 @@ give_up(struct waiter *w, enum wait_status st)
 	if (w->uncertain)
 		(void)lock_release(w->l, w->ctx);
 out:
-	if (st == WAIT_ERROR) {
-		w->res->fail = w->why;
+	if (st == WAIT_ERROR)
 		w->res->answered = w->reached;
-	}
-	close_subs(w);
-	lock_set_timeouts(w->l, w->con0, w->cmd0);
+	(void)done(w, st);
 	(void)sig_stop_watch(stop);
 	return st;
 }
 
-
-/* An attempt was answered (b: busy, or NULL), after ride_out or not. */
+/* An attempt was answered (b: busy, or NULL), after weather or not. */
 static void
 back_up(struct waiter *w, const struct lock_busy *b)
 {
@@ -478,23 +470,13 @@ granted(struct waiter *w, int64_t start, int why)
 {
 	trace_event("grant");
 	back_up(w, NULL);
-	waitline_clear(&w->line);
-	close_subs(w);
-	lock_set_timeouts(w->l, w->con0, w->cmd0);
+	(void)done(w, WAIT_GRANTED);
 	msg_verbose("acquired after %lldms of waiting (%s)",
 		    (long long)(mono_ms() - start), why == WOKE_MESSAGE ?
 		    "woken by a release" : w->look ? "a look found the holder, "
 		    "a client other than rlock, gone" :
 		    "the holder's lease ran out");
 	return WAIT_GRANTED;
-}
-
-/* An attempt failed: that is why we give up. */
-static enum wait_status
-failed(struct waiter *w, const struct failure *f)
-{
-	w->why = *f;
-	return give_up(w, WAIT_ERROR);
 }
 
 /*
@@ -506,9 +488,11 @@ static enum wait_status
 ran_out(struct waiter *w)
 {
 	char since[32], d[32];
-	time_t t = (time_t)(w->down_wall / 1000);
+	/* On the wall clock, as the user reads it. */
+	time_t t = (time_t)((wall_ms() - mono_ms() + w->down_since) / 1000);
 	struct tm tm;
-	size_t n = strlen(w->why.why);
+	struct failure *f = &w->res->fail;
+	size_t n = strlen(f->why);
 
 	if (w->down_since == 0)
 		return give_up(w, WAIT_TIMEOUT);
@@ -516,36 +500,41 @@ ran_out(struct waiter *w)
 	    strftime(since, sizeof(since), "%H:%M:%S", &tm) == 0)
 		snprintf(since, sizeof(since), "?");
 	dur_format(mono_ms() - w->down_since, d, sizeof(d));
-	snprintf(w->why.why + n, sizeof(w->why.why) - n, " (unreachable "
+	snprintf(f->why + n, sizeof(f->why) - n, " (unreachable "
 	    "since %s, for %s)", since, d);
 	return give_up(w, WAIT_ERROR);
 }
 
 /*
  * An attempt (or a --fair waiter's subscription) failed with f. If the
- * wait goes on and f is weather (retry.h), back off and return 1: try
- * again (on the same connection when the failure was an answer, BUSY or
- * LOADING; the next attempt reconnects one that dropped). 0:
- * give up (failed). WOKE_SIGNAL: a signal ended the wait meanwhile.
+ * wait goes on and f is weather (failure_retry), back off and return
+ * RIDE_ON: try again (on the same connection when the failure was an
+ * answer, BUSY or LOADING; the next attempt reconnects one that
+ * dropped). Else the wait's end: a signal, the wait run out while Redis
+ * did not answer (ran_out), or a failure no retry can change.
  * A retry that reaches Redis joins the --fair queue again, at our old
  * place where the queue survived (the place is kept by our :w key and
  * the token, and a new subscription).
  */
 static int
-ride_out(struct waiter *w, const struct failure *f, struct wait_result *res)
+weather(struct waiter *w, const struct failure *f)
 {
 	int64_t now = mono_ms(), until;
 	char d[32];
 
+	/* Told to stop (the try may have been cut short by it). */
+	if (stop_signal(w))
+		return give_up(w, WAIT_SIGNAL);
+	if (w->no_time)
+		return ran_out(w);
+	w->res->fail = *f;
 	/* A run without --timeout rides out weather once it has reached
 	 * Redis: until then its failure is most likely the user's. */
 	if (w->wait_ms == 0 || (w->wait_ms < 0 && !w->reached) ||
 	    !failure_retry(f))
-		return 0;
-	w->why = *f;
+		return give_up(w, WAIT_ERROR);
 	if (w->down_since == 0) {
 		w->down_since = w->tried_at;
-		w->down_wall = w->tried_wall;
 		w->backoffs = 0;
 		if (w->deadline == INT64_MAX)
 			snprintf(d, sizeof(d), "for ever");
@@ -559,45 +548,13 @@ ride_out(struct waiter *w, const struct failure *f, struct wait_result *res)
 			    RETRY_BACKOFF_MAX_MS);
 	}
 	if (now >= w->deadline)
-		return 0;
+		return ran_out(w);
 	until = now + retry_backoff_ms(w->backoffs++);
 	if (until > w->deadline)
 		until = w->deadline;
-	if (block_quiet(w, until, res) == WOKE_SIGNAL)
-		return WOKE_SIGNAL;
-	return 1;
-}
-
-/*
- * After a failed try: 1 to try again (ride_out), else 0 with the wait's
- * end in *st: a signal, the wait run out while Redis did not answer
- * (ran_out), or a failure no retry can change.
- */
-static int
-weather(struct waiter *w, const struct failure *f, struct wait_result *res,
-    enum wait_status *st)
-{
-	int r;
-
-	/* Told to stop (the try may have been cut short by it). */
-	if (stop_signal(w, res)) {
-		*st = give_up(w, WAIT_SIGNAL);
-		return 0;
-	}
-	if (w->no_time) {
-		*st = ran_out(w);
-		return 0;
-	}
-	r = ride_out(w, f, res);
-	if (r == 1)
-		return 1;
-	if (r == WOKE_SIGNAL)
-		*st = give_up(w, WAIT_SIGNAL);
-	else if (w->down_since != 0 && failure_retry(f))
-		*st = ran_out(w);
-	else
-		*st = failed(w, f);
-	return 0;
+	if (block_quiet(w, until) == WOKE_SIGNAL)
+		return give_up(w, WAIT_SIGNAL);
+	return RIDE_ON;
 }
 
 enum wait_status
@@ -610,9 +567,8 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 	int idle_done = 0;
 	struct lock_busy busy = { 0 };
 	enum lock_result lr;
-	enum wait_status st;
 	int64_t start = since;
-	int why, was;
+	int why, was, st;
 
 	w.deadline = wait_ms < 0 ? INT64_MAX : start + wait_ms;
 	w.wait_ms = wait_ms;
@@ -620,28 +576,23 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 	w.bound = wait_ms < 0 ? INT64_MAX : wait_ms == 0 ?
 	    start + lock_connect_timeout(l) : w.deadline + LAST_TRY_MS;
 	w.caps = lock_caps(l);
-	res->signo = 0;
-	res->answered = 0;
-	memset(&res->busy, 0, sizeof(res->busy));
-	failure_clear(&res->fail);
+	memset(res, 0, sizeof(*res));
 	waitline_init(&w.line, ctx->key, ctx->limit, start);
 	w.line.on = w.line.on && wait_ms != 0;
 	/* The run's first connect met weather: that was the first try. */
 	if (!lock_is_open(l) && lock_failure(l)->status != 0) {
 		w.tried_at = start;
-		w.tried_wall = wall_ms() - (mono_ms() - start);
-		if (!weather(&w, lock_failure(l), res, &st))
+		if ((st = weather(&w, lock_failure(l))) != RIDE_ON)
 			return st;
 	}
 	/* Not queued yet: a --fair waiter joins once subscribed, below. */
 	while ((lr = attempt(&w, 0, res, &busy)) == LOCK_ERROR)
-		if (!weather(&w, lock_failure(l), res, &st))
+		if ((st = weather(&w, lock_failure(l))) != RIDE_ON)
 			return st;
 	back_up(&w, lr == LOCK_BUSY ? &busy : NULL);
 	if (lr == LOCK_GRANTED) {
 		trace_event("grant");
-		lock_set_timeouts(l, w.con0, w.cmd0);
-		return WAIT_GRANTED;
+		return done(&w, WAIT_GRANTED);
 	}
 	if (wait_ms == 0) {
 		res->busy = busy;
@@ -660,18 +611,20 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 		(void)waker_listen(w.wk);
 		if (!was) {
 			if (ctx->fair && !waker_listening(w.wk)) {
-				if (weather(&w, waker_failure(w.wk), res, &st))
-					continue;
-				return st;
+				st = weather(&w, waker_failure(w.wk));
+				if (st != RIDE_ON)
+					return st;
+				continue;
 			}
 			lr = attempt(&w, !ctx->fair ? 0 : w.queued ?
 			    LOCK_REJOIN : LOCK_JOIN, res, &busy);
 			if (lr == LOCK_GRANTED)
 				return granted(&w, start, WOKE_MESSAGE);
 			if (lr == LOCK_ERROR) {
-				if (weather(&w, lock_failure(l), res, &st))
-					continue;
-				return st;
+				st = weather(&w, lock_failure(l));
+				if (st != RIDE_ON)
+					return st;
+				continue;
 			}
 			back_up(&w, &busy);
 		}
@@ -682,7 +635,7 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 			hooks->idle(hooks->arg);
 		idle_done = 1;
 		do
-			why = sleep_until(&w, retry_at(&w, &busy), res);
+			why = sleep_until(&w, retry_at(&w, &busy));
 		while (why == WOKE_TIMEOUT && still_foreign(&w, &busy));
 		if (why == WOKE_SIGNAL)
 			return give_up(&w, WAIT_SIGNAL);
@@ -694,11 +647,10 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 		    LOCK_JOIN : 0, res, &busy);
 		if (lr == LOCK_GRANTED)
 			return granted(&w, start, why);
-		if (lr == LOCK_ERROR &&
-		    !weather(&w, lock_failure(l), res, &st))
-			return st;
 		if (lr != LOCK_ERROR)
 			back_up(&w, &busy);
+		else if ((st = weather(&w, lock_failure(l))) != RIDE_ON)
+			return st;
 	}
 }
 

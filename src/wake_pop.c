@@ -14,7 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "deadline.h"
 #include "exitcode.h"
 #include "util.h"
 
@@ -125,25 +124,6 @@ pick(const struct pop_waker *w)
 	return i;
 }
 
-static int
-arm(struct pop_waker *w, int64_t until)
-{
-	const char *argv[4] = { "BLPOP", w->list, w->also, NULL };
-	size_t lens[4] = { 5, w->list_len, w->also_len, 0 };
-	int64_t left = until - mono_ms();
-	int n = w->also ? 3 : 2;
-	char secs[32];
-
-	lens[n] = (size_t)snprintf(secs, sizeof(secs), "%lld.%03lld",
-	    (long long)(left / 1000), (long long)(left % 1000));
-	argv[n] = secs;
-	if (server_send(w->pop[w->at], n + 1, argv, lens) < 0)
-		return -1;
-	w->armed = 1;
-	w->armed_until = until;
-	return 0;
-}
-
 /*
  * An idle server (no command in flight) became readable: Redis closed it,
  * or said something it had not been asked. Either way it is closed now;
@@ -171,15 +151,26 @@ idle_gone(struct server *s)
 static int
 start(struct pop_waker *w, int64_t until, int sharp)
 {
-	if (until - mono_ms() <= 0)
+	const char *argv[4] = { "BLPOP", w->list, w->also, NULL };
+	size_t lens[4] = { 5, w->list_len, w->also_len, 0 };
+	int64_t left = until - mono_ms();
+	int n = w->also ? 3 : 2;
+	char secs[32];
+
+	if (left <= 0)
 		return WOKE_TIMEOUT;
 	if ((w->at = pick(w)) < 0) {
 		failure_set(&w->base.fail, RL_EXIT_UNAVAILABLE, "fewer than "
 		    "%d servers connected", w->need);
 		return WOKE_LOST;
 	}
-	if (arm(w, until) < 0)
+	lens[n] = (size_t)snprintf(secs, sizeof(secs), "%lld.%03lld",
+	    (long long)(left / 1000), (long long)(left % 1000));
+	argv[n] = secs;
+	if (server_send(w->pop[w->at], n + 1, argv, lens) < 0)
 		return pop_lost(w, NULL);
+	w->armed = 1;
+	w->armed_until = until;
 	w->sharp = sharp;
 	/* Behind a BLPOP that ends at the retry time only: one ended early
 	 * to redraw a line needs no attempt. */

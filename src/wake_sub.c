@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "deadline.h"
 #include "exitcode.h"
 #include "util.h"
 

@@ -67,16 +67,9 @@ struct watch_page {
  * was freed and given to another process is never taken for it. */
 struct tree {
 	pid_t pid[TREE_MAX];
-	pid_t pgid[TREE_MAX];
-	unsigned long long start[TREE_MAX];
+	struct watch_stat st[TREE_MAX];	/* as last read */
 	int n;
 	pid_t sid;		/* COMMAND's session */
-};
-
-/* What /proc/PID/stat says of a process. */
-struct pstat {
-	pid_t ppid, pgid, sid;
-	unsigned long long start;
 };
 
 static void
@@ -126,28 +119,24 @@ skip(const char **p, const char *end, int n)
 	return 0;
 }
 
-/*
- * /proc/PID/stat: 0, or -1 when the process is gone (or a zombie: it can
- * start nothing more). The command name may hold blanks and parentheses:
- * the fields start after the last ')'.
- */
-static int
-stat_of(pid_t pid, struct pstat *ps)
+/* The command name may hold blanks and parentheses: the fields start
+ * after the last ')'. */
+int
+watch_stat(pid_t pid, struct watch_stat *ps)
 {
-	char path[40], buf[1024];
+	char path[40], buf[1024], *q = path + sizeof(path) - 6;
+	pid_t *field[3] = { &ps->ppid, &ps->pgid, &ps->sid }, d;
 	const char *p, *end;
 	long long v;
 	ssize_t n;
-	pid_t d;
-	int fd, i, len = 0;
+	int fd, i;
 
+	/* "/proc/PID/stat", written from its end. */
+	memcpy(q, "/stat", 6);
 	for (d = pid; d > 0; d /= 10)
-		len++;
-	memcpy(path, "/proc/", 6);
-	for (d = pid, i = 6 + len; d > 0; d /= 10)
-		path[--i] = (char)('0' + d % 10);
-	memcpy(path + 6 + len, "/stat", 6);
-	if (pid <= 0 || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		*--q = (char)('0' + d % 10);
+	q = memcpy(q - 6, "/proc/", 6);
+	if (pid <= 0 || (fd = open(q, O_RDONLY | O_CLOEXEC)) < 0)
 		return -1;
 	n = read(fd, buf, sizeof(buf));
 	close(fd);
@@ -158,15 +147,11 @@ stat_of(pid_t pid, struct pstat *ps)
 	if (end - p < 4 || p[1] == 'Z')
 		return -1;
 	p += 3;			/* " S " */
-	if ((v = number(&p, end)) < 0)
-		return -1;
-	ps->ppid = (pid_t)v;
-	if ((v = number(&p, end)) < 0)
-		return -1;
-	ps->pgid = (pid_t)v;
-	if ((v = number(&p, end)) < 0)
-		return -1;
-	ps->sid = (pid_t)v;
+	for (i = 0; i < 3; i++) {
+		if ((v = number(&p, end)) < 0)
+			return -1;
+		*field[i] = (pid_t)v;
+	}
 	/* From the terminal (7th) to the start time (22nd). */
 	if (skip(&p, end, 15) < 0 || (v = number(&p, end)) < 0)
 		return -1;
@@ -201,7 +186,7 @@ grow(struct tree *t)
 	char buf[8192];
 	struct dirent64_k *d;
 	long n, off;
-	struct pstat ps;
+	struct watch_stat ps;
 	pid_t pid;
 	int fd, added = 0;
 	const char *c;
@@ -215,12 +200,11 @@ grow(struct tree *t)
 			if (*c < '1' || *c > '9' || t->n == TREE_MAX)
 				continue;
 			pid = (pid_t)number(&c, c + strlen(c));
-			if (in_tree(t, pid) || stat_of(pid, &ps) < 0)
+			if (in_tree(t, pid) || watch_stat(pid, &ps) < 0)
 				continue;
 			if (ps.sid == t->sid && in_tree(t, ps.ppid)) {
 				t->pid[t->n] = pid;
-				t->pgid[t->n] = ps.pgid;
-				t->start[t->n++] = ps.start;
+				t->st[t->n++] = ps;
 				added++;
 			}
 		}
@@ -229,22 +213,25 @@ grow(struct tree *t)
 	return added;
 }
 
-/* Keep the processes of the tree that still run (the same ones, by their
- * start time); how many are left. */
-static int
-prune(struct tree *t)
+/* Read the tree again: keep the processes that still run (the same ones,
+ * by their start time), then add what they started, read while their
+ * parent is there to be seen. */
+static void
+reread(struct tree *t)
 {
-	struct pstat ps;
+	struct watch_stat ps;
 	int i, n = 0;
 
 	for (i = 0; i < t->n; i++) {
-		if (stat_of(t->pid[i], &ps) < 0 || ps.start != t->start[i])
+		if (watch_stat(t->pid[i], &ps) < 0 ||
+		    ps.start != t->st[i].start)
 			continue;
 		t->pid[n] = t->pid[i];
-		t->pgid[n] = ps.pgid;
-		t->start[n++] = t->start[i];
+		t->st[n++] = ps;
 	}
-	return t->n = n;
+	t->n = n;
+	while (grow(t) > 0)
+		;
 }
 
 /* Read the tree whole, then signal it: a parent that ends hands its
@@ -255,24 +242,21 @@ signal_tree(struct tree *t, pid_t cmd, int led, int sig)
 {
 	int i;
 
-	while (grow(t) > 0)
-		;
+	reread(t);
 	if (led)
 		(void)kill(-cmd, sig);
 	for (i = 0; i < t->n; i++)
-		if (!led || t->pgid[i] != cmd)
+		if (!led || t->st[i].pgid != cmd)
 			(void)kill(t->pid[i], sig);
 }
 
 /* Anything of the tree still running: one of its processes (with what
- * they started since, read while their parent is there to be seen), or
- * one of COMMAND's group (which may have been adopted by init). */
+ * they started since), or one of COMMAND's group (which may have been
+ * adopted by init). */
 static int
 left(struct tree *t, pid_t cmd, int led)
 {
-	(void)prune(t);
-	while (grow(t) > 0)
-		;
+	reread(t);
 	return t->n > 0 || (led && kill(-cmd, 0) == 0);
 }
 
@@ -300,14 +284,13 @@ static struct tree tree;	/* this process's own copy: no allocation */
 static int
 tree_root(struct tree *t, pid_t cmd)
 {
-	struct pstat ps = { 0 };
+	struct watch_stat ps = { 0 };
 
-	if (stat_of(cmd, &ps) < 0)
+	if (watch_stat(cmd, &ps) < 0)
 		ps.sid = -1;	/* gone: its group only */
 	t->sid = ps.sid;
 	t->pid[0] = cmd;
-	t->pgid[0] = ps.pgid;
-	t->start[0] = ps.start;
+	t->st[0] = ps;
 	t->n = 1;
 	return getpgid(cmd) == cmd;
 }
@@ -329,10 +312,8 @@ stop_tree(pid_t cmd, const struct watch_lease *wl, struct watch_page *page)
 	at = now + wl->grace_ms < dl ? now + wl->grace_ms : dl;
 	while (mono_ms() < at && left(t, cmd, led))
 		nap_until(mono_ms() + LOOK_MS < at ? mono_ms() + LOOK_MS : at);
-	if (mono_ms() >= at) {
-		(void)prune(t);
+	if (mono_ms() >= at)
 		signal_tree(t, cmd, led, SIGKILL);
-	}
 }
 
 /* The watcher's life: never returns. */
@@ -379,26 +360,26 @@ watch_start(struct watcher *w, const struct watch_lease *wl)
 	atomic_init(&page->cmd, 0);
 	atomic_init(&page->stood_down, 0);
 	atomic_init(&page->last_ok, wl->last_ok);
-	if (pipe2(p, O_CLOEXEC) < 0) {
-		e = errno;
-		munmap(page, sizeof(*page));
-		errno = e;
-		return -1;
-	}
+	if (pipe2(p, O_CLOEXEC) < 0)
+		goto fail;
 	if ((pid = fork()) == 0)
 		watcher(p[0], wl, page);
 	e = errno;
 	close(p[0]);
 	if (pid < 0) {
 		close(p[1]);
-		munmap(page, sizeof(*page));
 		errno = e;
-		return -1;
+		goto fail;
 	}
 	w->pid = pid;
 	w->fd = p[1];
 	w->page = page;
 	return 0;
+fail:
+	e = errno;
+	munmap(page, sizeof(*page));
+	errno = e;
+	return -1;
 }
 
 _Atomic int64_t *
@@ -410,10 +391,7 @@ watch_last_ok(const struct watcher *w)
 int
 watch_child(const struct watcher *w)
 {
-	if (w->pid <= 0 || w->fd < 0)
-		return -1;
-	atomic_store(&w->page->cmd, getpid());
-	return 0;
+	return w->fd < 0 ? -1 : watch_adopt(w, getpid());
 }
 
 void

@@ -78,6 +78,16 @@ void watch_end(struct watcher *w);
  * from its supervisor. */
 int watch_adopt(const struct watcher *w, pid_t pid);
 
+/* What /proc/PID/stat says of a process. */
+struct watch_stat {
+	pid_t ppid, pgid, sid;
+	unsigned long long start;	/* since boot, in clock ticks */
+};
+
+/* Read it (async-signal-safe): 0, or -1 when the process is gone (or a
+ * zombie: it can start nothing more). */
+int watch_stat(pid_t pid, struct watch_stat *ps);
+
 /* What the watcher does at rlock's death, now: send sig to pid's tree. */
 void watch_tree(pid_t pid, int sig);
 

@@ -71,8 +71,49 @@ broken_heard() {
 	broken_heard
 }
 
+# holder_conns N: the file's server has N clients besides this redis-cli.
+holder_conns() {
+	[ "$(rcli client list | grep -cv ' cmd=client')" = "$1" ]
+}
+
+@test "a holder while COMMAND runs is two threads and two connections, one listening" {
+	local threads
+	holder
+	wait_ms 5000 listening || fail "the holder does not listen"
+	# Renewing and listening share one thread; the BLPOP has a
+	# connection of its own, so that the release never waits for it.
+	threads=$(sed -n 's/^Threads:[[:space:]]*//p' "/proc/$BG/status")
+	[ "$threads" -le 2 ] || fail "$threads threads"
+	wait_ms 3000 holder_conns 2 ||
+		fail "not two connections: $(rcli client list)"
+	rcli client list | grep ' name=rlock-holder ' | grep -q ' cmd=blpop' ||
+		fail "no listener: $(rcli client list)"
+	touch "$T/go"
+	RC=0
+	wait "$BG" || RC=$?
+	[ "$RC" = 0 ] || fail "status $RC: $(cat "$T/err")"
+	[ ! -s "$T/err" ] || fail "stderr: $(cat "$T/err")"
+}
+
 @test "release --force as COMMAND starts, before the holder listens: heard all the same" {
 	holder
+	broken_heard
+}
+
+@test "a holder that waited (its renewal thread parked) hears it as soon" {
+	# A 60 s lease: the parked thread looks for its grant every 10 s.
+	"$RLOCK" -k "$K" -- sh -c 'until [ -e "$T/go1" ]; do sleep 0.02; done' &
+	PIDS+=($!)
+	wait_ms 5000 eval '[ "$(rcli exists "$L")" = 1 ]' || fail "no first holder"
+	rm -f "$T/cmd.pid"
+	env --default-signal "$RLOCK" -l 60s -k "$K" -- sh "$T/term.sh" \
+	    > "$T/out" 2> "$T/err" 3>&- &
+	BG=$!
+	PIDS+=("$BG")
+	wait_ms 5000 blocked || fail "the second one does not wait"
+	touch "$T/go1"
+	wait_ms 5000 test -s "$T/cmd.pid" || fail "COMMAND did not start"
+	sleep 0.5
 	broken_heard
 }
 

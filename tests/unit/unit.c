@@ -36,7 +36,6 @@
 #include "mode.h"
 #include "reply.h"
 #include "resolve.h"
-#include "retry.h"
 #include "server.h"
 #include "tls.h"
 #include "url.h"

@@ -45,7 +45,7 @@ end
 -- a restart with AOF or RDB, a failover to a replica that has the queue,
 -- or a move of its slot, nobody is subscribed though every waiter may
 -- be alive. A live one is back within a second (a waiter retries at most
--- RETRY_BACKOFF_MAX_MS apart, retry.h), subscribes and tries again,
+-- RETRY_BACKOFF_MAX_MS apart, util.h), subscribes and tries again,
 -- saying so (acquire.lua's join '2'). So the field 'server' of w holds
 -- "RUN_ID UNTIL": the run_id (INFO server) of the server the waiters
 -- subscribed on and, once a script saw it change, until when (server ms)
