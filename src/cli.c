@@ -325,29 +325,24 @@ getopt_error(const struct parse *p, int c, char **argv, int before,
     const char *mode)
 {
 	const char *word = optind > before ? argv[optind - 1] : "";
+	int islong = strncmp(word, "--", 2) == 0, matches = 0;
+	size_t len = strcspn(word, "=");
 	const struct option *lo;
-	int len, matches = 0;
+	char name[1024];
 
-	if (strncmp(word, "--", 2) != 0) {
-		if (c == ':')
-			return usage_error(p, "option '-%c' needs a value",
-			    optopt);
-		return usage_error(p, "unknown option '-%c'%s%s",
-		    optopt ? optopt : '?', mode ? " for " : "",
-		    mode ? mode : "");
-	}
-	len = (int)strcspn(word, "=");
+	if (islong)
+		snprintf(name, sizeof(name), "%.*s", (int)len, word);
+	else
+		snprintf(name, sizeof(name), "-%c", optopt ? optopt : '?');
+	for (lo = p->longs; islong && lo->name; lo++)
+		matches += strncmp(lo->name, word + 2, len - 2) == 0;
 	if (c == ':')
-		return usage_error(p, "option '%.*s' needs a value", len, word);
-	if (optopt != 0)
-		return usage_error(p, "option '%.*s' takes no value", len,
-		    word);
-	for (lo = p->longs; lo->name; lo++)
-		if (strncmp(lo->name, word + 2, (size_t)len - 2) == 0)
-			matches++;
+		return usage_error(p, "option '%s' needs a value", name);
+	if (islong && optopt != 0)
+		return usage_error(p, "option '%s' takes no value", name);
 	if (matches > 1)
-		return usage_error(p, "ambiguous option '%.*s'", len, word);
-	return usage_error(p, "unknown option '%.*s'%s%s", len, word,
+		return usage_error(p, "ambiguous option '%s'", name);
+	return usage_error(p, "unknown option '%s'%s%s", name,
 	    mode ? " for " : "", mode ? mode : "");
 }
 
