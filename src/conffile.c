@@ -13,6 +13,7 @@
 #include "conffile.h"
 
 #include <errno.h>
+#include <libgen.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,7 +108,7 @@ trusted(const char *path, const struct stat *st, const struct conf_at *at)
 {
 	uid_t uid = getuid();
 	struct stat d;
-	char *dir, *slash, shown[512];
+	char *copy, *dir, shown[512];
 	int st_ok = 0;
 
 	if (S_ISDIR(st->st_mode))
@@ -119,11 +120,9 @@ trusted(const char *path, const struct stat *st, const struct conf_at *at)
 		return conf_error(at, "refused: writable by %s (mode %04o; "
 		    "chmod go-w it)", st->st_mode & 002 ? "anyone" :
 		    "its group", (unsigned)(st->st_mode & 07777));
-	dir = xstrdup(path);
-	if ((slash = strrchr(dir, '/')) == NULL)
-		strcpy(dir, ".");
-	else
-		slash[slash == dir] = '\0';
+	/* dirname may return a "." of its own: copy is what to free. */
+	copy = xstrdup(path);
+	dir = dirname(copy);
 	printable(dir, strlen(dir), shown, sizeof(shown));
 	if (stat(dir, &d) < 0)
 		st_ok = conf_error(at, "cannot check its directory %s: %s",
@@ -135,7 +134,7 @@ trusted(const char *path, const struct stat *st, const struct conf_at *at)
 		st_ok = conf_error(at, "refused: its directory %s is writable "
 		    "by others, who could put another file in its place "
 		    "(chmod go-w it)", shown);
-	free(dir);
+	free(copy);
 	return st_ok;
 }
 
