@@ -103,8 +103,7 @@ hint_for(const struct lock_cfg *cfg, const struct failure *f, char *buf,
 		    check_url_hint(cfg));
 		return buf;
 	}
-	if (f->code[0] == '\0')
-		return NULL;
+	/* Not an error reply: said is "", and no answer matches. */
 	for (i = 0; i < sizeof(HINTS) / sizeof(HINTS[0]); i++)
 		if (strncmp(f->said, HINTS[i].answer,
 		    strlen(HINTS[i].answer)) == 0)
