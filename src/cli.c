@@ -41,12 +41,12 @@ enum {
 #define IN(mode)	(1u << MODE_##mode)
 #define IN_HOLD		(IN(RUN) | IN(LOCK))	/* a holder's */
 #define IN_SUBS		(IN(STATUS) | IN(LIST) | IN(RELEASE))
-#define IN_REDIS	(IN_HOLD | IN_SUBS)	/* every mode that asks Redis */
+#define IN_REDIS	(IN_HOLD | IN_SUBS)	/* every mode asking Redis */
 
 #define VALUE	required_argument	/* an option that takes a value */
 #define FLAG	no_argument		/* one that takes none */
 #define NO_ENV	""			/* no variable sets it */
-#define CONF_OK	""			/* a configuration file may set it */
+#define CONF_OK	""			/* a config file may set it */
 
 /* The job's own options, which a file shared by every job may not set. */
 #define JOBS " in a configuration file (only the connection, TLS and " \
@@ -153,7 +153,7 @@ struct parse {
 	struct conf_at at[OPT_END];	/* by option: the files' last line
 					 * that set it, used or not */
 	int syslog;			/* the files' syslog */
-	struct option longs[NOPT + 1];	/* getopt's tables for the command */
+	struct option longs[NOPT + 1];	/* getopt's, for a command */
 	char shorts[2 * NOPT + 3];	/* line being read */
 };
 

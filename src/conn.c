@@ -65,11 +65,11 @@ struct req {
 struct conn {
 	const struct conn_cfg *cfg;
 	int fd;				/* -1 while closed */
-	int connecting;			/* conn_connect_start's fd, or -1 */
+	int connecting;			/* conn_connect_start's, or -1 */
 	int64_t connecting_by;		/* ... within its own deadline */
 	struct tls_session *tls;	/* over TLS: the session on fd */
 	int heard;			/* any byte read on this fd */
-	int last_errno;			/* of the last I/O failure; 0: EOF */
+	int last_errno;			/* last I/O failure's; 0: EOF */
 	struct sockaddr_storage peer;	/* TCP: where fd is connected */
 	socklen_t peer_len;
 	redisReader *reader;

@@ -13,8 +13,8 @@
  * F = the largest of its majority and first writes F back to those of
  * that majority that drew less (fence_raise.lua). Any later majority
  * overlaps this one in some master, which can only grant after our lease
- * there ended and so after the write-back: its fence is above F. COMMAND starts only after
- * the write-back succeeded on a majority.
+ * there ended and so after the write-back: its fence is above F. COMMAND
+ * starts only after the write-back succeeded on a majority.
  */
 #include "quorum.h"
 
@@ -53,7 +53,7 @@
 struct quorum {
 	struct lock base;		/* first: a struct lock * is ours */
 	struct lock *m[REDLOCK_MAX];	/* one single lock per master */
-	int64_t cap;			/* each master's timeouts, at most */
+	int64_t cap;			/* each master's timeouts, max */
 	/* An acquire between op_acquire_start and op_acquire_finish: when
 	 * it began (0: none), what every master was asked, who was sent it. */
 	int64_t t0;
@@ -352,9 +352,10 @@ fence_raise(struct quorum *q, const struct lock_ctx *ctx, int64_t fence,
 /*
  * Read the answers of the masters in `sent` as they come in, until `need`
  * of them answered (an error is no answer), or until `until` (each read
- * itself awaited until `by`): each one read leaves sent[] for said[]. Read, not just seen
- * readable: a server that had not cached the script answers NOSCRIPT at
- * once, and the script runs only on the EVAL that follows.
+ * itself awaited until `by`): each one read leaves sent[] for said[].
+ * Read, not just seen readable: a server that had not cached the script
+ * answers NOSCRIPT at once, and the script runs only on the EVAL that
+ * follows.
  */
 static void
 recv_some(struct quorum *q, const struct mode_call *c, unsigned char *sent,

@@ -86,7 +86,7 @@ static unsigned long reserved_ignored;	/* bit n: signal 32 + n */
 static int pipe_ignored;		/* our caller ignored SIGPIPE */
 static int chld_ignored;		/* and SIGCHLD */
 
-static sigset_t heard;			/* N_HEARD, less the ignored ones */
+static sigset_t heard;			/* N_HEARD less the ignored */
 static atomic_int listening;		/* between sig_setup and sig_hold */
 static int stop_sigfd = -1;		/* SIGNALS but SIGCHLD */
 static _Thread_local int stop_watched;	/* this thread's waits poll it */
