@@ -162,7 +162,7 @@ list_fds='cd /proc/$$/fd && for f in *; do echo "$f $(readlink "$f")"; done'
 	local baseline own='^$'
 	baseline=$(printf '%s\n' "${lines[@]}" | cut -d' ' -f1)
 	# The memcheck wrapper's log, opened before rlock starts.
-	! under_valgrind || own='^9 .*/valgrind/logs/[0-9]+\.log$'
+	! under_valgrind || own='^9 .*/valgrind/logs/[0-9]+\.[0-9]+\.log$'
 	run -0 "$RLOCK" -k fd -- sh -c "$list_fds"
 	[[ $output != *socket:* ]] || fail "socket inherited: $output"
 	[[ $output != *signalfd* ]] || fail "signalfd inherited: $output"
