@@ -362,33 +362,6 @@ release_main(const struct rlock_opts *o, struct lock_node *node)
 	return st;
 }
 
-/* Usage errors come before Redis is contacted (contract). */
-static int
-check_args(const struct rlock_opts *o)
-{
-	const char *what = "bad KEY", *why = NULL, *arg = "";
-	char shown[96];
-	size_t len;
-	int i;
-
-	for (i = 0; i < o->nargs && why == NULL; i++) {
-		len = strlen(arg = o->args[i]);
-		if (o->mode == MODE_LIST && !glob_valid(arg, len)) {
-			what = "list: bad PATTERN";
-			why = "a '[' without its ']', or a '\\' at the end";
-		} else if (o->mode != MODE_LIST && (len == 0 ||
-		    len > KEY_MAX_LEN)) {
-			why = len == 0 ? "empty" : "longer than 512 bytes";
-		}
-	}
-	if (why == NULL)
-		return 0;
-	printable(arg, strlen(arg), shown, sizeof(shown));
-	msg_err("%s '%s': %s", what, shown, why);
-	fputs("Try 'rlock --help' for more information.\n", stderr);
-	return RL_EXIT_USAGE;
-}
-
 /*
  * util-linux's close_stdout: a full disk or a closed pipe must not pass
  * for success. A reader that went away (| head) is not an error, though.
@@ -531,8 +504,6 @@ report_main(const struct rlock_opts *o)
 	struct lock *l;
 	int st;
 
-	if ((st = check_args(o)) != 0)
-		return st;
 	config_lock(o, &cfg);
 	l = lock_new(&cfg);
 	if ((st = lock_open(l)) != 0) {
