@@ -328,31 +328,24 @@ op_dequeue(struct lock *l, const struct lock_ctx *ctx)
 	return run_int(l, &c);
 }
 
-/* Run c, a call of another op than the acquire (cmd_srv); yes_no. */
-static int
-run_yes_no(struct lock *l, struct mode_call *c)
-{
-	struct server *s = cmd_srv(l);
-
-	return yes_no(s, c->what, script_call(s, &c->a));
-}
-
 static int
 op_extend(struct lock *l, const struct lock_ctx *ctx)
 {
+	struct server *s = cmd_srv(l);
 	struct mode_call c;
 
 	ctx->mode->extend(&c, ctx);
-	return run_yes_no(l, &c);
+	return yes_no(s, c.what, script_call(s, &c.a));
 }
 
 static int
 op_release(struct lock *l, const struct lock_ctx *ctx)
 {
+	struct server *s = cmd_srv(l);
 	struct mode_call c;
 
 	ctx->mode->release(&c, ctx);
-	return run_yes_no(l, &c);
+	return yes_no(s, c.what, script_call(s, &c.a));
 }
 
 int
