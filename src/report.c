@@ -108,15 +108,14 @@ status_read(const struct rlock_opts *o, struct lock_node *node,
 	int st = RL_EXIT_OK;
 
 	*out = v;
-	for (i = 0; i < n && st == RL_EXIT_OK; i++) {
+	for (i = 0; i < n && st >= 0; i++) {
 		v[i].key = o->args[i];
 		v[i].keylen = strlen(o->args[i]);
 		if (report_view_inspect(node, o->lmode, o->prefix, &v[i]) < 0)
 			st = -1;
-	}
-	for (i = 0; i < n && st == RL_EXIT_OK; i++)
-		if (!view_held(&v[i]))
+		else if (!view_held(&v[i]))
 			st = RL_EXIT_FALSE;
+	}
 	return st;
 }
 
