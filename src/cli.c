@@ -22,6 +22,7 @@
 
 #include "conffile.h"
 #include "exitcode.h"
+#include "glob.h"
 #include "keys.h"
 #include "lock.h"
 #include "mode.h"
@@ -884,7 +885,9 @@ static int
 parse_subcommand(struct parse *p, int argc, char **argv)
 {
 	struct rlock_opts *o = p->o;
-	int st;
+	char shown[96];
+	size_t len;
+	int st, i;
 
 	/*
 	 * argv here starts at the subcommand word. 0, not 1: glibc then sets
@@ -912,6 +915,17 @@ parse_subcommand(struct parse *p, int argc, char **argv)
 		    "holds: say so with --force");
 	if (o->mode == MODE_RELEASE && o->nargs != 1)
 		return usage_error(p, "release --force takes exactly one KEY");
+	/* Each KEY or PATTERN, shown cut short: it may be kilobytes long. */
+	for (i = 0; i < o->nargs; i++) {
+		len = strlen(o->args[i]);
+		printable(o->args[i], len, shown, sizeof(shown));
+		if (o->mode == MODE_LIST && !glob_valid(o->args[i], len))
+			return usage_error(p, "list: bad PATTERN '%s': a '[' "
+			    "without its ']', or a '\\' at the end", shown);
+		if (o->mode != MODE_LIST && (len == 0 || len > KEY_MAX_LEN))
+			return usage_error(p, "bad KEY '%s': %s", shown,
+			    len == 0 ? "empty" : "longer than 512 bytes");
+	}
 	return 0;
 }
 

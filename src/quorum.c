@@ -724,12 +724,10 @@ op_describe_holder(struct lock *l, const struct lock_ctx *ctx, char *buf,
 	int i;
 
 	snprintf(buf, len, "another client");
-	for (i = 0; i < q->base.n; i++) {
-		if (!m_open(q->m[i]))
-			continue;
+	for (i = 0; i < q->base.n && !m_open(q->m[i]); i++)
+		;
+	if (i < q->base.n)
 		q->m[i]->ops->describe_holder(q->m[i], ctx, buf, len);
-		return;
-	}
 }
 
 /*

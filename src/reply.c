@@ -64,8 +64,7 @@ reply_kind(const struct reply *r)
 {
 	const char *s = r->str ? r->str : "";
 
-	if (acl_is_refusal(s) || starts(s, "NOPERM") ||
-	    starts(s, SCRIPT_ACL_DENIED))
+	if (acl_is_refusal(s))
 		return FAIL_NOPERM;
 	if (starts(s, "NOAUTH") || starts(s, "WRONGPASS") ||
 	    starts(s, "ERR invalid password") ||

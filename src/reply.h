@@ -112,11 +112,6 @@ void failure_make(struct failure *f, enum fail_kind kind, int status,
 	failure_make((f), FAIL_OTHER, (status), __VA_ARGS__)
 void failure_clear(struct failure *f);
 
-/* How Redis 7 starts the error of a command its ACL refused inside a
- * script ("... can't run this command", "... access at least one of the
- * keys", "... publish to the channel"): NOPERM in all but name. */
-#define SCRIPT_ACL_DENIED "ERR The user executing the script can't"
-
 /*
  * Exit status for an error reply: 77 for NOAUTH/WRONGPASS/NOPERM, 69 for
  * the transient ones (LOADING, BUSY, max clients, ...), 76 otherwise.

@@ -108,15 +108,14 @@ status_read(const struct rlock_opts *o, struct lock_node *node,
 	int st = RL_EXIT_OK;
 
 	*out = v;
-	for (i = 0; i < n && st == RL_EXIT_OK; i++) {
+	for (i = 0; i < n && st >= 0; i++) {
 		v[i].key = o->args[i];
 		v[i].keylen = strlen(o->args[i]);
 		if (report_view_inspect(node, o->lmode, o->prefix, &v[i]) < 0)
 			st = -1;
-	}
-	for (i = 0; i < n && st == RL_EXIT_OK; i++)
-		if (!view_held(&v[i]))
+		else if (!view_held(&v[i]))
 			st = RL_EXIT_FALSE;
+	}
 	return st;
 }
 
@@ -125,14 +124,12 @@ static int
 status_main(const struct rlock_opts *o, struct lock_node *node)
 {
 	size_t i, n = (size_t)o->nargs;
-	struct prom_src src;
 	struct view *v;
 	int st;
 
 	st = status_read(o, node, &v);
 	if (st >= 0 && o->prometheus) {
-		src = (struct prom_src){ NULL, v, n };
-		prom_print(&src, 1);
+		prom_print(&(struct prom_src){ NULL, v, n }, 1);
 	} else if (st >= 0 && o->json) {
 		report_view_print_json(v, n);
 	}
@@ -314,42 +311,16 @@ list_main(const struct rlock_opts *o, struct lock_node *node)
 	return st;
 }
 
-/* The broken holders, one line each: who to call. */
-static int
-release_report(const struct rlock_opts *o, struct lock_node *node,
-    struct reply *r)
-{
-	size_t i;
-
-	for (i = 0; r->type == REPLY_ARRAY && i < r->elements; i++)
-		if (!view_strings(r->element[i], VIEW_WHO_N, 0))
-			break;
-	if (r->type != REPLY_ARRAY || i < r->elements) {
-		lock_node_fail_reply(node, "release --force", r);
-		return -1;
-	}
-	if (r->elements == 0) {
-		msg_warn("'%s' is not held; nothing to release", o->args[0]);
-		return RL_EXIT_FALSE;
-	}
-	for (i = 0; i < r->elements; i++) {
-		fputs("broke '", stdout);
-		view_put_text(o->args[0], strlen(o->args[0]));
-		fputs("', held by ", stdout);
-		view_put_who(r->element[i]->element, 1);
-		putchar('\n');
-	}
-	return RL_EXIT_OK;
-}
-
-/* rlock release --force: 0 broken, 1 nothing held, -1 error (in node). */
+/* rlock release --force: 0 broken, 1 nothing held, -1 error (in node).
+ * The broken holders, one line each: who to call. */
 static int
 release_main(const struct rlock_opts *o, struct lock_node *node)
 {
 	struct lock_keys k;
 	struct mode_call c;
 	struct reply *r;
-	int st;
+	int st = RL_EXIT_OK;
+	size_t i;
 
 	o->lmode->keys(&k, o->prefix, o->args[0], strlen(o->args[0]), NULL);
 	o->lmode->force(&c, &k);
@@ -357,36 +328,25 @@ release_main(const struct rlock_opts *o, struct lock_node *node)
 	lock_keys_free(&k);
 	if (r == NULL)
 		return -1;
-	st = release_report(o, node, r);
+	for (i = 0; r->type == REPLY_ARRAY && i < r->elements; i++)
+		if (!view_strings(r->element[i], VIEW_WHO_N, 0))
+			break;
+	if (r->type != REPLY_ARRAY || i < r->elements) {
+		lock_node_fail_reply(node, "release --force", r);
+		st = -1;
+	} else if (r->elements == 0) {
+		msg_warn("'%s' is not held; nothing to release", o->args[0]);
+		st = RL_EXIT_FALSE;
+	}
+	for (i = 0; st == RL_EXIT_OK && i < r->elements; i++) {
+		fputs("broke '", stdout);
+		view_put_text(o->args[0], strlen(o->args[0]));
+		fputs("', held by ", stdout);
+		view_put_who(r->element[i]->element, 1);
+		putchar('\n');
+	}
 	reply_free(r);
 	return st;
-}
-
-/* Usage errors come before Redis is contacted (contract). */
-static int
-check_args(const struct rlock_opts *o)
-{
-	const char *what = "bad KEY", *why = NULL, *arg = "";
-	char shown[96];
-	size_t len;
-	int i;
-
-	for (i = 0; i < o->nargs && why == NULL; i++) {
-		len = strlen(arg = o->args[i]);
-		if (o->mode == MODE_LIST && !glob_valid(arg, len)) {
-			what = "list: bad PATTERN";
-			why = "a '[' without its ']', or a '\\' at the end";
-		} else if (o->mode != MODE_LIST && (len == 0 ||
-		    len > KEY_MAX_LEN)) {
-			why = len == 0 ? "empty" : "longer than 512 bytes";
-		}
-	}
-	if (why == NULL)
-		return 0;
-	printable(arg, strlen(arg), shown, sizeof(shown));
-	msg_err("%s '%s': %s", what, shown, why);
-	fputs("Try 'rlock --help' for more information.\n", stderr);
-	return RL_EXIT_USAGE;
 }
 
 /*
@@ -531,8 +491,6 @@ report_main(const struct rlock_opts *o)
 	struct lock *l;
 	int st;
 
-	if ((st = check_args(o)) != 0)
-		return st;
 	config_lock(o, &cfg);
 	l = lock_new(&cfg);
 	if ((st = lock_open(l)) != 0) {

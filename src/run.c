@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "config.h"
 #include "exitcode.h"
@@ -119,9 +118,7 @@ try_reenter(struct rlock_opts *o, const struct lock_cfg *cfg, struct lock *l,
 static int
 busy_holder(const struct lock_busy *b, char *buf, size_t len)
 {
-	char pcmd[80], until[48] = "";
-	struct tm tm;
-	time_t t;
+	char run[160];
 
 	if (!b->skip_counted || (b->user[0] == '\0' && !b->foreign))
 		return 0;
@@ -129,15 +126,11 @@ busy_holder(const struct lock_busy *b, char *buf, size_t len)
 		snprintf(buf, len, "another client");
 		return 1;
 	}
-	printable(b->cmd, strlen(b->cmd), pcmd, sizeof(pcmd));
 	/* A run that ended, whose KEY --min-hold keeps until it expires. */
-	if (b->ended_ms > 0 && b->lease_left_ms >= 0 &&
-	    (t = (time_t)((b->now_ms + b->lease_left_ms) / 1000)) > 0 &&
-	    localtime_r(&t, &tm) != NULL)
-		strftime(until, sizeof(until), "; run ended, --min-hold until "
-		    "%H:%M:%S", &tm);
-	snprintf(buf, len, "%s@%s (pid %s: %s%s)", b->user, b->host, b->pid,
-	    pcmd, until);
+	holder_run(run, sizeof(run), b->pid, b->cmd, strlen(b->cmd),
+	    b->ended_ms > 0 && b->lease_left_ms >= 0 ?
+	    b->now_ms + b->lease_left_ms : 0);
+	snprintf(buf, len, "%s@%s (%s)", b->user, b->host, run);
 	return 1;
 }
 

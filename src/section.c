@@ -418,16 +418,15 @@ ask(const char *req, size_t n, char *ans, size_t len)
 int
 section_unlock(const struct rlock_opts *o)
 {
-	char req[KEY_MAX_LEN + 2] = "u", ans[64], name[96] = "";
+	char req[KEY_MAX_LEN + 2] = "u", ans[64], name[94];
 	size_t n = o->key ? strlen(o->key) : 0;
 
 	memcpy(req + 1, o->key ? o->key : "", n);
 	if (ask(req, n + 1, ans, sizeof(ans)) > 0)
 		return ans[0] == RL_EXIT_LEASE_LOST ? RL_EXIT_LEASE_LOST : 0;
-	if (o->key)
-		printable(o->key, n, name + 1, sizeof(name) - 2);
+	printable(o->key ? o->key : "", n, name, sizeof(name));
 	msg_notice("unlock: this shell holds no lock%s%s%s taken with rlock "
-	    "lock", n ? " '" : "", name + 1, n ? "'" : "");
+	    "lock", n ? " '" : "", name, n ? "'" : "");
 	return 1;
 }
 

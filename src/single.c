@@ -60,7 +60,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "exitcode.h"
 #include "lua_scripts.h"
@@ -329,31 +328,24 @@ op_dequeue(struct lock *l, const struct lock_ctx *ctx)
 	return run_int(l, &c);
 }
 
-/* Run c, a call of another op than the acquire (cmd_srv); yes_no. */
-static int
-run_yes_no(struct lock *l, struct mode_call *c)
-{
-	struct server *s = cmd_srv(l);
-
-	return yes_no(s, c->what, script_call(s, &c->a));
-}
-
 static int
 op_extend(struct lock *l, const struct lock_ctx *ctx)
 {
+	struct server *s = cmd_srv(l);
 	struct mode_call c;
 
 	ctx->mode->extend(&c, ctx);
-	return run_yes_no(l, &c);
+	return yes_no(s, c.what, script_call(s, &c.a));
 }
 
 static int
 op_release(struct lock *l, const struct lock_ctx *ctx)
 {
+	struct server *s = cmd_srv(l);
 	struct mode_call c;
 
 	ctx->mode->release(&c, ctx);
-	return run_yes_no(l, &c);
+	return yes_no(s, c.what, script_call(s, &c.a));
 }
 
 int
@@ -415,9 +407,6 @@ holder_words(const struct reply *h, char *at, size_t alen, char *run,
     size_t rlen)
 {
 	struct reply *const *e = h->element;
-	char pcmd[80], until[48] = "";
-	struct tm tm;
-	time_t t;
 	int i;
 
 	if (h->type != REPLY_ARRAY || h->elements != INSPECT_HOLDERS_N)
@@ -427,17 +416,12 @@ holder_words(const struct reply *h, char *at, size_t alen, char *run,
 			return -1;
 	if (e[INSPECT_HOLDERS_USER]->len == 0)
 		return -1;
-	printable(e[INSPECT_HOLDERS_CMD]->str, e[INSPECT_HOLDERS_CMD]->len,
-	    pcmd, sizeof(pcmd));
-	/* A run that ended, whose KEY --min-hold keeps: say so. */
-	if ((t = (time_t)(strtoll(e[INSPECT_HOLDERS_HOLD_UNTIL]->str, NULL,
-	    10) / 1000)) > 0 && localtime_r(&t, &tm) != NULL)
-		strftime(until, sizeof(until), "; run ended, --min-hold until "
-		    "%H:%M:%S", &tm);
 	snprintf(at, alen, "%s@%s", e[INSPECT_HOLDERS_USER]->str,
 	    e[INSPECT_HOLDERS_HOST]->str);
-	snprintf(run, rlen, "pid %s: %s%s", e[INSPECT_HOLDERS_PID]->str, pcmd,
-	    until);
+	/* A run that ended, whose KEY --min-hold keeps: say so. */
+	holder_run(run, rlen, e[INSPECT_HOLDERS_PID]->str,
+	    e[INSPECT_HOLDERS_CMD]->str, e[INSPECT_HOLDERS_CMD]->len,
+	    strtoll(e[INSPECT_HOLDERS_HOLD_UNTIL]->str, NULL, 10));
 	return 0;
 }
 

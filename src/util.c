@@ -415,6 +415,21 @@ printable(const char *s, size_t len, char *buf, size_t buflen)
 }
 
 void
+holder_run(char *buf, size_t buflen, const char *pid, const char *cmd,
+    size_t len, int64_t until_ms)
+{
+	char pcmd[80], until[48] = "";
+	time_t t = (time_t)(until_ms / 1000);
+	struct tm tm;
+
+	printable(cmd, len, pcmd, sizeof(pcmd));
+	if (t > 0 && localtime_r(&t, &tm) != NULL)
+		strftime(until, sizeof(until), "; run ended, --min-hold until "
+		    "%H:%M:%S", &tm);
+	snprintf(buf, buflen, "pid %s: %s%s", pid, pcmd, until);
+}
+
+void
 trace_event(const char *event)
 {
 	const char *path = getenv("RLOCK_TRACE");

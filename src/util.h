@@ -136,6 +136,11 @@ void thread_pipes_close(int stop[2], int event[2]);
 /* Copy s into buf as printable text: control and non-ASCII bytes as \xHH. */
 void printable(const char *s, size_t len, char *buf, size_t buflen);
 
+/* A holder's run as the busy messages word it: "pid P: CMD", and "; run
+ * ended, --min-hold until HH:MM:SS" when until_ms (epoch) is past 0. */
+void holder_run(char *buf, size_t buflen, const char *pid, const char *cmd,
+    size_t len, int64_t until_ms);
+
 /*
  * If $RLOCK_TRACE names a file, append "EVENT MONO_NS PID" to it: the
  * benchmark's view of grant and release instants, the torture's of when

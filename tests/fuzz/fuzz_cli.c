@@ -132,7 +132,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			check_blame(argv, argc);
 	}
 	if (st == 0 && o.mode == MODE_RUN) {
-		if (o.key == NULL || o.url == NULL ||
+		if (o.key == NULL || o.nurls == 0 || o.neps == 0 ||
 		    (o.shell_cmd == NULL && o.cmd[0] == NULL))
 			abort();
 		line = cli_command_line(&o);
