@@ -294,8 +294,6 @@ renew_init(struct renewer *rw, struct lock *l, const struct lock_ctx *ctx,
 	rw->fail_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	rw->l = l;
 	rw->ctx = ctx;
-	rw->stop_pipe[0] = rw->stop_pipe[1] = -1;
-	rw->event_pipe[0] = rw->event_pipe[1] = -1;
 	atomic_store(&rw->last_ok, granted_at);
 	rw->hold_until = INT64_MAX;
 }
@@ -335,8 +333,6 @@ renew_start(struct renewer *rw)
 {
 	int64_t t;
 
-	if (rw->armed)
-		return 0;
 	/* l is still ours: a parked thread does not touch it. */
 	t = lease_try_timeout_ms(rw->ctx->lease_ms,
 	    lock_connect_timeout(rw->l));
@@ -407,9 +403,7 @@ renew_stop(struct renewer *rw)
 	pthread_join(rw->thread, NULL);
 	rw->running = 0;
 	waker_free(rw->w);
-	rw->w = NULL;
 	lock_free(rw->lw);
-	rw->lw = NULL;
 	pthread_cond_destroy(&rw->park);
 	thread_pipes_close(rw->stop_pipe, rw->event_pipe);
 }
