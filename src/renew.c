@@ -238,14 +238,13 @@ renew_once(struct renewer *rw, int *failing)
 static int
 parked(struct renewer *rw)
 {
-	int64_t every = lease_park_look_ms(rw->ctx->lease_ms) * 1000000, ns;
+	int64_t every = lease_park_look_ms(rw->ctx->lease_ms), t;
 	struct timespec at;
 
+	/* mono_ms is CLOCK_MONOTONIC, the clock make_thread gives `park`. */
 	while (!rw->armed && !atomic_load(&rw->stopping)) {
-		clock_gettime(CLOCK_MONOTONIC, &at);
-		ns = at.tv_nsec + every;
-		at.tv_sec += ns / 1000000000;
-		at.tv_nsec = ns % 1000000000;
+		t = mono_ms() + every;
+		at = (struct timespec){ t / 1000, t % 1000 * 1000000 };
 		(void)pthread_cond_timedwait(&rw->park, &rw->mu, &at);
 	}
 	return !atomic_load(&rw->stopping);
