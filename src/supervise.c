@@ -86,19 +86,19 @@ lost_signal(enum on_lost how)
 }
 
 static void
-child_exec(const struct rlock_opts *o, int errfd, pid_t parent,
-    int own_pgrp, const struct watcher *w)
+child_exec(const struct sup *s, int errfd, pid_t parent)
 {
+	const struct rlock_opts *o = s->o;
 	int sig = lost_signal(o->on_lost), e;
 
 	/* Before the signals are unblocked: see spawn(). */
-	if (own_pgrp)
+	if (s->own_pgrp)
 		(void)setpgid(0, 0);
 	/* If rlock dies, even by SIGKILL, COMMAND must not run on unguarded
 	 * once the lease lapses: the watcher sends the --on-lost signal to
 	 * COMMAND and all it started. Without one, the kernel sends it to
 	 * COMMAND alone. */
-	if (sig && watch_child(w) < 0 &&
+	if (sig && watch_child(&s->watch) < 0 &&
 	    (prctl(PR_SET_PDEATHSIG, sig) < 0 || getppid() != parent))
 		raise(sig);
 	sig_restore();
@@ -150,17 +150,6 @@ sup_exec_here(const struct rlock_opts *o)
 	return exec_failed(o, errno);
 }
 
-static void
-export_env(const struct lock_ctx *ctx, const char *key, int64_t fence)
-{
-	char f[24];
-
-	snprintf(f, sizeof(f), "%lld", (long long)fence);
-	setenv("RLOCK_KEY", key, 1);
-	setenv("RLOCK_TOKEN", ctx->token, 1);
-	setenv("RLOCK_FENCE", f, 1);
-}
-
 /*
  * Start COMMAND; returns 0, or an exit status when it could not be forked.
  * vfork: the child borrows our memory until its exec, so neither side
@@ -192,8 +181,7 @@ spawn(struct sup *s, struct sup_ahead *a)
 	s->own_pgrp = !sig_foreground();
 	if ((child = vfork()) == 0) {
 		close(a->exec_pipe[0]);
-		child_exec(s->o, a->exec_pipe[1], parent, s->own_pgrp,
-		    &s->watch);
+		child_exec(s, a->exec_pipe[1], parent);
 	}
 	close(a->exec_pipe[1]);
 	a->piped = 0;
@@ -429,7 +417,6 @@ static int
 on_signal(struct sup *s, const struct signalfd_siginfo *si)
 {
 	siginfo_t ci;
-	pid_t r;
 
 	if (si->ssi_signo == SIGCHLD) {
 		/* The watcher must never take another process for COMMAND:
@@ -438,8 +425,7 @@ on_signal(struct sup *s, const struct signalfd_siginfo *si)
 		if (waitid(P_PID, (id_t)s->child, &ci,
 		    WEXITED | WNOHANG | WNOWAIT) == 0 && ci.si_pid == s->child)
 			watch_stop(&s->watch);
-		r = waitpid(s->child, &s->wstatus, WNOHANG);
-		return r == s->child;
+		return waitpid(s->child, &s->wstatus, WNOHANG) == s->child;
 	}
 	/* A terminal's ^C already reached COMMAND in our process group;
 	 * forwarding it would deliver it twice. */
@@ -789,6 +775,7 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	    .exec_fd = -1, .res = res, .rw = &a->rw, .owner = a->owner };
 	int64_t granted = res->granted_at, lease = ctx->lease_ms;
 	int st, e = 0;
+	char f[24];
 
 	printable(o->key, strlen(o->key), s.key, sizeof(s.key));
 	if ((st = confirm_grant(&s, &granted)) != 0)
@@ -798,7 +785,10 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	/* From here on a signal is COMMAND's (forwarded), and nothing we
 	 * wait for may be cut short by one. */
 	(void)sig_stop_watch(0);
-	export_env(ctx, o->key, res->fence);
+	snprintf(f, sizeof(f), "%lld", (long long)res->fence);
+	setenv("RLOCK_KEY", o->key, 1);
+	setenv("RLOCK_TOKEN", ctx->token, 1);
+	setenv("RLOCK_FENCE", f, 1);
 	if (s.rw->running)
 		atomic_store(&s.rw->last_ok, granted);
 	else
