@@ -51,15 +51,15 @@ guard_eviction(struct guard *g, struct lock *l)
 	int i, n = lock_nodes(l);
 
 	for (i = 0; i < n; i++)
-		if (lock_node_ask_ahead(lock_node(l, i), 3, argv, lens,
-		    on_policy, g) == 0)
-			g->asked = 1;
+		(void)lock_node_ask_ahead(lock_node(l, i), 3, argv, lens,
+		    on_policy, g);
 }
 
 int
 guard_refused(struct guard *g, const struct failure *f)
 {
-	if (!g->asked || g->refused || !failure_closed_on(f, CMD_CONFIG))
+	/* Only our question sends CONFIG: closed on it, it was asked. */
+	if (g->refused || !failure_closed_on(f, CMD_CONFIG))
 		return 0;
 	g->refused = 1;
 	msg_verbose("cannot check the server's maxmemory-policy: the server "

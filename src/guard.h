@@ -11,8 +11,7 @@
 /* What the eviction check has said so far, for one lock. */
 struct guard {
 	int warned;		/* a server may evict: said once */
-	int asked;		/* the question is on its way */
-	int refused;		/* ... and closed the connection */
+	int refused;		/* a server closed on the question */
 };
 
 /*

@@ -238,14 +238,13 @@ renew_once(struct renewer *rw, int *failing)
 static int
 parked(struct renewer *rw)
 {
-	int64_t every = lease_park_look_ms(rw->ctx->lease_ms) * 1000000, ns;
+	int64_t every = lease_park_look_ms(rw->ctx->lease_ms), t;
 	struct timespec at;
 
+	/* mono_ms is CLOCK_MONOTONIC, the clock make_thread gives `park`. */
 	while (!rw->armed && !atomic_load(&rw->stopping)) {
-		clock_gettime(CLOCK_MONOTONIC, &at);
-		ns = at.tv_nsec + every;
-		at.tv_sec += ns / 1000000000;
-		at.tv_nsec = ns % 1000000000;
+		t = mono_ms() + every;
+		at = (struct timespec){ t / 1000, t % 1000 * 1000000 };
 		(void)pthread_cond_timedwait(&rw->park, &rw->mu, &at);
 	}
 	return !atomic_load(&rw->stopping);
@@ -294,8 +293,6 @@ renew_init(struct renewer *rw, struct lock *l, const struct lock_ctx *ctx,
 	rw->fail_mu = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	rw->l = l;
 	rw->ctx = ctx;
-	rw->stop_pipe[0] = rw->stop_pipe[1] = -1;
-	rw->event_pipe[0] = rw->event_pipe[1] = -1;
 	atomic_store(&rw->last_ok, granted_at);
 	rw->hold_until = INT64_MAX;
 }
@@ -335,8 +332,6 @@ renew_start(struct renewer *rw)
 {
 	int64_t t;
 
-	if (rw->armed)
-		return 0;
 	/* l is still ours: a parked thread does not touch it. */
 	t = lease_try_timeout_ms(rw->ctx->lease_ms,
 	    lock_connect_timeout(rw->l));
@@ -407,9 +402,7 @@ renew_stop(struct renewer *rw)
 	pthread_join(rw->thread, NULL);
 	rw->running = 0;
 	waker_free(rw->w);
-	rw->w = NULL;
 	lock_free(rw->lw);
-	rw->lw = NULL;
 	pthread_cond_destroy(&rw->park);
 	thread_pipes_close(rw->stop_pipe, rw->event_pipe);
 }

@@ -49,7 +49,6 @@ struct sup {
 	struct sup_owner *owner;	/* a section's, in COMMAND's place */
 	int own_pgrp;			/* COMMAND leads a process group */
 	struct watcher watch;		/* stops COMMAND's tree if we die */
-	int exec_pipe[2];		/* exec's outcome: read end, write end */
 	int exec_fd;			/* exec's outcome not read yet; else -1 */
 	int exec_errno;			/* exec failed with this; 0 it ran */
 	int wstatus;
@@ -58,9 +57,7 @@ struct sup {
 	int64_t term_at;		/* when SIGTERM went out; 0 not yet */
 	int kill_sent;
 	int64_t stall_ms, stall_end;	/* rlock did not run; see stalled() */
-	int64_t granted;		/* mono ms, as wait_lock saw the grant */
-	int64_t fence;
-	int64_t max_at;			/* --max-hold's SIGTERM due; 0 none */
+	const struct wait_result *res;	/* heard_at: the grant, to wait_lock */
 	int max_fired;
 	struct run_end end;		/* what the last release records */
 	char key[96];			/* printable, for messages */
@@ -82,12 +79,6 @@ sup_hold_bound(const struct rlock_opts *o, int64_t lease_ms)
 	    2 * lease_drift_ms(lease_ms) + lease_retry_ms(lease_ms);
 }
 
-static int64_t
-grace_ms(const struct sup *s)
-{
-	return lease_kill_grace_ms(s->ctx->lease_ms, s->o->kill_after_ms);
-}
-
 static int
 lost_signal(enum on_lost how)
 {
@@ -95,19 +86,19 @@ lost_signal(enum on_lost how)
 }
 
 static void
-child_exec(const struct rlock_opts *o, int errfd, pid_t parent,
-    int own_pgrp, const struct watcher *w)
+child_exec(const struct sup *s, int errfd, pid_t parent)
 {
+	const struct rlock_opts *o = s->o;
 	int sig = lost_signal(o->on_lost), e;
 
 	/* Before the signals are unblocked: see spawn(). */
-	if (own_pgrp)
+	if (s->own_pgrp)
 		(void)setpgid(0, 0);
 	/* If rlock dies, even by SIGKILL, COMMAND must not run on unguarded
 	 * once the lease lapses: the watcher sends the --on-lost signal to
 	 * COMMAND and all it started. Without one, the kernel sends it to
 	 * COMMAND alone. */
-	if (sig && watch_child(w) < 0 &&
+	if (sig && watch_child(&s->watch) < 0 &&
 	    (prctl(PR_SET_PDEATHSIG, sig) < 0 || getppid() != parent))
 		raise(sig);
 	sig_restore();
@@ -127,9 +118,9 @@ static void
 watch(struct sup *s)
 {
 	struct watch_lease wl = { .sig = lost_signal(s->o->on_lost),
-	    .grace_ms = grace_ms(s), .lease_ms = s->ctx->lease_ms,
-	    .hold_until = s->rw->hold_until,
-	    .last_ok = atomic_load(&s->rw->last_ok) };
+	    .lease_ms = s->ctx->lease_ms, .hold_until = s->rw->hold_until,
+	    .grace_ms = lease_kill_grace_ms(s->ctx->lease_ms,
+	    s->o->kill_after_ms), .last_ok = atomic_load(&s->rw->last_ok) };
 
 	if (wl.sig == 0)
 		return;
@@ -159,17 +150,6 @@ sup_exec_here(const struct rlock_opts *o)
 	return exec_failed(o, errno);
 }
 
-static void
-export_env(const struct lock_ctx *ctx, const char *key, int64_t fence)
-{
-	char f[24];
-
-	snprintf(f, sizeof(f), "%lld", (long long)fence);
-	setenv("RLOCK_KEY", key, 1);
-	setenv("RLOCK_TOKEN", ctx->token, 1);
-	setenv("RLOCK_FENCE", f, 1);
-}
-
 /*
  * Start COMMAND; returns 0, or an exit status when it could not be forked.
  * vfork: the child borrows our memory until its exec, so neither side
@@ -194,25 +174,25 @@ export_env(const struct lock_ctx *ctx, const char *key, int64_t fence)
  * reaches it directly, and on_signal does not forward a second one.
  */
 static int
-spawn(struct sup *s)
+spawn(struct sup *s, struct sup_ahead *a)
 {
 	pid_t parent = getpid(), child;
 
 	s->own_pgrp = !sig_foreground();
 	if ((child = vfork()) == 0) {
-		close(s->exec_pipe[0]);
-		child_exec(s->o, s->exec_pipe[1], parent, s->own_pgrp,
-		    &s->watch);
+		close(a->exec_pipe[0]);
+		child_exec(s, a->exec_pipe[1], parent);
 	}
-	close(s->exec_pipe[1]);
+	close(a->exec_pipe[1]);
+	a->piped = 0;
 	if (child < 0) {
 		msg_err("cannot run COMMAND: fork: %s", strerror(errno));
-		close(s->exec_pipe[0]);
+		close(a->exec_pipe[0]);
 		watch_stop(&s->watch);
 		return RL_EXIT_OSERR;
 	}
 	s->child = child;
-	s->exec_fd = s->exec_pipe[0];
+	s->exec_fd = a->exec_pipe[0];
 	return 0;
 }
 
@@ -364,7 +344,7 @@ lost_at(const struct sup *s, int64_t dl)
 	/* --max-hold's SIGTERM is out: only the deadline is left. */
 	if (s->o->on_lost == LOST_KILL || s->term_at != 0)
 		return dl;
-	return dl - grace_ms(s);
+	return dl - lease_kill_grace_ms(s->ctx->lease_ms, s->o->kill_after_ms);
 }
 
 /* When the SIGKILL after a SIGTERM is due. */
@@ -391,19 +371,33 @@ sooner(int64_t a, int64_t b)
 }
 
 /*
- * Take the lease decisions due now; return ms until the next one, or -1
- * when none is pending.
+ * Take the decisions due now (--max-hold's SIGTERM, then the lease's);
+ * return ms until the next one, or -1 when none is pending.
  */
 static int64_t
 check_lease(struct sup *s)
 {
 	int64_t now = mono_ms(), dl = deadline_of(s), at, next = -1;
+	char d[32];
 
+	if (s->o->max_hold_ms > 0 && !s->max_fired && s->lost == HELD) {
+		if (now < (at = s->res->heard_at + s->o->max_hold_ms)) {
+			next = at - now;
+		} else {
+			s->max_fired = 1;
+			dur_format(s->o->max_hold_ms, d, sizeof(d));
+			msg_err("'%s' has been held for --max-hold %s; sending "
+			    "SIGTERM to COMMAND (pid %ld)", s->key, d,
+			    (long)s->child);
+			send_child(s, SIGTERM);
+			s->term_at = now;
+		}
+	}
 	if (s->lost == HELD && atomic_load(&s->rw->not_ours))
 		declare_lost(s, LOST_NOT_OURS);
 	if (s->lost == HELD) {
 		if (now < (at = lost_at(s, dl)))
-			next = at - now;
+			next = sooner(next, at - now);
 		else
 			declare_lost(s, LOST_UNRENEWED);
 	}
@@ -418,32 +412,11 @@ check_lease(struct sup *s)
 	return next;
 }
 
-/* --max-hold: SIGTERM once it is due; ms until then, or -1. */
-static int64_t
-check_max_hold(struct sup *s)
-{
-	int64_t now = mono_ms();
-	char d[32];
-
-	if (s->max_at == 0 || s->max_fired || s->lost != HELD)
-		return -1;
-	if (now < s->max_at)
-		return s->max_at - now;
-	s->max_fired = 1;
-	dur_format(s->o->max_hold_ms, d, sizeof(d));
-	msg_err("'%s' has been held for --max-hold %s; sending SIGTERM to "
-	    "COMMAND (pid %ld)", s->key, d, (long)s->child);
-	send_child(s, SIGTERM);
-	s->term_at = now;
-	return -1;
-}
-
 /* Handle one signal; returns 1 when COMMAND has ended. */
 static int
 on_signal(struct sup *s, const struct signalfd_siginfo *si)
 {
 	siginfo_t ci;
-	pid_t r;
 
 	if (si->ssi_signo == SIGCHLD) {
 		/* The watcher must never take another process for COMMAND:
@@ -452,8 +425,7 @@ on_signal(struct sup *s, const struct signalfd_siginfo *si)
 		if (waitid(P_PID, (id_t)s->child, &ci,
 		    WEXITED | WNOHANG | WNOWAIT) == 0 && ci.si_pid == s->child)
 			watch_stop(&s->watch);
-		r = waitpid(s->child, &s->wstatus, WNOHANG);
-		return r == s->child;
+		return waitpid(s->child, &s->wstatus, WNOHANG) == s->child;
 	}
 	/* A terminal's ^C already reached COMMAND in our process group;
 	 * forwarding it would deliver it twice. */
@@ -472,22 +444,18 @@ static void
 supervise(struct sup *s)
 {
 	struct signalfd_siginfo si;
+	int fds[4] = { s->sigfd, s->rw->running ? s->rw->event_pipe[0] : -1,
+	    s->owner ? s->owner->fds[0] : -1,
+	    s->owner ? s->owner->fds[1] : -1 };
 	struct pollfd p[4];
 	int64_t next, t0;
-	int poll_failed = 0, tmo;
+	int poll_failed = 0, tmo, i;
 	char drain[64];
 
-	p[0] = (struct pollfd){ .fd = s->sigfd, .events = POLLIN };
-	p[1] = (struct pollfd){ .fd = s->rw->running ?
-	    s->rw->event_pipe[0] : -1, .events = POLLIN };
-	p[2] = (struct pollfd){ .fd = s->owner ? s->owner->fds[0] : -1,
-	    .events = POLLIN };
-	p[3] = (struct pollfd){ .fd = s->owner ? s->owner->fds[1] : -1,
-	    .events = POLLIN };
+	for (i = 0; i < 4; i++)
+		p[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
 	for (;;) {
-		next = check_max_hold(s);
-		next = sooner(next, check_lease(s));
-		next = sooner(next, renew_wake_due(s->rw));
+		next = sooner(check_lease(s), renew_wake_due(s->rw));
 		tmo = next < 0 ? DEADLINE_POLL_MAX_MS :
 		    deadline_poll_ms(mono_ms() + next);
 		if (s->owner != NULL && tmo > 1000)
@@ -522,17 +490,6 @@ supervise(struct sup *s)
  */
 #define RELEASE_LAST_TRY_MS 50
 
-/* One release try, each connect and answer within tmo ms: as
- * lock_release. */
-static int
-release_try(struct sup *s, int64_t tmo)
-{
-	lock_set_timeouts(s->l, tmo, tmo);
-	if (!lock_is_open(s->l) && lock_reopen(s->l) != 0)
-		return -1;
-	return lock_release(s->l, s->ctx);
-}
-
 /*
  * Try the release again while it meets weather (failure_retry: a reset
  * or refused connection, a restart, BUSY, LOADING, a failover), as a
@@ -548,13 +505,18 @@ release_tries(struct sup *s, int *said)
 {
 	int64_t dl = deadline_of(s), per_try, now, tmo;
 	enum fail_kind kind;
-	int r, backoffs = 0, tries = 1, unsure = 0;
+	int r, backoffs = 0, tries, unsure = 0;
 	char d[32];
 
 	per_try = lease_try_timeout_ms(s->ctx->lease_ms,
 	    lock_connect_timeout(s->l));
-	r = release_try(s, per_try);
-	while (r < 0 && failure_retry(lock_failure(s->l))) {
+	/* Each try's connect and answer within tmo ms. */
+	for (tries = 0, tmo = per_try;; tries++) {
+		lock_set_timeouts(s->l, tmo, tmo);
+		r = lock_is_open(s->l) || lock_reopen(s->l) == 0 ?
+		    lock_release(s->l, s->ctx) : -1;
+		if (r >= 0 || !failure_retry(lock_failure(s->l)))
+			break;
 		kind = lock_failure(s->l)->kind;
 		/* Its request may have reached Redis: a "not ours" later
 		 * may well be its own doing. */
@@ -563,7 +525,7 @@ release_tries(struct sup *s, int *said)
 		tmo = per_try;
 		/* The server closed the connection (idle, or restarted): a
 		 * fresh one is worth a try at once, as the first try's due. */
-		if (tries > 1 || kind != FAIL_DROPPED) {
+		if (tries > 0 || kind != FAIL_DROPPED) {
 			if (now >= dl)
 				break;
 			if (!(*said)++) {
@@ -585,8 +547,6 @@ release_tries(struct sup *s, int *said)
 		if (kind != FAIL_BUSY)
 			lock_close(s->l);
 		(void)lock_recheck(s->l);
-		r = release_try(s, tmo);
-		tries++;
 	}
 	if (r == 0 && unsure) {
 		msg_verbose("'%s' is not ours any more: taken as released by "
@@ -735,7 +695,7 @@ confirm_grant(struct sup *s, int64_t *granted)
 static int
 finish(struct sup *s, int st)
 {
-	int64_t ran = mono_ms() - s->granted;
+	int64_t ran = mono_ms() - s->res->heard_at;
 	char took[32], more[32], kept[64] = "";
 	int r;
 
@@ -762,7 +722,7 @@ finish(struct sup *s, int st)
 	/* No release could record it: the lease was lost. */
 	s->end.exit_status = st;
 	s->end.lease_lost = 1;
-	if (lock_record(s->l, s->ctx, &s->end, s->fence) < 0)
+	if (lock_record(s->l, s->ctx, &s->end, s->res->fence) < 0)
 		msg_warn("could not record the run of '%s': %s", s->key,
 		    lock_failure(s->l)->why);
 	return st;
@@ -812,10 +772,10 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
     int sigfd, const struct wait_result *res, struct sup_ahead *a)
 {
 	struct sup s = { .o = o, .ctx = ctx, .l = l, .sigfd = sigfd,
-	    .exec_fd = -1, .granted = res->heard_at, .fence = res->fence,
-	    .rw = &a->rw, .owner = a->owner };
+	    .exec_fd = -1, .res = res, .rw = &a->rw, .owner = a->owner };
 	int64_t granted = res->granted_at, lease = ctx->lease_ms;
 	int st, e = 0;
+	char f[24];
 
 	printable(o->key, strlen(o->key), s.key, sizeof(s.key));
 	if ((st = confirm_grant(&s, &granted)) != 0)
@@ -825,17 +785,18 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	/* From here on a signal is COMMAND's (forwarded), and nothing we
 	 * wait for may be cut short by one. */
 	(void)sig_stop_watch(0);
-	export_env(ctx, o->key, res->fence);
+	snprintf(f, sizeof(f), "%lld", (long long)res->fence);
+	setenv("RLOCK_KEY", o->key, 1);
+	setenv("RLOCK_TOKEN", ctx->token, 1);
+	setenv("RLOCK_FENCE", f, 1);
 	if (s.rw->running)
 		atomic_store(&s.rw->last_ok, granted);
 	else
 		renew_init(s.rw, l, ctx, granted);
-	if (o->max_hold_ms > 0) {
-		/* Held for --max-hold since the grant, not since COMMAND
-		 * started; the lease outlives the SIGKILL by a little only. */
-		s.max_at = res->heard_at + o->max_hold_ms;
+	/* Held for --max-hold since the grant, not since COMMAND started
+	 * (check_lease); the lease outlives the SIGKILL by a little only. */
+	if (o->max_hold_ms > 0)
 		s.rw->hold_until = res->heard_at + sup_hold_bound(o, lease);
-	}
 	oom_sup = &s;
 	oom_on(oom_release);
 	/* The guard holds from COMMAND's first instruction. */
@@ -843,14 +804,9 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	/* The OS refusing us a pipe or a process is not COMMAND's fault:
 	 * 71, not 126 (not executable). The exec pipe first: without it
 	 * there is nothing to run, so nothing to renew for. */
-	if (a->piped) {
-		s.exec_pipe[0] = a->exec_pipe[0];
-		s.exec_pipe[1] = a->exec_pipe[1];
-		a->piped = 0;
-	} else if (s.owner == NULL && pipe2(s.exec_pipe, O_CLOEXEC) < 0) {
-		s.exec_pipe[0] = -1;
-	}
-	if (s.exec_pipe[0] < 0) {
+	if (s.owner == NULL && !a->piped)
+		a->piped = pipe2(a->exec_pipe, O_CLOEXEC) == 0;
+	if (s.owner == NULL && !a->piped) {
 		msg_err("cannot run COMMAND: pipe: %s", strerror(errno));
 		st = RL_EXIT_OSERR;
 	} else {
@@ -860,7 +816,7 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 		if (renew_start(s.rw) < 0)
 			msg_warn("cannot start the renewal thread: %s",
 			    strerror(errno));
-		st = s.owner == NULL ? spawn(&s) : 0;
+		st = s.owner == NULL ? spawn(&s, a) : 0;
 		if (s.owner != NULL) {
 			(void)watch_adopt(&s.watch, s.child = s.owner->pid);
 			s.owner->started(s.owner);
@@ -882,8 +838,7 @@ sup_run(const struct rlock_opts *o, struct lock_ctx *ctx, struct lock *l,
 	watch_stop(&s.watch);
 	renew_take_conn(s.rw);
 	st = finish(&s, st);
-	renew_stop(s.rw);
-	oom_on(NULL);
+	sup_ahead_drop(a);
 	oom_sup = NULL;
 	watch_end(&s.watch);
 	return st;
