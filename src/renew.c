@@ -270,8 +270,8 @@ renew_loop(void *arg)
 	while (next >= 0 && !atomic_load(&rw->stopping)) {
 		now = mono_ms();
 		if (now < rw->listen_at || next - now < 2 * LISTEN_LATE_MS)
-			r = nap(rw, now < rw->listen_at && rw->listen_at < next ?
-			    rw->listen_at : next);
+			r = nap(rw, now < rw->listen_at &&
+			    rw->listen_at < next ? rw->listen_at : next);
 		else
 			r = hear(rw, next);
 		if (r == 1)

@@ -24,7 +24,7 @@ struct renewer {
 	int stop_pipe[2];
 	int event_pipe[2];		/* read end: readable (a byte to
 					 * drain) when the state changed */
-	_Atomic int64_t last_ok;	/* mono ms: start of the last good extend */
+	_Atomic int64_t last_ok;	/* mono ms: last good extend's start */
 	_Atomic int not_ours;		/* Redis said: someone else's lock */
 	/* Why the extends fail since the last good one (FAIL_NONE while
 	 * they work), for the words of a lost lease: the thread writes

@@ -49,7 +49,7 @@ struct sup {
 	struct sup_owner *owner;	/* a section's, in COMMAND's place */
 	int own_pgrp;			/* COMMAND leads a process group */
 	struct watcher watch;		/* stops COMMAND's tree if we die */
-	int exec_fd;			/* exec's outcome not read yet; else -1 */
+	int exec_fd;			/* exec's outcome still unread, or -1 */
 	int exec_errno;			/* exec failed with this; 0 it ran */
 	int wstatus;
 	struct renewer *rw;		/* the sup_ahead's, maybe parked */
@@ -676,7 +676,7 @@ confirm_grant(struct sup *s, int64_t *granted)
 	if (r < 0 && sig_stopping())
 		return 0;
 	if (r < 0 && mono_ms() < lease_deadline(*granted, lease))
-		return 0;	/* still ours for a while: the supervisor acts */
+		return 0;	/* ours for a while yet: the supervisor acts */
 	msg_err("lost the lock '%s' before COMMAND started (%lldms after "
 	    "asking for it): %s; COMMAND not run", s->key, (long long)held,
 	    r == 0 ? "Redis says another client holds or removed it" :
