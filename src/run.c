@@ -192,18 +192,10 @@ lease_for(const struct rlock_opts *o)
 	return cap < LEASE_MIN_MS ? LEASE_MIN_MS : cap;
 }
 
-struct ahead_arg {
-	struct sup_ahead *a;
-	struct lock *l;
-	const struct lock_ctx *ctx;
-};
-
 static void
-get_ahead(void *arg)
+get_ahead(void *a, struct lock *l, const struct lock_ctx *ctx)
 {
-	struct ahead_arg *x = arg;
-
-	sup_ahead(x->a, x->l, x->ctx);
+	sup_ahead(a, l, ctx);
 }
 
 /* start: mono ms when the run began; --timeout counts from there. */
@@ -212,8 +204,7 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
     struct lock *l, struct guard *g, int sigfd, int64_t start)
 {
 	struct sup_ahead a = { 0 };
-	struct ahead_arg ahead = { .a = &a, .l = l };
-	struct wait_hooks hooks = { get_ahead, &ahead };
+	struct wait_hooks hooks = { get_ahead, &a };
 	struct wait_result res;
 	struct lock_ctx ctx;
 	char name[96], waited[32];
@@ -235,7 +226,6 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 		ctx.acl_needs = o->fair ? "f" : "w";
 	else
 		ctx.skip_count = 1;
-	ahead.ctx = &ctx;
 	printable(o->key, strlen(o->key), name, sizeof(name));
 	/* From the first acquire on, something of ours may be in Redis: a
 	 * signal no longer ends rlock where it stands, but ends the wait

@@ -632,7 +632,7 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 			return ran_out(&w);
 		waitline_update(&w.line, &busy);
 		if (!idle_done && hooks->idle != NULL)
-			hooks->idle(hooks->arg);
+			hooks->idle(hooks->arg, l, ctx);
 		idle_done = 1;
 		do
 			why = sleep_until(&w, retry_at(&w, &busy));

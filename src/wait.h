@@ -39,11 +39,11 @@ struct wait_result {
 
 /*
  * Work the caller would otherwise do after the grant, done in time
- * nobody waits for: idle (may be NULL) is called with arg once, when the
- * wait first blocks.
+ * nobody waits for: idle (may be NULL) is called with arg, the lock and
+ * its ctx once, when the wait first blocks.
  */
 struct wait_hooks {
-	void (*idle)(void *arg);
+	void (*idle)(void *arg, struct lock *l, const struct lock_ctx *ctx);
 	void *arg;
 };
 
