@@ -32,8 +32,8 @@ struct wait_result {
 	int signo;
 	struct failure fail;	/* WAIT_ERROR: why */
 	int answered;		/* an attempt was answered before fail */
-	/* WAIT_TIMEOUT of -n: the busy answer (skip_counted, its holder);
-	 * else zeroed. */
+	/* WAIT_TIMEOUT: the last busy answer (skip_counted under -n, its
+	 * holder); else zeroed. */
 	struct lock_busy busy;
 };
 
