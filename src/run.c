@@ -88,6 +88,7 @@ try_reenter(struct rlock_opts *o, const struct lock_cfg *cfg, struct lock *l,
 	}
 	if (ours == 0)
 		return 0;
+	lock_close(l);
 	if (ours == 2) {
 		char name[96];
 
@@ -96,13 +97,11 @@ try_reenter(struct rlock_opts *o, const struct lock_cfg *cfg, struct lock *l,
 		    "an exclusive lock would be an upgrade, which rlock does "
 		    "not do: take '%s' exclusively in the ancestor", name,
 		    name);
-		lock_close(l);
 		*status = o->conflict_exit;
 		return 1;
 	}
 	msg_verbose("'%s' is already held by our ancestor: re-entering",
 	    o->key);
-	lock_close(l);
 	if (o->mode == MODE_LOCK && o->export_env)
 		section_export(o->key, token, getenv("RLOCK_FENCE"));
 	*status = o->mode == MODE_LOCK ? 0 : sup_exec_here(o);
@@ -143,11 +142,10 @@ busy_holder(const struct lock_busy *b, char *buf, size_t len)
  */
 static int
 not_obtained(const struct rlock_opts *o, struct lock *l,
-    const struct lock_ctx *ctx, const struct lock_busy *b)
+    const struct lock_ctx *ctx, const struct lock_busy *b, const char *key)
 {
-	char who[512], wait[32], key[96];
+	char who[512], wait[32];
 
-	printable(o->key, strlen(o->key), key, sizeof(key));
 	if (msg_level >= MSG_NORMAL || msg_syslog_on()) {
 		if (o->limit > 1)
 			snprintf(who, sizeof(who), "all of its %ld holders "
@@ -185,18 +183,10 @@ lease_for(const struct rlock_opts *o)
 	return cap < LEASE_MIN_MS ? LEASE_MIN_MS : cap;
 }
 
-struct ahead_arg {
-	struct sup_ahead *a;
-	struct lock *l;
-	const struct lock_ctx *ctx;
-};
-
 static void
-get_ahead(void *arg)
+get_ahead(void *a, struct lock *l, const struct lock_ctx *ctx)
 {
-	struct ahead_arg *x = arg;
-
-	sup_ahead(x->a, x->l, x->ctx);
+	sup_ahead(a, l, ctx);
 }
 
 /* start: mono ms when the run began; --timeout counts from there. */
@@ -205,8 +195,7 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
     struct lock *l, struct guard *g, int sigfd, int64_t start)
 {
 	struct sup_ahead a = { 0 };
-	struct ahead_arg ahead = { .a = &a, .l = l };
-	struct wait_hooks hooks = { get_ahead, &ahead };
+	struct wait_hooks hooks = { get_ahead, &a };
 	struct wait_result res;
 	struct lock_ctx ctx;
 	char name[96], waited[32];
@@ -228,7 +217,6 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 		ctx.acl_needs = o->fair ? "f" : "w";
 	else
 		ctx.skip_count = 1;
-	ahead.ctx = &ctx;
 	printable(o->key, strlen(o->key), name, sizeof(name));
 	/* From the first acquire on, something of ours may be in Redis: a
 	 * signal no longer ends rlock where it stands, but ends the wait
@@ -248,38 +236,31 @@ acquire_and_run(struct rlock_opts *o, const struct lock_cfg *cfg,
 	/* A failure, and a signal too: the signal is what to say. */
 	if (ws == WAIT_ERROR && (res.signo = sig_take_stop(sigfd)) != 0)
 		ws = WAIT_SIGNAL;
-	switch (ws) {
-	case WAIT_GRANTED:
-		if (wait_bound(o))
-			lock_set_timeouts(l, o->connect_timeout_ms,
-			    o->connect_timeout_ms);
-		break;
-	case WAIT_TIMEOUT:
-		st = not_obtained(o, l, &ctx, &res.busy);
+	if (ws == WAIT_GRANTED && wait_bound(o))
+		lock_set_timeouts(l, o->connect_timeout_ms,
+		    o->connect_timeout_ms);
+	if (ws == WAIT_TIMEOUT) {
+		st = not_obtained(o, l, &ctx, &res.busy, name);
 		/* A signal while the skip was counted: 128+N all the same. */
 		if ((sig = sig_take_stop(sigfd)) != 0)
 			st = RL_EXIT_SIGNAL_BASE + sig;
-		goto out;
-	case WAIT_SIGNAL:
+	} else if (ws == WAIT_SIGNAL) {
 		msg_verbose("signal %d while waiting; giving up", res.signo);
 		st = RL_EXIT_SIGNAL_BASE + res.signo;
-		goto out;
-	default:
+	} else if (ws == WAIT_ERROR) {
 		if (res.fail.kind == FAIL_SCRIPT)
 			msg_err("'%s': %s", name, res.fail.why);
 		else
 			report_bound(o, cfg, &res.fail, res.answered);
 		st = res.fail.status;
-		goto out;
+	} else if ((st = sup_stopped(l, &ctx, sigfd)) == 0) {
+		dur_format(mono_ms() - start, waited, sizeof(waited));
+		msg_event(LOG_INFO, "acquired '%s' after %s (fence %lld)",
+		    name, waited, (long long)res.fence);
+		st = o->mode == MODE_LOCK ?
+		    section_hold(o, &ctx, l, sigfd, &res, &a) :
+		    sup_run(o, &ctx, l, sigfd, &res, &a);
 	}
-	if ((st = sup_stopped(l, &ctx, sigfd)) != 0)
-		goto out;
-	dur_format(mono_ms() - start, waited, sizeof(waited));
-	msg_event(LOG_INFO, "acquired '%s' after %s (fence %lld)", name,
-	    waited, (long long)res.fence);
-	st = o->mode == MODE_LOCK ? section_hold(o, &ctx, l, sigfd, &res, &a) :
-	    sup_run(o, &ctx, l, sigfd, &res, &a);
-out:
 	(void)sig_stop_watch(0);
 	sup_ahead_drop(&a);
 	lock_ctx_free(&ctx);

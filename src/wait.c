@@ -80,9 +80,14 @@ struct waiter {
 	int64_t down_since;		/* mono ms Redis stopped answering; 0 */
 	int backoffs;			/* failed tries since down_since */
 	int64_t tried_at;		/* when the last attempt began */
-	int reached;			/* an attempt was answered */
 	int no_time;			/* attempt() found the bound passed */
 };
+
+static int64_t
+min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
 
 /* waker_wait's outcomes, and one of ours: a signal that ends the wait. */
 #define WOKE_SIGNAL (-1)
@@ -150,8 +155,7 @@ bound_to(struct waiter *w, int64_t end)
 
 	if (left <= 0)
 		return 0;
-	lock_set_timeouts(w->l, left < w->con0 ? left : w->con0,
-	    left < w->cmd0 ? left : w->cmd0);
+	lock_set_timeouts(w->l, min64(left, w->con0), min64(left, w->cmd0));
 	return 1;
 }
 
@@ -160,9 +164,7 @@ bound_to(struct waiter *w, int64_t end)
 static int64_t
 attempt_end(const struct waiter *w)
 {
-	int64_t now = mono_ms(), con = lock_connect_timeout(w->l);
-
-	return w->bound - now > con ? now + con : w->bound;
+	return min64(mono_ms() + lock_connect_timeout(w->l), w->bound);
 }
 
 /* One attempt; reconnects once on a connection that dropped at once
@@ -229,8 +231,8 @@ attempt(struct waiter *w, int queue, struct wait_result *res,
 		 * opened that drops most likely refused something asked
 		 * ahead of the acquire (a proxy: guard_refused), which the
 		 * caller tells apart; -w rides it out as weather. */
-		if (!w->reached || mono_ms() - w->tried_at > LAST_TRY_MS ||
-		    sig_stopping())
+		if (!w->res->answered || sig_stopping() ||
+		    mono_ms() - w->tried_at > LAST_TRY_MS)
 			return LOCK_ERROR;
 	}
 	return LOCK_ERROR;
@@ -258,9 +260,7 @@ retry_at(struct waiter *w, const struct lock_busy *b)
 	if (b->foreign && (!w->ctx->fair || b->position <= 0) &&
 	    (b->wait_ms < 0 || t > FOREIGN_LOOK_MS))
 		t = FOREIGN_LOOK_MS;
-	if (w->deadline != INT64_MAX && now + t > w->deadline)
-		return w->deadline;
-	return now + t;
+	return min64(now + t, w->deadline);
 }
 
 /* A signal that should end the wait, if one is pending (any but
@@ -296,10 +296,9 @@ static int
 block_quiet(struct waiter *w, int64_t until)
 {
 	struct pollfd p = { .fd = w->sigfd, .events = POLLIN };
-	int64_t left;
 	int n;
 
-	while ((left = until - mono_ms()) > 0) {
+	while (mono_ms() < until) {
 		n = poll(&p, 1, deadline_poll_ms(until));
 		if (n < 0 && errno != EINTR)
 			return WOKE_TIMEOUT;
@@ -307,30 +306,6 @@ block_quiet(struct waiter *w, int64_t until)
 			return WOKE_SIGNAL;
 	}
 	return WOKE_TIMEOUT;
-}
-
-/*
- * Block on the waker until `until`, a wake-up or a signal that ends the
- * wait (any other signal, SIGCHLD, is read and the wait goes on).
- * `expiry`: until is when the holder's key expires, to the millisecond.
- */
-static int
-block(struct waiter *w, int64_t until, int expiry)
-{
-	enum woke why;
-
-	if (w->look && !w->ctx->fair)
-		return block_quiet(w, until);
-	for (;;) {
-		why = expiry ? waker_wait_expiry(w->wk, until, w->sigfd) :
-		    waker_wait(w->wk, until, w->sigfd);
-		if (why != WOKE_SIGFD)
-			return (int)why;
-		if (stop_signal(w)) {
-			waker_cancel(w->wk);
-			return WOKE_SIGNAL;
-		}
-	}
 }
 
 /*
@@ -349,10 +324,24 @@ sleep_until(struct waiter *w, int64_t retry)
 			until = w->next_beat;
 		if (w->line.on && mono_ms() + REDRAW_MS < until)
 			until = mono_ms() + REDRAW_MS;
-		if ((w->caps & LOCK_FAILOVER) &&
-		    mono_ms() + SENTINEL_RECHECK_MS < until)
-			until = mono_ms() + SENTINEL_RECHECK_MS;
-		why = block(w, until, until == retry && w->expiry);
+		if (w->caps & LOCK_FAILOVER)
+			until = min64(until, mono_ms() + SENTINEL_RECHECK_MS);
+		/* Block on the waker until `until`, a wake-up or a signal
+		 * that ends the wait (any other signal, SIGCHLD, is read and
+		 * the wait goes on); to the millisecond when until is the
+		 * holder's expiry. */
+		if (w->look && !w->ctx->fair)
+			why = block_quiet(w, until);
+		else if (until == retry && w->expiry)
+			why = waker_wait_expiry(w->wk, until, w->sigfd);
+		else
+			why = waker_wait(w->wk, until, w->sigfd);
+		if (why == WOKE_SIGFD && stop_signal(w)) {
+			waker_cancel(w->wk);
+			return WOKE_SIGNAL;
+		}
+		if (why == WOKE_SIGFD)
+			continue;
 		/* The attempt sent behind the BLPOP has answered, or will:
 		 * it is the caller's to read now. */
 		if (why == WOKE_TIMEOUT && sent_behind(w, NULL))
@@ -430,19 +419,14 @@ give_up(struct waiter *w, enum wait_status st)
 	 * connection lost): it may have been granted. */
 	if (lock_acquire_pending(w->l, NULL) != 0)
 		w->uncertain = 1;
-	if (!w->queued && !w->writer && !w->uncertain)
-		goto out;
-	if (!bound_to(w, undo_end(w, st)))
-		goto out;
-	if (!lock_is_open(w->l) && lock_open(w->l) != 0)
-		goto out;
-	if (w->queued || w->writer)
-		(void)lock_dequeue(w->l, w->ctx);
-	if (w->uncertain)
-		(void)lock_release(w->l, w->ctx);
-out:
-	if (st == WAIT_ERROR)
-		w->res->answered = w->reached;
+	if ((w->queued || w->writer || w->uncertain) &&
+	    bound_to(w, undo_end(w, st)) &&
+	    (lock_is_open(w->l) || lock_open(w->l) == 0)) {
+		if (w->queued || w->writer)
+			(void)lock_dequeue(w->l, w->ctx);
+		if (w->uncertain)
+			(void)lock_release(w->l, w->ctx);
+	}
 	(void)done(w, st);
 	(void)sig_stop_watch(stop);
 	return st;
@@ -452,7 +436,7 @@ out:
 static void
 back_up(struct waiter *w, const struct lock_busy *b)
 {
-	w->reached = 1;
+	w->res->answered = 1;
 	if (w->down_since == 0)
 		return;
 	if (w->ctx->fair && b != NULL && b->position >= 0)
@@ -468,10 +452,14 @@ back_up(struct waiter *w, const struct lock_busy *b)
 static enum wait_status
 granted(struct waiter *w, int64_t start, int why)
 {
+	/* Granted before the waker was made: no wait to speak of. */
+	int waited = w->wk != NULL;
+
 	trace_event("grant");
 	back_up(w, NULL);
 	(void)done(w, WAIT_GRANTED);
-	msg_verbose("acquired after %lldms of waiting (%s)",
+	if (waited)
+		msg_verbose("acquired after %lldms of waiting (%s)",
 		    (long long)(mono_ms() - start), why == WOKE_MESSAGE ?
 		    "woken by a release" : w->look ? "a look found the holder, "
 		    "a client other than rlock, gone" :
@@ -494,8 +482,6 @@ ran_out(struct waiter *w)
 	struct failure *f = &w->res->fail;
 	size_t n = strlen(f->why);
 
-	if (w->down_since == 0)
-		return give_up(w, WAIT_TIMEOUT);
 	if (localtime_r(&t, &tm) == NULL ||
 	    strftime(since, sizeof(since), "%H:%M:%S", &tm) == 0)
 		snprintf(since, sizeof(since), "?");
@@ -530,7 +516,7 @@ weather(struct waiter *w, const struct failure *f)
 	w->res->fail = *f;
 	/* A run without --timeout rides out weather once it has reached
 	 * Redis: until then its failure is most likely the user's. */
-	if (w->wait_ms == 0 || (w->wait_ms < 0 && !w->reached) ||
+	if (w->wait_ms == 0 || (w->wait_ms < 0 && !w->res->answered) ||
 	    !failure_retry(f))
 		return give_up(w, WAIT_ERROR);
 	if (w->down_since == 0) {
@@ -549,9 +535,7 @@ weather(struct waiter *w, const struct failure *f)
 	}
 	if (now >= w->deadline)
 		return ran_out(w);
-	until = now + retry_backoff_ms(w->backoffs++);
-	if (until > w->deadline)
-		until = w->deadline;
+	until = min64(now + retry_backoff_ms(w->backoffs++), w->deadline);
 	if (block_quiet(w, until) == WOKE_SIGNAL)
 		return give_up(w, WAIT_SIGNAL);
 	return RIDE_ON;
@@ -567,72 +551,66 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 	int idle_done = 0;
 	struct lock_busy busy = { 0 };
 	enum lock_result lr;
-	int64_t start = since;
-	int why, was, st;
+	/* Not queued yet: a --fair waiter joins once subscribed, below. */
+	int why = WOKE_MESSAGE, queue = 0, st;
 
-	w.deadline = wait_ms < 0 ? INT64_MAX : start + wait_ms;
+	w.deadline = wait_ms < 0 ? INT64_MAX : since + wait_ms;
 	w.wait_ms = wait_ms;
 	lock_timeouts(l, &w.con0, &w.cmd0);
 	w.bound = wait_ms < 0 ? INT64_MAX : wait_ms == 0 ?
-	    start + lock_connect_timeout(l) : w.deadline + LAST_TRY_MS;
+	    since + lock_connect_timeout(l) : w.deadline + LAST_TRY_MS;
 	w.caps = lock_caps(l);
 	memset(res, 0, sizeof(*res));
-	waitline_init(&w.line, ctx->key, ctx->limit, start);
+	waitline_init(&w.line, ctx->key, ctx->limit, since);
 	w.line.on = w.line.on && wait_ms != 0;
 	/* The run's first connect met weather: that was the first try. */
 	if (!lock_is_open(l) && lock_failure(l)->status != 0) {
-		w.tried_at = start;
+		w.tried_at = since;
 		if ((st = weather(&w, lock_failure(l))) != RIDE_ON)
 			return st;
 	}
-	/* Not queued yet: a --fair waiter joins once subscribed, below. */
-	while ((lr = attempt(&w, 0, res, &busy)) == LOCK_ERROR)
-		if ((st = weather(&w, lock_failure(l))) != RIDE_ON)
-			return st;
-	back_up(&w, lr == LOCK_BUSY ? &busy : NULL);
-	if (lr == LOCK_GRANTED) {
-		trace_event("grant");
-		return done(&w, WAIT_GRANTED);
-	}
-	if (wait_ms == 0) {
-		res->busy = busy;
-		return give_up(&w, WAIT_TIMEOUT);
-	}
-	w.wk = lock_waker(l, ctx, waitline_on(&w.line) ||
-	    msg_level >= MSG_VERBOSE);
 	for (;;) {
+		lr = attempt(&w, queue, res, &busy);
+		if (lr == LOCK_GRANTED)
+			return granted(&w, since, why);
+		if (lr == LOCK_ERROR) {
+			if ((st = weather(&w, lock_failure(l))) != RIDE_ON)
+				return st;
+			if (w.wk == NULL)
+				continue;
+		} else {
+			back_up(&w, &busy);
+			/* -n's one answer, or --timeout's last: KEY is held. */
+			if (mono_ms() >= w.deadline) {
+				res->busy = busy;
+				return give_up(&w, WAIT_TIMEOUT);
+			}
+		}
+		if (w.wk == NULL)
+			w.wk = lock_waker(l, ctx, waitline_on(&w.line) ||
+			    msg_level >= MSG_VERBOSE);
 		/* Subscriptions that dropped are made again (a BLPOP needs
 		 * none); once listening, a release from now on reaches us,
-		 * and one from before is seen by this attempt, which
+		 * and one from before is seen by the next attempt, which
 		 * (re)joins a --fair queue: as one back from weather, if we
 		 * were queued, so that a server that changed under the queue
 		 * is noticed before anyone is passed over (queue.lua). */
-		was = waker_listening(w.wk) && w.down_since == 0;
-		(void)waker_listen(w.wk);
-		if (!was) {
-			if (ctx->fair && !waker_listening(w.wk)) {
+		if (!waker_listening(w.wk) || w.down_since != 0) {
+			(void)waker_listen(w.wk);
+			while (ctx->fair && !waker_listening(w.wk)) {
 				st = weather(&w, waker_failure(w.wk));
 				if (st != RIDE_ON)
 					return st;
-				continue;
+				(void)waker_listen(w.wk);
 			}
-			lr = attempt(&w, !ctx->fair ? 0 : w.queued ?
-			    LOCK_REJOIN : LOCK_JOIN, res, &busy);
-			if (lr == LOCK_GRANTED)
-				return granted(&w, start, WOKE_MESSAGE);
-			if (lr == LOCK_ERROR) {
-				st = weather(&w, lock_failure(l));
-				if (st != RIDE_ON)
-					return st;
-				continue;
-			}
-			back_up(&w, &busy);
+			queue = !ctx->fair ? 0 : w.queued ? LOCK_REJOIN :
+			    LOCK_JOIN;
+			why = WOKE_MESSAGE;
+			continue;
 		}
-		if (mono_ms() >= w.deadline)
-			return ran_out(&w);
 		waitline_update(&w.line, &busy);
 		if (!idle_done && hooks->idle != NULL)
-			hooks->idle(hooks->arg);
+			hooks->idle(hooks->arg, l, ctx);
 		idle_done = 1;
 		do
 			why = sleep_until(&w, retry_at(&w, &busy));
@@ -643,23 +621,14 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 			msg_verbose("wake-up connection lost (%s); reconnecting",
 			    waker_failure(w.wk)->why);
 		/* Without a subscription this attempt must not queue us. */
-		lr = attempt(&w, ctx->fair && waker_listening(w.wk) ?
-		    LOCK_JOIN : 0, res, &busy);
-		if (lr == LOCK_GRANTED)
-			return granted(&w, start, why);
-		if (lr != LOCK_ERROR)
-			back_up(&w, &busy);
-		else if ((st = weather(&w, lock_failure(l))) != RIDE_ON)
-			return st;
+		queue = ctx->fair && waker_listening(w.wk) ? LOCK_JOIN : 0;
 	}
 }
 
 int64_t
 wait_try_ms(int64_t wait_ms, int64_t connect_ms)
 {
-	int64_t t = wait_ms + LAST_TRY_MS;
-
-	return t < connect_ms ? t : connect_ms;
+	return min64(wait_ms + LAST_TRY_MS, connect_ms);
 }
 
 int

@@ -32,18 +32,18 @@ struct wait_result {
 	int signo;
 	struct failure fail;	/* WAIT_ERROR: why */
 	int answered;		/* an attempt was answered before fail */
-	/* WAIT_TIMEOUT of -n: the busy answer (skip_counted, its holder);
-	 * else zeroed. */
+	/* WAIT_TIMEOUT: the last busy answer (skip_counted under -n, its
+	 * holder); else zeroed. */
 	struct lock_busy busy;
 };
 
 /*
  * Work the caller would otherwise do after the grant, done in time
- * nobody waits for: idle (may be NULL) is called with arg once, when the
- * wait first blocks.
+ * nobody waits for: idle (may be NULL) is called with arg, the lock and
+ * its ctx once, when the wait first blocks.
  */
 struct wait_hooks {
-	void (*idle)(void *arg);
+	void (*idle)(void *arg, struct lock *l, const struct lock_ctx *ctx);
 	void *arg;
 };
 
