@@ -53,7 +53,7 @@
 /* The attempt made when a --timeout runs out has this long to answer;
  * an attempt tries again at once only after a failure this quick (a
  * dropped connection, not a silent server). */
-#define LAST_TRY_MS 200
+#define LAST_TRY_MS 400
 
 struct waiter {
 	struct lock *l;
