@@ -618,8 +618,8 @@ wait_lock(struct lock *l, const struct lock_ctx *ctx, int64_t wait_ms,
 		if (why == WOKE_SIGNAL)
 			return give_up(&w, WAIT_SIGNAL);
 		if (why == WOKE_LOST)
-			msg_verbose("wake-up connection lost (%s); reconnecting",
-			    waker_failure(w.wk)->why);
+			msg_verbose("wake-up connection lost (%s); "
+			    "reconnecting", waker_failure(w.wk)->why);
 		/* Without a subscription this attempt must not queue us. */
 		queue = ctx->fair && waker_listening(w.wk) ? LOCK_JOIN : 0;
 	}
