@@ -51,6 +51,20 @@ listening() {
 	rcli client list | grep -q ' flags=b.* cmd=blpop'
 }
 
+# let_go: COMMAND ends; the holder's status in $RC.
+let_go() {
+	touch "$T/go"
+	RC=0
+	wait "$BG" || RC=$?
+}
+
+# ended_clean: the holder, let go, exits 0 and says nothing.
+ended_clean() {
+	let_go
+	[ "$RC" = 0 ] || fail "status $RC: $(cat "$T/err")"
+	[ ! -s "$T/err" ] || fail "stderr: $(cat "$T/err")"
+}
+
 # broken_heard: release --force, then COMMAND's SIGTERM within 3 s.
 broken_heard() {
 	run -0 "$RLOCK" release --force "$K"
@@ -88,11 +102,7 @@ holder_conns() {
 		fail "not two connections: $(rcli client list)"
 	rcli client list | grep ' name=rlock-holder ' | grep -q ' cmd=blpop' ||
 		fail "no listener: $(rcli client list)"
-	touch "$T/go"
-	RC=0
-	wait "$BG" || RC=$?
-	[ "$RC" = 0 ] || fail "status $RC: $(cat "$T/err")"
-	[ ! -s "$T/err" ] || fail "stderr: $(cat "$T/err")"
+	ended_clean
 }
 
 @test "release --force as COMMAND starts, before the holder listens: heard all the same" {
@@ -146,9 +156,7 @@ holder_conns() {
 	assert_output "rlock: lost the lock '$K': Redis says another client holds or removed it; --on-lost ignore: COMMAND keeps running unguarded"
 	proc_alive "$(cat "$T/cmd.pid")" || fail "COMMAND was stopped"
 	[ ! -e "$T/got" ]
-	touch "$T/go"
-	RC=0
-	wait "$BG" || RC=$?
+	let_go
 	[ "$RC" = 70 ] || fail "status $RC"
 }
 
@@ -159,11 +167,7 @@ holder_conns() {
 	wait_ms 5000 listening || fail "the holder does not listen"
 	wait_ms 3000 eval '[ "$(rcli llen "$L:broken")" = 0 ]' ||
 		fail "the holder did not take the elements"
-	touch "$T/go"
-	RC=0
-	wait "$BG" || RC=$?
-	[ "$RC" = 0 ] || fail "status $RC: $(cat "$T/err")"
-	[ ! -s "$T/err" ] || fail "stderr: $(cat "$T/err")"
+	ended_clean
 	[ ! -e "$T/got" ]
 }
 
@@ -187,9 +191,7 @@ holder_conns() {
 	wait_ms 5000 eval 'rcli info commandstats |
 	    grep -q "^cmdstat_blpop:.*rejected_calls=[1-9]"' ||
 		fail "no BLPOP was refused: $(rcli info commandstats | grep blpop)"
-	touch "$T/go"
-	RC=0
-	wait "$BG" || RC=$?
+	let_go
 	rcli acl deluser noblpop > /dev/null
 	[ "$RC" = 0 ] || fail "status $RC: $(cat "$T/err")"
 	[ ! -s "$T/err" ] || fail "stderr: $(cat "$T/err")"
