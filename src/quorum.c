@@ -235,12 +235,6 @@ op_close(struct lock *l)
 		q->m[i]->ops->close(q->m[i]);
 }
 
-static int64_t
-min64(int64_t a, int64_t b)
-{
-	return a < b ? a : b;
-}
-
 /* Each master keeps its cap, whatever the caller asks for. */
 static void
 op_set_timeouts(struct lock *l, int64_t connect_ms, int64_t cmd_ms)

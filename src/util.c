@@ -155,6 +155,12 @@ wall_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+int64_t
+min64(int64_t a, int64_t b)
+{
+	return a < b ? a : b;
+}
+
 void
 nap_ms(int64_t ms)
 {

@@ -40,6 +40,9 @@ int64_t mono_ms(void);
  * reads, for a value other hosts compare with theirs. */
 int64_t wall_ms(void);
 
+/* The smaller of two times or durations. */
+int64_t min64(int64_t a, int64_t b);
+
 /* Sleep ms milliseconds, through EINTR. */
 void nap_ms(int64_t ms);
 

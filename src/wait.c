@@ -83,12 +83,6 @@ struct waiter {
 	int no_time;			/* attempt() found the bound passed */
 };
 
-static int64_t
-min64(int64_t a, int64_t b)
-{
-	return a < b ? a : b;
-}
-
 /* waker_wait's outcomes, and one of ours: a signal that ends the wait. */
 #define WOKE_SIGNAL (-1)
 /* weather's, beside a wait_status: the wait goes on. */
