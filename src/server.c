@@ -122,12 +122,6 @@ server_connect_timeout(const struct server *s)
 	return s->connect_ms;
 }
 
-int64_t
-server_cmd_timeout(const struct server *s)
-{
-	return conn_timeout(s->cn);
-}
-
 const struct conn_cfg *
 server_cfg(const struct server *s)
 {

@@ -45,7 +45,6 @@ int server_is_open(const struct server *s);
 void server_set_timeouts(struct server *s, int64_t connect_ms,
     int64_t cmd_ms);
 int64_t server_connect_timeout(const struct server *s);
-int64_t server_cmd_timeout(const struct server *s);
 const struct conn_cfg *server_cfg(const struct server *s);
 
 /*
