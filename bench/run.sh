@@ -81,6 +81,7 @@ build load load.c
 build seed seed.c $(pkg-config --cflags hiredis 2>/dev/null) \
 	$(pkg-config --libs hiredis 2>/dev/null || echo -lhiredis)
 build phases.so phases.c -shared -fPIC -ldl
+build fork fork.c
 # shellcheck source=../tests/topology.bash
 . "$top/tests/topology.bash"
 # 1000 waiters hold 2000 connections: Redis sizes maxclients by our limit.
@@ -362,9 +363,13 @@ sec_throughput() {
 # same-round ratios (handoff.py).
 sec_handoff() {
 	local w rounds r k c c50 c99 l50 l99 n nr o ratio lo hi name
+	local fk50 fk90
 	confs=(flock plain fair)
 	[ -z "$BASE" ] || confs+=(oldplain oldfair)
 	mkdir "$D/h"
+	# The watcher's fork after the grant is the part of a hand-off no
+	# Redis round trip explains: what a process costs this machine.
+	read -r fk50 fk90 < <("$B/fork" 200) || exit 1
 	for w in 10 100; do
 		rounds=$([ "$w" = 10 ] && echo "$ROUNDS_10" || echo "$ROUNDS_100")
 		section "hand-off, $w waiters holding $HOLD_MS ms: $rounds rounds of ${confs[*]}"
@@ -379,6 +384,8 @@ sec_handoff() {
 			flock)
 				row "flock: command p50/p99" \
 				    "${c50} us / ${c99} us (n=$n, $nr rounds, overlaps=$o)"
+				row "  fork() of a small process (a watcher's floor)" \
+				    "$fk50 us p50, $fk90 us p90: $(awk "BEGIN{printf \"%.2f\", $fk50/$c50}")x flock's p50"
 				continue ;;
 			plain) name="rlock" ;;
 			fair) name="rlock --fair" ;;
