@@ -384,8 +384,9 @@ sec_handoff() {
 			flock)
 				row "flock: command p50/p99" \
 				    "${c50} us / ${c99} us (n=$n, $nr rounds, overlaps=$o)"
+				ratio=$(awk "BEGIN{printf \"%.2f\", $fk50/$c50}")
 				row "  fork() of a small process (a watcher's floor)" \
-				    "$fk50 us p50, $fk90 us p90: $(awk "BEGIN{printf \"%.2f\", $fk50/$c50}")x flock's p50"
+				    "$fk50 us p50, $fk90 us p90: ${ratio}x flock's p50"
 				continue ;;
 			plain) name="rlock" ;;
 			fair) name="rlock --fair" ;;
